@@ -1,0 +1,187 @@
+#include "runtime/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <functional>
+#include <set>
+
+#include "runtime/input_error.hpp"
+#include "solvers/policy.hpp"
+
+namespace aryl {
+namespace {
+
+using setter = std::function<void(config&, const std::string&)>;
+
+[[noreturn]] void bad_value(const std::string& what) { throw std::invalid_argument(what); }
+
+double to_double(const std::string& v) {
+  double out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc{} || p != v.data() + v.size()) bad_value("'" + v + "' is not a number");
+  return out;
+}
+
+int64_t to_int(const std::string& v) {
+  int64_t out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc{} || p != v.data() + v.size()) bad_value("'" + v + "' is not an integer");
+  return out;
+}
+
+bool to_bool(const std::string& v) {
+  if (v == "true" || v == "1" || v == "on" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "off" || v == "no") return false;
+  bad_value("'" + v + "' is not a boolean (true/false)");
+}
+
+template <class T>
+T at_least(T v, T lo) {
+  if (v < lo) bad_value("must be >= " + std::to_string(lo));
+  return v;
+}
+
+double fraction(double v) {
+  if (v < 0 || v > 1) bad_value("must be within [0, 1]");
+  return v;
+}
+
+std::string one_of(const std::string& v, std::initializer_list<const char*> allowed) {
+  std::string list;
+  for (auto a : allowed) {
+    if (v == a) return v;
+    list += list.empty() ? a : std::string("|") + a;
+  }
+  bad_value("'" + v + "' is not one of " + list);
+}
+
+const std::map<std::string, setter>& setters() {
+  static const std::map<std::string, setter> table{
+      {"policy", [](config& c, const std::string& v) {
+         if (!find_policy(v)) {
+           std::string names;
+           for (auto& p : all_policies()) names += (names.empty() ? "" : "|") + p.name;
+           bad_value("unknown policy '" + v + "' (known: " + names + ")");
+         }
+         c.policy = v;
+       }},
+      {"placement", [](config& c, const std::string& v) { c.placement = one_of(v, {"count", "consolidated"}); }},
+      {"seed", [](config& c, const std::string& v) { c.seed = static_cast<uint64_t>(at_least<int64_t>(to_int(v), 0)); }},
+      {"scheduler.backfill", [](config& c, const std::string& v) { c.backfill = to_bool(v); }},
+      {"cluster.training.servers", [](config& c, const std::string& v) { c.training.servers = static_cast<int>(at_least<int64_t>(to_int(v), 0)); }},
+      {"cluster.training.gpus_per_server", [](config& c, const std::string& v) { c.training.gpus_per_server = static_cast<int>(at_least<int64_t>(to_int(v), 1)); }},
+      {"cluster.training.gpu_type", [](config& c, const std::string& v) { c.training.gpu_type = v; }},
+      {"cluster.inference.servers", [](config& c, const std::string& v) { c.inference.servers = static_cast<int>(at_least<int64_t>(to_int(v), 0)); }},
+      {"cluster.inference.gpus_per_server", [](config& c, const std::string& v) { c.inference.gpus_per_server = static_cast<int>(at_least<int64_t>(to_int(v), 1)); }},
+      {"cluster.inference.gpu_type", [](config& c, const std::string& v) { c.inference.gpu_type = v; }},
+      {"model.eff_exponent", [](config& c, const std::string& v) { c.eff_exponent = to_double(v); }},
+      {"trace.file", [](config& c, const std::string& v) { c.trace_file = v; }},
+      {"trace.format", [](config& c, const std::string& v) { c.trace_format = one_of(v, {"canonical", "philly"}); }},
+      {"trace.vc", [](config& c, const std::string& v) { c.trace_vc = v; }},
+      {"trace.from", [](config& c, const std::string& v) { c.trace_from = v; }},
+      {"trace.to", [](config& c, const std::string& v) { c.trace_to = v; }},
+      {"trace.skip_bad_rows", [](config& c, const std::string& v) { c.skip_bad_rows = to_bool(v); }},
+      {"synthetic.jobs", [](config& c, const std::string& v) { c.synthetic_jobs = static_cast<int>(at_least<int64_t>(to_int(v), 1)); }},
+      {"synthetic.days", [](config& c, const std::string& v) { c.synthetic_days = at_least(to_double(v), 0.01); }},
+      {"synthetic.load", [](config& c, const std::string& v) { c.synthetic_load = at_least(to_double(v), 0.01); }},
+      {"jobs.restart_overhead_s", [](config& c, const std::string& v) { c.restart_overhead_s = at_least(to_double(v), 0.0); }},
+      {"jobs.scale_overhead_s", [](config& c, const std::string& v) { c.scale_overhead_s = at_least(to_double(v), 0.0); }},
+      {"jobs.elastic_fraction", [](config& c, const std::string& v) { c.elastic_fraction = fraction(to_double(v)); }},
+      {"jobs.min_workers_fraction", [](config& c, const std::string& v) { c.min_workers_fraction = fraction(to_double(v)); }},
+      {"jobs.max_workers_factor", [](config& c, const std::string& v) { c.max_workers_factor = at_least(to_double(v), 1.0); }},
+      {"jobs.mispredict_fraction", [](config& c, const std::string& v) { c.mispredict_fraction = fraction(to_double(v)); }},
+      {"jobs.mispredict_error", [](config& c, const std::string& v) { c.mispredict_error = fraction(to_double(v)); }},
+      {"inference.trace", [](config& c, const std::string& v) { c.inference_trace = v; }},
+      {"inference.format", [](config& c, const std::string& v) { c.inference_format = one_of(v, {"canonical", "servegen"}); }},
+      {"inference.peak_utilisation", [](config& c, const std::string& v) { c.inference_peak_utilisation = fraction(to_double(v)); }},
+      {"inference.interval_s", [](config& c, const std::string& v) { c.inference_interval_s = at_least<int64_t>(to_int(v), 1); }},
+      {"inference.headroom", [](config& c, const std::string& v) { c.inference_headroom = at_least(to_double(v), 0.0); }},
+      {"inference.grace_s", [](config& c, const std::string& v) { c.inference_grace_s = at_least<int64_t>(to_int(v), 0); }},
+      {"run.mode", [](config& c, const std::string& v) { c.mode = one_of(v, {"simulated", "wallclock"}); }},
+      {"run.speedup", [](config& c, const std::string& v) { c.speedup = at_least(to_double(v), 1e-3); }},
+      {"run.check_invariants", [](config& c, const std::string& v) { c.check_invariants = to_bool(v); }},
+      {"run.progress", [](config& c, const std::string& v) { c.progress = to_bool(v); }},
+      {"run.out", [](config& c, const std::string& v) { c.out_dir = v; }},
+  };
+  return table;
+}
+
+constexpr const char* gpu_speed_prefix = "gpu_speed.";
+
+void flatten(const YAML::Node& node, const std::string& prefix, config& c, const std::string& path) {
+  for (const auto& kv : node) {
+    auto key = kv.first.as<std::string>();
+    auto full = prefix.empty() ? key : prefix + "." + key;
+    auto where = path + ":" + std::to_string(kv.first.Mark().line + 1);
+    if (kv.second.IsMap()) {
+      flatten(kv.second, full, c, path);
+    } else if (kv.second.IsScalar()) {
+      set_config_key(c, full, kv.second.Scalar(), where);
+    } else {
+      throw input_error(where + ": key '" + full + "' must be a scalar or a mapping");
+    }
+  }
+}
+
+} // namespace
+
+void set_config_key(config& c, const std::string& key, const std::string& value,
+                    const std::string& where) {
+  try {
+    if (key.rfind(gpu_speed_prefix, 0) == 0 && key.size() > std::string(gpu_speed_prefix).size()) {
+      double s = to_double(value);
+      if (s <= 0) bad_value("must be > 0");
+      c.gpu_speed[key.substr(std::string(gpu_speed_prefix).size())] = s;
+      return;
+    }
+    auto it = setters().find(key);
+    if (it == setters().end())
+      throw input_error(where + ": unknown config key '" + key + "'");
+    it->second(c, value);
+  } catch (const std::invalid_argument& e) {
+    throw input_error(where + ": " + key + ": " + e.what());
+  }
+}
+
+void apply_override(config& c, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw input_error("--set " + assignment + ": expected key=value");
+  set_config_key(c, assignment.substr(0, eq), assignment.substr(eq + 1), "--set");
+}
+
+void load_config_file(config& c, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw input_error(path + ": cannot open config file");
+  } catch (const YAML::Exception& e) {
+    throw input_error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (root.IsNull()) return;
+  if (!root.IsMap()) throw input_error(path + ": top level must be a mapping of keys");
+  flatten(root, "", c, path);
+}
+
+void validate_config(const config& c) {
+  auto check_type = [&](const cluster_config& cl, const char* name) {
+    if (cl.servers > 0 && !c.gpu_speed.count(cl.gpu_type))
+      throw input_error(std::string("config: cluster.") + name + ".gpu_type '" + cl.gpu_type +
+                        "' has no gpu_speed." + cl.gpu_type + " entry");
+  };
+  check_type(c.training, "training");
+  check_type(c.inference, "inference");
+  if (c.training.servers == 0 && c.inference.servers == 0)
+    throw input_error("config: the cluster has no servers");
+}
+
+std::vector<std::string> config_key_names() {
+  std::vector<std::string> out;
+  for (auto& kv : setters()) out.push_back(kv.first);
+  out.push_back(std::string(gpu_speed_prefix) + "<TYPE>");
+  return out;
+}
+
+} // namespace aryl

@@ -1,0 +1,82 @@
+#pragma once
+/// Every setting of a run, with its defaults. Set from a YAML file (--config), then from
+/// command-line flags and --set key=value; each key has one setter in config.cpp.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace aryl {
+
+struct cluster_config {
+  int servers = 0;
+  int gpus_per_server = 8;
+  std::string gpu_type;
+};
+
+struct config {
+  // --- scheduling
+  std::string policy = "aryl";
+  std::string placement = "consolidated";
+  uint64_t seed = 1;
+  /// Let later queued jobs start past one that does not fit (DESIGN.md 3: off by default).
+  bool backfill = false;
+
+  // --- clusters
+  cluster_config training{16, 8, "V100"};
+  cluster_config inference{16, 8, "T4"};
+  std::map<std::string, double> gpu_speed{{"V100", 1.0}, {"T4", 0.35}, {"A100", 2.0}};
+  double eff_exponent = -0.05;
+
+  // --- training workload
+  std::string trace_file;            ///< empty: synthetic workload
+  std::string trace_format = "canonical";
+  std::string trace_vc, trace_from, trace_to;
+  bool skip_bad_rows = false;
+  int synthetic_jobs = 1500;
+  double synthetic_days = 2;
+  double synthetic_load = 0.9;
+
+  // --- jobs
+  double restart_overhead_s = 60;
+  double scale_overhead_s = 20;
+  double elastic_fraction = 0.5;
+  double min_workers_fraction = 0.5;
+  double max_workers_factor = 2;
+  double mispredict_fraction = 0;
+  double mispredict_error = 0.25;
+
+  // --- inference cluster
+  std::string inference_trace;       ///< empty: synthetic daily cycle
+  std::string inference_format = "canonical";  ///< canonical | servegen
+  double inference_peak_utilisation = 0.9;
+  int64_t inference_interval_s = 300;
+  double inference_headroom = 0.1;
+  int64_t inference_grace_s = 120;
+
+  // --- run
+  std::string mode = "simulated";    ///< simulated | wallclock
+  double speedup = 3600;             ///< wallclock: virtual seconds per real second
+  bool check_invariants = false;
+  bool progress = true;
+  std::string out_dir = "out";
+};
+
+/// Sets one key from its text value. Throws input_error naming the key on an unknown key
+/// or a bad value. `where` prefixes the message (e.g. "cfg.yaml:12" or "--set").
+void set_config_key(config& c, const std::string& key, const std::string& value,
+                    const std::string& where);
+
+/// Applies "key=value".
+void apply_override(config& c, const std::string& assignment);
+
+/// Loads a YAML mapping (nested maps become dotted keys) on top of `c`.
+void load_config_file(config& c, const std::string& path);
+
+/// Checks cross-key consistency (e.g. a policy that exists); throws input_error.
+void validate_config(const config& c);
+
+/// All known keys, for --help and the docs.
+std::vector<std::string> config_key_names();
+
+} // namespace aryl

@@ -1,0 +1,31 @@
+#pragma once
+/// A training job as read from a trace: what was submitted, before any scheduling.
+#include <cstdint>
+#include <string>
+
+#include "runtime/time.hpp"
+
+namespace aryl {
+
+struct job_spec {
+  /// Dense index, 0..n-1 in (stable) submit order; the key every actor uses.
+  uint32_t index = 0;
+  /// Name from the trace (or generated); only for outputs.
+  std::string name;
+  sim_time submit;
+  /// Requested GPUs (= workers; one GPU per worker).
+  int gpus = 1;
+  /// Run time in seconds at `gpus` workers on a speed-1.0 GPU: the job's true work.
+  double duration_s = 0;
+  /// Required GPU type; empty = any type.
+  std::string gpu_type;
+  bool elastic = false;
+  /// Inelastic jobs: min = max = gpus.
+  int min_workers = 1;
+  int max_workers = 1;
+  /// Predicted work = true work x this factor (1 = exact prediction).
+  double predict_factor = 1.0;
+  std::string user;
+};
+
+} // namespace aryl
