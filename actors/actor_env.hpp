@@ -1,0 +1,25 @@
+#pragma once
+/// What actors are given at spawn: handles of their peers, the time base, and settings.
+/// Nothing here is global; two runs can live side by side in one process.
+#include <string>
+#include <vector>
+
+#include "actors/inference_protocol.hpp"
+#include "actors/job_protocol.hpp"
+#include "actors/recorder_protocol.hpp"
+#include "actors/scheduler_protocol.hpp"
+#include "actors/server_protocol.hpp"
+#include "runtime/timebase.hpp"
+#include "solvers/throughput.hpp"
+
+namespace aryl {
+
+struct job_env {
+  timebase tb;
+  throughput_model model;
+  scheduler_actor scheduler;
+  recorder_actor recorder;
+  bool check_invariants = false;
+};
+
+} // namespace aryl

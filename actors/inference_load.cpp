@@ -1,0 +1,101 @@
+#include "actors/inference_load.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace aryl {
+
+int servers_needed(const inference_setup& s, sim_time t) {
+  if (s.demand.empty()) return 0;
+  auto& d = s.demand;
+  // The demand repeats after its span: the last step lasts as long as the one before it.
+  int64_t step = d.size() > 1 ? (d.back().t - d[d.size() - 2].t).us : s.interval_s * 1000000;
+  int64_t period = d.back().t.us + step;
+  int64_t at = t.us;
+  if (at >= period && period > 0) at = d.front().t.us + (at - d.front().t.us) % (period - d.front().t.us);
+  auto it = std::upper_bound(d.begin(), d.end(), at, [](int64_t v, const demand_point& p) { return v < p.t.us; });
+  int raw = it == d.begin() ? d.front().servers_needed : std::prev(it)->servers_needed;
+  int need = static_cast<int>(std::ceil(raw * (1.0 + s.headroom) - 1e-9));
+  return std::min<int>(need, static_cast<int>(s.servers.size()));
+}
+
+inference_actor::behavior_type inference_behavior(inference_actor::stateful_pointer<inference_state> self,
+                                                  inference_setup setup, scheduler_actor scheduler,
+                                                  recorder_actor recorder, timebase tb) {
+  self->state.setup = std::move(setup);
+  self->state.serving.insert(self->state.setup.servers.begin(), self->state.setup.servers.end());
+  auto log = [=](sim_time now, std::string event, std::string detail, std::string why) {
+    self->send(recorder, event_atom::value,
+               event_record{now.us, "inference", std::move(event), std::move(detail), std::move(why)});
+  };
+  self->send(self, demand_atom::value, uint64_t{0});
+  return {
+      [=](demand_atom, uint64_t) {
+        auto& st = self->state;
+        auto now = tb.now(self);
+        int need = servers_needed(st.setup, now);
+        int serving = static_cast<int>(st.serving.size());
+        int awaited = 0;
+        for (auto& p : st.reclaims) awaited += p.outstanding;
+        if (need < serving && awaited == 0) {
+          // Lend the highest ids first, so the same servers tend to stay serving.
+          std::vector<int> lend;
+          for (auto it = st.serving.rbegin(); it != st.serving.rend() && static_cast<int>(lend.size()) < serving - need; ++it)
+            lend.push_back(*it);
+          std::sort(lend.begin(), lend.end());
+          for (int id : lend) {
+            st.serving.erase(id);
+            st.loaned.insert(id);
+          }
+          self->send(scheduler, loan_atom::value, lend);
+          log(now, "loan", fmt::format("servers={} need={} serving={}", lend.size(), need, need),
+              "demand below serving capacity");
+        } else if (need > serving + awaited && !st.loaned.empty()) {
+          int ask = std::min<int>(need - serving - awaited, static_cast<int>(st.loaned.size()) - awaited);
+          if (ask > 0) {
+            auto deadline = now + sim_time::from_seconds(static_cast<double>(st.setup.grace_s));
+            st.reclaims.push_back({st.next_reclaim, ask, deadline, false});
+            self->send(scheduler, reclaim_atom::value, ask, deadline.us);
+            self->delayed_send(self, tb.span(deadline - now), tick_atom::value, st.next_reclaim);
+            ++st.next_reclaim;
+            log(now, "reclaim", fmt::format("servers={} need={} serving={}", ask, need, serving),
+                fmt::format("demand rose; due within {} s", st.setup.grace_s));
+          }
+        }
+        self->delayed_send(self, tb.span(sim_time::from_seconds(static_cast<double>(st.setup.interval_s))),
+                           demand_atom::value, uint64_t{0});
+      },
+      [=](returned_atom, const std::vector<int>& ids) {
+        auto& st = self->state;
+        auto now = tb.now(self);
+        int n = static_cast<int>(ids.size());
+        for (int id : ids) {
+          st.loaned.erase(id);
+          st.serving.insert(id);
+        }
+        // Returned servers settle the oldest reclaims first.
+        while (n > 0 && !st.reclaims.empty()) {
+          auto& p = st.reclaims.front();
+          int take = std::min(n, p.outstanding);
+          p.outstanding -= take;
+          n -= take;
+          if (p.outstanding == 0) st.reclaims.pop_front();
+        }
+        log(now, "returned", fmt::format("servers={} serving={}", ids.size(), st.serving.size()), "");
+      },
+      [=](tick_atom, uint64_t reclaim_id) {
+        // A reclaim deadline: whatever is still outstanding is late.
+        auto& st = self->state;
+        for (auto& p : st.reclaims) {
+          if (p.id != reclaim_id || p.outstanding == 0 || p.missed) continue;
+          p.missed = true;
+          self->send(recorder, slo_atom::value, p.outstanding);
+          log(tb.now(self), "slo_miss", fmt::format("servers={}", p.outstanding), "reclaim deadline passed");
+        }
+      },
+  };
+}
+
+} // namespace aryl

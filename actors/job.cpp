@@ -1,0 +1,39 @@
+#include "actors/job.hpp"
+
+#include <fmt/format.h>
+
+namespace aryl {
+
+job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> self, job_spec spec,
+                                      job_env env) {
+  self->state.spec = std::move(spec);
+  return {
+      [=](assign_atom, const job_assignment& a) {
+        auto& st = self->state;
+        auto now = env.tb.now(self);
+        double before = st.progress.done_at(now);
+        double rate = work_rate(env.model, st.spec.gpus, a.workers, a.type_speed);
+        st.progress.change_rate(now, rate, a.workers > 0 ? a.overhead_s : 0.0);
+        st.generation = a.generation;
+        st.workers = a.workers;
+        if (env.check_invariants && st.progress.work_done + 1e-6 < before)
+          self->send(env.recorder, violation_atom::value,
+                     fmt::format("job {} lost progress: {} -> {}", st.spec.name, before, st.progress.work_done));
+        if (a.workers > 0) {
+          auto at = st.progress.finish_time(st.spec.duration_s);
+          self->delayed_send(self, env.tb.span(at - now), tick_atom::value, a.generation);
+        }
+        self->send(env.scheduler, ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
+      },
+      [=](tick_atom, uint64_t generation) {
+        auto& st = self->state;
+        if (generation != st.generation || st.workers == 0) return;  // stale timer
+        auto now = env.tb.now(self);
+        st.progress.settle(now);
+        self->send(env.scheduler, finished_atom::value, st.spec.index, generation);
+        self->quit();
+      },
+  };
+}
+
+} // namespace aryl

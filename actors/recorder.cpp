@@ -1,0 +1,41 @@
+#include "actors/recorder.hpp"
+
+namespace aryl {
+
+recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer<recorder_state> self,
+                                                std::shared_ptr<run_writer> writer,
+                                                std::shared_ptr<run_status> status, uint64_t expected,
+                                                run_summary header) {
+  auto& st = self->state;
+  st.writer = std::move(writer);
+  st.status = std::move(status);
+  st.expected = expected;
+  st.header = std::move(header);
+  return {
+      [=](event_atom, const event_record& e) {
+        self->state.writer->event(e);
+        self->state.status->now_us.store(e.t_us, std::memory_order_relaxed);
+      },
+      [=](jobrec_atom, const job_record& j) {
+        auto& s = self->state;
+        s.writer->job(j);
+        s.status->jobs_done.store(s.writer->jobs_recorded(), std::memory_order_relaxed);
+        if (s.writer->jobs_recorded() == s.expected && !s.status->finished.load()) {
+          s.header.jobs_submitted = s.expected;
+          s.status->summary = s.writer->finish(s.header);
+          s.status->finished.store(true, std::memory_order_release);
+        }
+      },
+      [=](snapshot_atom, const cluster_snapshot& c) { self->state.writer->snapshot(c); },
+      [=](violation_atom, const std::string& what) {
+        auto& s = self->state;
+        if (s.status->failed.load()) return;
+        s.status->failure = "invariant violated at t=" + std::to_string(s.status->now_us.load() / 1e6) +
+                            " s: " + what;
+        s.status->failed.store(true, std::memory_order_release);
+      },
+      [=](slo_atom, int count) { self->state.writer->slo_misses(count); },
+  };
+}
+
+} // namespace aryl

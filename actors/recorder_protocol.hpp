@@ -1,0 +1,46 @@
+#pragma once
+/// Everything -> recorder protocol: the decision log, finished jobs, cluster snapshots.
+/// The recorder only observes; nothing waits on it.
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/run_records.hpp"
+
+namespace aryl {
+
+using event_atom = caf::atom_constant<caf::atom("event")>;
+using jobrec_atom = caf::atom_constant<caf::atom("jobrec")>;
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
+using violation_atom = caf::atom_constant<caf::atom("violation")>;
+using slo_atom = caf::atom_constant<caf::atom("slo")>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, event_record& x) {
+  return f(caf::meta::type_name("event_record"), x.t_us, x.actor, x.event, x.detail, x.why);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_record& x) {
+  return f(caf::meta::type_name("job_record"), x.index, x.name, x.gpus, x.elastic, x.submit_us,
+           x.first_start_us, x.end_us, x.queued_s, x.gpu_seconds, x.preemptions, x.scale_ins,
+           x.scale_outs, x.duration_s, x.last_workers, x.on_loaned_s);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_snapshot& x) {
+  return f(caf::meta::type_name("cluster_snapshot"), x.t_us, x.training_busy_gpus, x.training_gpus,
+           x.loaned_busy_gpus, x.loaned_servers, x.serving_servers, x.reclaiming_servers,
+           x.serving_gpus, x.inference_gpus, x.queued_jobs, x.running_jobs);
+}
+
+/// event: one decision-log line. jobrec: a job finished. snapshot: cluster state after a
+/// change. violation: an invariant broke (the run stops). slo: servers returned late.
+using recorder_actor = caf::typed_actor<caf::reacts_to<event_atom, event_record>,
+                                        caf::reacts_to<jobrec_atom, job_record>,
+                                        caf::reacts_to<snapshot_atom, cluster_snapshot>,
+                                        caf::reacts_to<violation_atom, std::string>,
+                                        caf::reacts_to<slo_atom, int>>;
+
+} // namespace aryl

@@ -1,0 +1,320 @@
+#include "actors/scheduler.hpp"
+
+#include <fmt/format.h>
+
+#include "actors/job.hpp"
+#include "solvers/reclaim.hpp"
+
+namespace aryl {
+namespace {
+
+using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
+
+std::string describe(const scheduler_state& st, const allocation& a) {
+  std::string out = "[";
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (i) out += ' ';
+    out += fmt::format("{}:{}", st.ledger.servers[static_cast<size_t>(a[i].first)].name, a[i].second);
+  }
+  return out + "]";
+}
+
+std::string job_name(const scheduler_state&, uint32_t id) { return fmt::format("job-{}", id); }
+
+void log(self_ptr self, sim_time now, std::string event, std::string detail, std::string why) {
+  self->send(self->state.jenv.recorder, event_atom::value,
+             event_record{now.us, "scheduler", std::move(event), std::move(detail), std::move(why)});
+}
+
+void send_snapshot(self_ptr self, sim_time now) {
+  auto& l = self->state.ledger;
+  cluster_snapshot c;
+  c.t_us = now.us;
+  for (auto& s : l.servers) {
+    switch (s.mode) {
+      case server_mode::training:
+        c.training_busy_gpus += s.gpus - s.free;
+        c.training_gpus += s.gpus;
+        break;
+      case server_mode::loaned:
+        c.loaned_busy_gpus += s.gpus - s.free;
+        ++c.loaned_servers;
+        break;
+      case server_mode::serving:
+        ++c.serving_servers;
+        c.serving_gpus += s.gpus;
+        break;
+      case server_mode::reclaiming:
+        ++c.reclaiming_servers;
+        c.serving_gpus += s.gpus;
+        break;
+    }
+    if (s.home == server_home::inference) c.inference_gpus += s.gpus;
+  }
+  c.queued_jobs = static_cast<int>(l.queued.size());
+  c.running_jobs = static_cast<int>(l.running.size());
+  self->send(self->state.jenv.recorder, snapshot_atom::value, c);
+}
+
+void mark_dirty(self_ptr self) {
+  if (self->state.round_pending) return;
+  self->state.round_pending = true;
+  // Through the clock even at zero delay: the round runs after every message and timer of
+  // this instant, so one round sees all of them.
+  self->delayed_send(self, caf::timespan{0}, round_atom::value);
+}
+
+/// Tells the job and the servers about a decision the ledger already holds.
+void dispatch(self_ptr self, const decision& d) {
+  auto& st = self->state;
+  auto& j = st.ledger.jobs[d.job];
+  job_assignment a;
+  a.generation = j.generation;
+  a.workers = j.workers;
+  if (j.workers > 0) a.type_speed = st.ledger.params.type_speed.at(static_cast<size_t>(j.alloc_type));
+  switch (d.what) {
+    case decision::kind::start:
+      a.overhead_s = j.preemptions > 0 ? st.ledger.params.restart_overhead_s : 0.0;
+      break;
+    case decision::kind::rescale:
+      a.overhead_s = st.ledger.params.scale_overhead_s;
+      break;
+    case decision::kind::preempt:
+      break;
+  }
+  for (auto& [sid, w] : j.alloc) a.servers.push_back(sid);
+  self->send(st.jobs[d.job], assign_atom::value, a);
+  for (auto& [sid, w] : d.before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, d.job);
+  for (auto& [sid, w] : d.alloc) self->send(st.servers[static_cast<size_t>(sid)], place_atom::value, d.job, w);
+}
+
+const char* kind_name(decision::kind k) {
+  switch (k) {
+    case decision::kind::start: return "start";
+    case decision::kind::preempt: return "preempt";
+    case decision::kind::rescale: return "rescale";
+  }
+  return "?";
+}
+
+void run_round(self_ptr self) {
+  auto& st = self->state;
+  st.round_pending = false;
+  auto now = st.jenv.tb.now(self);
+  auto decisions = plan_round(st.ledger, st.setup.policy, st.setup.planner, now);
+  for (auto& d : decisions) {
+    dispatch(self, d);
+    auto& j = st.ledger.jobs[d.job];
+    std::string detail = fmt::format("{} workers={}", job_name(st, d.job), j.workers);
+    if (!d.alloc.empty())
+      detail += fmt::format(" {} {}", st.setup.type_names[static_cast<size_t>(j.alloc_type)], describe(st, d.alloc));
+    log(self, now, kind_name(d.what), std::move(detail), d.why);
+  }
+  send_snapshot(self, now);
+}
+
+job_record make_record(const scheduler_state& st, const job_entry& j, sim_time now, int last_workers) {
+  job_record r;
+  r.index = j.index;
+  r.name = st.names[j.index];
+  r.gpus = j.gpus;
+  r.elastic = j.elastic;
+  r.submit_us = j.submit.us;
+  r.first_start_us = j.first_start.us;
+  r.end_us = now.us;
+  r.queued_s = j.queued_s;
+  r.gpu_seconds = j.attained_gpu_s;
+  r.preemptions = j.preemptions;
+  r.scale_ins = j.scale_ins;
+  r.scale_outs = j.scale_outs;
+  r.duration_s = st.durations[j.index];
+  r.last_workers = last_workers;
+  return r;
+}
+
+/// Chooses servers for the reclaim backlog and starts the negotiation with the jobs on them.
+void start_reclaim(self_ptr self, sim_time now) {
+  auto& st = self->state;
+  auto& l = st.ledger;
+  reclaim_input in;
+  for (auto& s : l.servers)
+    if (s.mode == server_mode::loaned) in.loaned.push_back({s.id, s.gpus});
+  in.count = std::min<int>(st.reclaim_backlog, static_cast<int>(in.loaned.size()));
+  if (in.count == 0) return;
+  std::set<uint32_t> affected;
+  for (auto& s : in.loaned)
+    for (auto id : l.servers[static_cast<size_t>(s.id)].jobs) affected.insert(id);
+  for (auto id : affected) {
+    auto& j = l.jobs[id];
+    bool can_shrink = st.setup.policy.elastic && j.elastic;
+    in.jobs.push_back({static_cast<int>(id), can_shrink ? j.min_workers : j.workers, 1, j.alloc});
+  }
+  auto res = st.setup.reclaim_method == "exact" ? reclaim_exact(in) : reclaim_greedy(in);
+  st.reclaim_backlog -= in.count;
+
+  scheduler_state::reclaim_in_flight rf;
+  rf.servers = res.returned;
+  std::set<int> returned(res.returned.begin(), res.returned.end());
+  for (int sid : res.returned) l.servers[static_cast<size_t>(sid)].mode = server_mode::reclaiming;
+  for (int id : res.preempted) {
+    auto job = static_cast<uint32_t>(id);
+    auto before = l.jobs[job].alloc;
+    l.preempt(job, now);
+    decision d{decision::kind::preempt, job, {}, before, -1, "its loaned server is reclaimed"};
+    dispatch(self, d);
+    log(self, now, "preempt", fmt::format("{} {}", job_name(st, job), describe(st, before)), d.why);
+    rf.waiting.insert(job);
+  }
+  for (auto& [id, lost] : res.scaled_in) {
+    auto job = static_cast<uint32_t>(id);
+    auto before = l.jobs[job].alloc;
+    allocation after;
+    for (auto& p : before)
+      if (!returned.count(p.first)) after.push_back(p);
+    l.rescale(job, after, now);
+    decision d{decision::kind::rescale, job, after, before, l.jobs[job].alloc_type,
+               fmt::format("scale in by {}: its loaned server is reclaimed", lost)};
+    dispatch(self, d);
+    log(self, now, "rescale", fmt::format("{} workers={} {}", job_name(st, job), l.jobs[job].workers, describe(st, after)),
+        d.why);
+    rf.waiting.insert(job);
+  }
+  std::string names;
+  for (int sid : res.returned) names += (names.empty() ? "" : ",") + l.servers[static_cast<size_t>(sid)].name;
+  log(self, now, "reclaim", fmt::format("servers={} preempted={} scaled_in={}", names, res.preempted.size(),
+                                        res.scaled_in.size()),
+      "inference demand rose; least preemption cost first");
+  st.reclaims.push_back(std::move(rf));
+}
+
+/// Hands back every reclaim whose jobs have all acknowledged, in request order.
+void complete_reclaims(self_ptr self, sim_time now) {
+  auto& st = self->state;
+  while (!st.reclaims.empty() && st.reclaims.front().waiting.empty()) {
+    auto rf = std::move(st.reclaims.front());
+    st.reclaims.pop_front();
+    for (int sid : rf.servers) {
+      st.ledger.servers[static_cast<size_t>(sid)].mode = server_mode::serving;
+      self->send(st.servers[static_cast<size_t>(sid)], mode_atom::value, static_cast<int>(server_mode::serving));
+    }
+    log(self, now, "return", fmt::format("servers={}", rf.servers.size()), "every affected job acknowledged");
+    if (st.inference) self->send(st.inference, returned_atom::value, rf.servers);
+    send_snapshot(self, now);
+  }
+}
+
+std::string dump_state(const scheduler_state& st, sim_time now) {
+  auto& l = st.ledger;
+  std::string out = fmt::format("scheduler at t={:.6f}: {} queued, {} running, {} reclaims in flight\n",
+                                now.seconds(), l.queued.size(), l.running.size(), st.reclaims.size());
+  int shown = 0;
+  for (auto id : l.queued) {
+    if (++shown > 20) break;
+    auto& j = l.jobs[id];
+    out += fmt::format("  queued job-{} gpus={} base={} type={} remaining={:.1f}\n", id, j.gpus,
+                       st.setup.policy.elastic && j.elastic ? j.min_workers : j.gpus, j.gpu_type,
+                       j.predicted_remaining());
+  }
+  for (auto id : l.running) {
+    auto& j = l.jobs[id];
+    out += fmt::format("  running job-{} workers={} {}\n", id, j.workers, describe(st, j.alloc));
+  }
+  for (auto& s : l.servers)
+    out += fmt::format("  server {} mode={} free={}/{}\n", s.name, static_cast<int>(s.mode), s.free, s.gpus);
+  return out;
+}
+
+} // namespace
+
+scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_pointer<scheduler_state> self,
+                                                  scheduler_setup setup, std::vector<server_actor> servers,
+                                                  recorder_actor recorder, timebase tb, throughput_model model) {
+  auto& st = self->state;
+  st.ledger.params = setup.params;
+  st.ledger.servers = setup.servers;
+  st.setup = std::move(setup);
+  st.servers = std::move(servers);
+  st.jenv = job_env{tb, std::move(model), caf::actor_cast<scheduler_actor>(self), recorder,
+                    st.setup.check_invariants};
+  return {
+      [=](submit_atom, job_spec& spec) {
+        auto& st = self->state;
+        auto now = st.jenv.tb.now(self);
+        auto& l = st.ledger;
+        if (l.jobs.size() <= spec.index) {
+          l.jobs.resize(spec.index + 1);
+          st.jobs.resize(spec.index + 1);
+          st.names.resize(spec.index + 1);
+          st.durations.resize(spec.index + 1);
+        }
+        st.names[spec.index] = spec.name;
+        st.durations[spec.index] = spec.duration_s;
+        auto& j = l.jobs[spec.index];
+        j.index = spec.index;
+        j.submit = now;
+        j.gpus = spec.gpus;
+        j.min_workers = spec.min_workers;
+        j.max_workers = spec.max_workers;
+        j.elastic = spec.elastic;
+        j.gpu_type = -1;
+        for (size_t t = 0; t < st.setup.type_names.size(); ++t)
+          if (st.setup.type_names[t] == spec.gpu_type) j.gpu_type = static_cast<int>(t);
+        j.predicted_work = spec.duration_s * spec.predict_factor;
+        l.submit(spec.index, now);
+        log(self, now, "submit",
+            fmt::format("{} gpus={} elastic={} name={}", job_name(st, spec.index), spec.gpus, spec.elastic ? 1 : 0,
+                        spec.name),
+            "");
+        st.jobs[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
+        mark_dirty(self);
+      },
+      [=](ack_atom, const job_ack& a) {
+        auto& st = self->state;
+        bool any = false;
+        for (auto& rf : st.reclaims) any |= rf.waiting.erase(a.job) > 0;
+        if (any) complete_reclaims(self, st.jenv.tb.now(self));
+      },
+      [=](finished_atom, uint32_t job, uint64_t) {
+        auto& st = self->state;
+        auto now = st.jenv.tb.now(self);
+        auto& j = st.ledger.jobs[job];
+        auto before = j.alloc;
+        int workers = j.workers;
+        st.ledger.finish(job, now);
+        for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
+        log(self, now, "finish", fmt::format("{} workers={}", job_name(st, job), workers), "its work is done");
+        self->send(st.jenv.recorder, jobrec_atom::value, make_record(st, j, now, workers));
+        st.jobs[job] = nullptr;
+        bool any = false;
+        for (auto& rf : st.reclaims) any |= rf.waiting.erase(job) > 0;
+        if (any) complete_reclaims(self, now);
+        send_snapshot(self, now);
+        mark_dirty(self);
+      },
+      [=](round_atom) { run_round(self); },
+      [=](loan_atom, const std::vector<int>& ids) {
+        auto& st = self->state;
+        auto now = st.jenv.tb.now(self);
+        st.inference = caf::actor_cast<inference_actor>(self->current_sender());
+        for (int sid : ids) {
+          st.ledger.servers.at(static_cast<size_t>(sid)).mode = server_mode::loaned;
+          self->send(st.servers[static_cast<size_t>(sid)], mode_atom::value, static_cast<int>(server_mode::loaned));
+        }
+        log(self, now, "loan", fmt::format("servers={}", ids.size()), "inference demand fell below serving capacity");
+        send_snapshot(self, now);
+        mark_dirty(self);
+      },
+      [=](reclaim_atom, int count, int64_t) {
+        auto& st = self->state;
+        auto now = st.jenv.tb.now(self);
+        st.inference = caf::actor_cast<inference_actor>(self->current_sender());
+        st.reclaim_backlog += count;
+        start_reclaim(self, now);
+        complete_reclaims(self, now);
+        mark_dirty(self);
+      },
+      [=](dump_atom) -> std::string { return dump_state(self->state, self->state.jenv.tb.now(self)); },
+  };
+}
+
+} // namespace aryl

@@ -1,0 +1,53 @@
+#pragma once
+/// The scheduler actor: holds the cluster ledger and the queue, runs one round per instant
+/// (after every message of that instant), and negotiates reclaims with job actors.
+#include <deque>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "actors/actor_env.hpp"
+#include "solvers/cluster_ledger.hpp"
+#include "solvers/round_planner.hpp"
+
+namespace aryl {
+
+/// Plain settings of the scheduler, decided before the run.
+struct scheduler_setup {
+  policy_spec policy;
+  planner_options planner;
+  ledger_params params;
+  std::vector<std::string> type_names;    ///< GPU type id -> name
+  std::vector<server_entry> servers;      ///< initial cluster, by id
+  std::string reclaim_method = "greedy";  ///< greedy | exact
+  bool check_invariants = false;
+};
+
+struct scheduler_state {
+  cluster_ledger ledger;
+  scheduler_setup setup;
+  std::vector<job_actor> jobs;
+  /// Trace name and recorded duration per job, for the job records only.
+  std::vector<std::string> names;
+  std::vector<double> durations;
+  std::vector<server_actor> servers;
+  job_env jenv;
+  inference_actor inference;  ///< learnt from the first loan offer
+  bool round_pending = false;
+
+  /// A reclaim in negotiation: servers chosen, acknowledgements still awaited.
+  struct reclaim_in_flight {
+    std::vector<int> servers;
+    std::set<uint32_t> waiting;  ///< jobs whose ack is outstanding
+  };
+  std::deque<reclaim_in_flight> reclaims;
+  int reclaim_backlog = 0;  ///< servers requested but not yet chosen (none loaned yet)
+
+  static inline const char* name = "scheduler";
+};
+
+scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_pointer<scheduler_state> self,
+                                                  scheduler_setup setup, std::vector<server_actor> servers,
+                                                  recorder_actor recorder, timebase tb, throughput_model model);
+
+} // namespace aryl

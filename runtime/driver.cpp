@@ -1,0 +1,189 @@
+#include "runtime/driver.hpp"
+
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "actors/feeder.hpp"
+#include "actors/inference_load.hpp"
+#include "actors/recorder.hpp"
+#include "actors/scheduler.hpp"
+#include "actors/server.hpp"
+#include "runtime/input_error.hpp"
+
+namespace aryl {
+namespace {
+
+using wall = std::chrono::steady_clock;
+
+struct cluster_plan {
+  scheduler_setup setup;
+  std::vector<int> inference_ids;
+};
+
+int type_id(std::vector<std::string>& names, const std::string& t) {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == t) return static_cast<int>(i);
+  names.push_back(t);
+  return static_cast<int>(names.size() - 1);
+}
+
+cluster_plan plan_cluster(const config& c) {
+  cluster_plan p;
+  auto* policy = find_policy(c.policy);
+  if (!policy) throw input_error("config: unknown policy '" + c.policy + "'");
+  auto& s = p.setup;
+  s.policy = *policy;
+  s.planner.placement = c.placement == "count" ? placement_mode::count : placement_mode::consolidated;
+  s.planner.backfill = c.backfill;
+  s.params.model.eff_exponent = c.eff_exponent;
+  s.params.restart_overhead_s = c.restart_overhead_s;
+  s.params.scale_overhead_s = c.scale_overhead_s;
+  s.check_invariants = c.check_invariants;
+  int train_type = type_id(s.type_names, c.training.gpu_type);
+  int infer_type = c.inference.servers > 0 ? type_id(s.type_names, c.inference.gpu_type) : -1;
+  for (auto& name : s.type_names) s.params.type_speed.push_back(c.gpu_speed.at(name));
+  for (int i = 0; i < c.training.servers; ++i) {
+    server_entry e;
+    e.id = static_cast<int>(s.servers.size());
+    e.name = fmt::format("t{}", i);
+    e.gpu_type = train_type;
+    e.gpus = e.free = c.training.gpus_per_server;
+    s.servers.push_back(std::move(e));
+  }
+  for (int i = 0; i < c.inference.servers; ++i) {
+    server_entry e;
+    e.id = static_cast<int>(s.servers.size());
+    e.name = fmt::format("i{}", i);
+    e.gpu_type = infer_type;
+    e.gpus = e.free = c.inference.gpus_per_server;
+    e.home = server_home::inference;
+    e.mode = server_mode::serving;
+    p.inference_ids.push_back(e.id);
+    s.servers.push_back(std::move(e));
+  }
+  return p;
+}
+
+/// A job that no cluster state could ever fit is an input error, not a deadlock.
+void check_runnable(const config& c, const scheduler_setup& s, const std::vector<job_spec>& jobs) {
+  int train_gpus = c.training.servers * c.training.gpus_per_server;
+  for (auto& j : jobs) {
+    int base = (s.policy.elastic && j.elastic) ? j.min_workers : j.gpus;
+    bool may_loan = s.policy.loaning && j.elastic;
+    int capacity = train_gpus + (may_loan ? c.inference.servers * c.inference.gpus_per_server : 0);
+    if (base > capacity)
+      throw input_error(fmt::format("job {} ({}) needs {} GPUs; the cluster it may use has {}", j.index, j.name,
+                                    base, capacity));
+    if (!j.gpu_type.empty() && std::find(s.type_names.begin(), s.type_names.end(), j.gpu_type) == s.type_names.end())
+      throw input_error(fmt::format("job {} ({}) needs GPU type {}, which the cluster lacks", j.index, j.name,
+                                    j.gpu_type));
+  }
+}
+
+std::string ask_dump(caf::actor_system& sys, caf::scheduler::test_coordinator& sched, const scheduler_actor& s) {
+  caf::scoped_actor self{sys};
+  std::string out = "(no answer)";
+  self->send(s, dump_atom::value);
+  sched.run();
+  self->receive([&](const std::string& text) { out = text; },
+                caf::after(std::chrono::seconds(0)) >> [] {});
+  return out;
+}
+
+} // namespace
+
+run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress) {
+  auto plan = plan_cluster(c);
+  check_runnable(c, plan.setup, in.jobs);
+  auto writer = std::make_shared<run_writer>(c.out_dir);
+  auto status = std::make_shared<run_status>();
+  bool simulated = c.mode == "simulated";
+
+  caf::actor_system_config cfg;
+  cfg.set("logger.file-verbosity", caf::atom("quiet"));
+  cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  if (simulated) cfg.set("scheduler.policy", caf::atom("testing"));
+  else cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  sys.await_actors_before_shutdown(false);
+
+  timebase tb{sys.clock().now(), simulated ? 1.0 : c.speedup};
+  throughput_model model;
+  model.eff_exponent = c.eff_exponent;
+  run_summary header;
+  header.policy = c.policy;
+  header.placement = c.placement;
+  header.seed = c.seed;
+
+  auto start_wall = wall::now();
+  auto recorder = sys.spawn(recorder_behavior, writer, status, static_cast<uint64_t>(in.jobs.size()), header);
+  std::vector<server_actor> servers;
+  for (auto& s : plan.setup.servers)
+    servers.push_back(sys.spawn(server_behavior, s.name, s.gpus, static_cast<int>(s.mode), recorder));
+  auto scheduler = sys.spawn(scheduler_behavior, plan.setup, servers, recorder, tb, model);
+  inference_actor inference;
+  if (plan.setup.policy.loaning && !plan.inference_ids.empty()) {
+    inference_setup is{plan.inference_ids, std::move(in.demand), c.inference_interval_s, c.inference_headroom,
+                       c.inference_grace_s};
+    inference = sys.spawn(inference_behavior, std::move(is), scheduler, recorder, tb);
+  }
+  auto total_jobs = in.jobs.size();
+  auto feeder = sys.spawn(feeder_behavior, std::move(in.jobs), scheduler, tb);
+
+  run_outcome out;
+  auto last_report = start_wall;
+  auto report = [&](bool force) {
+    auto now = wall::now();
+    if (!progress || (!force && now - last_report < std::chrono::seconds(2))) return;
+    last_report = now;
+    *progress << fmt::format("\r[aryl] t={:.2f} days  jobs done {}/{}  wall {:.1f} s", status->now_us.load() / 86400e6,
+                             status->jobs_done.load(), total_jobs,
+                             std::chrono::duration<double>(now - start_wall).count())
+              << std::flush;
+  };
+  if (simulated) {
+    auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+    uint64_t steps = 0;
+    for (;;) {
+      sched.run();
+      if (status->finished.load() || status->failed.load()) break;
+      if (!sched.has_pending_timeout()) {
+        out.error = fmt::format("deadlock: {} of {} jobs finished and nothing is pending\n{}",
+                                status->jobs_done.load(), total_jobs, ask_dump(sys, sched, scheduler));
+        break;
+      }
+      sched.trigger_timeout();
+      if ((++steps & 0xFFF) == 0) report(false);
+    }
+    if (status->failed.load()) out.error = status->failure + "\n" + ask_dump(sys, sched, scheduler);
+  } else {
+    while (!status->finished.load(std::memory_order_acquire) && !status->failed.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      report(false);
+    }
+    if (status->failed.load()) out.error = status->failure;
+  }
+  if (progress && std::chrono::duration<double>(wall::now() - start_wall).count() > 2) {
+    report(true);
+    *progress << '\n';
+  }
+  for (auto& h : std::vector<caf::actor>{caf::actor_cast<caf::actor>(scheduler), caf::actor_cast<caf::actor>(recorder),
+                                         caf::actor_cast<caf::actor>(feeder), caf::actor_cast<caf::actor>(inference)})
+    if (h) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+  for (auto& s : servers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  if (simulated) dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler()).run();
+
+  if (out.error.empty() && status->finished.load()) {
+    out.ok = true;
+    out.summary = status->summary;
+    out.summary.sim_wall_s = std::chrono::duration<double>(wall::now() - start_wall).count();
+    std::ofstream(c.out_dir + "/summary.json") << summary_json(out.summary) << '\n';
+  }
+  return out;
+}
+
+} // namespace aryl

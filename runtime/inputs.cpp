@@ -1,0 +1,58 @@
+#include "runtime/inputs.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/input_error.hpp"
+#include "runtime/job_attributes.hpp"
+#include "runtime/synthetic_workload.hpp"
+#include "runtime/trace_reader.hpp"
+
+namespace aryl {
+
+run_inputs load_inputs(const config& c, std::string* note) {
+  run_inputs in;
+  std::vector<bool> explicit_elastic;
+  if (!c.trace_file.empty()) {
+    trace_options o;
+    o.format = c.trace_format;
+    o.vc = c.trace_vc;
+    o.from = c.trace_from;
+    o.to = c.trace_to;
+    o.skip_bad_rows = c.skip_bad_rows;
+    auto t = read_trace(c.trace_file, o);
+    if (t.jobs.empty()) throw input_error(c.trace_file + ": no jobs selected (check trace.vc, trace.from, trace.to)");
+    if (note && t.bad_rows > 0) *note += fmt::format("{}: skipped {} malformed rows\n", c.trace_file, t.bad_rows);
+    in.jobs = std::move(t.jobs);
+    explicit_elastic = std::move(t.explicit_elastic);
+  } else {
+    synthetic_options o;
+    o.seed = c.seed;
+    o.jobs = c.synthetic_jobs;
+    o.days = c.synthetic_days;
+    o.cluster_gpus = c.training.servers * c.training.gpus_per_server;
+    o.target_load = c.synthetic_load;
+    in.jobs = generate_synthetic(o);
+  }
+  job_attribute_options a;
+  a.elastic_fraction = c.elastic_fraction;
+  a.min_workers_fraction = c.min_workers_fraction;
+  a.max_workers_factor = c.max_workers_factor;
+  a.mispredict_fraction = c.mispredict_fraction;
+  a.mispredict_error = c.mispredict_error;
+  a.seed = c.seed;
+  assign_job_attributes(in.jobs, a, explicit_elastic.empty() ? nullptr : &explicit_elastic);
+
+  if (c.inference.servers > 0) {
+    if (c.inference_trace.empty()) {
+      double span_days = in.jobs.back().submit.seconds() / 86400.0 + 1.0;
+      in.demand = synthetic_demand(c.seed, c.inference.servers, span_days, c.inference_interval_s);
+    } else if (c.inference_format == "servegen") {
+      in.demand = read_servegen_demand(c.inference_trace, c.inference.servers, c.inference_peak_utilisation);
+    } else {
+      in.demand = read_demand_csv(c.inference_trace);
+    }
+  }
+  return in;
+}
+
+} // namespace aryl

@@ -1,0 +1,116 @@
+// aryl command line: `aryl simulate ...` runs a simulation; `aryl solve ...` runs one solver
+// on JSON input (for debugging a decision).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "runtime/driver.hpp"
+#include "runtime/input_error.hpp"
+#include "runtime/inputs.hpp"
+#include "runtime/outputs.hpp"
+#include "runtime/solve_command.hpp"
+
+namespace {
+
+struct simulate_flags {
+  std::string config_file, trace, trace_format, policy, placement, out, mode;
+  int servers = -1, gpus_per_server = -1;
+  int64_t seed = -1;
+  double speedup = 0;
+  std::vector<std::string> sets;
+  bool check_invariants = false, quiet = false;
+};
+
+aryl::config build_config(const simulate_flags& f) {
+  aryl::config c;
+  if (!f.config_file.empty()) aryl::load_config_file(c, f.config_file);
+  auto set = [&](const char* key, const std::string& v, const char* flag) {
+    if (!v.empty()) aryl::set_config_key(c, key, v, flag);
+  };
+  set("trace.file", f.trace, "--trace");
+  set("trace.format", f.trace_format, "--trace-format");
+  set("policy", f.policy, "--policy");
+  set("placement", f.placement, "--placement");
+  set("run.out", f.out, "--out");
+  set("run.mode", f.mode, "--mode");
+  if (f.servers >= 0) set("cluster.training.servers", std::to_string(f.servers), "--servers");
+  if (f.gpus_per_server >= 0) set("cluster.training.gpus_per_server", std::to_string(f.gpus_per_server), "--gpus-per-server");
+  if (f.seed >= 0) set("seed", std::to_string(f.seed), "--seed");
+  if (f.speedup > 0) set("run.speedup", fmt::format("{}", f.speedup), "--speedup");
+  if (f.check_invariants) c.check_invariants = true;
+  for (auto& s : f.sets) aryl::apply_override(c, s);
+  aryl::validate_config(c);
+  return c;
+}
+
+int simulate(const simulate_flags& f) {
+  auto c = build_config(f);
+  std::string note;
+  auto inputs = aryl::load_inputs(c, &note);
+  if (!note.empty()) std::cerr << note;
+  auto out = aryl::run_simulation(c, std::move(inputs), f.quiet || !c.progress ? nullptr : &std::cerr);
+  if (!out.ok) {
+    std::cerr << "aryl: run stopped: " << out.error << '\n';
+    return 3;
+  }
+  if (!f.quiet) aryl::print_summary_table(std::cout, out.summary);
+  std::cout << "outputs in " << c.out_dir << "/\n";
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"aryl: an elastic cluster scheduler for deep learning, with capacity loaning"};
+  app.require_subcommand(1);
+
+  simulate_flags sf;
+  auto* sim = app.add_subcommand("simulate", "simulate a workload (the built-in synthetic one by default)");
+  sim->add_option("--config", sf.config_file, "YAML config file");
+  sim->add_option("--trace", sf.trace, "training job trace (CSV)");
+  sim->add_option("--trace-format", sf.trace_format, "canonical | philly");
+  sim->add_option("--policy", sf.policy, "fifo | sjf | srtf | las | baseline | loan-only | elastic-only | aryl");
+  sim->add_option("--placement", sf.placement, "count | consolidated");
+  sim->add_option("--servers", sf.servers, "training servers");
+  sim->add_option("--gpus-per-server", sf.gpus_per_server, "GPUs per training server");
+  sim->add_option("--seed", sf.seed, "random seed");
+  sim->add_option("--out", sf.out, "output folder (default out/)");
+  sim->add_option("--mode", sf.mode, "simulated | wallclock");
+  sim->add_option("--speedup", sf.speedup, "wallclock: virtual seconds per real second");
+  sim->add_option("--set", sf.sets, "override a config key: key=value (repeatable)");
+  sim->add_flag("--check-invariants", sf.check_invariants, "check cluster invariants on every event");
+  sim->add_flag("--quiet", sf.quiet, "no summary table or progress");
+
+  std::string problem, method = "greedy", in_file;
+  auto* solve = app.add_subcommand("solve", "run one solver on JSON input, print JSON");
+  solve->add_option("problem", problem, "mckp | reclaim | place")->required();
+  solve->add_option("--method", method, "reclaim: greedy | exact");
+  solve->add_option("--in", in_file, "input file (default: standard input)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    if (*sim) return simulate(sf);
+    if (!in_file.empty()) {
+      std::ifstream in(in_file);
+      if (!in) {
+        std::cerr << "aryl: " << in_file << ": cannot open\n";
+        return 2;
+      }
+      return aryl::run_solve_command(problem, method, in, std::cout, std::cerr);
+    }
+    return aryl::run_solve_command(problem, method, std::cin, std::cout, std::cerr);
+  } catch (const aryl::input_error& e) {
+    std::cerr << "aryl: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "aryl: internal error: " << e.what() << '\n';
+    return 4;
+  }
+}

@@ -1,0 +1,195 @@
+#include "runtime/outputs.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/input_error.hpp"
+
+namespace aryl {
+namespace {
+
+std::FILE* open_for_write(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw input_error(path + ": cannot write: " + std::strerror(errno));
+  return f;
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  // Nearest-rank on the sorted sample, the convention of numpy's "lower" interpolation.
+  auto i = static_cast<size_t>(q * static_cast<double>(v.size() - 1));
+  return v[i];
+}
+
+double mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+bool same_state(const cluster_snapshot& a, const cluster_snapshot& b) {
+  return a.training_busy_gpus == b.training_busy_gpus && a.training_gpus == b.training_gpus &&
+         a.loaned_busy_gpus == b.loaned_busy_gpus && a.loaned_servers == b.loaned_servers &&
+         a.serving_servers == b.serving_servers && a.reclaiming_servers == b.reclaiming_servers &&
+         a.serving_gpus == b.serving_gpus && a.queued_jobs == b.queued_jobs &&
+         a.running_jobs == b.running_jobs;
+}
+
+} // namespace
+
+run_writer::run_writer(const std::string& out_dir) : dir_(out_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) throw input_error(dir_ + ": cannot create output folder: " + ec.message());
+  events_file_ = open_for_write(dir_ + "/events.log");
+  timeline_file_ = open_for_write(dir_ + "/timeline.csv");
+  std::fputs("t_s,training_busy_gpus,training_gpus,loaned_busy_gpus,loaned_servers,serving_servers,"
+             "reclaiming_servers,inference_gpus,queued_jobs,running_jobs\n",
+             timeline_file_);
+}
+
+run_writer::~run_writer() {
+  if (events_file_) std::fclose(events_file_);
+  if (timeline_file_) std::fclose(timeline_file_);
+}
+
+void run_writer::event(const event_record& e) {
+  ++events_;
+  auto line = fmt::format("{:.6f} {} {} {}", static_cast<double>(e.t_us) / 1e6, e.actor, e.event, e.detail);
+  if (!e.why.empty()) line += " | " + e.why;
+  line += '\n';
+  std::fputs(line.c_str(), events_file_);
+}
+
+void run_writer::job(const job_record& j) { jobs_.push_back(j); }
+
+void run_writer::integrate_to(int64_t t_us) {
+  if (!have_snapshot_ || t_us <= last_.t_us) return;
+  double dt = static_cast<double>(t_us - last_.t_us);
+  busy_training_ += dt * last_.training_busy_gpus;
+  training_total_ += dt * last_.training_gpus;
+  busy_inference_ += dt * (last_.loaned_busy_gpus + last_.serving_gpus);
+  inference_total_ += dt * last_.inference_gpus;
+  loaned_servers_us_ += dt * last_.loaned_servers;
+}
+
+void run_writer::snapshot(const cluster_snapshot& s) {
+  if (!have_snapshot_) first_t_us_ = s.t_us;
+  integrate_to(s.t_us);
+  bool changed = !have_snapshot_ || !same_state(s, last_);
+  last_ = s;
+  have_snapshot_ = true;
+  if (!changed) return;
+  auto row = fmt::format("{:.6f},{},{},{},{},{},{},{},{},{}\n", static_cast<double>(s.t_us) / 1e6,
+                         s.training_busy_gpus, s.training_gpus, s.loaned_busy_gpus, s.loaned_servers,
+                         s.serving_servers, s.reclaiming_servers, s.inference_gpus, s.queued_jobs,
+                         s.running_jobs);
+  std::fputs(row.c_str(), timeline_file_);
+}
+
+run_summary run_writer::finish(run_summary s) {
+  std::sort(jobs_.begin(), jobs_.end(), [](auto& a, auto& b) { return a.index < b.index; });
+  int64_t last_end = first_t_us_;
+  std::vector<double> jct, queue, first_wait;
+  for (auto& j : jobs_) {
+    jct.push_back(static_cast<double>(j.end_us - j.submit_us) / 1e6);
+    queue.push_back(j.queued_s);
+    first_wait.push_back(static_cast<double>(j.first_start_us - j.submit_us) / 1e6);
+    s.preemptions += static_cast<uint64_t>(j.preemptions);
+    s.scale_ins += static_cast<uint64_t>(j.scale_ins);
+    s.scale_outs += static_cast<uint64_t>(j.scale_outs);
+    last_end = std::max(last_end, j.end_us);
+  }
+  integrate_to(last_end);
+  s.jobs_completed = jobs_.size();
+  s.mean_jct_s = mean(jct);
+  s.p50_jct_s = percentile(jct, 0.50);
+  s.p95_jct_s = percentile(jct, 0.95);
+  s.p99_jct_s = percentile(jct, 0.99);
+  s.mean_queue_s = mean(queue);
+  s.p50_queue_s = percentile(queue, 0.50);
+  s.p95_queue_s = percentile(queue, 0.95);
+  s.mean_first_wait_s = mean(first_wait);
+  s.makespan_s = static_cast<double>(last_end - first_t_us_) / 1e6;
+  double all_total = training_total_ + inference_total_;
+  s.gpu_usage = all_total > 0 ? (busy_training_ + busy_inference_) / all_total : 0;
+  s.training_gpu_usage = training_total_ > 0 ? busy_training_ / training_total_ : 0;
+  s.inference_gpu_usage = inference_total_ > 0 ? busy_inference_ / inference_total_ : 0;
+  s.loaned_server_hours = loaned_servers_us_ / 3.6e9;
+  s.reclaim_slo_misses = slo_misses_;
+  s.events = events_;
+
+  std::FILE* jf = open_for_write(dir_ + "/jobs.csv");
+  std::fputs("job,name,gpus,elastic,submit_s,first_start_s,end_s,jct_s,queued_s,duration_s,gpu_seconds,"
+             "preemptions,scale_ins,scale_outs,last_workers,on_loaned_s\n",
+             jf);
+  for (auto& j : jobs_) {
+    auto row = fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{},{},{},{},{:.3f}\n",
+                           j.index, j.name, j.gpus, j.elastic ? 1 : 0, j.submit_us / 1e6,
+                           j.first_start_us / 1e6, j.end_us / 1e6, (j.end_us - j.submit_us) / 1e6,
+                           j.queued_s, j.duration_s, j.gpu_seconds, j.preemptions, j.scale_ins,
+                           j.scale_outs, j.last_workers, j.on_loaned_s);
+    std::fputs(row.c_str(), jf);
+  }
+  std::fclose(jf);
+  std::fclose(events_file_);
+  events_file_ = nullptr;
+  std::fclose(timeline_file_);
+  timeline_file_ = nullptr;
+  std::ofstream(dir_ + "/summary.json") << summary_json(s) << '\n';
+  return s;
+}
+
+std::string summary_json(const run_summary& s) {
+  nlohmann::ordered_json j;
+  j["policy"] = s.policy;
+  j["placement"] = s.placement;
+  j["seed"] = s.seed;
+  j["jobs_submitted"] = s.jobs_submitted;
+  j["jobs_completed"] = s.jobs_completed;
+  j["mean_jct_s"] = s.mean_jct_s;
+  j["p50_jct_s"] = s.p50_jct_s;
+  j["p95_jct_s"] = s.p95_jct_s;
+  j["p99_jct_s"] = s.p99_jct_s;
+  j["mean_queue_s"] = s.mean_queue_s;
+  j["p50_queue_s"] = s.p50_queue_s;
+  j["p95_queue_s"] = s.p95_queue_s;
+  j["mean_first_wait_s"] = s.mean_first_wait_s;
+  j["makespan_s"] = s.makespan_s;
+  j["gpu_usage"] = s.gpu_usage;
+  j["training_gpu_usage"] = s.training_gpu_usage;
+  j["inference_gpu_usage"] = s.inference_gpu_usage;
+  j["preemptions"] = s.preemptions;
+  j["scale_ins"] = s.scale_ins;
+  j["scale_outs"] = s.scale_outs;
+  j["loaned_server_hours"] = s.loaned_server_hours;
+  j["reclaim_slo_misses"] = s.reclaim_slo_misses;
+  j["events"] = s.events;
+  j["sim_wall_s"] = s.sim_wall_s;
+  return j.dump(2);
+}
+
+void print_summary_table(std::ostream& os, const run_summary& s) {
+  os << fmt::format("policy {} | placement {} | seed {}\n", s.policy, s.placement, s.seed);
+  os << fmt::format("  jobs completed     {:>12} / {}\n", s.jobs_completed, s.jobs_submitted);
+  os << fmt::format("  JCT mean / p95     {:>12.1f} / {:.1f} s\n", s.mean_jct_s, s.p95_jct_s);
+  os << fmt::format("  queue mean / p95   {:>12.1f} / {:.1f} s\n", s.mean_queue_s, s.p95_queue_s);
+  os << fmt::format("  makespan           {:>12.1f} s\n", s.makespan_s);
+  os << fmt::format("  GPU usage          {:>12.3f} (training {:.3f}, inference {:.3f})\n", s.gpu_usage,
+                    s.training_gpu_usage, s.inference_gpu_usage);
+  os << fmt::format("  preemptions        {:>12}   scale-ins {}   scale-outs {}\n", s.preemptions,
+                    s.scale_ins, s.scale_outs);
+  os << fmt::format("  loaned server-h    {:>12.1f}   reclaim SLO misses {}\n", s.loaned_server_hours,
+                    s.reclaim_slo_misses);
+  os << fmt::format("  events {}   wall {:.2f} s\n", s.events, s.sim_wall_s);
+}
+
+} // namespace aryl

@@ -1,0 +1,55 @@
+#pragma once
+/// Writes a run's outputs into one folder (DESIGN.md section 6): events.log and timeline.csv
+/// as the run goes, jobs.csv and summary.json at the end.
+#include <cstdio>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "runtime/run_records.hpp"
+
+namespace aryl {
+
+class run_writer {
+public:
+  /// Creates `out_dir` if needed; throws input_error naming the path if it cannot write there.
+  explicit run_writer(const std::string& out_dir);
+  ~run_writer();
+  run_writer(const run_writer&) = delete;
+  run_writer& operator=(const run_writer&) = delete;
+
+  void event(const event_record& e);
+  void job(const job_record& j);
+  void snapshot(const cluster_snapshot& s);
+  void slo_misses(int count) { slo_misses_ += static_cast<uint64_t>(count); }
+
+  uint64_t jobs_recorded() const { return jobs_.size(); }
+  uint64_t events_recorded() const { return events_; }
+
+  /// Fills the measured fields of `s`, writes jobs.csv and summary.json, closes the files.
+  run_summary finish(run_summary s);
+
+private:
+  std::string dir_;
+  std::FILE* events_file_ = nullptr;
+  std::FILE* timeline_file_ = nullptr;
+  std::vector<job_record> jobs_;
+  uint64_t events_ = 0;
+  uint64_t slo_misses_ = 0;
+  bool have_snapshot_ = false;
+  cluster_snapshot last_;
+  int64_t first_t_us_ = 0;
+  // Integrals over time of the snapshot quantities, in GPU- or server-microseconds.
+  double busy_training_ = 0, training_total_ = 0, busy_inference_ = 0, inference_total_ = 0;
+  double loaned_servers_us_ = 0;
+  void integrate_to(int64_t t_us);
+};
+
+/// The short human summary table printed on stdout.
+void print_summary_table(std::ostream& os, const run_summary& s);
+
+/// summary.json text (a flat object).
+std::string summary_json(const run_summary& s);
+
+} // namespace aryl

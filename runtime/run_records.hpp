@@ -1,0 +1,74 @@
+#pragma once
+/// What a run produces, as plain records: decision-log lines, one record per finished job,
+/// cluster snapshots. The recorder collects them; outputs.hpp turns them into files.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace aryl {
+
+/// One decision: virtual time, the actor that made it, what, and why.
+struct event_record {
+  int64_t t_us = 0;
+  std::string actor;
+  std::string event;
+  std::string detail;
+  std::string why;
+};
+
+struct job_record {
+  uint32_t index = 0;
+  std::string name;
+  int gpus = 0;
+  bool elastic = false;
+  int64_t submit_us = 0;
+  int64_t first_start_us = 0;
+  int64_t end_us = 0;
+  /// Total time spent queued: first wait plus every wait after a preemption.
+  double queued_s = 0;
+  double gpu_seconds = 0;
+  int preemptions = 0;
+  int scale_ins = 0;
+  int scale_outs = 0;
+  double duration_s = 0;
+  int last_workers = 0;
+  double on_loaned_s = 0;
+};
+
+/// Cluster state after a change; piecewise constant until the next snapshot.
+struct cluster_snapshot {
+  int64_t t_us = 0;
+  int training_busy_gpus = 0;
+  int training_gpus = 0;
+  int loaned_busy_gpus = 0;
+  int loaned_servers = 0;
+  int serving_servers = 0;
+  int reclaiming_servers = 0;
+  int serving_gpus = 0;     ///< GPUs of serving and reclaiming servers
+  int inference_gpus = 0;
+  int queued_jobs = 0;
+  int running_jobs = 0;
+};
+
+/// The summary.json fields (DESIGN.md section 6).
+struct run_summary {
+  uint64_t jobs_submitted = 0;
+  uint64_t jobs_completed = 0;
+  double mean_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0, p99_jct_s = 0;
+  double mean_queue_s = 0, p50_queue_s = 0, p95_queue_s = 0;
+  double mean_first_wait_s = 0;
+  double makespan_s = 0;
+  double gpu_usage = 0;
+  double training_gpu_usage = 0;
+  double inference_gpu_usage = 0;
+  uint64_t preemptions = 0, scale_ins = 0, scale_outs = 0;
+  double loaned_server_hours = 0;
+  uint64_t reclaim_slo_misses = 0;
+  uint64_t events = 0;
+  double sim_wall_s = 0;
+  std::string policy;
+  std::string placement;
+  uint64_t seed = 0;
+};
+
+} // namespace aryl

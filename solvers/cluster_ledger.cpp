@@ -1,0 +1,141 @@
+#include "solvers/cluster_ledger.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace aryl {
+namespace {
+
+int count_workers(const allocation& alloc) {
+  int n = 0;
+  for (auto& [s, w] : alloc) n += w;
+  return n;
+}
+
+[[noreturn]] void broken(const std::string& what) { throw std::logic_error("ledger: " + what); }
+
+} // namespace
+
+double cluster_ledger::rate(const job_entry& j, int workers, int type) const {
+  return work_rate(params.model, j.gpus, workers, params.type_speed.at(static_cast<size_t>(type)));
+}
+
+void cluster_ledger::settle_attained(job_entry& j, sim_time now) {
+  if (j.workers > 0 && now > j.attained_since) j.attained_gpu_s += j.workers * (now - j.attained_since).seconds();
+  j.attained_since = now;
+}
+
+void cluster_ledger::take(uint32_t index, const allocation& alloc) {
+  for (auto& [sid, w] : alloc) {
+    auto& s = servers.at(static_cast<size_t>(sid));
+    if (w <= 0 || s.free < w)
+      broken("job " + std::to_string(index) + " takes " + std::to_string(w) + " GPUs on " + s.name +
+             " with " + std::to_string(s.free) + " free");
+    s.free -= w;
+    s.jobs.insert(index);
+  }
+}
+
+void cluster_ledger::release(uint32_t index) {
+  auto& j = jobs.at(index);
+  for (auto& [sid, w] : j.alloc) {
+    auto& s = servers.at(static_cast<size_t>(sid));
+    s.free += w;
+    s.jobs.erase(index);
+    if (s.free > s.gpus) broken("server " + s.name + " freed beyond its size");
+  }
+  j.alloc.clear();
+  j.workers = 0;
+}
+
+void cluster_ledger::submit(uint32_t index, sim_time now) {
+  auto& j = jobs.at(index);
+  if (j.status != job_status::unsubmitted) broken("job " + std::to_string(index) + " submitted twice");
+  j.status = job_status::queued;
+  j.progress.since = now;
+  j.attained_since = now;
+  j.queued_since = now;
+  queued.insert(index);
+}
+
+void cluster_ledger::start(uint32_t index, const allocation& alloc, int type, sim_time now) {
+  auto& j = jobs.at(index);
+  if (j.status != job_status::queued) broken("job " + std::to_string(index) + " started while not queued");
+  take(index, alloc);
+  j.alloc = alloc;
+  j.workers = count_workers(alloc);
+  j.alloc_type = type;
+  double overhead = j.preemptions > 0 ? params.restart_overhead_s : 0.0;
+  j.progress.change_rate(now, rate(j, j.workers, type), overhead);
+  j.attained_since = now;
+  j.queued_s += (now - j.queued_since).seconds();
+  if (!j.started_once) {
+    j.started_once = true;
+    j.first_start = now;
+  }
+  ++j.generation;
+  j.status = job_status::running;
+  queued.erase(index);
+  running.insert(index);
+}
+
+void cluster_ledger::preempt(uint32_t index, sim_time now) {
+  auto& j = jobs.at(index);
+  if (j.status != job_status::running) broken("job " + std::to_string(index) + " preempted while not running");
+  settle_attained(j, now);
+  j.progress.change_rate(now, 0, 0);
+  release(index);
+  ++j.preemptions;
+  ++j.generation;
+  j.queued_since = now;
+  j.status = job_status::queued;
+  running.erase(index);
+  queued.insert(index);
+}
+
+void cluster_ledger::rescale(uint32_t index, const allocation& alloc, sim_time now) {
+  auto& j = jobs.at(index);
+  if (j.status != job_status::running) broken("job " + std::to_string(index) + " rescaled while not running");
+  settle_attained(j, now);
+  release(index);
+  int before = j.workers;
+  take(index, alloc);
+  j.alloc = alloc;
+  j.workers = count_workers(alloc);
+  if (j.workers < before) ++j.scale_ins;
+  if (j.workers > before) ++j.scale_outs;
+  j.progress.change_rate(now, rate(j, j.workers, j.alloc_type), params.scale_overhead_s);
+  ++j.generation;
+}
+
+void cluster_ledger::finish(uint32_t index, sim_time now) {
+  auto& j = jobs.at(index);
+  if (j.status == job_status::queued) {
+    j.queued_s += (now - j.queued_since).seconds();
+    queued.erase(index);
+    j.status = job_status::done;
+    return;
+  }
+  if (j.status != job_status::running) broken("job " + std::to_string(index) + " finished while not running");
+  settle_attained(j, now);
+  j.progress.settle(now);
+  release(index);
+  j.status = job_status::done;
+  running.erase(index);
+}
+
+int cluster_ledger::busy_gpus(server_mode mode) const {
+  int n = 0;
+  for (auto& s : servers)
+    if (s.mode == mode) n += s.gpus - s.free;
+  return n;
+}
+
+int cluster_ledger::total_gpus(server_mode mode) const {
+  int n = 0;
+  for (auto& s : servers)
+    if (s.mode == mode) n += s.gpus;
+  return n;
+}
+
+} // namespace aryl

@@ -1,0 +1,105 @@
+#pragma once
+/// The scheduler's view of the cluster: servers, jobs, queue. Plain data plus the state
+/// transitions every scheduling decision goes through, so that a decision is applied to the
+/// ledger in exactly one place. Pure: times are parameters.
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/time.hpp"
+#include "solvers/job_progress.hpp"
+#include "solvers/placement.hpp"
+#include "solvers/throughput.hpp"
+
+namespace aryl {
+
+enum class server_home { training, inference };
+/// training: a training server. serving -> loaned -> reclaiming -> serving: an inference one.
+enum class server_mode { training, serving, loaned, reclaiming };
+
+struct server_entry {
+  int id = 0;
+  std::string name;
+  int gpu_type = 0;
+  int gpus = 0;
+  int free = 0;
+  server_home home = server_home::training;
+  server_mode mode = server_mode::training;
+  /// Jobs with workers here (ids); a server is idle when empty.
+  std::set<uint32_t> jobs;
+};
+
+enum class job_status { unsubmitted, queued, running, done };
+
+struct job_entry {
+  uint32_t index = 0;
+  sim_time submit;
+  int gpus = 1;           ///< requested workers (one GPU each)
+  int min_workers = 1;
+  int max_workers = 1;
+  bool elastic = false;
+  int gpu_type = -1;      ///< required type id, -1 = any
+  double predicted_work = 0;  ///< work units the scheduler believes the job needs
+
+  job_status status = job_status::unsubmitted;
+  allocation alloc;       ///< (server id, workers)
+  int workers = 0;
+  int alloc_type = -1;    ///< GPU type of the current allocation
+  job_progress progress;  ///< the scheduler's mirror of the job's progress (predicted)
+  double attained_gpu_s = 0;  ///< GPU-seconds received so far (for LAS)
+  sim_time attained_since;
+  bool started_once = false;
+  sim_time first_start;
+  int preemptions = 0;
+  int scale_ins = 0;
+  int scale_outs = 0;
+  /// Total seconds queued so far, and since when it is queued now.
+  double queued_s = 0;
+  sim_time queued_since;
+  /// 0 = first dispatch; bumped on every allocation change so stale acks can be told apart.
+  uint64_t generation = 0;
+
+  double predicted_remaining() const { return std::max(0.0, predicted_work - progress.work_done); }
+};
+
+struct ledger_params {
+  throughput_model model;
+  std::vector<double> type_speed;   ///< by GPU type id
+  double restart_overhead_s = 60;
+  double scale_overhead_s = 20;
+};
+
+class cluster_ledger {
+public:
+  ledger_params params;
+  std::vector<server_entry> servers;   ///< by server id
+  std::vector<job_entry> jobs;         ///< by job index
+  std::set<uint32_t> queued;           ///< queued job indices (index order = submit order)
+  std::set<uint32_t> running;
+
+  /// Brings a job in (status queued).
+  void submit(uint32_t index, sim_time now);
+  /// Starts (or restarts) a queued job on `alloc` of GPU type `type`.
+  void start(uint32_t index, const allocation& alloc, int type, sim_time now);
+  /// Stops a running job and requeues it with its progress kept.
+  void preempt(uint32_t index, sim_time now);
+  /// Changes a running job's allocation (scale in or out).
+  void rescale(uint32_t index, const allocation& alloc, sim_time now);
+  /// Marks a job done and frees its GPUs. A job may finish while queued when its own
+  /// completion crossed a preemption in flight (live mode): its work is done all the same.
+  void finish(uint32_t index, sim_time now);
+
+  /// Rate of a job at `workers` on GPUs of `type`.
+  double rate(const job_entry& j, int workers, int type) const;
+  /// GPUs in use on servers of the given mode.
+  int busy_gpus(server_mode mode) const;
+  int total_gpus(server_mode mode) const;
+
+private:
+  void take(uint32_t index, const allocation& alloc);
+  void release(uint32_t index);
+  void settle_attained(job_entry& j, sim_time now);
+};
+
+} // namespace aryl

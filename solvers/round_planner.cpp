@@ -1,0 +1,174 @@
+#include "solvers/round_planner.hpp"
+
+#include <algorithm>
+#include <optional>
+
+namespace aryl {
+namespace {
+
+bool usable_for(const server_entry& s, const job_entry& j, const policy_spec& p,
+                const planner_options& o) {
+  if (s.mode == server_mode::training) return true;
+  return s.mode == server_mode::loaned && p.loaning && (j.elastic || o.inelastic_on_loaned);
+}
+
+int base_demand(const job_entry& j, const policy_spec& p) {
+  return (p.elastic && j.elastic) ? j.min_workers : j.gpus;
+}
+
+/// The servers a job may use, with their free GPUs as the ledger has them (or all free,
+/// for the what-if pass of preemptive policies).
+std::vector<server_slot> slots_for(const cluster_ledger& l, const job_entry& j, const policy_spec& p,
+                                   const planner_options& o, bool all_free) {
+  std::vector<server_slot> out;
+  out.reserve(l.servers.size());
+  for (auto& s : l.servers)
+    if (usable_for(s, j, p, o)) out.push_back({s.id, s.gpu_type, s.gpus, all_free ? s.gpus : s.free});
+  return out;
+}
+
+std::optional<std::pair<allocation, int>> try_place(const cluster_ledger& l, const job_entry& j,
+                                                   const policy_spec& p, const planner_options& o) {
+  auto slots = slots_for(l, j, p, o, false);
+  place_request req{static_cast<int>(j.index), base_demand(j, p), j.gpu_type, {}};
+  auto a = place_one(o.placement, slots, req);
+  if (!a) return std::nullopt;
+  int type = l.servers.at(static_cast<size_t>(a->front().first)).gpu_type;
+  return std::make_pair(std::move(*a), type);
+}
+
+std::vector<uint32_t> ranked(const cluster_ledger& l, const std::vector<uint32_t>& ids,
+                             const policy_spec& p, const planner_options& o, sim_time now) {
+  std::vector<std::pair<double, uint32_t>> keyed;
+  keyed.reserve(ids.size());
+  for (auto id : ids) keyed.emplace_back(priority_key(l, l.jobs[id], p, o, now), id);
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<uint32_t> out;
+  out.reserve(keyed.size());
+  for (auto& kv : keyed) out.push_back(kv.second);
+  return out;
+}
+
+const char* policy_reason(const policy_spec& p) {
+  switch (p.order) {
+    case queue_order::fifo: return "first in queue order that fits";
+    case queue_order::sjf: return "shortest predicted job that fits";
+    case queue_order::srtf: return "shortest remaining time";
+    case queue_order::las: return "least attained service";
+  }
+  return "";
+}
+
+void start_job(cluster_ledger& l, std::vector<decision>& out, uint32_t id, allocation alloc, int type,
+               sim_time now, std::string why) {
+  l.start(id, alloc, type, now);
+  out.push_back({decision::kind::start, id, std::move(alloc), {}, type, std::move(why)});
+}
+
+/// Non-preemptive phase 1: queued jobs in policy order; a job that does not fit blocks the
+/// rest unless backfilling is on.
+void place_queue(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                 std::vector<decision>& out) {
+  std::vector<uint32_t> ids(l.queued.begin(), l.queued.end());
+  auto order = p.order == queue_order::fifo ? ids : ranked(l, ids, p, o, now);
+  for (auto id : order) {
+    auto placed = try_place(l, l.jobs[id], p, o);
+    if (!placed) {
+      if (o.backfill) continue;
+      break;
+    }
+    start_job(l, out, id, std::move(placed->first), placed->second, now, policy_reason(p));
+  }
+}
+
+/// Preemptive phase 1: rank queued and running jobs together, choose the set that fits an
+/// empty cluster in rank order, preempt running jobs outside it, then start the chosen
+/// queued jobs on the GPUs actually free (running jobs are not moved).
+void place_preemptive(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                      std::vector<decision>& out) {
+  std::vector<uint32_t> ids(l.queued.begin(), l.queued.end());
+  ids.insert(ids.end(), l.running.begin(), l.running.end());
+  auto order = ranked(l, ids, p, o, now);
+
+  std::vector<server_slot> what_if;  // all usable servers, empty; rebuilt per eligibility class
+  std::vector<uint32_t> chosen;
+  std::vector<char> keep(l.jobs.size(), 0);
+  {
+    // One what-if view per eligibility: training-only or training+loaned.
+    std::vector<server_slot> view_all, view_train;
+    for (auto& s : l.servers) {
+      if (s.mode == server_mode::training) {
+        view_all.push_back({s.id, s.gpu_type, s.gpus, s.gpus});
+        view_train.push_back({s.id, s.gpu_type, s.gpus, s.gpus});
+      } else if (s.mode == server_mode::loaned && p.loaning) {
+        view_all.push_back({s.id, s.gpu_type, s.gpus, s.gpus});
+      }
+    }
+    for (auto id : order) {
+      auto& j = l.jobs[id];
+      bool wide = p.loaning && (j.elastic || o.inelastic_on_loaned);
+      auto& view = wide ? view_all : view_train;
+      place_request req{static_cast<int>(id), base_demand(j, p), j.gpu_type, {}};
+      auto a = place_one(o.placement, view, req);
+      if (!a) continue;
+      // Keep both views consistent: a slot taken in one is taken in the other.
+      auto& other = wide ? view_train : view_all;
+      for (auto& [sid, w] : *a)
+        for (auto& s : other)
+          if (s.id == sid) s.free -= w;
+      keep[id] = 1;
+      chosen.push_back(id);
+    }
+  }
+  std::vector<uint32_t> running(l.running.begin(), l.running.end());
+  for (auto id : running) {
+    if (keep[id]) continue;
+    auto before = l.jobs[id].alloc;
+    l.preempt(id, now);
+    out.push_back({decision::kind::preempt, id, {}, std::move(before), -1,
+                   std::string("preempted for higher-priority jobs (") + policy_reason(p) + ")"});
+  }
+  for (auto id : chosen) {
+    if (l.jobs[id].status != job_status::queued) continue;
+    auto placed = try_place(l, l.jobs[id], p, o);
+    if (!placed) continue;
+    start_job(l, out, id, std::move(placed->first), placed->second, now, policy_reason(p));
+  }
+}
+
+} // namespace
+
+double priority_key(const cluster_ledger& l, const job_entry& j, const policy_spec& p,
+                    const planner_options& o, sim_time now) {
+  switch (p.order) {
+    case queue_order::fifo:
+      return static_cast<double>(j.submit.us);
+    case queue_order::sjf:
+    case queue_order::srtf:
+      // Predicted remaining seconds at the job's requested workers on speed-1.0 GPUs.
+      return std::max(0.0, j.predicted_work - j.progress.done_at(now));
+    case queue_order::las: {
+      double attained = j.attained_gpu_s;
+      if (j.workers > 0 && now > j.attained_since) attained += j.workers * (now - j.attained_since).seconds();
+      double level = 0;
+      for (double t : o.las_thresholds)
+        if (attained >= t) level += 1;
+      // Within a level, first come first served (Tiresias' discretised 2D-LAS).
+      return level * 1e15 + static_cast<double>(j.submit.us) / 1e6;
+    }
+  }
+  (void)l;
+  return 0;
+}
+
+std::vector<decision> plan_round(cluster_ledger& l, const policy_spec& p, const planner_options& o,
+                                 sim_time now) {
+  std::vector<decision> out;
+  if (p.preemptive)
+    place_preemptive(l, p, o, now, out);
+  else
+    place_queue(l, p, o, now, out);
+  return out;
+}
+
+} // namespace aryl

@@ -1,0 +1,40 @@
+#pragma once
+/// One scheduling round (DESIGN.md section 3): phase 1 places base demand in queue-policy
+/// order; phase 2 shares the GPUs left over among elastic jobs. Pure: every decision is
+/// applied to the ledger here and returned, for the scheduler actor to send out.
+#include <string>
+#include <vector>
+
+#include "solvers/cluster_ledger.hpp"
+#include "solvers/policy.hpp"
+
+namespace aryl {
+
+struct decision {
+  enum class kind { start, preempt, rescale };
+  kind what = kind::start;
+  uint32_t job = 0;
+  allocation alloc;   ///< the job's whole allocation after the decision (empty for preempt)
+  allocation before;  ///< its allocation before (empty for start)
+  int gpu_type = -1;
+  std::string why;
+};
+
+struct planner_options {
+  placement_mode placement = placement_mode::consolidated;
+  bool backfill = false;
+  /// Inelastic jobs may run on loaned inference servers (DESIGN.md 3 choice: no).
+  bool inelastic_on_loaned = false;
+  /// LAS queue thresholds in attained GPU-seconds, ascending.
+  std::vector<double> las_thresholds{3600.0 * 8};
+};
+
+/// Runs one round at `now` and returns the decisions in the order they were made.
+std::vector<decision> plan_round(cluster_ledger& ledger, const policy_spec& policy,
+                                 const planner_options& opts, sim_time now);
+
+/// The policy's rank of a job at `now` (smaller first); ties are broken by job index.
+double priority_key(const cluster_ledger& ledger, const job_entry& j, const policy_spec& policy,
+                    const planner_options& opts, sim_time now);
+
+} // namespace aryl

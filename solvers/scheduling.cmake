@@ -1,0 +1,9 @@
+# The scheduler's pure core (ledger, queue policies, round planner); included from the top
+# level. Like the solvers: no CAF, Asio, msgpack or clock types.
+add_library(aryl_policy STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/policy.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/cluster_ledger.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round_planner.cpp
+)
+target_link_libraries(aryl_policy PUBLIC aryl_solvers)
+target_include_directories(aryl_policy PUBLIC ${PROJECT_SOURCE_DIR})
