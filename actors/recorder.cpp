@@ -12,7 +12,10 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
   st.expected = expected;
   st.header = std::move(header);
   return {
+      // Once every job has finished the outputs are closed; later messages (the last
+      // snapshot, a final round) change nothing in them.
       [=](event_atom, const event_record& e) {
+        if (self->state.status->finished.load()) return;
         self->state.writer->event(e);
         self->state.status->now_us.store(e.t_us, std::memory_order_relaxed);
       },
@@ -26,7 +29,9 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
           s.status->finished.store(true, std::memory_order_release);
         }
       },
-      [=](snapshot_atom, const cluster_snapshot& c) { self->state.writer->snapshot(c); },
+      [=](snapshot_atom, const cluster_snapshot& c) {
+        if (!self->state.status->finished.load()) self->state.writer->snapshot(c);
+      },
       [=](violation_atom, const std::string& what) {
         auto& s = self->state;
         if (s.status->failed.load()) return;

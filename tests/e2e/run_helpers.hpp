@@ -1,0 +1,49 @@
+#pragma once
+// Shared by the end-to-end tests: run a simulation into a temporary folder and read files.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "runtime/config.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/inputs.hpp"
+
+namespace aryl::test {
+
+inline std::string temp_dir(const std::string& name) {
+  auto p = std::filesystem::temp_directory_path() / ("aryl-test-" + name);
+  std::filesystem::remove_all(p);
+  return p.string();
+}
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline run_outcome run(config c) {
+  c.progress = false;
+  return run_simulation(c, load_inputs(c), nullptr);
+}
+
+/// The reference setup of ../shared/traces/README.md: Philly VC 11cb48, Oct-Nov 2017.
+inline config philly_reference(int servers, const std::string& policy, const std::string& placement) {
+  config c;
+  c.trace_file = "../shared/traces/philly-sia/philly.csv";
+  c.trace_format = "philly";
+  c.trace_vc = "11cb48";
+  c.trace_from = "2017-10-01";
+  c.trace_to = "2017-12-01";
+  c.training.servers = servers;
+  c.inference.servers = 0;
+  c.policy = policy;
+  c.placement = placement;
+  c.elastic_fraction = 0;
+  c.restart_overhead_s = 0;
+  return c;
+}
+
+} // namespace aryl::test
