@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "runtime/inference_demand.hpp"
@@ -15,6 +18,15 @@ namespace {
 
 std::string data(const std::string& name) { return std::string(ARYL_SOURCE_DIR) + "/tests/io/data/" + name; }
 std::string servegen(const std::string& rel) { return std::string(ARYL_SOURCE_DIR) + "/../shared/traces/servegen/" + rel; }
+
+/// Writes `text` to a file private to this test process and returns its path.
+std::string scratch_file(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / ("aryl-io-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / name).string();
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
 
 template <class F>
 std::string error_of(F&& f) {
@@ -50,6 +62,17 @@ TEST_CASE("demand csv: unsorted, negative, fractional, missing and empty inputs 
   const std::string unsorted = data("demand_unsorted.csv");
   CHECK(error_of([&] { read_demand_csv(unsorted); }) ==
         unsorted + ":4: column 't_s': '300' is not after the previous row's t_s (rows must be sorted by time)");
+  const std::string negative = scratch_file("neg.csv", "t_s,servers_needed\n0,1\n60,-2\n");
+  CHECK(error_of([&] { read_demand_csv(negative); }) == negative + ":3: column 'servers_needed': '-2' is negative");
+  const std::string fraction = scratch_file("frac.csv", "t_s,demand\n0,2.5\n");
+  CHECK(error_of([&] { read_demand_csv(fraction); }) == fraction + ":2: column 'demand': '2.5' is not a whole number");
+  const std::string time = scratch_file("time.csv", "t_s,demand\nsoon,2\n");
+  CHECK(error_of([&] { read_demand_csv(time); }) == time + ":2: column 't_s': 'soon' is not a number");
+  const std::string header_only = scratch_file("header.csv", "t_s,servers_needed\n");
+  CHECK(error_of([&] { read_demand_csv(header_only); }) == header_only + ": no data rows after the header");
+  const std::string bad_rate = scratch_file("rate.csv", "window_start_s,total_rate_rps\n0,1\n600,fast\n");
+  CHECK(error_of([&] { read_servegen_demand(bad_rate, 4, 0.9); }) ==
+        bad_rate + ":3: column 'total_rate_rps': 'fast' is not a number");
   CHECK(error_of([&] { read_demand_csv("tests/io/data/none.csv"); }) ==
         "tests/io/data/none.csv: cannot open: No such file or directory");
   CHECK(error_of([&] { read_demand_csv(data("canonical_minimal.csv")); }).find(":1: missing column 't_s'") !=
