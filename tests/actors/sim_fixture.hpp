@@ -1,0 +1,81 @@
+#pragma once
+// A deterministic actor system (CAF's test coordinator) plus recording stand-ins for the
+// scheduler and the recorder, for actor-protocol tests.
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/actor_env.hpp"
+
+namespace aryl::test {
+
+struct sim_fixture {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::scheduler::test_coordinator* sched = nullptr;
+  timebase tb;
+
+  sim_fixture() {
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    cfg.set("logger.console-verbosity", caf::atom("quiet"));
+    sys = std::make_unique<caf::actor_system>(cfg);
+    sys->await_actors_before_shutdown(false);
+    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
+    tb = timebase{sys->clock().now(), 1.0};
+  }
+
+  sim_time now() const { return tb.at(sched->clock().now()); }
+  /// Delivers every message that is due, without advancing time.
+  void drain() { sched->run(); }
+  /// Jumps to the next timer and delivers what follows from it; false if none is pending.
+  bool step() {
+    if (!sched->has_pending_timeout()) return false;
+    sched->trigger_timeout();
+    sched->run();
+    return true;
+  }
+};
+
+/// What a stand-in scheduler received, with the simulation time it arrived.
+struct seen {
+  sim_time at;
+  std::string what;  ///< "ack" | "finished" | "submit" | ...
+  uint32_t job = 0;
+  uint64_t generation = 0;
+  double work_done = 0;
+};
+
+inline scheduler_actor::behavior_type recording_scheduler(scheduler_actor::pointer self,
+                                                          std::shared_ptr<std::vector<seen>> log, timebase tb) {
+  return {
+      [=](submit_atom, job_spec& s) { log->push_back({tb.now(self), "submit", s.index, 0, 0}); },
+      [=](ack_atom, const job_ack& a) { log->push_back({tb.now(self), "ack", a.job, a.generation, a.work_done}); },
+      [=](finished_atom, uint32_t job, uint64_t g) { log->push_back({tb.now(self), "finished", job, g, 0}); },
+      [=](round_atom) {},
+      [=](loan_atom, const std::vector<int>&) {},
+      [=](reclaim_atom, int, int64_t) {},
+      [=](dump_atom) -> std::string { return "recording scheduler"; },
+  };
+}
+
+struct recorded {
+  std::vector<event_record> events;
+  std::vector<job_record> jobs;
+  std::vector<std::string> violations;
+  int slo_misses = 0;
+};
+
+inline recorder_actor::behavior_type recording_recorder(recorder_actor::pointer, std::shared_ptr<recorded> r) {
+  return {
+      [=](event_atom, const event_record& e) { r->events.push_back(e); },
+      [=](jobrec_atom, const job_record& j) { r->jobs.push_back(j); },
+      [=](snapshot_atom, const cluster_snapshot&) {},
+      [=](violation_atom, const std::string& s) { r->violations.push_back(s); },
+      [=](slo_atom, int n) { r->slo_misses += n; },
+  };
+}
+
+} // namespace aryl::test
