@@ -230,6 +230,8 @@ struct row_context {
 /// Column positions by header name; -1 = absent.
 struct header {
   std::vector<std::string> names;
+  /// Line number of the header (1 unless blank lines precede it).
+  size_t line = 1;
 
   int find(std::string_view name) const {
     for (size_t i = 0; i < names.size(); ++i)
@@ -246,6 +248,7 @@ header read_header(const std::string& path, csv::line_reader& reader, csv::field
   const std::string where = path + ":" + std::to_string(reader.line_number()) + ": ";
   if (!splitter.split(line)) throw input_error(where + "malformed quoted field in the header");
   header h;
+  h.line = reader.line_number();
   for (const auto field : splitter.fields()) {
     if (!field.empty() && h.find(field) >= 0)
       throw input_error(where + "column '" + csv::printable(field) + "' appears twice in the header");
@@ -257,7 +260,7 @@ header read_header(const std::string& path, csv::line_reader& reader, csv::field
 int require_column(const std::string& path, const header& h, std::string_view name, std::string_view format) {
   const int col = h.find(name);
   if (col < 0)
-    throw input_error(path + ":1: missing column '" + std::string(name) + "' required by the " +
+    throw input_error(path + ":" + std::to_string(h.line) + ": missing column '" + std::string(name) + "' required by the " +
                       std::string(format) + " trace format");
   return col;
 }
@@ -415,7 +418,7 @@ void read_philly(const std::string& path, csv::line_reader& reader, csv::field_s
   const int c_duration = require_column(path, h, "duration", "philly");
   const int c_gpus = require_column(path, h, "num_gpus", "philly");
   const int c_vc = h.find("cluster");
-  if (!options.vc.empty() && c_vc < 0) throw input_error(path + ":1: trace option 'vc' needs a column 'cluster'");
+  if (!options.vc.empty() && c_vc < 0) throw input_error(path + ":" + std::to_string(h.line) + ": trace option 'vc' needs a column 'cluster'");
 
   struct row {
     int64_t at;
@@ -484,7 +487,7 @@ trace_load read_trace(const std::string& path, const trace_options& options) {
     } else if (h.find("timestamp") >= 0 && h.find("num_gpus") >= 0) {
       format = "philly";
     } else {
-      throw input_error(path + ":1: cannot tell the trace format from the header; set it to canonical or philly");
+      throw input_error(path + ":" + std::to_string(h.line) + ": cannot tell the trace format from the header; set it to canonical or philly");
     }
   }
   if (format == "canonical") {

@@ -19,9 +19,21 @@ std::string data(const std::string& name) { return std::string(ARYL_SOURCE_DIR) 
 
 std::string philly_path() { return std::string(ARYL_SOURCE_DIR) + "/../shared/traces/philly-sia/philly.csv"; }
 
+std::filesystem::path scratch_dir() {
+  return std::filesystem::temp_directory_path() / ("aryl-io-test-" + std::to_string(::getpid()));
+}
+
+/// Removes this process's scratch files when the test binary exits.
+const struct scratch_cleanup {
+  ~scratch_cleanup() {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_dir(), ec);
+  }
+} cleanup_at_exit;
+
 /// Writes `text` to a file private to this test process and returns its path.
 std::string scratch_file(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / ("aryl-io-test-" + std::to_string(::getpid()));
+  const auto dir = scratch_dir();
   std::filesystem::create_directories(dir);
   const auto path = (dir / name).string();
   std::ofstream(path, std::ios::binary) << text;
