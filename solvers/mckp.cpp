@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -24,22 +25,26 @@ struct kept_item {
 /// or equal-weight item is at least as valuable). Kept items have strictly increasing
 /// weights and strictly increasing values.
 std::vector<kept_item> undominated(const mckp_class& c, int capacity) {
-  std::vector<kept_item> all;
+  std::vector<kept_item> kept;
+  kept.reserve(c.items.size());
   for (size_t i = 0; i < c.items.size(); ++i) {
     const auto& it = c.items[i];
     if (it.value > 0 && it.weight <= capacity)
-      all.push_back({it.weight, it.value, static_cast<int>(i)});
+      kept.push_back({it.weight, it.value, static_cast<int>(i)});
   }
-  std::sort(all.begin(), all.end(), [](const kept_item& a, const kept_item& b) {
+  auto lighter = [](const kept_item& a, const kept_item& b) {
     if (a.weight != b.weight) return a.weight < b.weight;
     if (a.value != b.value) return a.value > b.value;
     return a.index < b.index;
-  });
-  std::vector<kept_item> kept;
+  };
+  if (!std::is_sorted(kept.begin(), kept.end(), lighter))  // classes are usually built sorted
+    std::sort(kept.begin(), kept.end(), lighter);
   // Sorted by weight, then value descending: an item survives only if it beats every
   // lighter survivor, which also drops every equal-weight item but the first.
-  for (const auto& it : all)
-    if (kept.empty() || it.value > kept.back().value) kept.push_back(it);
+  size_t n = 0;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (n == 0 || kept[i].value > kept[n - 1].value) kept[n++] = kept[i];
+  kept.resize(n);
   return kept;
 }
 
@@ -61,6 +66,9 @@ bool is_concave_unit(const std::vector<kept_item>& items) {
 struct prepared_class {
   size_t cls;  ///< index in mckp_input::classes
   std::vector<kept_item> items;
+  /// Item the class must take when none of `items` is chosen (-1: none), after the bound
+  /// reduction proved "no item" suboptimal; `items` are then upgrades relative to it.
+  int base_index = -1;
 };
 
 /// One DP layer: cur[c] = max(prev[c], prev[c - w_j] + v_j) over the class's items, for
@@ -89,8 +97,10 @@ void dp_layer(const double* prev, int prev_hi, double* cur, int hi, const kept_i
   }
 }
 
-/// Solves the classes of one GPU type with `capacity` GPUs; writes result.choice.
-void solve_type(int capacity, const std::vector<prepared_class>& classes, mckp_result& result) {
+/// Solves `classes` (all of one GPU type) with `capacity` GPUs exactly: the concave ones by
+/// the marginal-gain greedy, the others by DP, the split between them by trying every
+/// capacity for the DP part. Writes the chosen items into result.choice.
+void solve_hybrid(int capacity, const std::vector<prepared_class>& classes, mckp_result& result) {
   long sum_max = 0;
   for (const auto& pc : classes)
     if (!pc.items.empty()) sum_max += pc.items.back().weight;
@@ -199,6 +209,174 @@ void validate(const mckp_input& in) {
   }
 }
 
+/// The classes after bound reduction: forced choices applied, the rest left to solve.
+struct reduction {
+  int capacity = 0;  ///< what the forced items leave
+  std::vector<prepared_class> classes;
+  std::vector<std::pair<size_t, int>> forced;  ///< (class index in input, item index)
+};
+
+/// Exact problem reduction by a Lagrangian bound (docs/solvers.md). The LP relaxation
+/// (classes' upper concave hulls filled by decreasing gradient) gives the multiplier
+/// lambda = gradient of the segment that does not fit; UB = lambda * capacity +
+/// sum_j max(0, max_k v_jk - lambda * w_jk) bounds every solution, and the LP solution
+/// rounded down (then greedily topped up) is a feasible lower bound LB. Forcing class j to
+/// option k lowers the bound by loss_jk = best_j - (v_jk - lambda w_jk); if loss_jk exceeds
+/// UB - LB no optimum uses that option, so it is dropped. A class left with one option is
+/// fixed; one that lost "none" must take an item: its lightest survivor becomes a base and
+/// the others upgrades on top of it. Returns nullopt when there is nothing to reduce.
+std::optional<reduction> reduce(int capacity, const std::vector<prepared_class>& classes) {
+  // Hull segments as parallel arrays (compact for the selection below). A segment's rank
+  // in the LP's fill order: gradient descending, then creation order (class, then hull).
+  size_t n_items = 0;
+  for (const auto& pc : classes) n_items += pc.items.size();
+  std::vector<double> grad;
+  std::vector<int> seg_dw;
+  std::vector<uint32_t> seg_cls;
+  std::vector<int32_t> seg_from, seg_to;
+  std::vector<size_t> first_seg(classes.size() + 1);
+  grad.reserve(n_items);
+  seg_dw.reserve(n_items);
+  seg_cls.reserve(n_items);
+  seg_from.reserve(n_items);
+  seg_to.reserve(n_items);
+  std::vector<int32_t> hull;
+  for (size_t p = 0; p < classes.size(); ++p) {
+    const auto& items = classes[p].items;
+    first_seg[p] = grad.size();
+    hull.clear();
+    auto wt = [&](int32_t i) { return i < 0 ? 0 : items[i].weight; };
+    auto val = [&](int32_t i) { return i < 0 ? 0.0 : items[i].value; };
+    hull.push_back(-1);
+    for (int32_t i = 0; i < static_cast<int32_t>(items.size()); ++i) {
+      // Pop the last vertex while it lies on or below the chord from its predecessor to i.
+      while (hull.size() >= 2) {
+        int32_t a = hull[hull.size() - 2], b = hull.back();
+        double lhs = (val(b) - val(a)) * (wt(i) - wt(a));
+        double rhs = (val(i) - val(a)) * (wt(b) - wt(a));
+        if (lhs > rhs) break;
+        hull.pop_back();
+      }
+      hull.push_back(i);
+    }
+    for (size_t h = 1; h < hull.size(); ++h) {
+      int dw = wt(hull[h]) - wt(hull[h - 1]);
+      grad.push_back((val(hull[h]) - val(hull[h - 1])) / dw);
+      seg_dw.push_back(dw);
+      seg_cls.push_back(static_cast<uint32_t>(p));
+      seg_from.push_back(hull[h - 1]);
+      seg_to.push_back(hull[h]);
+    }
+  }
+  first_seg[classes.size()] = grad.size();
+  auto before = [&](uint32_t a, uint32_t b) {
+    return grad[a] > grad[b] || (grad[a] == grad[b] && a < b);
+  };
+
+  // The LP takes segments in rank order until one does not fit: the split. Found by
+  // weighted quickselect (expected linear) rather than by sorting every segment.
+  std::vector<uint32_t> order(grad.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  size_t lo = 0, hi = order.size();
+  long room = capacity;
+  long split = -1;
+  while (lo < hi) {
+    uint32_t a = order[lo], b = order[lo + (hi - lo) / 2], c = order[hi - 1];
+    uint32_t pivot = before(a, b) ? (before(b, c) ? b : (before(a, c) ? c : a))
+                                  : (before(a, c) ? a : (before(b, c) ? c : b));
+    auto first = order.begin() + static_cast<long>(lo), last = order.begin() + static_cast<long>(hi);
+    auto mid = std::partition(first, last, [&](uint32_t x) { return before(x, pivot); });
+    long w = 0;
+    for (auto it = first; it != mid; ++it) w += seg_dw[*it];
+    if (w > room) {  // the split ranks before the pivot
+      hi = static_cast<size_t>(mid - order.begin());
+      continue;
+    }
+    room -= w;
+    std::iter_swap(mid, std::find(mid, last, pivot));
+    if (seg_dw[pivot] > room) {
+      split = pivot;
+      break;
+    }
+    room -= seg_dw[pivot];
+    lo = static_cast<size_t>(mid - order.begin()) + 1;
+  }
+  if (split < 0) return std::nullopt;  // everything fits: nothing to bound
+  const double lambda = grad[static_cast<size_t>(split)];
+
+  // Lower bound: the LP solution rounded down (every segment ranked before the split),
+  // then topped up class by class with next hull segments that still fit.
+  std::vector<int32_t> at(classes.size(), -1);
+  long left = capacity;
+  for (uint32_t i = 0; i < grad.size(); ++i)
+    if (before(i, static_cast<uint32_t>(split))) {
+      at[seg_cls[i]] = std::max(at[seg_cls[i]], seg_to[i]);
+      left -= seg_dw[i];
+    }
+  for (size_t p = 0; p < classes.size(); ++p)
+    for (size_t i = first_seg[p]; i < first_seg[p + 1]; ++i)
+      if (seg_from[i] == at[p] && seg_dw[i] <= left) {
+        at[p] = seg_to[i];
+        left -= seg_dw[i];
+      }
+
+  double lb = 0, ub = lambda * capacity;
+  std::vector<double> best(classes.size(), 0.0);
+  for (size_t p = 0; p < classes.size(); ++p) {
+    if (at[p] >= 0) lb += classes[p].items[at[p]].value;
+    for (const auto& it : classes[p].items) best[p] = std::max(best[p], it.value - lambda * it.weight);
+    ub += best[p];
+  }
+  // Only options provably worse than LB are dropped; the tolerance absorbs rounding in
+  // the sums so that no optimum is ever cut.
+  const double slack = (ub - lb) + 1e-9 * (1.0 + std::abs(ub));
+
+  reduction r;
+  r.capacity = capacity;
+  for (size_t p = 0; p < classes.size(); ++p) {
+    const auto& items = classes[p].items;
+    bool none_ok = best[p] <= slack;
+    std::vector<kept_item> alive;
+    for (const auto& it : items)
+      if (best[p] - (it.value - lambda * it.weight) <= slack) alive.push_back(it);
+    if (alive.empty()) continue;  // only "none" survives
+    if (none_ok) {
+      r.classes.push_back({classes[p].cls, std::move(alive), -1});
+      continue;
+    }
+    const kept_item base = alive.front();
+    r.capacity -= base.weight;
+    if (alive.size() == 1) {
+      r.forced.emplace_back(classes[p].cls, base.index);
+      continue;
+    }
+    std::vector<kept_item> upgrades;
+    for (size_t i = 1; i < alive.size(); ++i)
+      upgrades.push_back({alive[i].weight - base.weight, alive[i].value - base.value, alive[i].index});
+    r.classes.push_back({classes[p].cls, std::move(upgrades), base.index});
+  }
+  if (r.capacity < 0) return std::nullopt;  // cannot happen with exact bounds; stay safe
+  return r;
+}
+
+/// Solves the classes of one GPU type with `capacity` GPUs; writes result.choice.
+void solve_type(int capacity, const std::vector<prepared_class>& classes, mckp_result& result) {
+  long sum_max = 0;
+  for (const auto& pc : classes) sum_max += pc.items.back().weight;
+  if (sum_max <= capacity) {  // every class gets its best item (values increase with weight)
+    for (const auto& pc : classes) result.choice[pc.cls] = pc.items.back().index;
+    return;
+  }
+  auto r = reduce(capacity, classes);
+  if (!r) {
+    solve_hybrid(capacity, classes, result);
+    return;
+  }
+  for (auto [cls, item] : r->forced) result.choice[cls] = item;
+  for (const auto& pc : r->classes) result.choice[pc.cls] = pc.base_index;
+  solve_hybrid(r->capacity, r->classes, result);
+}
+
 } // namespace
 
 mckp_result solve_mckp(const mckp_input& in) {
@@ -209,7 +387,7 @@ mckp_result solve_mckp(const mckp_input& in) {
   for (size_t i = 0; i < in.classes.size(); ++i) {
     const auto& c = in.classes[i];
     auto items = undominated(c, in.capacity[c.gpu_type]);
-    if (!items.empty()) by_type[c.gpu_type].push_back({i, std::move(items)});
+    if (!items.empty()) by_type[c.gpu_type].push_back({i, std::move(items), -1});
   }
   for (size_t t = 0; t < by_type.size(); ++t)
     solve_type(in.capacity[t], by_type[t], result);

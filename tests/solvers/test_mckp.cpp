@@ -37,6 +37,25 @@ double brute_force_value(const mckp_input& in) {
   }
 }
 
+/// Best total value by the textbook DP over (class, capacity) with every item: no
+/// reductions, for instances too large to enumerate.
+double reference_dp_value(const mckp_input& in) {
+  double total = 0;
+  for (size_t t = 0; t < in.capacity.size(); ++t) {
+    std::vector<double> best(static_cast<size_t>(in.capacity[t]) + 1, 0.0);
+    for (const auto& c : in.classes) {
+      if (c.gpu_type != static_cast<int>(t)) continue;
+      auto next = best;
+      for (const auto& it : c.items)
+        for (int w = it.weight; w <= in.capacity[t]; ++w)
+          next[w] = std::max(next[w], best[w - it.weight] + it.value);
+      best = std::move(next);
+    }
+    total += best.back();
+  }
+  return total;
+}
+
 /// Checks the result's contract: valid indices, capacity respected, value = sum of choices.
 void check_feasible(const mckp_input& in, const mckp_result& r) {
   REQUIRE(r.choice.size() == in.classes.size());
@@ -132,6 +151,45 @@ TEST_CASE("mckp: JCT-reduction classes with overheads equal brute force") {
     CAPTURE(trial);
     check_feasible(in, r);
     CHECK(r.value == doctest::Approx(brute_force_value(in)).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("mckp: optimal value equals the textbook DP on 2,000 medium random instances") {
+  // 20-60 classes and up to 200 GPUs: large enough that the bound reduction fixes many
+  // classes and leaves a DP core, with every shape mixed in.
+  std::mt19937_64 rng(160);
+  throughput_model m;
+  throughput_model pow2;
+  for (int w = 1; w <= 32; ++w) pow2.eff_table.push_back((w & (w - 1)) == 0 ? 1.0 : 0.8);
+  for (int trial = 0; trial < 2000; ++trial) {
+    mckp_input in;
+    in.capacity = {std::uniform_int_distribution<int>(0, 200)(rng),
+                   std::uniform_int_distribution<int>(0, 50)(rng)};
+    int n = std::uniform_int_distribution<int>(20, 60)(rng);
+    for (int i = 0; i < n; ++i) {
+      int kind = std::uniform_int_distribution<int>(0, 2)(rng);
+      mckp_class c;
+      if (kind == 2) {
+        int k = std::uniform_int_distribution<int>(0, 8)(rng);
+        for (int j = 0; j < k; ++j)
+          c.items.push_back({std::uniform_int_distribution<int>(1, 10)(rng),
+                             std::round(std::uniform_real_distribution<double>(-20, 100)(rng))});
+      } else {
+        scale_out_job j;
+        j.requested = 1 << std::uniform_int_distribution<int>(0, 3)(rng);
+        j.current_workers = j.requested;
+        j.max_workers = j.requested + std::uniform_int_distribution<int>(0, 12)(rng);
+        j.remaining_work = std::uniform_real_distribution<double>(10, 20000)(rng);
+        j.scale_overhead_s = 20;
+        c = scale_out_class(kind == 0 ? m : pow2, j);
+      }
+      c.gpu_type = std::uniform_int_distribution<int>(0, 1)(rng);
+      in.classes.push_back(std::move(c));
+    }
+    auto r = solve_mckp(in);
+    CAPTURE(trial);
+    check_feasible(in, r);
+    CHECK(r.value == doctest::Approx(reference_dp_value(in)).epsilon(1e-12));
   }
 }
 

@@ -1,0 +1,138 @@
+// Solver latency at scheduler-round sizes (docs/performance.md, "Solvers").
+// Each benchmark iteration is one solve; besides Google Benchmark's mean it reports the
+// median and p99 of single solves (counters p50_us, p99_us), since a round's deadline is
+// about the tail.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "solvers/jct_value.hpp"
+#include "solvers/mckp.hpp"
+#include "solvers/placement.hpp"
+#include "solvers/reclaim.hpp"
+
+using namespace aryl;
+
+namespace {
+
+/// Times `body` once per iteration and publishes the median and p99 in microseconds.
+template <class Setup, class Body>
+void timed_loop(benchmark::State& state, Setup setup, Body body) {
+  std::vector<double> us;
+  for (auto _ : state) {
+    setup();
+    auto t0 = std::chrono::steady_clock::now();
+    body();
+    auto t1 = std::chrono::steady_clock::now();
+    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<size_t>(q * us.size()))]; };
+  state.counters["p50_us"] = at(0.50);
+  state.counters["p99_us"] = at(0.99);
+}
+
+enum class shape { jct, nonconcave };
+
+/// Elastic jobs as the scheduler sees them: requested 1-8 workers (powers of two), running
+/// at their request, up to 16 more workers, remaining time from minutes to a day, 20 s
+/// scaling overhead. `jct`: power-law speed-up (values concave except for jobs near
+/// completion). `nonconcave`: an efficiency table that favours power-of-two worker counts
+/// (ring all-reduce), so every class is non-concave and goes through the DP.
+mckp_input knapsack_instance(int gpus, int jobs, shape s, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  throughput_model m;
+  if (s == shape::nonconcave) {
+    for (int w = 1; w <= 32; ++w) m.eff_table.push_back((w & (w - 1)) == 0 ? 1.0 : 0.8);
+  }
+  mckp_input in;
+  in.capacity = {gpus};
+  for (int i = 0; i < jobs; ++i) {
+    scale_out_job j;
+    j.requested = 1 << std::uniform_int_distribution<int>(0, 3)(rng);
+    j.current_workers = j.requested;
+    j.max_workers = j.requested + 16;
+    j.remaining_work = std::exp(std::uniform_real_distribution<double>(std::log(300), std::log(86400))(rng));
+    j.scale_overhead_s = 20;
+    in.classes.push_back(scale_out_class(m, j));
+  }
+  return in;
+}
+
+void bm_mckp(benchmark::State& state, shape s) {
+  auto in = knapsack_instance(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                              s, 42);
+  timed_loop(state, [] {}, [&] { benchmark::DoNotOptimize(solve_mckp(in)); });
+}
+
+/// 500 loaned 8-GPU servers, 2,000 jobs of 1-8 workers spread over 1-3 servers (some
+/// also on training servers), ~70% of loaned GPUs busy; 50 servers to return.
+reclaim_input reclaim_instance(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto uni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+  reclaim_input in;
+  std::vector<int> free(500, 8);
+  for (int s = 0; s < 500; ++s) in.loaned.push_back({s, 8});
+  for (int j = 0; j < 2000; ++j) {
+    reclaim_job job{j, 1, 1, {}};
+    int total = 0, spread = uni(1, 3);
+    for (int k = 0; k < spread; ++k) {
+      int s = uni(0, 499);
+      int w = std::min(uni(1, 3), free[s]);
+      if (w == 0 || std::any_of(job.placement.begin(), job.placement.end(),
+                                [&](auto& p) { return p.first == s; }))
+        continue;
+      free[s] -= w;
+      job.placement.emplace_back(s, w);
+      total += w;
+    }
+    if (uni(0, 3) == 0) job.placement.emplace_back(10000 + j, 2), total += 2;  // training
+    if (total == 0) continue;
+    job.min_workers = uni(1, total);
+    in.jobs.push_back(job);
+  }
+  in.count = 50;
+  return in;
+}
+
+void bm_reclaim_greedy(benchmark::State& state) {
+  auto in = reclaim_instance(7);
+  timed_loop(state, [] {}, [&] { benchmark::DoNotOptimize(reclaim_greedy(in)); });
+}
+
+/// 1,250 8-GPU servers of two types (1,000 V100-like, 250 T4-like), ~60% of GPUs already
+/// busy; 1,000 requests of 1-32 GPUs (Philly-like sizes), a quarter typed, a tenth with a
+/// preferred server.
+void bm_place_bfd(benchmark::State& state, placement_mode mode) {
+  std::mt19937_64 rng(11);
+  auto uni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+  std::vector<server_slot> servers;
+  for (int s = 0; s < 1250; ++s) servers.push_back({s, s < 1000 ? 0 : 1, 8, uni(0, 8)});
+  std::vector<place_request> reqs;
+  const int sizes[] = {1, 1, 1, 1, 2, 2, 4, 4, 8, 16, 32};
+  for (int i = 0; i < 1000; ++i) {
+    place_request r{i, sizes[uni(0, 10)], uni(0, 3) == 0 ? uni(0, 1) : -1, {}};
+    if (uni(0, 9) == 0) r.prefer.push_back(uni(0, 1249));
+    reqs.push_back(r);
+  }
+  std::vector<server_slot> work;
+  timed_loop(state, [&] { work = servers; },
+             [&] { benchmark::DoNotOptimize(place_bfd(mode, work, reqs)); });
+}
+
+} // namespace
+
+BENCHMARK_CAPTURE(bm_mckp, jct, shape::jct)
+    ->Args({512, 100})->Args({4096, 500})->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_mckp, nonconcave, shape::nonconcave)
+    ->Args({512, 100})->Args({4096, 500})->Unit(benchmark::kMicrosecond);
+BENCHMARK(bm_reclaim_greedy)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_place_bfd, consolidated, placement_mode::consolidated)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_place_bfd, count, placement_mode::count)->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();
