@@ -64,8 +64,14 @@ void mark_dirty(self_ptr self) {
   self->delayed_send(self, caf::timespan{0}, round_atom::value);
 }
 
-/// Tells the job and the servers about a decision the ledger already holds.
-void dispatch(self_ptr self, const decision& d) {
+/// Tells the servers a decision's removals. All removals of a batch go out before any
+/// placement, so a server never sees GPUs taken before they were given back.
+void dispatch_removals(self_ptr self, const decision& d) {
+  for (auto& [sid, w] : d.before) self->send(self->state.servers[static_cast<size_t>(sid)], remove_atom::value, d.job);
+}
+
+/// Tells the job its new assignment and the servers its new workers.
+void dispatch_assignment(self_ptr self, const decision& d) {
   auto& st = self->state;
   auto& j = st.ledger.jobs[d.job];
   job_assignment a;
@@ -76,16 +82,24 @@ void dispatch(self_ptr self, const decision& d) {
     case decision::kind::start:
       a.overhead_s = j.preemptions > 0 ? st.ledger.params.restart_overhead_s : 0.0;
       break;
-    case decision::kind::rescale:
-      a.overhead_s = st.ledger.params.scale_overhead_s;
+    case decision::kind::rescale: {
+      int before_type = d.before.empty() ? j.alloc_type
+                                         : st.ledger.servers[static_cast<size_t>(d.before.front().first)].gpu_type;
+      a.overhead_s = before_type != j.alloc_type ? st.ledger.params.restart_overhead_s
+                                                 : st.ledger.params.scale_overhead_s;
       break;
+    }
     case decision::kind::preempt:
       break;
   }
   for (auto& [sid, w] : j.alloc) a.servers.push_back(sid);
   self->send(st.jobs[d.job], assign_atom::value, a);
-  for (auto& [sid, w] : d.before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, d.job);
   for (auto& [sid, w] : d.alloc) self->send(st.servers[static_cast<size_t>(sid)], place_atom::value, d.job, w);
+}
+
+void dispatch(self_ptr self, const decision& d) {
+  dispatch_removals(self, d);
+  dispatch_assignment(self, d);
 }
 
 const char* kind_name(decision::kind k) {
@@ -102,8 +116,9 @@ void run_round(self_ptr self) {
   st.round_pending = false;
   auto now = st.jenv.tb.now(self);
   auto decisions = plan_round(st.ledger, st.setup.policy, st.setup.planner, now);
+  for (auto& d : decisions) dispatch_removals(self, d);
   for (auto& d : decisions) {
-    dispatch(self, d);
+    dispatch_assignment(self, d);
     auto& j = st.ledger.jobs[d.job];
     std::string detail = fmt::format("{} workers={}", job_name(st, d.job), j.workers);
     if (!d.alloc.empty())

@@ -21,6 +21,14 @@ struct config {
   uint64_t seed = 1;
   /// Let later queued jobs start past one that does not fit (DESIGN.md 3: off by default).
   bool backfill = false;
+  /// Move elastic jobs off slower (loaned) GPUs when faster ones free up and it pays.
+  bool migrate = true;
+  double migrate_min_gain_s = 60;
+  /// Inelastic jobs may run on loaned servers (DESIGN.md 3 choice: no).
+  bool inelastic_on_loaned = false;
+  std::string reclaim_method = "greedy";
+  /// LAS: attained GPU-seconds at which a job drops to the lower-priority queue.
+  double las_threshold_gpu_s = 3600.0 * 8;
 
   // --- clusters
   cluster_config training{16, 8, "V100"};

@@ -39,6 +39,11 @@ cluster_plan plan_cluster(const config& c) {
   s.policy = *policy;
   s.planner.placement = c.placement == "count" ? placement_mode::count : placement_mode::consolidated;
   s.planner.backfill = c.backfill;
+  s.planner.migrate = c.migrate;
+  s.planner.migrate_min_gain_s = c.migrate_min_gain_s;
+  s.planner.inelastic_on_loaned = c.inelastic_on_loaned;
+  s.planner.las_thresholds = {c.las_threshold_gpu_s};
+  s.reclaim_method = c.reclaim_method;
   s.params.model.eff_exponent = c.eff_exponent;
   s.params.restart_overhead_s = c.restart_overhead_s;
   s.params.scale_overhead_s = c.scale_overhead_s;
@@ -73,7 +78,7 @@ void check_runnable(const config& c, const scheduler_setup& s, const std::vector
   int train_gpus = c.training.servers * c.training.gpus_per_server;
   for (auto& j : jobs) {
     int base = (s.policy.elastic && j.elastic) ? j.min_workers : j.gpus;
-    bool may_loan = s.policy.loaning && j.elastic;
+    bool may_loan = s.policy.loaning && (j.elastic || c.inelastic_on_loaned);
     int capacity = train_gpus + (may_loan ? c.inference.servers * c.inference.gpus_per_server : 0);
     if (base > capacity)
       throw input_error(fmt::format("job {} ({}) needs {} GPUs; the cluster it may use has {}", j.index, j.name,

@@ -108,6 +108,32 @@ void cluster_ledger::rescale(uint32_t index, const allocation& alloc, sim_time n
   ++j.generation;
 }
 
+void cluster_ledger::reassign(const std::vector<reassignment>& changes, sim_time now) {
+  std::vector<int> before;
+  for (auto& c : changes) {
+    auto& j = jobs.at(c.job);
+    if (j.status != job_status::running) broken("job " + std::to_string(c.job) + " reassigned while not running");
+    settle_attained(j, now);
+    before.push_back(j.workers);
+    release(c.job);
+  }
+  for (size_t i = 0; i < changes.size(); ++i) {
+    auto& c = changes[i];
+    auto& j = jobs[c.job];
+    take(c.job, c.alloc);
+    j.alloc = c.alloc;
+    j.workers = count_workers(c.alloc);
+    bool moved = c.type != j.alloc_type;
+    j.alloc_type = c.type;
+    if (j.workers < before[i]) ++j.scale_ins;
+    if (j.workers > before[i]) ++j.scale_outs;
+    if (moved) ++j.migrations;
+    j.progress.change_rate(now, rate(j, j.workers, j.alloc_type),
+                           moved ? params.restart_overhead_s : params.scale_overhead_s);
+    ++j.generation;
+  }
+}
+
 void cluster_ledger::finish(uint32_t index, sim_time now) {
   auto& j = jobs.at(index);
   if (j.status == job_status::queued) {

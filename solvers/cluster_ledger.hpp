@@ -54,6 +54,7 @@ struct job_entry {
   int preemptions = 0;
   int scale_ins = 0;
   int scale_outs = 0;
+  int migrations = 0;     ///< moves to another GPU type (checkpoint-restart)
   /// Total seconds queued so far, and since when it is queued now.
   double queued_s = 0;
   sim_time queued_since;
@@ -86,6 +87,16 @@ public:
   void preempt(uint32_t index, sim_time now);
   /// Changes a running job's allocation (scale in or out).
   void rescale(uint32_t index, const allocation& alloc, sim_time now);
+  /// One running job's new allocation within a batch (reassign).
+  struct reassignment {
+    uint32_t job = 0;
+    allocation alloc;
+    int type = -1;          ///< GPU type of `alloc`; a change of type is a checkpoint-restart
+  };
+  /// Changes several running jobs' allocations at one instant: every changed job's GPUs are
+  /// released before any is taken, so a batch may move GPUs from one job to another. A
+  /// change of GPU type pays the restart overhead, any other change the scaling overhead.
+  void reassign(const std::vector<reassignment>& changes, sim_time now);
   /// Marks a job done and frees its GPUs. A job may finish while queued when its own
   /// completion crossed a preemption in flight (live mode): its work is done all the same.
   void finish(uint32_t index, sim_time now);

@@ -4,13 +4,32 @@
 #include <optional>
 
 namespace aryl {
-namespace {
 
-bool usable_for(const server_entry& s, const job_entry& j, const policy_spec& p,
-                const planner_options& o) {
+namespace detail {
+
+bool usable_for(const server_entry& s, const job_entry& j, const policy_spec& p, const planner_options& o) {
   if (s.mode == server_mode::training) return true;
   return s.mode == server_mode::loaned && p.loaning && (j.elastic || o.inelastic_on_loaned);
 }
+
+std::vector<uint32_t> ranked(const cluster_ledger& l, const std::vector<uint32_t>& ids, const policy_spec& p,
+                             const planner_options& o, sim_time now) {
+  std::vector<std::pair<double, uint32_t>> keyed;
+  keyed.reserve(ids.size());
+  for (auto id : ids) keyed.emplace_back(priority_key(l, l.jobs[id], p, o, now), id);
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<uint32_t> out;
+  out.reserve(keyed.size());
+  for (auto& kv : keyed) out.push_back(kv.second);
+  return out;
+}
+
+} // namespace detail
+
+namespace {
+
+using detail::ranked;
+using detail::usable_for;
 
 int base_demand(const job_entry& j, const policy_spec& p) {
   return (p.elastic && j.elastic) ? j.min_workers : j.gpus;
@@ -35,18 +54,6 @@ std::optional<std::pair<allocation, int>> try_place(const cluster_ledger& l, con
   if (!a) return std::nullopt;
   int type = l.servers.at(static_cast<size_t>(a->front().first)).gpu_type;
   return std::make_pair(std::move(*a), type);
-}
-
-std::vector<uint32_t> ranked(const cluster_ledger& l, const std::vector<uint32_t>& ids,
-                             const policy_spec& p, const planner_options& o, sim_time now) {
-  std::vector<std::pair<double, uint32_t>> keyed;
-  keyed.reserve(ids.size());
-  for (auto id : ids) keyed.emplace_back(priority_key(l, l.jobs[id], p, o, now), id);
-  std::sort(keyed.begin(), keyed.end());
-  std::vector<uint32_t> out;
-  out.reserve(keyed.size());
-  for (auto& kv : keyed) out.push_back(kv.second);
-  return out;
 }
 
 const char* policy_reason(const policy_spec& p) {
@@ -164,7 +171,9 @@ double priority_key(const cluster_ledger& l, const job_entry& j, const policy_sp
 std::vector<decision> plan_round(cluster_ledger& l, const policy_spec& p, const planner_options& o,
                                  sim_time now) {
   std::vector<decision> out;
-  if (p.preemptive)
+  if (p.elastic && !p.preemptive)
+    detail::plan_elastic(l, p, o, now, out);
+  else if (p.preemptive)
     place_preemptive(l, p, o, now, out);
   else
     place_queue(l, p, o, now, out);

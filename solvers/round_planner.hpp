@@ -25,6 +25,11 @@ struct planner_options {
   bool backfill = false;
   /// Inelastic jobs may run on loaned inference servers (DESIGN.md 3 choice: no).
   bool inelastic_on_loaned = false;
+  /// Move elastic jobs off slower GPU types (loaned servers) onto faster free ones when
+  /// the queue is empty and the move pays for its restart overhead.
+  bool migrate = true;
+  /// A move must shorten the job's predicted remaining time by more than this.
+  double migrate_min_gain_s = 60;
   /// LAS queue thresholds in attained GPU-seconds, ascending.
   std::vector<double> las_thresholds{3600.0 * 8};
 };
@@ -32,6 +37,17 @@ struct planner_options {
 /// Runs one round at `now` and returns the decisions in the order they were made.
 std::vector<decision> plan_round(cluster_ledger& ledger, const policy_spec& policy,
                                  const planner_options& opts, sim_time now);
+
+namespace detail {
+/// Phase 1 and 2 of policies with elastic scaling (elastic_round.cpp).
+void plan_elastic(cluster_ledger& ledger, const policy_spec& policy, const planner_options& opts, sim_time now,
+                  std::vector<decision>& out);
+/// The servers job `j` may use under the policy.
+bool usable_for(const server_entry& s, const job_entry& j, const policy_spec& p, const planner_options& o);
+/// Queued or running job ids ranked by the policy (ties: job index).
+std::vector<uint32_t> ranked(const cluster_ledger& l, const std::vector<uint32_t>& ids, const policy_spec& p,
+                             const planner_options& o, sim_time now);
+} // namespace detail
 
 /// The policy's rank of a job at `now` (smaller first); ties are broken by job index.
 double priority_key(const cluster_ledger& ledger, const job_entry& j, const policy_spec& policy,

@@ -1,0 +1,231 @@
+// Rounds of policies with elastic scaling (DESIGN.md section 3), planned on a working copy of
+// the free GPUs in which every elastic job's workers above its minimum count as free:
+//  1. base demand of queued jobs in queue order (min workers for elastic jobs), so a queued
+//     job never waits for GPUs that only extend an elastic job;
+//  2. when the queue is empty, elastic jobs on slower GPU types move to faster free ones if
+//     the move pays for its restart;
+//  3. the free GPUs of each type go to elastic jobs by the multiple-choice knapsack on JCT
+//     reductions, where keeping a job's current size costs nothing and changing it costs the
+//     scaling overhead;
+//  4. the result is diffed against the ledger: only jobs whose allocation changes get a
+//     decision, applied as one batch.
+#include <algorithm>
+#include <map>
+
+#include "solvers/jct_value.hpp"
+#include "solvers/round_planner.hpp"
+
+namespace aryl::detail {
+namespace {
+
+/// The `min` workers a job keeps when it shrinks to its base: from the servers holding most
+/// of its workers (fewest servers), ties lowest id.
+allocation keep_min(const allocation& a, int min) {
+  auto order = a;
+  std::stable_sort(order.begin(), order.end(), [](auto& x, auto& y) { return x.second > y.second; });
+  allocation out;
+  for (auto& [sid, w] : order) {
+    if (min <= 0) break;
+    int k = std::min(w, min);
+    out.emplace_back(sid, k);
+    min -= k;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+allocation merge(allocation a, const allocation& b) {
+  for (auto& [sid, w] : b) {
+    auto it = std::find_if(a.begin(), a.end(), [&](auto& p) { return p.first == sid; });
+    if (it == a.end()) a.emplace_back(sid, w);
+    else it->second += w;
+  }
+  std::sort(a.begin(), a.end());
+  return a;
+}
+
+struct work_view {
+  const cluster_ledger& l;
+  std::vector<int> free;  ///< by server id
+
+  std::vector<server_slot> slots(const job_entry& j, const policy_spec& p, const planner_options& o,
+                                 int only_type = -1) const {
+    std::vector<server_slot> out;
+    for (auto& s : l.servers)
+      if (usable_for(s, j, p, o) && (only_type < 0 || s.gpu_type == only_type))
+        out.push_back({s.id, s.gpu_type, s.gpus, free[static_cast<size_t>(s.id)]});
+    return out;
+  }
+  void take(const allocation& a) {
+    for (auto& [sid, w] : a) free[static_cast<size_t>(sid)] -= w;
+  }
+  void give(const allocation& a) {
+    for (auto& [sid, w] : a) free[static_cast<size_t>(sid)] += w;
+  }
+};
+
+int type_of(const cluster_ledger& l, const allocation& a) {
+  return l.servers.at(static_cast<size_t>(a.front().first)).gpu_type;
+}
+
+double speed(const cluster_ledger& l, int type) { return l.params.type_speed.at(static_cast<size_t>(type)); }
+
+/// An elastic job in this round: its base allocation and where it stands.
+struct elastic_plan {
+  uint32_t job = 0;
+  allocation base;
+  int type = -1;
+  int current = 0;      ///< workers now (min for a job started this round)
+  bool started = false; ///< started this round
+};
+
+} // namespace
+
+void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                  std::vector<decision>& out) {
+  work_view view{l, {}};
+  for (auto& s : l.servers) view.free.push_back(s.free);
+
+  std::map<uint32_t, elastic_plan> plans;
+  for (auto id : l.running) {
+    auto& j = l.jobs[id];
+    if (!j.elastic) continue;
+    elastic_plan e{id, keep_min(j.alloc, j.min_workers), j.alloc_type, j.workers, false};
+    view.give(j.alloc);
+    view.take(e.base);
+    plans.emplace(id, std::move(e));
+  }
+
+  // 1. Base demand in queue order.
+  std::vector<std::pair<uint32_t, allocation>> starts;
+  std::vector<uint32_t> queued(l.queued.begin(), l.queued.end());
+  bool queue_cleared = true;
+  for (auto id : ranked(l, queued, p, o, now)) {
+    auto& j = l.jobs[id];
+    auto slots = view.slots(j, p, o);
+    place_request req{static_cast<int>(id), j.elastic ? j.min_workers : j.gpus, j.gpu_type, {}};
+    auto a = place_one(o.placement, slots, req);
+    if (!a) {
+      queue_cleared = false;
+      if (o.backfill) continue;
+      break;
+    }
+    view.take(*a);
+    if (j.elastic) plans.emplace(id, elastic_plan{id, *a, type_of(l, *a), j.min_workers, true});
+    starts.emplace_back(id, std::move(*a));
+  }
+
+  // 2. Moves off slower GPU types, longest predicted remaining time first.
+  if (o.migrate && queue_cleared) {
+    std::vector<std::pair<double, uint32_t>> slow;
+    double best = 0;
+    for (auto s : l.params.type_speed) best = std::max(best, s);
+    for (auto& [id, e] : plans)
+      if (!e.started && speed(l, e.type) < best) slow.emplace_back(-l.jobs[id].predicted_remaining(), id);
+    std::sort(slow.begin(), slow.end());
+    for (auto& [neg_rem, id] : slow) {
+      auto& j = l.jobs[id];
+      auto& e = plans[id];
+      double rem = -neg_rem;
+      double t_now = remaining_time_s(l.params.model, rem, j.gpus, e.current, speed(l, e.type));
+      for (size_t t = 0; t < l.params.type_speed.size(); ++t) {
+        int type = static_cast<int>(t);
+        if (speed(l, type) <= speed(l, e.type)) continue;
+        double t_new = l.params.restart_overhead_s +
+                       remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, speed(l, type));
+        if (t_now - t_new <= o.migrate_min_gain_s) continue;
+        auto slots = view.slots(j, p, o, type);
+        auto a = place_one(o.placement, slots, {static_cast<int>(id), j.min_workers, type, {}});
+        if (!a) continue;
+        view.give(e.base);
+        view.take(*a);
+        e.base = std::move(*a);
+        e.type = type;
+        break;
+      }
+    }
+  }
+
+  // 3. Scale-out knapsack over what is left, per GPU type.
+  mckp_input in;
+  in.capacity.assign(l.params.type_speed.size(), 0);
+  {
+    job_entry any_elastic;
+    any_elastic.elastic = true;
+    for (auto& s : l.servers)
+      if (usable_for(s, any_elastic, p, o)) in.capacity[static_cast<size_t>(s.gpu_type)] += view.free[static_cast<size_t>(s.id)];
+  }
+  std::vector<uint32_t> class_job;
+  for (auto& [id, e] : plans) {
+    auto& j = l.jobs[id];
+    if (j.max_workers <= j.min_workers) continue;
+    double rem = j.predicted_remaining();
+    double sp = speed(l, e.type);
+    bool moved = !e.started && e.type != j.alloc_type;
+    int current = moved ? j.min_workers : e.current;
+    double t_min = remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, sp);
+    mckp_class c;
+    c.gpu_type = e.type;
+    for (int w = j.min_workers + 1; w <= j.max_workers; ++w) {
+      double v = t_min - remaining_time_s(l.params.model, rem, j.gpus, w, sp);
+      // Relative to staying at min: a change of size costs the overhead, keeping it does not.
+      // A job starting now pays nothing for its size.
+      if (!e.started) {
+        if (w != current) v -= l.params.scale_overhead_s;
+        if (current > j.min_workers) v += l.params.scale_overhead_s;
+      }
+      c.items.push_back({w - j.min_workers, v});
+    }
+    in.classes.push_back(std::move(c));
+    class_job.push_back(id);
+  }
+  auto sol = solve_mckp(in);
+
+  // 4. Extra workers, on the servers each job already uses where possible.
+  std::map<uint32_t, allocation> final_alloc;
+  for (auto& [id, e] : plans) final_alloc[id] = e.base;
+  for (size_t c = 0; c < class_job.size(); ++c) {
+    if (sol.choice[c] < 0) continue;
+    auto id = class_job[c];
+    auto& j = l.jobs[id];
+    auto& e = plans[id];
+    int extra = in.classes[c].items[static_cast<size_t>(sol.choice[c])].weight;
+    std::vector<int> prefer;
+    auto by_workers = j.alloc;
+    std::stable_sort(by_workers.begin(), by_workers.end(), [](auto& x, auto& y) { return x.second > y.second; });
+    for (auto& [sid, w] : by_workers) prefer.push_back(sid);
+    auto slots = view.slots(j, p, o, e.type);
+    auto a = place_one(placement_mode::count, slots, {static_cast<int>(id), extra, e.type, prefer});
+    if (!a) continue;  // cannot happen: capacity counted these GPUs
+    view.take(*a);
+    final_alloc[id] = merge(e.base, *a);
+  }
+
+  // Apply: changed running jobs as one batch, then the starts.
+  std::vector<cluster_ledger::reassignment> changes;
+  std::vector<decision> rescales;
+  for (auto& [id, e] : plans) {
+    if (e.started) continue;
+    auto& j = l.jobs[id];
+    auto& fin = final_alloc[id];
+    if (fin == j.alloc && e.type == j.alloc_type) continue;
+    int workers = 0;
+    for (auto& [sid, w] : fin) workers += w;
+    std::string why = e.type != j.alloc_type ? "move to faster free GPUs: pays for its restart"
+                      : workers > j.workers  ? "scale out: the knapsack's best use of free GPUs"
+                      : workers < j.workers  ? "scale in: GPUs go to queued base demand or a better scale-out"
+                                             : "rebalance workers across servers";
+    rescales.push_back({decision::kind::rescale, id, fin, j.alloc, e.type, why});
+    changes.push_back({id, fin, e.type});
+  }
+  l.reassign(changes, now);
+  for (auto& d : rescales) out.push_back(std::move(d));
+  for (auto& [id, a] : starts) {
+    auto& alloc = l.jobs[id].elastic ? final_alloc[id] : a;
+    int type = type_of(l, alloc);
+    l.start(id, alloc, type, now);
+    out.push_back({decision::kind::start, id, alloc, {}, type, "shortest predicted job that fits its base demand"});
+  }
+}
+
+} // namespace aryl::detail
