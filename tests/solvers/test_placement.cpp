@@ -138,13 +138,13 @@ std::optional<allocation> reference_place(placement_mode mode, std::vector<serve
   return std::nullopt;
 }
 
-std::vector<server_slot> random_servers(std::mt19937_64& rng) {
+std::vector<server_slot> random_servers(std::mt19937_64& rng, int max_servers = 10) {
   auto uni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
-  std::vector<int> ids(40);
+  std::vector<int> ids(static_cast<size_t>(max_servers) * 4);
   std::iota(ids.begin(), ids.end(), 1);
   std::shuffle(ids.begin(), ids.end(), rng);  // ids unrelated to positions
   std::vector<server_slot> s;
-  int n = uni(1, 10);
+  int n = uni(1, max_servers);
   for (int i = 0; i < n; ++i) {
     int gpus = uni(0, 3) == 0 ? 4 : 8;
     int free = uni(0, 2) == 0 ? gpus : uni(0, gpus);
@@ -259,6 +259,37 @@ TEST_CASE("placement: place_bfd equals place_one applied by GPUs descending, on 
       for (size_t i : failed) want.unplaced.push_back(reqs[i].id);
       CHECK(got.placed == want.placed);
       CHECK(got.unplaced == want.unplaced);
+      for (size_t i = 0; i < servers.size(); ++i) CHECK(servers[i].free == seq_servers[i].free);
+    }
+  }
+}
+
+TEST_CASE("placement: place_bfd equals place_one applied by GPUs descending, on 300 instances "
+          "of up to 400 servers") {
+  // Many servers: place_bfd's index spans several 64-server words.
+  std::mt19937_64 rng(141);
+  for (auto mode : {placement_mode::count, placement_mode::consolidated}) {
+    for (int trial = 0; trial < 150; ++trial) {
+      auto servers = random_servers(rng, 400);
+      std::vector<place_request> reqs;
+      for (int i = 0; i < 200; ++i) reqs.push_back(random_request(rng, servers, i));
+      CAPTURE(trial);
+      auto seq_servers = servers;
+      auto got = place_bfd(mode, servers, reqs);
+      std::vector<size_t> order(reqs.size());
+      std::iota(order.begin(), order.end(), size_t{0});
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return reqs[a].gpus > reqs[b].gpus; });
+      size_t placed = 0;
+      for (size_t i : order) {
+        auto a = place_one(mode, seq_servers, reqs[i]);
+        if (!a) continue;
+        REQUIRE(placed < got.placed.size());
+        CHECK(got.placed[placed].first == reqs[i].id);
+        CHECK(got.placed[placed].second == *a);
+        ++placed;
+      }
+      CHECK(placed == got.placed.size());
       for (size_t i = 0; i < servers.size(); ++i) CHECK(servers[i].free == seq_servers[i].free);
     }
   }
