@@ -1,9 +1,9 @@
 #include "solvers/reclaim.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 
 namespace aryl {
@@ -14,7 +14,8 @@ namespace {
 }
 
 /// The instance indexed for incremental cost updates: servers by position in `loaned`,
-/// jobs by position in `jobs`.
+/// jobs by position in `jobs`, adjacency in flat arrays. Building it validates the input
+/// (see validate_reclaim).
 struct reclaim_state {
   struct job_info {
     int total = 0;  ///< workers on all servers, loaned or not
@@ -22,30 +23,78 @@ struct reclaim_state {
     int gpw = 1;
     int lost = 0;   ///< workers on the servers returned so far
   };
+  struct entry {
+    uint32_t other;  ///< job (in a server's list) or server (in a job's list)
+    int workers;
+  };
   std::vector<job_info> jobs;
-  std::vector<std::vector<std::pair<size_t, int>>> on_server;  ///< (job, workers) per server
-  std::vector<long> busy;                                       ///< busy GPUs per server
+  std::vector<size_t> server_begin;  ///< server s's jobs: server_jobs[server_begin[s] ..)
+  std::vector<entry> server_jobs;
+  std::vector<size_t> job_begin;     ///< job j's loaned servers: job_servers[job_begin[j] ..)
+  std::vector<entry> job_servers;
+  std::vector<long> busy;            ///< busy GPUs per server
   reclaim_cost cost;
 
   explicit reclaim_state(const reclaim_input& in) {
-    std::unordered_map<int, size_t> pos;
-    for (size_t s = 0; s < in.loaned.size(); ++s) pos.emplace(in.loaned[s].id, s);
-    on_server.resize(in.loaned.size());
-    busy.assign(in.loaned.size(), 0);
+    const size_t n = in.loaned.size();
+    if (in.count < 0 || static_cast<size_t>(in.count) > n)
+      fail("count " + std::to_string(in.count) + " is not between 0 and the " +
+           std::to_string(n) + " loaned servers");
+    std::vector<std::pair<int, uint32_t>> pos(n);  // (id, position), sorted for lookup
+    for (size_t s = 0; s < n; ++s) {
+      if (in.loaned[s].gpus < 0) fail("server " + std::to_string(in.loaned[s].id) + " has negative gpus");
+      pos[s] = {in.loaned[s].id, static_cast<uint32_t>(s)};
+    }
+    std::sort(pos.begin(), pos.end());
+    for (size_t i = 1; i < n; ++i)
+      if (pos[i].first == pos[i - 1].first) fail("server id " + std::to_string(pos[i].first) + " repeats");
+    std::vector<int> job_ids;
+    for (const auto& j : in.jobs) job_ids.push_back(j.id);
+    std::sort(job_ids.begin(), job_ids.end());
+    for (size_t i = 1; i < job_ids.size(); ++i)
+      if (job_ids[i] == job_ids[i - 1]) fail("job id " + std::to_string(job_ids[i]) + " repeats");
+
     jobs.resize(in.jobs.size());
+    job_begin.assign(in.jobs.size() + 1, 0);
+    busy.assign(n, 0);
+    std::vector<size_t> per_server(n + 1, 0);
     for (size_t j = 0; j < in.jobs.size(); ++j) {
       const auto& job = in.jobs[j];
+      const std::string name = "job " + std::to_string(job.id);
+      if (job.min_workers < 1) fail(name + " has min_workers < 1");
+      if (job.gpus_per_worker < 1) fail(name + " has gpus_per_worker < 1");
       jobs[j].min = job.min_workers;
       jobs[j].gpw = job.gpus_per_worker;
-      for (auto [server, workers] : job.placement) {
+      job_begin[j] = job_servers.size();
+      const auto& pl = job.placement;
+      for (size_t k = 0; k < pl.size(); ++k) {
+        auto [server, workers] = pl[k];
+        if (workers <= 0) fail(name + " has " + std::to_string(workers) + " workers on a server");
+        for (size_t e = 0; e < k; ++e)  // placements are short: quadratic is cheapest
+          if (pl[e].first == server) fail(name + " names server " + std::to_string(server) + " twice");
         jobs[j].total += workers;
-        auto it = pos.find(server);
-        if (it == pos.end()) continue;  // a training server: stays
-        on_server[it->second].emplace_back(j, workers);
+        auto it = std::lower_bound(pos.begin(), pos.end(), std::pair<int, uint32_t>{server, 0});
+        if (it == pos.end() || it->first != server) continue;  // a training server: stays
+        job_servers.push_back({it->second, workers});
         busy[it->second] += static_cast<long>(workers) * job.gpus_per_worker;
+        ++per_server[it->second + 1];
       }
     }
+    job_begin[in.jobs.size()] = job_servers.size();
+    for (size_t s = 0; s < n; ++s)
+      if (busy[s] > in.loaned[s].gpus)
+        fail("workers on server " + std::to_string(in.loaned[s].id) + " need more than its " +
+             std::to_string(in.loaned[s].gpus) + " GPUs");
+    // Transpose the job -> server lists into server -> job lists.
+    for (size_t s = 0; s < n; ++s) per_server[s + 1] += per_server[s];
+    server_begin = per_server;
+    server_jobs.resize(job_servers.size());
+    for (size_t j = 0; j < in.jobs.size(); ++j)
+      for (size_t e = job_begin[j]; e < job_begin[j + 1]; ++e)
+        server_jobs[per_server[job_servers[e].other]++] = {static_cast<uint32_t>(j), job_servers[e].workers};
   }
+
+  bool idle(size_t s) const { return server_begin[s] == server_begin[s + 1]; }
 
   /// Adds (sign = +1) or removes (sign = -1) the cost contribution of job j at lost = l.
   void account(size_t j, int l, int sign, reclaim_cost& c) const {
@@ -59,10 +108,12 @@ struct reclaim_state {
     }
   }
 
-  /// Cost after also returning server s (without changing the state).
-  reclaim_cost cost_with(size_t s) const {
-    reclaim_cost c = cost;
-    for (auto [j, w] : on_server[s]) {
+  /// Change in cost if server s were also returned (the state is not changed). Depends
+  /// only on the jobs on s.
+  reclaim_cost delta_of(size_t s) const {
+    reclaim_cost c;
+    for (size_t e = server_begin[s]; e < server_begin[s + 1]; ++e) {
+      auto [j, w] = server_jobs[e];
       account(j, jobs[j].lost, -1, c);
       account(j, jobs[j].lost + w, +1, c);
     }
@@ -71,7 +122,8 @@ struct reclaim_state {
 
   /// Returns (sign = +1) or un-returns (sign = -1) server s.
   void apply(size_t s, int sign) {
-    for (auto [j, w] : on_server[s]) {
+    for (size_t e = server_begin[s]; e < server_begin[s + 1]; ++e) {
+      auto [j, w] = server_jobs[e];
       account(j, jobs[j].lost, -1, cost);
       jobs[j].lost += sign * w;
       account(j, jobs[j].lost, +1, cost);
@@ -150,36 +202,7 @@ struct exact_search {
 
 } // namespace
 
-void validate_reclaim(const reclaim_input& in) {
-  if (in.count < 0 || static_cast<size_t>(in.count) > in.loaned.size())
-    fail("count " + std::to_string(in.count) + " is not between 0 and the " +
-         std::to_string(in.loaned.size()) + " loaned servers");
-  std::unordered_map<int, long> capacity;
-  for (const auto& s : in.loaned) {
-    if (s.gpus < 0) fail("server " + std::to_string(s.id) + " has negative gpus");
-    if (!capacity.emplace(s.id, s.gpus).second)
-      fail("server id " + std::to_string(s.id) + " repeats");
-  }
-  std::unordered_set<int> job_ids;
-  for (const auto& j : in.jobs) {
-    const std::string name = "job " + std::to_string(j.id);
-    if (!job_ids.insert(j.id).second) fail("job id " + std::to_string(j.id) + " repeats");
-    if (j.min_workers < 1) fail(name + " has min_workers < 1");
-    if (j.gpus_per_worker < 1) fail(name + " has gpus_per_worker < 1");
-    std::unordered_set<int> seen;
-    for (auto [server, workers] : j.placement) {
-      if (workers <= 0) fail(name + " has " + std::to_string(workers) + " workers on a server");
-      if (!seen.insert(server).second)
-        fail(name + " names server " + std::to_string(server) + " twice");
-      auto it = capacity.find(server);
-      if (it != capacity.end()) it->second -= static_cast<long>(workers) * j.gpus_per_worker;
-    }
-  }
-  for (const auto& s : in.loaned)
-    if (capacity[s.id] < 0)
-      fail("workers on server " + std::to_string(s.id) + " need more than its " +
-           std::to_string(s.gpus) + " GPUs");
-}
+void validate_reclaim(const reclaim_input& in) { reclaim_state check(in); }
 
 reclaim_result evaluate_reclaim(const reclaim_input& in, const std::vector<int>& returned) {
   reclaim_state st(in);
@@ -194,34 +217,47 @@ reclaim_result evaluate_reclaim(const reclaim_input& in, const std::vector<int>&
 }
 
 reclaim_result reclaim_greedy(const reclaim_input& in) {
-  validate_reclaim(in);
-  reclaim_state st(in);
+  reclaim_state st(in);  // validates
   const auto order = by_id(in);
-  std::vector<char> chosen(in.loaned.size(), 0);
+  const size_t n = in.loaned.size();
+  std::vector<char> chosen(n, 0);
   size_t left = static_cast<size_t>(in.count);
   // Idle servers cost nothing; taking them first also keeps busy ones for training.
   for (size_t s : order) {
     if (left == 0) break;
-    if (st.on_server[s].empty()) {
+    if (st.idle(s)) {
       chosen[s] = 1;
       --left;
     }
   }
+  // A server's marginal cost depends only on its own jobs, so after each pick only the
+  // servers sharing a job with it are recomputed.
+  std::vector<reclaim_cost> delta(n);
+  for (size_t s = 0; s < n; ++s)
+    if (!chosen[s]) delta[s] = st.delta_of(s);
+  std::vector<uint32_t> touched;
   for (; left > 0; --left) {
     size_t pick = 0;
     bool have = false;
-    reclaim_cost pick_cost;
     for (size_t s : order) {  // ascending id, so a strict comparison keeps the lowest id
       if (chosen[s]) continue;
-      reclaim_cost c = st.cost_with(s);
-      if (!have || c < pick_cost || (c == pick_cost && st.busy[s] < st.busy[pick])) {
+      if (!have || delta[s] < delta[pick] ||
+          (delta[s] == delta[pick] && st.busy[s] < st.busy[pick])) {
         pick = s;
-        pick_cost = c;
         have = true;
       }
     }
     chosen[pick] = 1;
     st.apply(pick, +1);
+    touched.clear();
+    for (size_t e = st.server_begin[pick]; e < st.server_begin[pick + 1]; ++e) {
+      size_t j = st.server_jobs[e].other;
+      for (size_t f = st.job_begin[j]; f < st.job_begin[j + 1]; ++f) touched.push_back(st.job_servers[f].other);
+    }
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    for (uint32_t s : touched)
+      if (!chosen[s]) delta[s] = st.delta_of(s);
   }
   return make_result(in, st, chosen);
 }
