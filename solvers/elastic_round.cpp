@@ -11,6 +11,7 @@
 //     decision, applied as one batch.
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "solvers/jct_value.hpp"
 #include "solvers/round_planner.hpp"
@@ -70,6 +71,26 @@ int type_of(const cluster_ledger& l, const allocation& a) {
 
 double speed(const cluster_ledger& l, int type) { return l.params.type_speed.at(static_cast<size_t>(type)); }
 
+/// GPU types to try, fastest first (ties: lower id); just `required` when it is set.
+std::vector<int> types_by_speed(const cluster_ledger& l, int required) {
+  if (required >= 0) return {required};
+  std::vector<int> out(l.params.type_speed.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int>(i);
+  std::stable_sort(out.begin(), out.end(), [&](int a, int b) { return speed(l, a) > speed(l, b); });
+  return out;
+}
+
+/// Workers of `a` beyond those in `base`, per server.
+allocation minus(const allocation& a, const allocation& base) {
+  allocation out;
+  for (auto [sid, w] : a) {
+    for (auto& [bsid, bw] : base)
+      if (bsid == sid) w -= bw;
+    if (w > 0) out.emplace_back(sid, w);
+  }
+  return out;
+}
+
 /// An elastic job in this round: its base allocation and where it stands.
 struct elastic_plan {
   uint32_t job = 0;
@@ -96,21 +117,33 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     plans.emplace(id, std::move(e));
   }
 
-  // 1. Base demand in queue order.
+  // 1. Base demand in queue order: on GPUs that are really free if it fits there, so that
+  // running jobs are disturbed only when they must be; else on GPUs held by extra workers.
+  work_view hard{l, {}};
+  for (auto& s : l.servers) hard.free.push_back(s.free);
   std::vector<std::pair<uint32_t, allocation>> starts;
   std::vector<uint32_t> queued(l.queued.begin(), l.queued.end());
   bool queue_cleared = true;
   for (auto id : ranked(l, queued, p, o, now)) {
     auto& j = l.jobs[id];
-    auto slots = view.slots(j, p, o);
-    place_request req{static_cast<int>(id), j.elastic ? j.min_workers : j.gpus, j.gpu_type, {}};
-    auto a = place_one(o.placement, slots, req);
+    // Fastest GPU type first; on each, really free GPUs before those of extra workers.
+    std::optional<allocation> a;
+    for (int type : types_by_speed(l, j.gpu_type)) {
+      place_request req{static_cast<int>(id), j.elastic ? j.min_workers : j.gpus, type, {}};
+      auto hard_slots = hard.slots(j, p, o, type);
+      a = place_one(o.placement, hard_slots, req);
+      if (a) break;
+      auto slots = view.slots(j, p, o, type);
+      a = place_one(o.placement, slots, req);
+      if (a) break;
+    }
     if (!a) {
       queue_cleared = false;
       if (o.backfill) continue;
       break;
     }
     view.take(*a);
+    for (auto& [sid, w] : *a) hard.free[static_cast<size_t>(sid)] = std::max(0, hard.free[static_cast<size_t>(sid)] - w);
     if (j.elastic) plans.emplace(id, elastic_plan{id, *a, type_of(l, *a), j.min_workers, true});
     starts.emplace_back(id, std::move(*a));
   }
@@ -162,7 +195,12 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     double rem = j.predicted_remaining();
     double sp = speed(l, e.type);
     bool moved = !e.started && e.type != j.alloc_type;
-    int current = moved ? j.min_workers : e.current;
+    // Keeping its size is free only for a job whose extra workers all still have their GPUs.
+    bool intact = !moved;
+    if (intact && !e.started)
+      for (auto& [sid, w] : minus(j.alloc, e.base))
+        if (view.free[static_cast<size_t>(sid)] < w) intact = false;
+    int current = e.current;
     double t_min = remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, sp);
     mckp_class c;
     c.gpu_type = e.type;
@@ -170,7 +208,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       double v = t_min - remaining_time_s(l.params.model, rem, j.gpus, w, sp);
       // Relative to staying at min: a change of size costs the overhead, keeping it does not.
       // A job starting now pays nothing for its size.
-      if (!e.started) {
+      if (!e.started && intact) {
         if (w != current) v -= l.params.scale_overhead_s;
         if (current > j.min_workers) v += l.params.scale_overhead_s;
       }
@@ -181,24 +219,41 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   }
   auto sol = solve_mckp(in);
 
-  // 4. Extra workers, on the servers each job already uses where possible.
+  // 4. Extra workers: first back where each job has them now (all jobs, before any moves),
+  // then the rest on the servers the job already uses, then anywhere of its type.
   std::map<uint32_t, allocation> final_alloc;
+  std::map<uint32_t, int> still_needed;
   for (auto& [id, e] : plans) final_alloc[id] = e.base;
   for (size_t c = 0; c < class_job.size(); ++c) {
     if (sol.choice[c] < 0) continue;
     auto id = class_job[c];
-    auto& j = l.jobs[id];
     auto& e = plans[id];
     int extra = in.classes[c].items[static_cast<size_t>(sol.choice[c])].weight;
+    if (!e.started && e.type == l.jobs[id].alloc_type) {
+      allocation kept;
+      for (auto& [sid, w] : minus(l.jobs[id].alloc, e.base)) {
+        int k = std::min({w, extra, view.free[static_cast<size_t>(sid)]});
+        if (k <= 0) continue;
+        kept.emplace_back(sid, k);
+        extra -= k;
+      }
+      view.take(kept);
+      final_alloc[id] = merge(final_alloc[id], kept);
+    }
+    if (extra > 0) still_needed[id] = extra;
+  }
+  for (auto& [id, extra] : still_needed) {
+    auto& j = l.jobs[id];
+    auto& e = plans[id];
     std::vector<int> prefer;
-    auto by_workers = j.alloc;
+    auto by_workers = final_alloc[id];
     std::stable_sort(by_workers.begin(), by_workers.end(), [](auto& x, auto& y) { return x.second > y.second; });
     for (auto& [sid, w] : by_workers) prefer.push_back(sid);
     auto slots = view.slots(j, p, o, e.type);
     auto a = place_one(placement_mode::count, slots, {static_cast<int>(id), extra, e.type, prefer});
-    if (!a) continue;  // cannot happen: capacity counted these GPUs
+    if (!a) continue;  // cannot happen: the capacity counted these GPUs
     view.take(*a);
-    final_alloc[id] = merge(e.base, *a);
+    final_alloc[id] = merge(final_alloc[id], *a);
   }
 
   // Apply: changed running jobs as one batch, then the starts.
