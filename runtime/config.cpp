@@ -88,7 +88,6 @@ const std::map<std::string, setter>& setters() {
       {"trace.to", [](config& c, const std::string& v) { c.trace_to = v; }},
       {"trace.skip_bad_rows", [](config& c, const std::string& v) { c.skip_bad_rows = to_bool(v); }},
       {"synthetic.jobs", [](config& c, const std::string& v) { c.synthetic_jobs = static_cast<int>(at_least<int64_t>(to_int(v), 1)); }},
-      {"synthetic.days", [](config& c, const std::string& v) { c.synthetic_days = at_least(to_double(v), 0.01); }},
       {"synthetic.load", [](config& c, const std::string& v) { c.synthetic_load = at_least(to_double(v), 0.01); }},
       {"jobs.restart_overhead_s", [](config& c, const std::string& v) { c.restart_overhead_s = at_least(to_double(v), 0.0); }},
       {"jobs.scale_overhead_s", [](config& c, const std::string& v) { c.scale_overhead_s = at_least(to_double(v), 0.0); }},

@@ -12,6 +12,7 @@ struct cluster_config {
   int servers = 0;
   int gpus_per_server = 8;
   std::string gpu_type;
+  friend bool operator==(const cluster_config&, const cluster_config&) = default;
 };
 
 struct config {
@@ -42,7 +43,6 @@ struct config {
   std::string trace_vc, trace_from, trace_to;
   bool skip_bad_rows = false;
   int synthetic_jobs = 1500;
-  double synthetic_days = 2;
   double synthetic_load = 0.9;
 
   // --- jobs
@@ -68,6 +68,8 @@ struct config {
   bool check_invariants = false;
   bool progress = true;
   std::string out_dir = "out";
+
+  friend bool operator==(const config&, const config&) = default;
 };
 
 /// Sets one key from its text value. Throws input_error naming the key on an unknown key

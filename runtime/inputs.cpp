@@ -28,7 +28,6 @@ run_inputs load_inputs(const config& c, std::string* note) {
     synthetic_options o;
     o.seed = c.seed;
     o.jobs = c.synthetic_jobs;
-    o.days = c.synthetic_days;
     o.cluster_gpus = c.training.servers * c.training.gpus_per_server;
     o.target_load = c.synthetic_load;
     in.jobs = generate_synthetic(o);

@@ -1,0 +1,86 @@
+// The command line on bad input: a one-line error naming the place, a non-zero exit, no crash.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct result {
+  int code = -1;
+  std::string output;  ///< stdout and stderr
+};
+
+result run(const std::string& args) {
+  std::string cmd = std::string(ARYL_BINARY) + " " + args + " 2>&1";
+  result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.output.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  auto path = "/tmp/aryl-cli-" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+void check_one_line_error(const result& r, const std::string& must_contain) {
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find(must_contain) != std::string::npos, r.output);
+  CHECK_MESSAGE(r.output.find('\n') == r.output.size() - 1, "more than one line: " << r.output);
+}
+
+const std::string quiet = " --quiet --out /tmp/aryl-cli-out";
+
+} // namespace
+
+TEST_CASE("a missing trace file is a one-line error naming the file") {
+  check_one_line_error(run("simulate --trace /nonexistent/jobs.csv" + quiet), "/nonexistent/jobs.csv");
+}
+
+TEST_CASE("a malformed trace row is a one-line error naming file, line and column") {
+  auto path = write_temp("bad.csv", "job_id,submit_s,gpus,duration_s\na,0,1,10\nb,5,two,10\n");
+  check_one_line_error(run("simulate --trace " + path + quiet), path + ":3:");
+}
+
+TEST_CASE("an unknown config key on the command line is a one-line error") {
+  check_one_line_error(run("simulate --set cluster.training.nodes=4" + quiet), "unknown config key 'cluster.training.nodes'");
+}
+
+TEST_CASE("a bad config value is a one-line error") {
+  check_one_line_error(run("simulate --placement scattered" + quiet), "--placement: placement: 'scattered' is not one of");
+}
+
+TEST_CASE("an unknown option is a usage error") {
+  auto r = run("simulate --frobnicate");
+  CHECK(r.code == 2);
+}
+
+TEST_CASE("a job larger than the cluster is refused before the run") {
+  auto path = write_temp("big.csv", "job_id,submit_s,gpus,duration_s\nhuge,0,64,10\n");
+  check_one_line_error(run("simulate --trace " + path + " --servers 2 --set cluster.inference.servers=0" + quiet),
+                       "needs 64 GPUs");
+}
+
+TEST_CASE("malformed solver input is a one-line error with exit code 2") {
+  auto path = write_temp("bad.json", "{\"capacity\": -3, \"classes\": []}");
+  auto r = run("solve mckp --in " + path);
+  CHECK(r.code == 2);
+  CHECK(r.output.find('\n') == r.output.size() - 1);
+}
+
+TEST_CASE("a valid small run exits 0 and writes every output file") {
+  auto r = run("simulate --set synthetic.jobs=50" + quiet);
+  CHECK_MESSAGE(r.code == 0, r.output);
+  for (auto* f : {"summary.json", "jobs.csv", "timeline.csv", "events.log"})
+    CHECK(std::ifstream(std::string("/tmp/aryl-cli-out/") + f).good());
+}

@@ -1,0 +1,83 @@
+// Configuration: the shipped default file, overrides, and one-line errors for bad input.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "runtime/config.hpp"
+#include "runtime/input_error.hpp"
+
+using namespace aryl;
+
+namespace {
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "";
+}
+std::string write_temp(const std::string& name, const std::string& text) {
+  auto path = "/tmp/aryl-test-" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+} // namespace
+
+TEST_CASE("configs/default.yaml states exactly the built-in defaults") {
+  config c;
+  load_config_file(c, "configs/default.yaml");
+  CHECK(c == config{});
+}
+
+TEST_CASE("every config key is listed in configs/default.yaml") {
+  std::ifstream in("configs/default.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (auto& key : config_key_names()) {
+    auto leaf = key.substr(key.rfind('.') + 1);
+    if (leaf == "<TYPE>") continue;
+    CHECK_MESSAGE(text.find(leaf + ":") != std::string::npos, key);
+  }
+}
+
+TEST_CASE("--set overrides nested keys and gpu speeds") {
+  config c;
+  apply_override(c, "cluster.training.servers=32");
+  apply_override(c, "gpu_speed.H100=3.5");
+  apply_override(c, "trace.vc=11cb48");
+  CHECK(c.training.servers == 32);
+  CHECK(c.gpu_speed.at("H100") == 3.5);
+  CHECK(c.trace_vc == "11cb48");
+}
+
+TEST_CASE("an unknown config key is an error naming the key") {
+  config c;
+  auto e = error_of([&] { apply_override(c, "jobs.restart_overhead=0"); });
+  CHECK(e == "--set: unknown config key 'jobs.restart_overhead'");
+}
+
+TEST_CASE("a bad config value is an error naming the key and the value") {
+  config c;
+  CHECK(error_of([&] { apply_override(c, "jobs.elastic_fraction=1.5"); }) ==
+        "--set: jobs.elastic_fraction: must be within [0, 1]");
+  CHECK(error_of([&] { apply_override(c, "cluster.training.servers=many"); }) ==
+        "--set: cluster.training.servers: 'many' is not an integer");
+  CHECK(error_of([&] { apply_override(c, "policy=lottery"); }).find("unknown policy 'lottery'") != std::string::npos);
+  CHECK(error_of([&] { apply_override(c, "noequals"); }) == "--set noequals: expected key=value");
+}
+
+TEST_CASE("a config file error names the file and line") {
+  auto path = write_temp("bad.yaml", "policy: fifo\njobs:\n  scale_overhead_s: 5\n  bogus: 1\n");
+  config c;
+  CHECK(error_of([&] { load_config_file(c, path); }) == path + ":4: unknown config key 'jobs.bogus'");
+  auto broken = write_temp("broken.yaml", "policy: [fifo\n");
+  CHECK(error_of([&] { load_config_file(c, broken); }).rfind(broken + ":", 0) == 0);
+  CHECK(error_of([&] { load_config_file(c, "/nonexistent/aryl.yaml"); }) ==
+        "/nonexistent/aryl.yaml: cannot open config file");
+}
+
+TEST_CASE("a gpu type without a speed is rejected before the run") {
+  config c;
+  c.training.gpu_type = "H100";
+  CHECK(error_of([&] { validate_config(c); }).find("H100") != std::string::npos);
+}
