@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -71,11 +72,16 @@ struct prepared_class {
   int base_index = -1;
 };
 
+/// Two lanes of the DP layer: one SSE2 register (GCC/Clang vector extensions). Written
+/// explicitly because the auto-vectoriser turns the select into a conditional store, which
+/// SSE2 cannot vectorise.
+using lanes_d = double __attribute__((vector_size(16)));
+using lanes_i = int64_t __attribute__((vector_size(16)));
+
 /// One DP layer: cur[c] = max(prev[c], prev[c - w_j] + v_j) over the class's items, for
-/// c in [0, hi]; choice[c] = the winning item's position or no_item. prev is -inf above
+/// c in [0, hi]; arg[c] = the winning item's position or no_item. prev is -inf above
 /// prev_hi. Items are visited by increasing weight and only a strictly better candidate
 /// replaces the incumbent, so ties go to "none", then to the lighter item.
-/// The inner loop is branch-free so the compiler vectorises it.
 void dp_layer(const double* prev, int prev_hi, double* cur, int hi, const kept_item* items,
               size_t n_items, int64_t* arg) {
   for (int c = 0; c <= hi; ++c) {
@@ -85,14 +91,32 @@ void dp_layer(const double* prev, int prev_hi, double* cur, int hi, const kept_i
   for (size_t j = 0; j < n_items; ++j) {
     const int w = items[j].weight;
     const double v = items[j].value;
-    const int end = std::min(hi, prev_hi + w);
-    const double* src = prev - w;
+    const int n = std::min(hi, prev_hi + w) - w + 1;  // c = w .. w + n - 1
     const int64_t jj = static_cast<int64_t>(j);
-    for (int c = w; c <= end; ++c) {
-      double cand = src[c] + v;
-      bool better = cand > cur[c];
-      cur[c] = better ? cand : cur[c];
-      arg[c] = better ? jj : arg[c];
+    double* out = cur + w;
+    int64_t* who = arg + w;
+    int c = 0;
+    const lanes_d vv = {v, v};
+    const lanes_i vj = {jj, jj};
+    for (; c + 2 <= n; c += 2) {
+      lanes_d p, o;
+      lanes_i h;
+      std::memcpy(&p, prev + c, sizeof p);
+      std::memcpy(&o, out + c, sizeof o);
+      std::memcpy(&h, who + c, sizeof h);
+      const lanes_d cand = p + vv;
+      const lanes_i better = cand > o;  // all ones where strictly better
+      o = (lanes_d)(((lanes_i)o & ~better) | ((lanes_i)cand & better));
+      h = (h & ~better) | (vj & better);
+      std::memcpy(out + c, &o, sizeof o);
+      std::memcpy(who + c, &h, sizeof h);
+    }
+    for (; c < n; ++c) {
+      const double cand = prev[c] + v;
+      if (cand > out[c]) {
+        out[c] = cand;
+        who[c] = jj;
+      }
     }
   }
 }

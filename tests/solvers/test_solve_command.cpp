@@ -106,7 +106,12 @@ TEST_CASE("solve reclaim: malformed input exits 2 naming the field") {
 
 TEST_CASE("solve reclaim: exact refuses more than 32 loaned servers") {
   std::string in = R"({"count": 1, "jobs": [], "loaned_servers": [)";
-  for (int i = 0; i < 33; ++i) in += (i ? "," : "") + std::string(R"({"id": "s)") + std::to_string(i) + R"(", "gpus": 8})";
+  for (int i = 0; i < 33; ++i) {
+    if (i > 0) in += ",";
+    in += R"({"id": "s)";
+    in += std::to_string(i);
+    in += R"(", "gpus": 8})";
+  }
   in += "]}";
   check_rejected(run("reclaim", in, "exact"), "at most 32 loaned servers (got 33)");
   CHECK(run("reclaim", in, "greedy").code == 0);
