@@ -36,15 +36,30 @@ void timed_loop(benchmark::State& state, Setup setup, Body body) {
   state.counters["p99_us"] = at(0.99);
 }
 
-enum class shape { jct, nonconcave };
+enum class shape { jct, nonconcave, random, flat };
 
 /// Elastic jobs as the scheduler sees them: requested 1-8 workers (powers of two), running
 /// at their request, up to 16 more workers, remaining time from minutes to a day, 20 s
 /// scaling overhead. `jct`: power-law speed-up (values concave except for jobs near
 /// completion). `nonconcave`: an efficiency table that favours power-of-two worker counts
 /// (ring all-reduce), so every class is non-concave and goes through the DP.
+/// `random`: no structure (value of each k uniform in [0, 1000)). `flat`: the bound
+/// reduction's worst case, value = 10 k + noise in [0, 1): every option is within the
+/// bound gap, so nothing is fixed and the full DP runs.
 mckp_input knapsack_instance(int gpus, int jobs, shape s, uint64_t seed) {
   std::mt19937_64 rng(seed);
+  if (s == shape::random || s == shape::flat) {
+    mckp_input in;
+    in.capacity = {gpus};
+    std::uniform_real_distribution<double> value(0, 1000), noise(0, 1);
+    for (int i = 0; i < jobs; ++i) {
+      mckp_class c;
+      for (int k = 1; k <= 16; ++k)
+        c.items.push_back({k, s == shape::random ? value(rng) : 10.0 * k + noise(rng)});
+      in.classes.push_back(std::move(c));
+    }
+    return in;
+  }
   throughput_model m;
   if (s == shape::nonconcave) {
     for (int w = 1; w <= 32; ++w) m.eff_table.push_back((w & (w - 1)) == 0 ? 1.0 : 0.8);
@@ -129,6 +144,10 @@ void bm_place_bfd(benchmark::State& state, placement_mode mode) {
 BENCHMARK_CAPTURE(bm_mckp, jct, shape::jct)
     ->Args({512, 100})->Args({4096, 500})->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(bm_mckp, nonconcave, shape::nonconcave)
+    ->Args({512, 100})->Args({4096, 500})->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_mckp, random, shape::random)
+    ->Args({512, 100})->Args({4096, 500})->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_mckp, flat, shape::flat)
     ->Args({512, 100})->Args({4096, 500})->Unit(benchmark::kMicrosecond);
 BENCHMARK(bm_reclaim_greedy)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(bm_place_bfd, consolidated, placement_mode::consolidated)
