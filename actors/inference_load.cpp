@@ -30,6 +30,14 @@ inference_actor::behavior_type inference_behavior(inference_actor::stateful_poin
     self->send(recorder, event_atom::value,
                event_record{now.us, "inference", std::move(event), std::move(detail), std::move(why)});
   };
+  // GPUs that serve demand now; the rest of the serving servers idle.
+  auto report_busy = [=](sim_time now, int need) {
+    auto& st = self->state;
+    int busy = std::min<int>(need, static_cast<int>(st.serving.size())) * st.setup.gpus_per_server;
+    if (busy == st.reported_busy) return;
+    st.reported_busy = busy;
+    self->send(recorder, serving_atom::value, now.us, busy);
+  };
   self->send(self, demand_atom::value, uint64_t{0});
   return {
       [=](demand_atom, uint64_t) {
@@ -39,7 +47,10 @@ inference_actor::behavior_type inference_behavior(inference_actor::stateful_poin
         int serving = static_cast<int>(st.serving.size());
         int awaited = 0;
         for (auto& p : st.reclaims) awaited += p.outstanding;
-        if (need < serving && awaited == 0) {
+        report_busy(now, need);
+        if (!st.setup.lend) {
+          // Serving only: nothing to lend or take back.
+        } else if (need < serving && awaited == 0) {
           // Lend the highest ids first, so the same servers tend to stay serving.
           std::vector<int> lend;
           for (auto it = st.serving.rbegin(); it != st.serving.rend() && static_cast<int>(lend.size()) < serving - need; ++it)
@@ -84,6 +95,7 @@ inference_actor::behavior_type inference_behavior(inference_actor::stateful_poin
           if (p.outstanding == 0) st.reclaims.pop_front();
         }
         log(now, "returned", fmt::format("servers={} serving={}", ids.size(), st.serving.size()), "");
+        report_busy(now, servers_needed(st.setup, now));
       },
       [=](tick_atom, uint64_t reclaim_id) {
         // A reclaim deadline: whatever is still outstanding is late.

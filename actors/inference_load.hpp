@@ -20,6 +20,9 @@ struct inference_setup {
   int64_t interval_s = 300;
   double headroom = 0.1;
   int64_t grace_s = 120;
+  int gpus_per_server = 8;
+  /// Lend idle servers to training (policies with loaning); otherwise only report demand.
+  bool lend = true;
 };
 
 struct inference_state {
@@ -29,6 +32,7 @@ struct inference_state {
   struct pending { uint64_t id; int outstanding; sim_time deadline; bool missed; };
   std::deque<pending> reclaims;
   uint64_t next_reclaim = 0;
+  int reported_busy = -1;  ///< GPUs serving demand, as last told to the recorder
   static inline const char* name = "inference";
 };
 

@@ -40,6 +40,9 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
         s.status->failed.store(true, std::memory_order_release);
       },
       [=](slo_atom, int count) { self->state.writer->slo_misses(count); },
+      [=](serving_atom, int64_t t_us, int gpus) {
+        if (!self->state.status->finished.load()) self->state.writer->serving(t_us, gpus);
+      },
   };
 }
 

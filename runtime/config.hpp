@@ -25,6 +25,8 @@ struct config {
   /// Move elastic jobs off slower (loaned) GPUs when faster ones free up and it pays.
   bool migrate = true;
   double migrate_min_gain_s = 60;
+  bool migrate_only_when_queue_empty = false;
+  double short_job_s = 0;
   /// Inelastic jobs may run on loaned servers (DESIGN.md 3 choice: no).
   bool inelastic_on_loaned = false;
   std::string reclaim_method = "greedy";

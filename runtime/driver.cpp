@@ -41,6 +41,8 @@ cluster_plan plan_cluster(const config& c) {
   s.planner.backfill = c.backfill;
   s.planner.migrate = c.migrate;
   s.planner.migrate_min_gain_s = c.migrate_min_gain_s;
+  s.planner.migrate_only_when_queue_empty = c.migrate_only_when_queue_empty;
+  s.planner.short_job_s = c.short_job_s;
   s.planner.inelastic_on_loaned = c.inelastic_on_loaned;
   s.planner.las_thresholds = {c.las_threshold_gpu_s};
   s.reclaim_method = c.reclaim_method;
@@ -105,6 +107,7 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
   auto plan = plan_cluster(c);
   check_runnable(c, plan.setup, in.jobs);
   auto writer = std::make_shared<run_writer>(c.out_dir);
+  if (!in.jobs.empty()) writer->set_window_end(in.jobs.back().submit.us);
   auto status = std::make_shared<run_status>();
   bool simulated = c.mode == "simulated";
 
@@ -131,9 +134,9 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
     servers.push_back(sys.spawn(server_behavior, s.name, s.gpus, static_cast<int>(s.mode), recorder));
   auto scheduler = sys.spawn(scheduler_behavior, plan.setup, servers, recorder, tb, model);
   inference_actor inference;
-  if (plan.setup.policy.loaning && !plan.inference_ids.empty()) {
+  if (!plan.inference_ids.empty()) {
     inference_setup is{plan.inference_ids, std::move(in.demand), c.inference_interval_s, c.inference_headroom,
-                       c.inference_grace_s};
+                       c.inference_grace_s, c.inference.gpus_per_server, plan.setup.policy.loaning};
     inference = sys.spawn(inference_behavior, std::move(is), scheduler, recorder, tb);
   }
   auto total_jobs = in.jobs.size();

@@ -52,7 +52,7 @@ run_writer::run_writer(const std::string& out_dir) : dir_(out_dir) {
   events_file_ = open_for_write(dir_ + "/events.log");
   timeline_file_ = open_for_write(dir_ + "/timeline.csv");
   std::fputs("t_s,training_busy_gpus,training_gpus,loaned_busy_gpus,loaned_servers,serving_servers,"
-             "reclaiming_servers,inference_gpus,queued_jobs,running_jobs\n",
+             "reclaiming_servers,inference_gpus,queued_jobs,running_jobs,serving_busy_gpus\n",
              timeline_file_);
 }
 
@@ -74,24 +74,45 @@ void run_writer::job(const job_record& j) { jobs_.push_back(j); }
 void run_writer::integrate_to(int64_t t_us) {
   if (!have_snapshot_ || t_us <= last_.t_us) return;
   double dt = static_cast<double>(t_us - last_.t_us);
+  double in_window = static_cast<double>(std::max<int64_t>(0, std::min(t_us, window_end_us_) - last_.t_us));
+  window_busy_ += in_window * (last_.training_busy_gpus + last_.loaned_busy_gpus);
+  window_total_ += in_window * (last_.training_gpus + last_.inference_gpus);
   busy_training_ += dt * last_.training_busy_gpus;
   training_total_ += dt * last_.training_gpus;
-  busy_inference_ += dt * (last_.loaned_busy_gpus + last_.serving_gpus);
+  busy_inference_ += dt * last_.loaned_busy_gpus;
   inference_total_ += dt * last_.inference_gpus;
   loaned_servers_us_ += dt * last_.loaned_servers;
 }
 
+void run_writer::integrate_serving_to(int64_t t_us) {
+  if (t_us > serving_since_) {
+    serving_busy_us_ += static_cast<double>(t_us - serving_since_) * serving_busy_;
+    window_busy_ += static_cast<double>(std::max<int64_t>(0, std::min(t_us, window_end_us_) - serving_since_)) * serving_busy_;
+  }
+  serving_since_ = t_us;
+}
+
+void run_writer::serving(int64_t t_us, int gpus) {
+  integrate_serving_to(t_us);
+  serving_busy_ = gpus;
+}
+
 void run_writer::snapshot(const cluster_snapshot& s) {
-  if (!have_snapshot_) first_t_us_ = s.t_us;
+  if (!have_snapshot_) {
+    first_t_us_ = s.t_us;
+    serving_since_ = std::max(serving_since_, s.t_us);
+    serving_busy_us_ = 0;
+    window_busy_ = 0;
+  }
   integrate_to(s.t_us);
   bool changed = !have_snapshot_ || !same_state(s, last_);
   last_ = s;
   have_snapshot_ = true;
   if (!changed) return;
-  auto row = fmt::format("{:.6f},{},{},{},{},{},{},{},{},{}\n", static_cast<double>(s.t_us) / 1e6,
+  auto row = fmt::format("{:.6f},{},{},{},{},{},{},{},{},{},{}\n", static_cast<double>(s.t_us) / 1e6,
                          s.training_busy_gpus, s.training_gpus, s.loaned_busy_gpus, s.loaned_servers,
                          s.serving_servers, s.reclaiming_servers, s.inference_gpus, s.queued_jobs,
-                         s.running_jobs);
+                         s.running_jobs, serving_busy_);
   std::fputs(row.c_str(), timeline_file_);
 }
 
@@ -109,6 +130,9 @@ run_summary run_writer::finish(run_summary s) {
     last_end = std::max(last_end, j.end_us);
   }
   integrate_to(last_end);
+  integrate_serving_to(last_end);
+  // Serving demand before the first job or after the last one is outside the run.
+  busy_inference_ += serving_busy_us_;
   s.jobs_completed = jobs_.size();
   s.mean_jct_s = mean(jct);
   s.p50_jct_s = percentile(jct, 0.50);
@@ -121,6 +145,7 @@ run_summary run_writer::finish(run_summary s) {
   s.makespan_s = static_cast<double>(last_end - first_t_us_) / 1e6;
   double all_total = training_total_ + inference_total_;
   s.gpu_usage = all_total > 0 ? (busy_training_ + busy_inference_) / all_total : 0;
+  s.window_gpu_usage = window_total_ > 0 ? window_busy_ / window_total_ : 0;
   s.training_gpu_usage = training_total_ > 0 ? busy_training_ / training_total_ : 0;
   s.inference_gpu_usage = inference_total_ > 0 ? busy_inference_ / inference_total_ : 0;
   s.loaned_server_hours = loaned_servers_us_ / 3.6e9;
@@ -165,6 +190,7 @@ std::string summary_json(const run_summary& s) {
   j["mean_first_wait_s"] = s.mean_first_wait_s;
   j["makespan_s"] = s.makespan_s;
   j["gpu_usage"] = s.gpu_usage;
+  j["window_gpu_usage"] = s.window_gpu_usage;
   j["training_gpu_usage"] = s.training_gpu_usage;
   j["inference_gpu_usage"] = s.inference_gpu_usage;
   j["preemptions"] = s.preemptions;
@@ -183,8 +209,8 @@ void print_summary_table(std::ostream& os, const run_summary& s) {
   os << fmt::format("  JCT mean / p95     {:>12.1f} / {:.1f} s\n", s.mean_jct_s, s.p95_jct_s);
   os << fmt::format("  queue mean / p95   {:>12.1f} / {:.1f} s\n", s.mean_queue_s, s.p95_queue_s);
   os << fmt::format("  makespan           {:>12.1f} s\n", s.makespan_s);
-  os << fmt::format("  GPU usage          {:>12.3f} (training {:.3f}, inference {:.3f})\n", s.gpu_usage,
-                    s.training_gpu_usage, s.inference_gpu_usage);
+  os << fmt::format("  GPU usage          {:>12.3f} (training {:.3f}, inference {:.3f}; while jobs arrive {:.3f})\n",
+                    s.gpu_usage, s.training_gpu_usage, s.inference_gpu_usage, s.window_gpu_usage);
   os << fmt::format("  preemptions        {:>12}   scale-ins {}   scale-outs {}\n", s.preemptions,
                     s.scale_ins, s.scale_outs);
   os << fmt::format("  loaned server-h    {:>12.1f}   reclaim SLO misses {}\n", s.loaned_server_hours,

@@ -2,6 +2,7 @@
 /// Writes a run's outputs into one folder (DESIGN.md section 6): events.log and timeline.csv
 /// as the run goes, jobs.csv and summary.json at the end.
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -23,6 +24,11 @@ public:
   void job(const job_record& j);
   void snapshot(const cluster_snapshot& s);
   void slo_misses(int count) { slo_misses_ += static_cast<uint64_t>(count); }
+  /// Inference GPUs busy serving demand from `t_us` on (idle serving servers are not used).
+  void serving(int64_t t_us, int gpus);
+  /// End of the submission window (the last submit): `window_gpu_usage` covers first to
+  /// last submit, where the workload arrives, leaving out the drain of the longest jobs.
+  void set_window_end(int64_t t_us) { window_end_us_ = t_us; }
 
   uint64_t jobs_recorded() const { return jobs_.size(); }
   uint64_t events_recorded() const { return events_; }
@@ -43,6 +49,12 @@ private:
   // Integrals over time of the snapshot quantities, in GPU- or server-microseconds.
   double busy_training_ = 0, training_total_ = 0, busy_inference_ = 0, inference_total_ = 0;
   double loaned_servers_us_ = 0;
+  int serving_busy_ = 0;
+  int64_t window_end_us_ = std::numeric_limits<int64_t>::max();
+  double window_busy_ = 0, window_total_ = 0;
+  int64_t serving_since_ = 0;
+  double serving_busy_us_ = 0;
+  void integrate_serving_to(int64_t t_us);
   void integrate_to(int64_t t_us);
 };
 

@@ -58,7 +58,8 @@ struct run_summary {
   double mean_queue_s = 0, p50_queue_s = 0, p95_queue_s = 0;
   double mean_first_wait_s = 0;
   double makespan_s = 0;
-  double gpu_usage = 0;
+  double gpu_usage = 0;         ///< all clusters, first submit to last finish
+  double window_gpu_usage = 0;  ///< all clusters, first submit to last submit
   double training_gpu_usage = 0;
   double inference_gpu_usage = 0;
   uint64_t preemptions = 0, scale_ins = 0, scale_outs = 0;

@@ -128,7 +128,11 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     auto& j = l.jobs[id];
     // Fastest GPU type first; on each, really free GPUs before those of extra workers.
     std::optional<allocation> a;
-    for (int type : types_by_speed(l, j.gpu_type)) {
+    // Short jobs try the slowest type first, keeping fast GPUs for long ones (sum of JCTs is
+    // least when the longest jobs run fastest).
+    auto types = types_by_speed(l, j.gpu_type);
+    if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
+    for (int type : types) {
       place_request req{static_cast<int>(id), j.elastic ? j.min_workers : j.gpus, type, {}};
       auto hard_slots = hard.slots(j, p, o, type);
       a = place_one(o.placement, hard_slots, req);
@@ -149,7 +153,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   }
 
   // 2. Moves off slower GPU types, longest predicted remaining time first.
-  if (o.migrate && queue_cleared) {
+  if (o.migrate && (queue_cleared || !o.migrate_only_when_queue_empty)) {
     std::vector<std::pair<double, uint32_t>> slow;
     double best = 0;
     for (auto s : l.params.type_speed) best = std::max(best, s);

@@ -30,6 +30,9 @@ struct planner_options {
   bool migrate = true;
   /// A move must shorten the job's predicted remaining time by more than this.
   double migrate_min_gain_s = 60;
+  bool migrate_only_when_queue_empty = false;
+  /// Elastic jobs predicted shorter than this start on the slowest GPU type that fits.
+  double short_job_s = 0;
   /// LAS queue thresholds in attained GPU-seconds, ascending.
   std::vector<double> las_thresholds{3600.0 * 8};
 };

@@ -75,6 +75,7 @@ inline recorder_actor::behavior_type recording_recorder(recorder_actor::pointer,
       [=](snapshot_atom, const cluster_snapshot&) {},
       [=](violation_atom, const std::string& s) { r->violations.push_back(s); },
       [=](slo_atom, int n) { r->slo_misses += n; },
+      [=](serving_atom, int64_t, int) {},
   };
 }
 
