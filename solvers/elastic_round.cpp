@@ -10,7 +10,6 @@
 //  4. the result is diffed against the ledger: only jobs whose allocation changes get a
 //     decision, applied as one batch.
 #include <algorithm>
-#include <map>
 #include <optional>
 
 #include "solvers/jct_value.hpp"
@@ -98,6 +97,7 @@ struct elastic_plan {
   int type = -1;
   int current = 0;      ///< workers now (min for a job started this round)
   bool started = false; ///< started this round
+  allocation final;     ///< its allocation after this round
 };
 
 } // namespace
@@ -107,21 +107,22 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   work_view view{l, {}};
   for (auto& s : l.servers) view.free.push_back(s.free);
 
-  std::map<uint32_t, elastic_plan> plans;
+  std::vector<elastic_plan> plans;
   for (auto id : l.running) {
     auto& j = l.jobs[id];
     if (!j.elastic) continue;
-    elastic_plan e{id, keep_min(j.alloc, j.min_workers), j.alloc_type, j.workers, false};
+    elastic_plan e{id, keep_min(j.alloc, j.min_workers), j.alloc_type, j.workers, false, {}};
     view.give(j.alloc);
     view.take(e.base);
-    plans.emplace(id, std::move(e));
+    plans.push_back(std::move(e));
   }
 
   // 1. Base demand in queue order: on GPUs that are really free if it fits there, so that
   // running jobs are disturbed only when they must be; else on GPUs held by extra workers.
   work_view hard{l, {}};
   for (auto& s : l.servers) hard.free.push_back(s.free);
-  std::vector<std::pair<uint32_t, allocation>> starts;
+  struct start { uint32_t job; allocation alloc; long plan; };
+  std::vector<start> starts;
   std::vector<uint32_t> queued(l.queued.begin(), l.queued.end());
   bool queue_cleared = true;
   for (auto id : ranked(l, queued, p, o, now)) {
@@ -148,21 +149,27 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     }
     view.take(*a);
     for (auto& [sid, w] : *a) hard.free[static_cast<size_t>(sid)] = std::max(0, hard.free[static_cast<size_t>(sid)] - w);
-    if (j.elastic) plans.emplace(id, elastic_plan{id, *a, type_of(l, *a), j.min_workers, true});
-    starts.emplace_back(id, std::move(*a));
+    long plan = -1;
+    if (j.elastic) {
+      plan = static_cast<long>(plans.size());
+      plans.push_back(elastic_plan{id, *a, type_of(l, *a), j.min_workers, true, {}});
+    }
+    starts.push_back({id, std::move(*a), plan});
   }
 
   // 2. Moves off slower GPU types, longest predicted remaining time first.
   if (o.migrate && (queue_cleared || !o.migrate_only_when_queue_empty)) {
-    std::vector<std::pair<double, uint32_t>> slow;
+    std::vector<std::pair<double, size_t>> slow;
     double best = 0;
     for (auto s : l.params.type_speed) best = std::max(best, s);
-    for (auto& [id, e] : plans)
-      if (!e.started && speed(l, e.type) < best) slow.emplace_back(-l.jobs[id].predicted_remaining(), id);
+    for (size_t i = 0; i < plans.size(); ++i)
+      if (!plans[i].started && speed(l, plans[i].type) < best)
+        slow.emplace_back(-l.jobs[plans[i].job].predicted_remaining(), i);
     std::sort(slow.begin(), slow.end());
-    for (auto& [neg_rem, id] : slow) {
+    for (auto& [neg_rem, i] : slow) {
+      auto& e = plans[i];
+      auto id = e.job;
       auto& j = l.jobs[id];
-      auto& e = plans[id];
       double rem = -neg_rem;
       double t_now = remaining_time_s(l.params.model, rem, j.gpus, e.current, speed(l, e.type));
       for (size_t t = 0; t < l.params.type_speed.size(); ++t) {
@@ -192,9 +199,10 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     for (auto& s : l.servers)
       if (usable_for(s, any_elastic, p, o)) in.capacity[static_cast<size_t>(s.gpu_type)] += view.free[static_cast<size_t>(s.id)];
   }
-  std::vector<uint32_t> class_job;
-  for (auto& [id, e] : plans) {
-    auto& j = l.jobs[id];
+  std::vector<size_t> class_plan;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    auto& e = plans[i];
+    auto& j = l.jobs[e.job];
     if (j.max_workers <= j.min_workers) continue;
     double rem = j.predicted_remaining();
     double sp = speed(l, e.type);
@@ -219,19 +227,18 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       c.items.push_back({w - j.min_workers, v});
     }
     in.classes.push_back(std::move(c));
-    class_job.push_back(id);
+    class_plan.push_back(i);
   }
   auto sol = solve_mckp(in);
 
   // 4. Extra workers: first back where each job has them now (all jobs, before any moves),
   // then the rest on the servers the job already uses, then anywhere of its type.
-  std::map<uint32_t, allocation> final_alloc;
-  std::map<uint32_t, int> still_needed;
-  for (auto& [id, e] : plans) final_alloc[id] = e.base;
-  for (size_t c = 0; c < class_job.size(); ++c) {
+  std::vector<std::pair<size_t, int>> still_needed;  // (plan, extra workers)
+  for (auto& e : plans) e.final = e.base;
+  for (size_t c = 0; c < class_plan.size(); ++c) {
     if (sol.choice[c] < 0) continue;
-    auto id = class_job[c];
-    auto& e = plans[id];
+    auto& e = plans[class_plan[c]];
+    auto id = e.job;
     int extra = in.classes[c].items[static_cast<size_t>(sol.choice[c])].weight;
     if (!e.started && e.type == l.jobs[id].alloc_type) {
       allocation kept;
@@ -242,31 +249,33 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         extra -= k;
       }
       view.take(kept);
-      final_alloc[id] = merge(final_alloc[id], kept);
+      e.final = merge(e.final, kept);
     }
-    if (extra > 0) still_needed[id] = extra;
+    if (extra > 0) still_needed.emplace_back(class_plan[c], extra);
   }
-  for (auto& [id, extra] : still_needed) {
+  for (auto& [i, extra] : still_needed) {
+    auto& e = plans[i];
+    auto id = e.job;
     auto& j = l.jobs[id];
-    auto& e = plans[id];
     std::vector<int> prefer;
-    auto by_workers = final_alloc[id];
+    auto by_workers = e.final;
     std::stable_sort(by_workers.begin(), by_workers.end(), [](auto& x, auto& y) { return x.second > y.second; });
     for (auto& [sid, w] : by_workers) prefer.push_back(sid);
     auto slots = view.slots(j, p, o, e.type);
     auto a = place_one(placement_mode::count, slots, {static_cast<int>(id), extra, e.type, prefer});
     if (!a) continue;  // cannot happen: the capacity counted these GPUs
     view.take(*a);
-    final_alloc[id] = merge(final_alloc[id], *a);
+    e.final = merge(e.final, *a);
   }
 
   // Apply: changed running jobs as one batch, then the starts.
   std::vector<cluster_ledger::reassignment> changes;
   std::vector<decision> rescales;
-  for (auto& [id, e] : plans) {
+  for (auto& e : plans) {
     if (e.started) continue;
+    auto id = e.job;
     auto& j = l.jobs[id];
-    auto& fin = final_alloc[id];
+    auto& fin = e.final;
     if (fin == j.alloc && e.type == j.alloc_type) continue;
     int workers = 0;
     for (auto& [sid, w] : fin) workers += w;
@@ -279,11 +288,11 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   }
   l.reassign(changes, now);
   for (auto& d : rescales) out.push_back(std::move(d));
-  for (auto& [id, a] : starts) {
-    auto& alloc = l.jobs[id].elastic ? final_alloc[id] : a;
+  for (auto& s : starts) {
+    auto& alloc = s.plan >= 0 ? plans[static_cast<size_t>(s.plan)].final : s.alloc;
     int type = type_of(l, alloc);
-    l.start(id, alloc, type, now);
-    out.push_back({decision::kind::start, id, alloc, {}, type, "shortest predicted job that fits its base demand"});
+    l.start(s.job, alloc, type, now);
+    out.push_back({decision::kind::start, s.job, alloc, {}, type, "shortest predicted job that fits its base demand"});
   }
 }
 
