@@ -107,11 +107,13 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   work_view view{l, {}};
   for (auto& s : l.servers) view.free.push_back(s.free);
 
+  // Without elastic scaling (loan-only) a job's base is its whole allocation: it only moves.
+  auto base_workers = [&](const job_entry& j) { return p.elastic ? j.min_workers : j.gpus; };
   std::vector<elastic_plan> plans;
   for (auto id : l.running) {
     auto& j = l.jobs[id];
     if (!j.elastic) continue;
-    elastic_plan e{id, keep_min(j.alloc, j.min_workers), j.alloc_type, j.workers, false, {}};
+    elastic_plan e{id, keep_min(j.alloc, base_workers(j)), j.alloc_type, j.workers, false, {}};
     view.give(j.alloc);
     view.take(e.base);
     plans.push_back(std::move(e));
@@ -134,7 +136,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     auto types = types_by_speed(l, j.gpu_type);
     if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
     for (int type : types) {
-      place_request req{static_cast<int>(id), j.elastic ? j.min_workers : j.gpus, type, {}};
+      place_request req{static_cast<int>(id), j.elastic ? base_workers(j) : j.gpus, type, {}};
       auto hard_slots = hard.slots(j, p, o, type);
       a = place_one(o.placement, hard_slots, req);
       if (a) break;
@@ -152,7 +154,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     long plan = -1;
     if (j.elastic) {
       plan = static_cast<long>(plans.size());
-      plans.push_back(elastic_plan{id, *a, type_of(l, *a), j.min_workers, true, {}});
+      plans.push_back(elastic_plan{id, *a, type_of(l, *a), base_workers(j), true, {}});
     }
     starts.push_back({id, std::move(*a), plan});
   }
@@ -176,10 +178,10 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         int type = static_cast<int>(t);
         if (speed(l, type) <= speed(l, e.type)) continue;
         double t_new = l.params.restart_overhead_s +
-                       remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, speed(l, type));
+                       remaining_time_s(l.params.model, rem, j.gpus, base_workers(j), speed(l, type));
         if (t_now - t_new <= o.migrate_min_gain_s) continue;
         auto slots = view.slots(j, p, o, type);
-        auto a = place_one(o.placement, slots, {static_cast<int>(id), j.min_workers, type, {}});
+        auto a = place_one(o.placement, slots, {static_cast<int>(id), base_workers(j), type, {}});
         if (!a) continue;
         view.give(e.base);
         view.take(*a);
@@ -203,7 +205,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   for (size_t i = 0; i < plans.size(); ++i) {
     auto& e = plans[i];
     auto& j = l.jobs[e.job];
-    if (j.max_workers <= j.min_workers) continue;
+    if (!p.elastic || j.max_workers <= j.min_workers) continue;
     double rem = j.predicted_remaining();
     double sp = speed(l, e.type);
     bool moved = !e.started && e.type != j.alloc_type;

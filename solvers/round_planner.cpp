@@ -171,7 +171,7 @@ double priority_key(const cluster_ledger& l, const job_entry& j, const policy_sp
 std::vector<decision> plan_round(cluster_ledger& l, const policy_spec& p, const planner_options& o,
                                  sim_time now) {
   std::vector<decision> out;
-  if (p.elastic && !p.preemptive)
+  if ((p.elastic || p.loaning) && !p.preemptive)
     detail::plan_elastic(l, p, o, now, out);
   else if (p.preemptive)
     place_preemptive(l, p, o, now, out);

@@ -42,7 +42,7 @@ std::vector<decision> plan_round(cluster_ledger& ledger, const policy_spec& poli
                                  const planner_options& opts, sim_time now);
 
 namespace detail {
-/// Phase 1 and 2 of policies with elastic scaling (elastic_round.cpp).
+/// Rounds of non-preemptive policies with elastic scaling or loaning (elastic_round.cpp).
 void plan_elastic(cluster_ledger& ledger, const policy_spec& policy, const planner_options& opts, sim_time now,
                   std::vector<decision>& out);
 /// The servers job `j` may use under the policy.
