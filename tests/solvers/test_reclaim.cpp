@@ -70,13 +70,13 @@ std::vector<int> naive_greedy(const reclaim_input& in) {
   return chosen;
 }
 
-/// Random small instance: up to 8 loaned servers (ids 1..), up to 2 training servers
-/// (ids 100..), up to 8 jobs packed onto free GPUs.
-reclaim_input random_instance(std::mt19937_64& rng) {
+/// Random instance: 1..max_servers loaned servers (ids 1..), up to 2 training servers
+/// (ids 100..), up to max_jobs jobs packed onto free GPUs.
+reclaim_input random_instance(std::mt19937_64& rng, int max_servers = 8, int max_jobs = 8) {
   auto uni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
   reclaim_input in;
   std::vector<std::pair<int, int>> free;  // (server id, free GPUs)
-  int n = uni(1, 8);
+  int n = uni(1, max_servers);
   for (int s = 0; s < n; ++s) {
     int gpus = uni(2, 8);
     in.loaned.push_back({s + 1, gpus});
@@ -84,7 +84,7 @@ reclaim_input random_instance(std::mt19937_64& rng) {
   }
   int training = uni(0, 2);
   for (int t = 0; t < training; ++t) free.emplace_back(100 + t, 8);
-  int jobs = uni(0, 8);
+  int jobs = uni(0, max_jobs);
   for (int j = 0; j < jobs; ++j) {
     reclaim_job job;
     job.id = 1000 + j;
@@ -155,6 +155,27 @@ TEST_CASE("reclaim: greedy returns exactly count servers with consistent costs, 
     worse += greedy.cost > exact.cost;
   }
   MESSAGE("greedy preemptions " << greedy_preempted << ", optimum " << exact_preempted
+          << ", instances where greedy's cost is worse: " << worse << " of " << trials);
+  CHECK(greedy_preempted <= exact_preempted * 1.10);
+}
+
+TEST_CASE("reclaim: on 500 medium instances (up to 16 loaned servers, 24 jobs) greedy's "
+          "preemptions stay within 10% of the optimum") {
+  std::mt19937_64 rng(65);
+  long greedy_preempted = 0, exact_preempted = 0, worse = 0, trials = 500;
+  for (int trial = 0; trial < trials; ++trial) {
+    auto in = random_instance(rng, 16, 24);
+    CAPTURE(trial);
+    auto greedy = reclaim_greedy(in);
+    auto exact = reclaim_exact(in);
+    check_consistent(in, greedy);
+    check_consistent(in, exact);
+    CHECK(exact.cost <= greedy.cost);
+    greedy_preempted += greedy.cost.preempted_jobs;
+    exact_preempted += exact.cost.preempted_jobs;
+    worse += greedy.cost > exact.cost;
+  }
+  MESSAGE("medium: greedy preemptions " << greedy_preempted << ", optimum " << exact_preempted
           << ", instances where greedy's cost is worse: " << worse << " of " << trials);
   CHECK(greedy_preempted <= exact_preempted * 1.10);
 }
