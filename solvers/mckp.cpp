@@ -257,12 +257,11 @@ std::optional<reduction> reduce(int capacity, const std::vector<prepared_class>&
   std::vector<double> grad;
   std::vector<int> seg_dw;
   std::vector<uint32_t> seg_cls;
-  std::vector<int32_t> seg_from, seg_to;
+  std::vector<int32_t> seg_to;  // the hull vertex (item position) a segment ends at
   std::vector<size_t> first_seg(classes.size() + 1);
   grad.reserve(n_items);
   seg_dw.reserve(n_items);
   seg_cls.reserve(n_items);
-  seg_from.reserve(n_items);
   seg_to.reserve(n_items);
   std::vector<int32_t> hull;
   for (size_t p = 0; p < classes.size(); ++p) {
@@ -288,7 +287,6 @@ std::optional<reduction> reduce(int capacity, const std::vector<prepared_class>&
       grad.push_back((val(hull[h]) - val(hull[h - 1])) / dw);
       seg_dw.push_back(dw);
       seg_cls.push_back(static_cast<uint32_t>(p));
-      seg_from.push_back(hull[h - 1]);
       seg_to.push_back(hull[h]);
     }
   }
@@ -329,20 +327,32 @@ std::optional<reduction> reduce(int capacity, const std::vector<prepared_class>&
   const double lambda = grad[static_cast<size_t>(split)];
 
   // Lower bound: the LP solution rounded down (every segment ranked before the split),
-  // then topped up class by class with next hull segments that still fit.
+  // then topped up by repeatedly taking the best-ranked next hull segment of any class that
+  // still fits (what continuing the LP's fill past the split would take). Fewer than one
+  // segment's width is left, so this loops only a few times.
   std::vector<int32_t> at(classes.size(), -1);
+  std::vector<size_t> next(first_seg.begin(), first_seg.end() - 1);  // per class
   long left = capacity;
   for (uint32_t i = 0; i < grad.size(); ++i)
     if (before(i, static_cast<uint32_t>(split))) {
       at[seg_cls[i]] = std::max(at[seg_cls[i]], seg_to[i]);
+      next[seg_cls[i]] = std::max(next[seg_cls[i]], size_t{i} + 1);
       left -= seg_dw[i];
     }
-  for (size_t p = 0; p < classes.size(); ++p)
-    for (size_t i = first_seg[p]; i < first_seg[p + 1]; ++i)
-      if (seg_from[i] == at[p] && seg_dw[i] <= left) {
-        at[p] = seg_to[i];
-        left -= seg_dw[i];
-      }
+  while (left > 0) {
+    long pick = -1;
+    for (size_t p = 0; p < classes.size(); ++p) {
+      size_t i = next[p];
+      if (i < first_seg[p + 1] && seg_dw[i] <= left &&
+          (pick < 0 || before(static_cast<uint32_t>(i), static_cast<uint32_t>(pick))))
+        pick = static_cast<long>(i);
+    }
+    if (pick < 0) break;
+    const size_t p = seg_cls[static_cast<size_t>(pick)];
+    at[p] = seg_to[static_cast<size_t>(pick)];
+    next[p] = static_cast<size_t>(pick) + 1;
+    left -= seg_dw[static_cast<size_t>(pick)];
+  }
 
   double lb = 0, ub = lambda * capacity;
   std::vector<double> best(classes.size(), 0.0);
