@@ -78,6 +78,26 @@ mckp_input knapsack_instance(int gpus, int jobs, shape s, uint64_t seed) {
   return in;
 }
 
+/// Baseline for ratios: the textbook DP over (class, GPUs) with every item, no reductions
+/// (value only, no backtracking, so it is a lower bound on that approach's cost).
+double textbook_dp(const mckp_input& in) {
+  std::vector<double> best(static_cast<size_t>(in.capacity[0]) + 1, 0.0), next;
+  for (const auto& c : in.classes) {
+    next = best;
+    for (const auto& it : c.items)
+      for (int w = it.weight; w <= in.capacity[0]; ++w)
+        next[w] = std::max(next[w], best[w - it.weight] + it.value);
+    best.swap(next);
+  }
+  return best.back();
+}
+
+void bm_baseline_textbook_dp(benchmark::State& state, shape s) {
+  auto in = knapsack_instance(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                              s, 42);
+  timed_loop(state, [] {}, [&] { benchmark::DoNotOptimize(textbook_dp(in)); });
+}
+
 void bm_mckp(benchmark::State& state, shape s) {
   auto in = knapsack_instance(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
                               s, 42);
@@ -122,21 +142,43 @@ void bm_reclaim_greedy(benchmark::State& state) {
 /// 1,250 8-GPU servers of two types (1,000 V100-like, 250 T4-like), ~60% of GPUs already
 /// busy; 1,000 requests of 1-32 GPUs (Philly-like sizes), a quarter typed, a tenth with a
 /// preferred server.
-void bm_place_bfd(benchmark::State& state, placement_mode mode) {
+struct placement_instance {
+  std::vector<server_slot> servers;
+  std::vector<place_request> requests;
+};
+
+placement_instance make_placement_instance() {
   std::mt19937_64 rng(11);
   auto uni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
-  std::vector<server_slot> servers;
-  for (int s = 0; s < 1250; ++s) servers.push_back({s, s < 1000 ? 0 : 1, 8, uni(0, 8)});
-  std::vector<place_request> reqs;
+  placement_instance p;
+  for (int s = 0; s < 1250; ++s) p.servers.push_back({s, s < 1000 ? 0 : 1, 8, uni(0, 8)});
   const int sizes[] = {1, 1, 1, 1, 2, 2, 4, 4, 8, 16, 32};
   for (int i = 0; i < 1000; ++i) {
     place_request r{i, sizes[uni(0, 10)], uni(0, 3) == 0 ? uni(0, 1) : -1, {}};
     if (uni(0, 9) == 0) r.prefer.push_back(uni(0, 1249));
-    reqs.push_back(r);
+    p.requests.push_back(r);
   }
+  return p;
+}
+
+void bm_place_bfd(benchmark::State& state, placement_mode mode) {
+  const auto p = make_placement_instance();
   std::vector<server_slot> work;
-  timed_loop(state, [&] { work = servers; },
-             [&] { benchmark::DoNotOptimize(place_bfd(mode, work, reqs)); });
+  timed_loop(state, [&] { work = p.servers; },
+             [&] { benchmark::DoNotOptimize(place_bfd(mode, work, p.requests)); });
+}
+
+/// Baseline for ratios: the same placements by calling place_one (linear scans) per request.
+void bm_baseline_place_one_loop(benchmark::State& state, placement_mode mode) {
+  const auto p = make_placement_instance();
+  std::vector<size_t> order(p.requests.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return p.requests[a].gpus > p.requests[b].gpus; });
+  std::vector<server_slot> work;
+  timed_loop(state, [&] { work = p.servers; }, [&] {
+    for (size_t i : order) benchmark::DoNotOptimize(place_one(mode, work, p.requests[i]));
+  });
 }
 
 } // namespace
@@ -153,5 +195,9 @@ BENCHMARK(bm_reclaim_greedy)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(bm_place_bfd, consolidated, placement_mode::consolidated)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(bm_place_bfd, count, placement_mode::count)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_baseline_textbook_dp, jct, shape::jct)
+    ->Args({512, 100})->Args({4096, 500})->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_baseline_place_one_loop, consolidated, placement_mode::consolidated)
+    ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();
