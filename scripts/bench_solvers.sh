@@ -26,7 +26,7 @@ echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)   repetitions: $reps"
 awk -F, '
   function budget(name) {
     if (name ~ /^bm_baseline/) return -1                # reference for ratios, no budget
-    if (name ~ /^bm_mckp\/(random|flat)\//) return 0  # stress shapes: reported, no budget
+    if (name ~ /^bm_mckp\/(random|correlated)\//) return 0  # stress shapes: reported, no budget
     if (name ~ /^bm_mckp\/.*\/4096\/500$/) return 5000
     if (name ~ /^bm_mckp\/.*\/512\/100$/) return 200
     if (name ~ /^bm_reclaim_greedy/) return 1000
