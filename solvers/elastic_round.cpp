@@ -135,14 +135,21 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     // least when the longest jobs run fastest).
     auto types = types_by_speed(l, j.gpu_type);
     if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
-    for (int type : types) {
-      place_request req{static_cast<int>(id), j.elastic ? base_workers(j) : j.gpus, type, {}};
-      auto hard_slots = hard.slots(j, p, o, type);
-      a = place_one(o.placement, hard_slots, req);
-      if (a) break;
-      auto slots = view.slots(j, p, o, type);
-      a = place_one(o.placement, slots, req);
-      if (a) break;
+    int demand = j.elastic ? base_workers(j) : j.gpus;
+    auto try_on = [&](work_view& v, int type) {
+      auto slots = v.slots(j, p, o, type);
+      a = place_one(o.placement, slots, {static_cast<int>(id), demand, type, {}});
+      return a.has_value();
+    };
+    if (o.free_gpus_first) {
+      for (int type : types)
+        if (try_on(hard, type)) break;
+      if (!a)
+        for (int type : types)
+          if (try_on(view, type)) break;
+    } else {
+      for (int type : types)
+        if (try_on(hard, type) || try_on(view, type)) break;
     }
     if (!a) {
       queue_cleared = false;
