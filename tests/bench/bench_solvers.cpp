@@ -112,8 +112,9 @@ void bm_mckp(benchmark::State& state, shape s) {
   timed_loop(state, [] {}, [&] { benchmark::DoNotOptimize(solve_mckp(in)); });
 }
 
-/// 500 loaned 8-GPU servers, 2,000 jobs of 1-8 workers spread over 1-3 servers (some
-/// also on training servers), ~70% of loaned GPUs busy; 50 servers to return.
+/// 500 loaned 8-GPU servers hosting 2,000 jobs: each on 1-2 loaned servers with 1-2
+/// workers there (88% of loaned GPUs busy), a quarter also on a training server,
+/// min_workers uniform in 1..workers; 50 servers to return.
 reclaim_input reclaim_instance(uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto uni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
@@ -122,10 +123,10 @@ reclaim_input reclaim_instance(uint64_t seed) {
   for (int s = 0; s < 500; ++s) in.loaned.push_back({s, 8});
   for (int j = 0; j < 2000; ++j) {
     reclaim_job job{j, 1, 1, {}};
-    int total = 0, spread = uni(1, 3);
-    for (int k = 0; k < spread; ++k) {
+    int total = 0, spread = uni(1, 2);
+    for (int tries = 0; static_cast<int>(job.placement.size()) < spread && tries < 50; ++tries) {
       int s = uni(0, 499);
-      int w = std::min(uni(1, 3), free[s]);
+      int w = std::min(uni(0, 4) == 0 ? 2 : 1, free[s]);
       if (w == 0 || std::any_of(job.placement.begin(), job.placement.end(),
                                 [&](auto& p) { return p.first == s; }))
         continue;
@@ -134,7 +135,6 @@ reclaim_input reclaim_instance(uint64_t seed) {
       total += w;
     }
     if (uni(0, 3) == 0) job.placement.emplace_back(10000 + j, 2), total += 2;  // training
-    if (total == 0) continue;
     job.min_workers = uni(1, total);
     in.jobs.push_back(job);
   }
@@ -147,8 +147,8 @@ void bm_reclaim_greedy(benchmark::State& state) {
   timed_loop(state, [] {}, [&] { benchmark::DoNotOptimize(reclaim_greedy(in)); });
 }
 
-/// 1,250 8-GPU servers of two types (1,000 V100-like, 250 T4-like), ~60% of GPUs already
-/// busy; 1,000 requests of 1-32 GPUs (Philly-like sizes), a quarter typed, a tenth with a
+/// 1,250 8-GPU servers of two types (1,000 V100-like, 250 T4-like), about half the GPUs
+/// already busy; 1,000 requests of 1-32 GPUs (Philly-like sizes), a quarter typed, a tenth with a
 /// preferred server.
 struct placement_instance {
   std::vector<server_slot> servers;
