@@ -10,6 +10,7 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
   st.writer = std::move(writer);
   st.status = std::move(status);
   st.expected = expected;
+  st.completed.assign(expected, 0);
   st.header = std::move(header);
   return {
       // Once every job has finished the outputs are closed; later messages (the last
@@ -21,6 +22,15 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
       },
       [=](jobrec_atom, const job_record& j) {
         auto& s = self->state;
+        // Every submitted job completes exactly once.
+        if (j.index >= s.completed.size() || s.completed[j.index]) {
+          if (!s.status->failed.load()) {
+            s.status->failure = "invariant violated: job " + std::to_string(j.index) + " completed twice or was never submitted";
+            s.status->failed.store(true, std::memory_order_release);
+          }
+          return;
+        }
+        s.completed[j.index] = 1;
         s.writer->job(j);
         s.status->jobs_done.store(s.writer->jobs_recorded(), std::memory_order_relaxed);
         if (s.writer->jobs_recorded() == s.expected && !s.status->finished.load()) {

@@ -3,6 +3,7 @@
 /// writes the run's outputs. It ends the run when every expected job has finished, or at
 /// the first invariant violation.
 #include <memory>
+#include <vector>
 
 #include "actors/recorder_protocol.hpp"
 #include "runtime/outputs.hpp"
@@ -14,6 +15,7 @@ struct recorder_state {
   std::shared_ptr<run_writer> writer;
   std::shared_ptr<run_status> status;
   uint64_t expected = 0;
+  std::vector<char> completed;  ///< by job index
   run_summary header;
   static inline const char* name = "recorder";
 };

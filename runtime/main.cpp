@@ -64,6 +64,8 @@ int simulate(const simulate_flags& f) {
 
 int main(int argc, char** argv) {
   CLI::App app{"aryl: an elastic cluster scheduler for deep learning, with capacity loaning"};
+  // A flag given twice takes its last value, as --set does.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.require_subcommand(1);
 
   simulate_flags sf;
@@ -79,7 +81,8 @@ int main(int argc, char** argv) {
   sim->add_option("--out", sf.out, "output folder (default out/)");
   sim->add_option("--mode", sf.mode, "simulated | wallclock");
   sim->add_option("--speedup", sf.speedup, "wallclock: virtual seconds per real second");
-  sim->add_option("--set", sf.sets, "override a config key: key=value (repeatable)");
+  sim->add_option("--set", sf.sets, "override a config key: key=value (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sim->add_flag("--check-invariants", sf.check_invariants, "check cluster invariants on every event");
   sim->add_flag("--quiet", sf.quiet, "no summary table or progress");
 
