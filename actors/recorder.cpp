@@ -19,6 +19,8 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
         if (self->state.status->finished.load()) return;
         self->state.writer->event(e);
         self->state.status->now_us.store(e.t_us, std::memory_order_relaxed);
+        if (e.actor == "scheduler" && e.event != "loan" && e.event != "reclaim" && e.event != "return")
+          self->state.status->last_job_event_us.store(e.t_us, std::memory_order_relaxed);
       },
       [=](jobrec_atom, const job_record& j) {
         auto& s = self->state;

@@ -108,6 +108,7 @@ const std::map<std::string, setter>& setters() {
       {"run.mode", [](config& c, const std::string& v) { c.mode = one_of(v, {"simulated", "wallclock"}); }},
       {"run.speedup", [](config& c, const std::string& v) { c.speedup = at_least(to_double(v), 1e-3); }},
       {"run.check_invariants", [](config& c, const std::string& v) { c.check_invariants = to_bool(v); }},
+      {"run.stall_limit_s", [](config& c, const std::string& v) { c.stall_limit_s = at_least(to_double(v), 1.0); }},
       {"run.progress", [](config& c, const std::string& v) { c.progress = to_bool(v); }},
       {"run.out", [](config& c, const std::string& v) { c.out_dir = v; }},
   };

@@ -70,6 +70,9 @@ struct config {
   double speedup = 3600;             ///< wallclock: virtual seconds per real second
   bool check_invariants = false;
   bool progress = true;
+  /// Stop with a state dump when no job has moved for this long while jobs remain (a job that
+  /// waits for servers that are never lent would otherwise keep the run going for ever).
+  double stall_limit_s = 30 * 86400.0;
   std::string out_dir = "out";
 
   friend bool operator==(const config&, const config&) = default;

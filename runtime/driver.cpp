@@ -166,6 +166,12 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
         break;
       }
       sched.trigger_timeout();
+      auto now = tb.at(sched.clock().now());
+      if ((now - sim_time::from_us(status->last_job_event_us.load())).seconds() > c.stall_limit_s) {
+        out.error = fmt::format("stalled: no job moved for {:.0f} s with {} of {} jobs finished\n{}", c.stall_limit_s,
+                                status->jobs_done.load(), total_jobs, ask_dump(sys, sched, scheduler));
+        break;
+      }
       if ((++steps & 0xFFF) == 0) report(false);
     }
     if (status->failed.load()) out.error = status->failure + "\n" + ask_dump(sys, sched, scheduler);
@@ -173,6 +179,12 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
     while (!status->finished.load(std::memory_order_acquire) && !status->failed.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       report(false);
+      auto now = tb.at(sys.clock().now());
+      if ((now - sim_time::from_us(status->last_job_event_us.load())).seconds() > c.stall_limit_s) {
+        out.error = fmt::format("stalled: no job moved for {:.0f} s with {} of {} jobs finished", c.stall_limit_s,
+                                status->jobs_done.load(), total_jobs);
+        break;
+      }
     }
     if (status->failed.load()) out.error = status->failure;
   }

@@ -14,6 +14,8 @@ struct run_status {
   std::atomic<bool> failed{false};
   std::atomic<uint64_t> jobs_done{0};
   std::atomic<int64_t> now_us{0};
+  /// Time of the last event that moved a job (submit, start, rescale, preempt, finish).
+  std::atomic<int64_t> last_job_event_us{0};
   std::string failure;   ///< set before `failed`
   run_summary summary;   ///< set before `finished`
 };

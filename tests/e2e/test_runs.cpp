@@ -2,6 +2,8 @@
 // invariant checker stays silent under loaning and elasticity.
 #include <doctest/doctest.h>
 
+#include <fstream>
+
 #include "tests/e2e/run_helpers.hpp"
 
 using namespace aryl;
@@ -55,4 +57,25 @@ TEST_CASE("every policy completes the default workload with no invariant violate
     CHECK_MESSAGE(out.ok, policy << ": " << out.error);
     CHECK(out.summary.jobs_completed == 300);
   }
+}
+
+TEST_CASE("a job that waits for servers that are never lent stops the run with a state dump, not a hang") {
+  // 32-GPU elastic job (min 16) on 8 training GPUs; the inference cluster always needs all
+  // of its servers, so nothing is ever lent and the job can never start.
+  auto trace = test::temp_dir("stall") + ".csv";
+  std::ofstream(trace) << "job_id,submit_s,gpus,duration_s,gpu_type,elastic\nbig,0,32,100,,1\n";
+  auto demand = test::temp_dir("stall-demand") + ".csv";
+  std::ofstream(demand) << "t_s,servers_needed\n0,4\n";
+  config c;
+  c.trace_file = trace;
+  c.training.servers = 1;
+  c.inference.servers = 4;
+  c.inference_trace = demand;
+  c.inference_headroom = 0;
+  c.stall_limit_s = 86400;
+  c.out_dir = test::temp_dir("stall-out");
+  auto out = test::run(c);
+  CHECK_FALSE(out.ok);
+  CHECK(out.error.find("stalled") != std::string::npos);
+  CHECK(out.error.find("queued job-0 gpus=32") != std::string::npos);
 }
