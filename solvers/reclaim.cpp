@@ -40,14 +40,35 @@ struct reclaim_state {
     if (in.count < 0 || static_cast<size_t>(in.count) > n)
       fail("count " + std::to_string(in.count) + " is not between 0 and the " +
            std::to_string(n) + " loaned servers");
-    std::vector<std::pair<int, uint32_t>> pos(n);  // (id, position), sorted for lookup
+    // Server id -> position: a direct table when the ids are compact (the usual case),
+    // else binary search over sorted (id, position) pairs.
+    long lo = 0, hi = -1;
     for (size_t s = 0; s < n; ++s) {
       if (in.loaned[s].gpus < 0) fail("server " + std::to_string(in.loaned[s].id) + " has negative gpus");
-      pos[s] = {in.loaned[s].id, static_cast<uint32_t>(s)};
+      lo = s == 0 ? in.loaned[s].id : std::min<long>(lo, in.loaned[s].id);
+      hi = s == 0 ? in.loaned[s].id : std::max<long>(hi, in.loaned[s].id);
+    }
+    const bool dense = hi - lo < 4 * static_cast<long>(n) + 64;
+    std::vector<int32_t> table(dense ? static_cast<size_t>(hi - lo + 1) : 0, -1);
+    std::vector<std::pair<int, uint32_t>> pos;  // sparse case only
+    for (size_t s = 0; s < n; ++s) {
+      const int id = in.loaned[s].id;
+      if (dense) {
+        int32_t& slot = table[static_cast<size_t>(id - lo)];
+        if (slot >= 0) fail("server id " + std::to_string(id) + " repeats");
+        slot = static_cast<int32_t>(s);
+      } else {
+        pos.emplace_back(id, static_cast<uint32_t>(s));
+      }
     }
     std::sort(pos.begin(), pos.end());
-    for (size_t i = 1; i < n; ++i)
+    for (size_t i = 1; i < pos.size(); ++i)
       if (pos[i].first == pos[i - 1].first) fail("server id " + std::to_string(pos[i].first) + " repeats");
+    auto position_of = [&](int id) -> long {  // -1: not loaned (a training server)
+      if (dense) return id < lo || id > hi ? -1 : table[static_cast<size_t>(id - lo)];
+      auto it = std::lower_bound(pos.begin(), pos.end(), std::pair<int, uint32_t>{id, 0});
+      return it == pos.end() || it->first != id ? -1 : static_cast<long>(it->second);
+    };
     std::vector<int> job_ids;
     for (const auto& j : in.jobs) job_ids.push_back(j.id);
     std::sort(job_ids.begin(), job_ids.end());
@@ -58,26 +79,30 @@ struct reclaim_state {
     job_begin.assign(in.jobs.size() + 1, 0);
     busy.assign(n, 0);
     std::vector<size_t> per_server(n + 1, 0);
+    size_t entries = 0;
+    for (const auto& job : in.jobs) entries += job.placement.size();
+    job_servers.reserve(entries);
     for (size_t j = 0; j < in.jobs.size(); ++j) {
       const auto& job = in.jobs[j];
-      const std::string name = "job " + std::to_string(job.id);
-      if (job.min_workers < 1) fail(name + " has min_workers < 1");
-      if (job.gpus_per_worker < 1) fail(name + " has gpus_per_worker < 1");
+      auto name = [&] { return "job " + std::to_string(job.id); };  // only built to fail
+      if (job.min_workers < 1) fail(name() + " has min_workers < 1");
+      if (job.gpus_per_worker < 1) fail(name() + " has gpus_per_worker < 1");
       jobs[j].min = job.min_workers;
       jobs[j].gpw = job.gpus_per_worker;
       job_begin[j] = job_servers.size();
       const auto& pl = job.placement;
       for (size_t k = 0; k < pl.size(); ++k) {
         auto [server, workers] = pl[k];
-        if (workers <= 0) fail(name + " has " + std::to_string(workers) + " workers on a server");
+        if (workers <= 0) fail(name() + " has " + std::to_string(workers) + " workers on a server");
         for (size_t e = 0; e < k; ++e)  // placements are short: quadratic is cheapest
-          if (pl[e].first == server) fail(name + " names server " + std::to_string(server) + " twice");
+          if (pl[e].first == server) fail(name() + " names server " + std::to_string(server) + " twice");
         jobs[j].total += workers;
-        auto it = std::lower_bound(pos.begin(), pos.end(), std::pair<int, uint32_t>{server, 0});
-        if (it == pos.end() || it->first != server) continue;  // a training server: stays
-        job_servers.push_back({it->second, workers});
-        busy[it->second] += static_cast<long>(workers) * job.gpus_per_worker;
-        ++per_server[it->second + 1];
+        const long at = position_of(server);
+        if (at < 0) continue;  // a training server: stays
+        const auto s = static_cast<size_t>(at);
+        job_servers.push_back({static_cast<uint32_t>(s), workers});
+        busy[s] += static_cast<long>(workers) * job.gpus_per_worker;
+        ++per_server[s + 1];
       }
     }
     job_begin[in.jobs.size()] = job_servers.size();

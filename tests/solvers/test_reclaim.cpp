@@ -70,17 +70,19 @@ std::vector<int> naive_greedy(const reclaim_input& in) {
   return chosen;
 }
 
-/// Random instance: 1..max_servers loaned servers (ids 1..), up to 2 training servers
+/// Random instance: 1..max_servers loaned servers (ids 1.. or 1000..), up to 2 training servers
 /// (ids 100..), up to max_jobs jobs packed onto free GPUs.
 reclaim_input random_instance(std::mt19937_64& rng, int max_servers = 8, int max_jobs = 8) {
   auto uni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
   reclaim_input in;
   std::vector<std::pair<int, int>> free;  // (server id, free GPUs)
   int n = uni(1, max_servers);
+  // Half the instances use widely spaced server ids (the solver's sparse id lookup).
+  const int stride = uni(0, 1) == 0 ? 1 : 1000;
   for (int s = 0; s < n; ++s) {
     int gpus = uni(2, 8);
-    in.loaned.push_back({s + 1, gpus});
-    free.emplace_back(s + 1, gpus);
+    in.loaned.push_back({(s + 1) * stride, gpus});
+    free.emplace_back((s + 1) * stride, gpus);
   }
   int training = uni(0, 2);
   for (int t = 0; t < training; ++t) free.emplace_back(100 + t, 8);
