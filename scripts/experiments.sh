@@ -39,6 +39,29 @@ done
 echo "elastic fraction sweep" >&2
 for e in 0.25 0.5 0.75 1; do run "ela-$e-aryl" aryl --set jobs.elastic_fraction="$e"; done
 
+echo "robustness" >&2
+# label|extra settings: other windows, inference shapes and cluster sizes than the main setup.
+variants=(
+  "window 2017-11-01..11-16|--set trace.from=2017-11-01 --set trace.to=2017-11-16"
+  "window 2017-09-15..09-30|--set trace.from=2017-09-15 --set trace.to=2017-09-30"
+  "inference ServeGen m-mid|--set inference.trace=../shared/traces/servegen/derived/language_m-mid_total_rate.csv"
+  "inference ServeGen m-large|--set inference.trace=../shared/traces/servegen/derived/language_m-large_total_rate.csv"
+  "inference synthetic daily cycle|--set inference.trace="
+  "training 48 servers|--set cluster.training.servers=48"
+  "training 80 servers|--set cluster.training.servers=80"
+  "inference 32 servers|--set cluster.inference.servers=32"
+  "scaling eff(w) = w^-0.15 (profiles' median)|--set model.eff_exponent=-0.15"
+  "scaling eff(w) = w^-0.3|--set model.eff_exponent=-0.3"
+  "T4 speed 0.41 (profiles' median)|--set gpu_speed.T4=0.41"
+)
+: > "$work/variants.txt"
+for i in "${!variants[@]}"; do
+  label=${variants[$i]%%|*}
+  read -r -a extra <<< "${variants[$i]#*|}"
+  echo "$i|$label" >> "$work/variants.txt"
+  for p in fifo baseline aryl; do run "rob-$i-$p" "$p" "${extra[@]}"; done
+done
+
 python3 scripts/results_table.py "$work" "$OUT/results.md" "$TRACE" "$FROM" "$TO" "$TRAIN" "$INFER" "$INFERENCE"
 
 # Plots from jobs.csv and timeline.csv.

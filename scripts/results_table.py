@@ -121,6 +121,18 @@ for e in ["0.25", "0.5", "0.75", "1"]:
       f"{ratio(base['mean_queue_s'], s['mean_queue_s']):.2f}x | {ratio(base['mean_jct_s'], s['mean_jct_s']):.2f}x | "
       f"{s['scale_ins']:,} | {s['scale_outs']:,} |")
 w("")
+w("## Robustness: other windows, inference shapes and cluster sizes")
+w("Same commands with one setting changed (`scripts/experiments.sh`, variants at its end).")
+w("")
+w("| variant | jobs | aryl vs fifo queuing | aryl vs fifo JCT | aryl vs baseline queuing | aryl vs baseline JCT | usage while arriving (fifo / aryl) |")
+w("|---|---|---|---|---|---|---|")
+for line in open(f"{work}/variants.txt"):
+    i, label = line.rstrip("\n").split("|", 1)
+    fi, ba, ar = summary(f"rob-{i}-fifo"), summary(f"rob-{i}-baseline"), summary(f"rob-{i}-aryl")
+    w(f"| {label} | {ar['jobs_completed']:,} | {ratio(fi['mean_queue_s'], ar['mean_queue_s']):.2f}x | "
+      f"{ratio(fi['mean_jct_s'], ar['mean_jct_s']):.2f}x | {ratio(ba['mean_queue_s'], ar['mean_queue_s']):.2f}x | "
+      f"{ratio(ba['mean_jct_s'], ar['mean_jct_s']):.2f}x | {fi['window_gpu_usage']:.3f} / {ar['window_gpu_usage']:.3f} |")
+w("")
 w("## Plots")
 w("![JCT CDF](plots/jct_cdf.png)")
 w("")
