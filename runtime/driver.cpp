@@ -47,7 +47,7 @@ cluster_plan plan_cluster(const config& c) {
   s.planner.inelastic_on_loaned = c.inelastic_on_loaned;
   s.planner.las_thresholds = {c.las_threshold_gpu_s};
   s.reclaim_method = c.reclaim_method;
-  s.params.model.eff_exponent = c.eff_exponent;
+  s.params.model = power_law_model(c.eff_exponent);
   s.params.restart_overhead_s = c.restart_overhead_s;
   s.params.scale_overhead_s = c.scale_overhead_s;
   s.check_invariants = c.check_invariants;
@@ -121,8 +121,7 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
   sys.await_actors_before_shutdown(false);
 
   timebase tb{sys.clock().now(), simulated ? 1.0 : c.speedup};
-  throughput_model model;
-  model.eff_exponent = c.eff_exponent;
+  auto model = plan.setup.params.model;
   run_summary header;
   header.policy = c.policy;
   header.placement = c.placement;

@@ -11,17 +11,18 @@ double efficiency(const throughput_model& m, int workers) {
     auto i = std::min<size_t>(static_cast<size_t>(workers) - 1, m.eff_table.size() - 1);
     return m.eff_table[i];
   }
-  // pow dominates a scheduling round otherwise; a table per exponent gives the same values.
-  constexpr int cached = 1024;
-  thread_local double table_exponent = std::nan("");
-  thread_local std::vector<double> table;
-  if (workers > cached) return std::pow(static_cast<double>(workers), m.eff_exponent);
-  if (!(table_exponent == m.eff_exponent)) {
-    table.resize(cached + 1);
-    for (int w = 1; w <= cached; ++w) table[static_cast<size_t>(w)] = std::pow(static_cast<double>(w), m.eff_exponent);
-    table_exponent = m.eff_exponent;
-  }
-  return table[static_cast<size_t>(workers)];
+  if (m.power_cache && static_cast<size_t>(workers) < m.power_cache->size())
+    return (*m.power_cache)[static_cast<size_t>(workers)];
+  return std::pow(static_cast<double>(workers), m.eff_exponent);
+}
+
+throughput_model power_law_model(double exponent, int cached) {
+  throughput_model m;
+  m.eff_exponent = exponent;
+  auto table = std::make_shared<std::vector<double>>(static_cast<size_t>(std::max(cached, 0)) + 1, 0.0);
+  for (size_t w = 1; w < table->size(); ++w) (*table)[w] = std::pow(static_cast<double>(w), exponent);
+  m.power_cache = std::move(table);
+  return m;
 }
 
 double work_rate(const throughput_model& m, int requested, int workers, double type_speed) {

@@ -1,0 +1,202 @@
+// The scheduler's pure core: ledger transitions and one round of each kind of policy.
+// Each case states the cluster ledger (GPUs per job, queue) after the step it checks.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "solvers/round_planner.hpp"
+
+using namespace aryl;
+
+namespace {
+
+sim_time at(double s) { return sim_time::from_seconds(s); }
+
+/// `training` servers of 8 V100 (type 0) and `loaned` servers of 8 T4 (type 1, speed 0.35).
+cluster_ledger make_ledger(int training, int loaned = 0) {
+  cluster_ledger l;
+  l.params.model = power_law_model(-0.05);
+  l.params.type_speed = {1.0, 0.35};
+  l.params.restart_overhead_s = 60;
+  l.params.scale_overhead_s = 20;
+  for (int i = 0; i < training + loaned; ++i) {
+    server_entry s;
+    s.id = i;
+    s.name = (i < training ? "t" : "i") + std::to_string(i);
+    s.gpus = s.free = 8;
+    if (i >= training) {
+      s.gpu_type = 1;
+      s.home = server_home::inference;
+      s.mode = server_mode::loaned;
+    }
+    l.servers.push_back(s);
+  }
+  return l;
+}
+
+void add_job(cluster_ledger& l, int gpus, double work, double submit = 0, bool elastic = false) {
+  job_entry j;
+  j.index = static_cast<uint32_t>(l.jobs.size());
+  j.submit = at(submit);
+  j.gpus = gpus;
+  j.min_workers = elastic ? std::max(1, gpus / 2) : gpus;
+  j.max_workers = elastic ? 2 * gpus : gpus;
+  j.elastic = elastic;
+  j.predicted_work = work;
+  l.jobs.push_back(j);
+  l.submit(j.index, at(submit));
+}
+
+int count(const std::vector<decision>& ds, decision::kind k) {
+  int n = 0;
+  for (auto& d : ds) n += d.what == k;
+  return n;
+}
+
+planner_options options() {
+  planner_options o;
+  o.placement = placement_mode::consolidated;
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("ledger: a job cannot take more GPUs than a server has free") {
+  auto l = make_ledger(1);
+  add_job(l, 8, 100);
+  add_job(l, 1, 100);
+  l.start(0, {{0, 8}}, 0, at(0));
+  CHECK_THROWS_AS(l.start(1, {{0, 1}}, 0, at(0)), std::logic_error);
+  CHECK(l.servers[0].free == 0);
+}
+
+TEST_CASE("ledger: a restarted job keeps its progress and pays the restart overhead") {
+  auto l = make_ledger(1);
+  add_job(l, 1, 100);
+  l.start(0, {{0, 1}}, 0, at(0));
+  l.preempt(0, at(40));            // 40 done; queued again
+  CHECK(l.jobs[0].progress.work_done == doctest::Approx(40));
+  l.start(0, {{0, 1}}, 0, at(100));  // no progress until 160, then 60 s of work
+  CHECK(l.jobs[0].progress.finish_time(100) == at(220));
+  CHECK(l.jobs[0].queued_s == doctest::Approx(60));
+  CHECK(l.jobs[0].preemptions == 1);
+}
+
+TEST_CASE("job progress: completion falls exactly on the microsecond") {
+  job_progress p;
+  p.change_rate(at(10), 0.5, 0);
+  CHECK(p.finish_time(3) == at(16));
+  p.change_rate(at(12), 1.0, 20);  // 1 unit done; 2 left after 20 s of overhead
+  CHECK(p.finish_time(3) == at(34));
+}
+
+TEST_CASE("throughput: the power-law cache gives exactly std::pow") {
+  auto cached = power_law_model(-0.15, 64);
+  throughput_model plain;
+  plain.eff_exponent = -0.15;
+  for (int w = 1; w <= 100; ++w) CHECK(efficiency(cached, w) == efficiency(plain, w));
+  CHECK(work_rate(cached, 4, 4, 1.0) == doctest::Approx(1.0));
+}
+
+TEST_CASE("fifo: the first job that does not fit stops the walk") {
+  // One server. Queue: 4, 8, 1 GPUs. Ledger after: job-0 on t0:4; 8 blocks; the 1 waits too.
+  auto l = make_ledger(1);
+  add_job(l, 4, 100);
+  add_job(l, 8, 100);
+  add_job(l, 1, 100);
+  auto ds = plan_round(l, *find_policy("fifo"), options(), at(0));
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].job == 0);
+  CHECK(l.queued.size() == 2);
+}
+
+TEST_CASE("fifo with backfill: later jobs that fit start past a blocked one") {
+  auto l = make_ledger(1);
+  add_job(l, 4, 100);
+  add_job(l, 8, 100);
+  add_job(l, 1, 100);
+  auto o = options();
+  o.backfill = true;
+  auto ds = plan_round(l, *find_policy("fifo"), o, at(0));
+  CHECK(ds.size() == 2);
+  CHECK(l.queued == std::set<uint32_t>{1});
+}
+
+TEST_CASE("sjf: the shortest predicted job goes first") {
+  auto l = make_ledger(1);
+  add_job(l, 8, 500);
+  add_job(l, 8, 50);
+  auto ds = plan_round(l, *find_policy("sjf"), options(), at(0));
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].job == 1);
+}
+
+TEST_CASE("srtf: a shorter arrival preempts the running job with the most remaining time") {
+  // t=0: job-0 (8 GPUs, 1000 s) runs. t=100: job-1 (8 GPUs, 50 s) arrives and preempts it.
+  auto l = make_ledger(1);
+  add_job(l, 8, 1000);
+  plan_round(l, *find_policy("srtf"), options(), at(0));
+  add_job(l, 8, 50, 100);
+  auto ds = plan_round(l, *find_policy("srtf"), options(), at(100));
+  REQUIRE(ds.size() == 2);
+  CHECK(ds[0].what == decision::kind::preempt);
+  CHECK(ds[0].job == 0);
+  CHECK(ds[1].what == decision::kind::start);
+  CHECK(ds[1].job == 1);
+}
+
+TEST_CASE("elastic: free GPUs go to elastic jobs up to their maximum") {
+  // One server; one elastic 2-GPU job (min 1, max 4): it starts with all 4 workers.
+  auto l = make_ledger(1);
+  add_job(l, 2, 1000, 0, true);
+  auto ds = plan_round(l, *find_policy("elastic-only"), options(), at(0));
+  REQUIRE(ds.size() == 1);
+  CHECK(l.jobs[0].workers == 4);
+}
+
+TEST_CASE("elastic: a queued job's base demand takes GPUs from extra workers") {
+  // t=0: elastic job-0 (4 GPUs, min 2, max 8) fills t0. t=10: inelastic job-1 needs 6:
+  // job-0 shrinks to 2, job-1 gets the rest of t0.
+  auto l = make_ledger(1);
+  add_job(l, 4, 10000, 0, true);
+  plan_round(l, *find_policy("elastic-only"), options(), at(0));
+  REQUIRE(l.jobs[0].workers == 8);
+  add_job(l, 6, 100, 10);
+  auto ds = plan_round(l, *find_policy("elastic-only"), options(), at(10));
+  CHECK(count(ds, decision::kind::rescale) == 1);
+  CHECK(count(ds, decision::kind::start) == 1);
+  CHECK(l.jobs[0].workers == 2);
+  CHECK(l.jobs[1].workers == 6);
+  CHECK(l.jobs[0].scale_ins == 1);
+}
+
+TEST_CASE("elastic: a round with nothing new changes nothing") {
+  auto l = make_ledger(2);
+  add_job(l, 4, 10000, 0, true);
+  add_job(l, 2, 5000, 0, true);
+  add_job(l, 3, 100, 0, false);
+  plan_round(l, *find_policy("elastic-only"), options(), at(0));
+  auto again = plan_round(l, *find_policy("elastic-only"), options(), at(5));
+  CHECK(again.empty());
+}
+
+TEST_CASE("loaning: only elastic jobs use loaned servers, and a long one moves to fast GPUs when they free") {
+  // t0 (V100) is full with inelastic job-0; elastic job-1 (8 GPUs, min 4) starts on the loaned
+  // T4 server. When job-0 finishes, job-1 moves to t0 (its remaining time drops far more than
+  // the 60 s restart).
+  auto l = make_ledger(1, 1);
+  add_job(l, 8, 100);
+  add_job(l, 8, 100000, 0, true);
+  add_job(l, 1, 200000, 0, false);
+  plan_round(l, *find_policy("aryl"), options(), at(0));
+  CHECK(l.jobs[0].alloc == allocation{{0, 8}});
+  CHECK(l.jobs[1].alloc == allocation{{1, 8}});   // on T4, scaled out to the whole server
+  CHECK(l.jobs[2].status == job_status::queued);  // inelastic: not on loaned servers
+  l.finish(0, at(100));
+  plan_round(l, *find_policy("aryl"), options(), at(100));
+  // Ledger: job-2 on t0:1 (queue first), job-1 moved to t0 with the 7 GPUs left.
+  CHECK(l.jobs[2].alloc == allocation{{0, 1}});
+  CHECK(l.jobs[1].alloc == allocation{{0, 7}});
+  CHECK(l.jobs[1].migrations == 1);
+}
