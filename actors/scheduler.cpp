@@ -19,7 +19,7 @@ std::string describe(const scheduler_state& st, const allocation& a) {
   return out + "]";
 }
 
-std::string job_name(const scheduler_state&, uint32_t id) { return fmt::format("job-{}", id); }
+std::string job_name(uint32_t id) { return fmt::format("job-{}", id); }
 
 void log(self_ptr self, sim_time now, std::string event, std::string detail, std::string why) {
   self->send(self->state.jenv.recorder, event_atom::value,
@@ -120,7 +120,7 @@ void run_round(self_ptr self) {
   for (auto& d : decisions) {
     dispatch_assignment(self, d);
     auto& j = st.ledger.jobs[d.job];
-    std::string detail = fmt::format("{} workers={}", job_name(st, d.job), j.workers);
+    std::string detail = fmt::format("{} workers={}", job_name(d.job), j.workers);
     if (!d.alloc.empty())
       detail += fmt::format(" {} {}", st.setup.type_names[static_cast<size_t>(j.alloc_type)], describe(st, d.alloc));
     log(self, now, kind_name(d.what), std::move(detail), d.why);
@@ -177,7 +177,7 @@ void start_reclaim(self_ptr self, sim_time now) {
     l.preempt(job, now);
     decision d{decision::kind::preempt, job, {}, before, -1, "its loaned server is reclaimed"};
     dispatch(self, d);
-    log(self, now, "preempt", fmt::format("{} {}", job_name(st, job), describe(st, before)), d.why);
+    log(self, now, "preempt", fmt::format("{} {}", job_name(job), describe(st, before)), d.why);
     rf.waiting.insert(job);
   }
   for (auto& [id, lost] : res.scaled_in) {
@@ -190,7 +190,7 @@ void start_reclaim(self_ptr self, sim_time now) {
     decision d{decision::kind::rescale, job, after, before, l.jobs[job].alloc_type,
                fmt::format("scale in by {}: its loaned server is reclaimed", lost)};
     dispatch(self, d);
-    log(self, now, "rescale", fmt::format("{} workers={} {}", job_name(st, job), l.jobs[job].workers, describe(st, after)),
+    log(self, now, "rescale", fmt::format("{} workers={} {}", job_name(job), l.jobs[job].workers, describe(st, after)),
         d.why);
     rf.waiting.insert(job);
   }
@@ -277,7 +277,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         j.predicted_work = spec.duration_s * spec.predict_factor;
         l.submit(spec.index, now);
         log(self, now, "submit",
-            fmt::format("{} gpus={} elastic={} name={}", job_name(st, spec.index), spec.gpus, spec.elastic ? 1 : 0,
+            fmt::format("{} gpus={} elastic={} name={}", job_name(spec.index), spec.gpus, spec.elastic ? 1 : 0,
                         spec.name),
             "");
         st.jobs[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
@@ -297,7 +297,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         int workers = j.workers;
         st.ledger.finish(job, now);
         for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
-        log(self, now, "finish", fmt::format("{} workers={}", job_name(st, job), workers), "its work is done");
+        log(self, now, "finish", fmt::format("{} workers={}", job_name(job), workers), "its work is done");
         self->send(st.jenv.recorder, jobrec_atom::value, make_record(st, j, now, workers));
         st.jobs[job] = nullptr;
         bool any = false;

@@ -150,18 +150,4 @@ void cluster_ledger::finish(uint32_t index, sim_time now) {
   running.erase(index);
 }
 
-int cluster_ledger::busy_gpus(server_mode mode) const {
-  int n = 0;
-  for (auto& s : servers)
-    if (s.mode == mode) n += s.gpus - s.free;
-  return n;
-}
-
-int cluster_ledger::total_gpus(server_mode mode) const {
-  int n = 0;
-  for (auto& s : servers)
-    if (s.mode == mode) n += s.gpus;
-  return n;
-}
-
 } // namespace aryl

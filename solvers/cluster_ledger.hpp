@@ -103,9 +103,6 @@ public:
 
   /// Rate of a job at `workers` on GPUs of `type`.
   double rate(const job_entry& j, int workers, int type) const;
-  /// GPUs in use on servers of the given mode.
-  int busy_gpus(server_mode mode) const;
-  int total_gpus(server_mode mode) const;
 
 private:
   void take(uint32_t index, const allocation& alloc);

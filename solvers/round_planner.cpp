@@ -16,7 +16,7 @@ std::vector<uint32_t> ranked(const cluster_ledger& l, const std::vector<uint32_t
                              const planner_options& o, sim_time now) {
   std::vector<std::pair<double, uint32_t>> keyed;
   keyed.reserve(ids.size());
-  for (auto id : ids) keyed.emplace_back(priority_key(l, l.jobs[id], p, o, now), id);
+  for (auto id : ids) keyed.emplace_back(priority_key(l.jobs[id], p, o, now), id);
   std::sort(keyed.begin(), keyed.end());
   std::vector<uint32_t> out;
   out.reserve(keyed.size());
@@ -97,7 +97,6 @@ void place_preemptive(cluster_ledger& l, const policy_spec& p, const planner_opt
   ids.insert(ids.end(), l.running.begin(), l.running.end());
   auto order = ranked(l, ids, p, o, now);
 
-  std::vector<server_slot> what_if;  // all usable servers, empty; rebuilt per eligibility class
   std::vector<uint32_t> chosen;
   std::vector<char> keep(l.jobs.size(), 0);
   {
@@ -145,7 +144,7 @@ void place_preemptive(cluster_ledger& l, const policy_spec& p, const planner_opt
 
 } // namespace
 
-double priority_key(const cluster_ledger& l, const job_entry& j, const policy_spec& p,
+double priority_key(const job_entry& j, const policy_spec& p,
                     const planner_options& o, sim_time now) {
   switch (p.order) {
     case queue_order::fifo:
@@ -164,7 +163,6 @@ double priority_key(const cluster_ledger& l, const job_entry& j, const policy_sp
       return level * 1e15 + static_cast<double>(j.submit.us) / 1e6;
     }
   }
-  (void)l;
   return 0;
 }
 

@@ -55,7 +55,7 @@ std::vector<uint32_t> ranked(const cluster_ledger& l, const std::vector<uint32_t
 } // namespace detail
 
 /// The policy's rank of a job at `now` (smaller first); ties are broken by job index.
-double priority_key(const cluster_ledger& ledger, const job_entry& j, const policy_spec& policy,
+double priority_key(const job_entry& j, const policy_spec& policy,
                     const planner_options& opts, sim_time now);
 
 } // namespace aryl
