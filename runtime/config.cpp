@@ -72,6 +72,7 @@ const std::map<std::string, setter>& setters() {
       {"scheduler.migrate", [](config& c, const std::string& v) { c.migrate = to_bool(v); }},
       {"scheduler.migrate_min_gain_s", [](config& c, const std::string& v) { c.migrate_min_gain_s = at_least(to_double(v), 0.0); }},
       {"scheduler.migrate_only_when_queue_empty", [](config& c, const std::string& v) { c.migrate_only_when_queue_empty = to_bool(v); }},
+      {"scheduler.migrate_onto_extras", [](config& c, const std::string& v) { c.migrate_onto_extras = to_bool(v); }},
       {"scheduler.free_gpus_first", [](config& c, const std::string& v) { c.free_gpus_first = to_bool(v); }},
       {"scheduler.short_job_s", [](config& c, const std::string& v) { c.short_job_s = at_least(to_double(v), 0.0); }},
       {"scheduler.inelastic_on_loaned", [](config& c, const std::string& v) { c.inelastic_on_loaned = to_bool(v); }},

@@ -26,6 +26,7 @@ struct config {
   bool migrate = true;
   double migrate_min_gain_s = 60;
   bool migrate_only_when_queue_empty = false;
+  bool migrate_onto_extras = false;
   bool free_gpus_first = true;
   double short_job_s = 0;
   /// Inelastic jobs may run on loaned servers (DESIGN.md 3 choice: no).

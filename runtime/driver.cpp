@@ -44,6 +44,7 @@ cluster_plan plan_cluster(const config& c) {
   s.planner.migrate_only_when_queue_empty = c.migrate_only_when_queue_empty;
   s.planner.short_job_s = c.short_job_s;
   s.planner.free_gpus_first = c.free_gpus_first;
+  s.planner.migrate_onto_extras = c.migrate_onto_extras;
   s.planner.inelastic_on_loaned = c.inelastic_on_loaned;
   s.planner.las_thresholds = {c.las_threshold_gpu_s};
   s.reclaim_method = c.reclaim_method;

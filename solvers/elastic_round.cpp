@@ -187,11 +187,13 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         double t_new = l.params.restart_overhead_s +
                        remaining_time_s(l.params.model, rem, j.gpus, base_workers(j), speed(l, type));
         if (t_now - t_new <= o.migrate_min_gain_s) continue;
-        auto slots = view.slots(j, p, o, type);
+        // Only onto GPUs that are really free: a move never takes GPUs from other jobs.
+        auto slots = (o.migrate_onto_extras ? view : hard).slots(j, p, o, type);
         auto a = place_one(o.placement, slots, {static_cast<int>(id), base_workers(j), type, {}});
         if (!a) continue;
         view.give(e.base);
         view.take(*a);
+        for (auto& [sid, w] : *a) hard.free[static_cast<size_t>(sid)] = std::max(0, hard.free[static_cast<size_t>(sid)] - w);
         e.base = std::move(*a);
         e.type = type;
         break;

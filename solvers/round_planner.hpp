@@ -31,6 +31,8 @@ struct planner_options {
   /// A move must shorten the job's predicted remaining time by more than this.
   double migrate_min_gain_s = 60;
   bool migrate_only_when_queue_empty = false;
+  /// Moves may also take GPUs held by other elastic jobs' extra workers.
+  bool migrate_onto_extras = false;
   /// Place base demand on free GPUs of any type before shrinking elastic jobs' extra workers.
   bool free_gpus_first = true;
   /// Elastic jobs predicted shorter than this start on the slowest GPU type that fits.
