@@ -5,11 +5,14 @@
 # inference servers following ServeGen m-small demand. Pass another trace window, training
 # size or inference shape through the environment to check that the results generalise:
 #   FROM=2017-11-01 TO=2017-11-16 INFERENCE=../shared/traces/servegen/derived/language_m-mid_total_rate.csv scripts/experiments.sh
+# or another trace in the canonical job CSV (FORMAT=canonical: FROM and TO are not used):
+#   TRACE=jobs.csv FORMAT=canonical TRAIN=32 scripts/experiments.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/aryl ] || scripts/setup.sh
 
 TRACE=${TRACE:-../shared/traces/philly-sia/philly.csv}
+FORMAT=${FORMAT:-philly}
 FROM=${FROM:-2017-10-14}
 TO=${TO:-2017-10-29}
 TRAIN=${TRAIN:-64}
@@ -22,9 +25,10 @@ mkdir -p "$OUT/plots"
 run() {  # name policy [--set k=v ...]
   local name=$1 policy=$2
   shift 2
-  build/aryl simulate --trace "$TRACE" --trace-format philly --policy "$policy" --placement consolidated \
-    --servers "$TRAIN" --gpus-per-server 8 --out "$work/$name" --quiet --check-invariants \
-    --set trace.from="$FROM" --set trace.to="$TO" \
+  local window=()
+  [ "$FORMAT" = philly ] && window=(--set trace.from="$FROM" --set trace.to="$TO")
+  build/aryl simulate --trace "$TRACE" --trace-format "$FORMAT" --policy "$policy" --placement consolidated \
+    --servers "$TRAIN" --gpus-per-server 8 --out "$work/$name" --quiet --check-invariants "${window[@]}" \
     --set cluster.inference.servers="$INFER" --set cluster.inference.gpu_type=T4 \
     --set inference.format=servegen --set inference.trace="$INFERENCE" "$@" > /dev/null
   echo "  $name done" >&2
@@ -50,6 +54,7 @@ variants=(
   "training 48 servers|--set cluster.training.servers=48"
   "training 80 servers|--set cluster.training.servers=80"
   "inference 32 servers|--set cluster.inference.servers=32"
+  "window 2017-11-01..11-16, VC 6214e9 alone on 6 + 6 servers|--set trace.vc=6214e9 --set trace.from=2017-11-01 --set trace.to=2017-11-16 --set cluster.training.servers=6 --set cluster.inference.servers=6"
   "scaling eff(w) = w^-0.15 (profiles' median)|--set model.eff_exponent=-0.15"
   "scaling eff(w) = w^-0.3|--set model.eff_exponent=-0.3"
   "T4 speed 0.41 (profiles' median)|--set gpu_speed.T4=0.41"
@@ -57,12 +62,13 @@ variants=(
 : > "$work/variants.txt"
 for i in "${!variants[@]}"; do
   label=${variants[$i]%%|*}
+  [ "$FORMAT" != philly ] && [[ $label == window* ]] && continue
   read -r -a extra <<< "${variants[$i]#*|}"
   echo "$i|$label" >> "$work/variants.txt"
   for p in fifo baseline aryl; do run "rob-$i-$p" "$p" "${extra[@]}"; done
 done
 
-python3 scripts/results_table.py "$work" "$OUT/results.md" "$TRACE" "$FROM" "$TO" "$TRAIN" "$INFER" "$INFERENCE"
+python3 scripts/results_table.py "$work" "$OUT/results.md" "$TRACE" "$FROM" "$TO" "$TRAIN" "$INFER" "$INFERENCE" "$FORMAT"
 
 # Plots from jobs.csv and timeline.csv.
 for p in baseline loan-only elastic-only aryl fifo srtf las; do

@@ -6,7 +6,7 @@ import json
 import math
 import sys
 
-work, out, trace, start, end, train, infer, inference = sys.argv[1:9]
+work, out, trace, start, end, train, infer, inference, fmt = sys.argv[1:10]
 train, infer = int(train), int(infer)
 
 
@@ -36,12 +36,18 @@ w("the runs it makes (summary.json and jobs.csv of each), with the invariant che
 w("")
 w("## Setup")
 jl = jobs("main-baseline")
-window = (datetime.datetime.fromisoformat(end) - datetime.datetime.fromisoformat(start)).total_seconds()
+if fmt == "philly":
+    window = (datetime.datetime.fromisoformat(end) - datetime.datetime.fromisoformat(start)).total_seconds()
+else:
+    window = max(float(r["submit_s"]) for r in jl) - min(float(r["submit_s"]) for r in jl)
 gpu_s = sum(int(r["gpus"]) * float(r["duration_s"]) for r in jl)
 clipped = sum(int(r["gpus"]) * min(float(r["duration_s"]), window - float(r["submit_s"])) for r in jl)
 cap = train * 8 * window
-w(f"- Training jobs: `{trace}`, all virtual clusters pooled, submitted {start} .. {end}")
-w(f"  (exclusive): {len(jl):,} jobs, durations as recorded (up to weeks).")
+if fmt == "philly":
+    w(f"- Training jobs: `{trace}`, all virtual clusters pooled, submitted {start} .. {end}")
+    w(f"  (exclusive): {len(jl):,} jobs, durations as recorded (up to weeks).")
+else:
+    w(f"- Training jobs: `{trace}` ({fmt}), {len(jl):,} jobs over {window / 86400:.1f} days.")
 w(f"- Training cluster: {train} servers x 8 V100. Offered load: {gpu_s / cap:.2f} (GPU-seconds of the")
 w(f"  window's jobs over the cluster's GPU-seconds in the window), {clipped / cap:.2f} counting only the part")
 w("  of each job that falls inside the window.")
