@@ -21,6 +21,7 @@ namespace {
 /// The `min` workers a job keeps when it shrinks to its base: from the servers holding most
 /// of its workers (fewest servers), ties lowest id.
 allocation keep_min(const allocation& a, int min) {
+  if (a.size() == 1) return {{a[0].first, std::min(a[0].second, min)}};  // the common case
   auto order = a;
   std::stable_sort(order.begin(), order.end(), [](auto& x, auto& y) { return x.second > y.second; });
   allocation out;
@@ -79,15 +80,14 @@ std::vector<int> types_by_speed(const cluster_ledger& l, int required) {
   return out;
 }
 
-/// Workers of `a` beyond those in `base`, per server.
-allocation minus(const allocation& a, const allocation& base) {
-  allocation out;
+/// Calls f(server, workers) for each server where `a` has workers beyond those in `base`.
+template <class F>
+void for_each_extra(const allocation& a, const allocation& base, F f) {
   for (auto [sid, w] : a) {
     for (auto& [bsid, bw] : base)
       if (bsid == sid) w -= bw;
-    if (w > 0) out.emplace_back(sid, w);
+    if (w > 0) f(sid, w);
   }
-  return out;
 }
 
 /// An elastic job in this round: its base allocation and where it stands.
@@ -221,8 +221,9 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     // Keeping its size is free only for a job whose extra workers all still have their GPUs.
     bool intact = !moved;
     if (intact && !e.started)
-      for (auto& [sid, w] : minus(j.alloc, e.base))
+      for_each_extra(j.alloc, e.base, [&](int sid, int w) {
         if (view.free[static_cast<size_t>(sid)] < w) intact = false;
+      });
     int current = e.current;
     double t_min = remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, sp);
     mckp_class c;
@@ -253,12 +254,12 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     int extra = in.classes[c].items[static_cast<size_t>(sol.choice[c])].weight;
     if (!e.started && e.type == l.jobs[id].alloc_type) {
       allocation kept;
-      for (auto& [sid, w] : minus(l.jobs[id].alloc, e.base)) {
+      for_each_extra(l.jobs[id].alloc, e.base, [&](int sid, int w) {
         int k = std::min({w, extra, view.free[static_cast<size_t>(sid)]});
-        if (k <= 0) continue;
+        if (k <= 0) return;
         kept.emplace_back(sid, k);
         extra -= k;
-      }
+      });
       view.take(kept);
       e.final = merge(e.final, kept);
     }
