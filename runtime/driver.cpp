@@ -122,7 +122,6 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
   sys.await_actors_before_shutdown(false);
 
   timebase tb{sys.clock().now(), simulated ? 1.0 : c.speedup};
-  auto model = plan.setup.params.model;
   run_summary header;
   header.policy = c.policy;
   header.placement = c.placement;
@@ -133,7 +132,7 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
   std::vector<server_actor> servers;
   for (auto& s : plan.setup.servers)
     servers.push_back(sys.spawn(server_behavior, s.name, s.gpus, static_cast<int>(s.mode), recorder));
-  auto scheduler = sys.spawn(scheduler_behavior, plan.setup, servers, recorder, tb, model);
+  auto scheduler = sys.spawn(scheduler_behavior, plan.setup, servers, recorder, tb, plan.setup.params.model);
   inference_actor inference;
   if (!plan.inference_ids.empty()) {
     inference_setup is{plan.inference_ids, std::move(in.demand), c.inference_interval_s, c.inference_headroom,
@@ -154,6 +153,13 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
                              std::chrono::duration<double>(now - start_wall).count())
               << std::flush;
   };
+  // A job that can never be placed while the inference actor keeps ticking would run for ever.
+  auto stalled = [&](sim_time now) {
+    if ((now - sim_time::from_us(status->last_job_event_us.load())).seconds() <= c.stall_limit_s) return false;
+    out.error = fmt::format("stalled: no job moved for {:.0f} s with {} of {} jobs finished", c.stall_limit_s,
+                            status->jobs_done.load(), total_jobs);
+    return true;
+  };
   if (simulated) {
     auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
     uint64_t steps = 0;
@@ -166,10 +172,8 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
         break;
       }
       sched.trigger_timeout();
-      auto now = tb.at(sched.clock().now());
-      if ((now - sim_time::from_us(status->last_job_event_us.load())).seconds() > c.stall_limit_s) {
-        out.error = fmt::format("stalled: no job moved for {:.0f} s with {} of {} jobs finished\n{}", c.stall_limit_s,
-                                status->jobs_done.load(), total_jobs, ask_dump(sys, sched, scheduler));
+      if (stalled(tb.at(sched.clock().now()))) {
+        out.error += "\n" + ask_dump(sys, sched, scheduler);
         break;
       }
       if ((++steps & 0xFFF) == 0) report(false);
@@ -179,12 +183,7 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
     while (!status->finished.load(std::memory_order_acquire) && !status->failed.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       report(false);
-      auto now = tb.at(sys.clock().now());
-      if ((now - sim_time::from_us(status->last_job_event_us.load())).seconds() > c.stall_limit_s) {
-        out.error = fmt::format("stalled: no job moved for {:.0f} s with {} of {} jobs finished", c.stall_limit_s,
-                                status->jobs_done.load(), total_jobs);
-        break;
-      }
+      if (stalled(tb.at(sys.clock().now()))) break;
     }
     if (status->failed.load()) out.error = status->failure;
   }
