@@ -68,6 +68,27 @@ for i in "${!variants[@]}"; do
   for p in fifo baseline aryl; do run "rob-$i-$p" "$p" "${extra[@]}"; done
 done
 
+echo "ablations" >&2
+# label|settings of aryl's design choices, on the main setup and on one VC alone.
+ablations=(
+  "defaults|"
+  "free_gpus_first=false|--set scheduler.free_gpus_first=false"
+  "migrate_onto_extras=true|--set scheduler.migrate_onto_extras=true"
+  "migrate=false|--set scheduler.migrate=false"
+  "inelastic_on_loaned=true|--set scheduler.inelastic_on_loaned=true"
+  "short_job_s=3600|--set scheduler.short_job_s=3600"
+)
+small=(--set cluster.training.servers=6 --set cluster.inference.servers=6)
+[ "$FORMAT" = philly ] && small+=(--set trace.vc=6214e9 --set trace.from=2017-11-01 --set trace.to=2017-11-16)
+: > "$work/ablations.txt"
+for i in "${!ablations[@]}"; do
+  echo "$i|${ablations[$i]%%|*}" >> "$work/ablations.txt"
+  read -r -a extra <<< "${ablations[$i]#*|}"
+  run "abl-$i-main" aryl "${extra[@]}"
+  run "abl-$i-small" aryl "${small[@]}" "${extra[@]}"
+done
+for p in baseline elastic-only; do run "abl-$p-small" "$p" "${small[@]}"; done
+
 python3 scripts/results_table.py "$work" "$OUT/results.md" "$TRACE" "$FROM" "$TO" "$TRAIN" "$INFER" "$INFERENCE" "$FORMAT"
 
 # Plots from jobs.csv and timeline.csv.

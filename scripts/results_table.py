@@ -139,6 +139,22 @@ for line in open(f"{work}/variants.txt"):
       f"{ratio(fi['mean_jct_s'], ar['mean_jct_s']):.2f}x | {ratio(ba['mean_queue_s'], ar['mean_queue_s']):.2f}x | "
       f"{ratio(ba['mean_jct_s'], ar['mean_jct_s']):.2f}x | {fi['window_gpu_usage']:.3f} / {ar['window_gpu_usage']:.3f} |")
 w("")
+w("## Design choices (aryl with one knob changed; docs/design.md)")
+w("Mean JCT / mean queuing in seconds, and preemptions. `small`: Philly VC 6214e9 alone,")
+w("2017-11-01 .. 11-16, on 6 + 6 servers (with a canonical trace: the same trace on 6 + 6).")
+w("")
+w("| aryl with | main: JCT / queuing | main: preemptions | small: JCT / queuing | small: preemptions |")
+w("|---|---|---|---|---|")
+for line in open(f"{work}/ablations.txt"):
+    i, label = line.rstrip("\n").split("|", 1)
+    m, s = summary(f"abl-{i}-main"), summary(f"abl-{i}-small")
+    w(f"| {label} | {fmt_s(m['mean_jct_s'])} / {fmt_s(m['mean_queue_s'])} | {m['preemptions']:,} | "
+      f"{fmt_s(s['mean_jct_s'])} / {fmt_s(s['mean_queue_s'])} | {s['preemptions']:,} |")
+for p in ["baseline", "elastic-only"]:
+    m, s = summary(f"main-{p}"), summary(f"abl-{p}-small")
+    w(f"| ({p}, for reference) | {fmt_s(m['mean_jct_s'])} / {fmt_s(m['mean_queue_s'])} | {m['preemptions']:,} | "
+      f"{fmt_s(s['mean_jct_s'])} / {fmt_s(s['mean_queue_s'])} | {s['preemptions']:,} |")
+w("")
 w("## Plots")
 w("![JCT CDF](plots/jct_cdf.png)")
 w("")
