@@ -16,9 +16,8 @@ namespace {
 
 struct simulate_flags {
   std::string config_file, trace, trace_format, policy, placement, out, mode;
-  int servers = -1, gpus_per_server = -1;
-  int64_t seed = -1;
-  double speedup = 0;
+  // Unset unless given: then validated by the config key they set.
+  std::string servers, gpus_per_server, seed, speedup;
   std::vector<std::string> sets;
   bool check_invariants = false, quiet = false;
 };
@@ -35,10 +34,10 @@ aryl::config build_config(const simulate_flags& f) {
   set("placement", f.placement, "--placement");
   set("run.out", f.out, "--out");
   set("run.mode", f.mode, "--mode");
-  if (f.servers >= 0) set("cluster.training.servers", std::to_string(f.servers), "--servers");
-  if (f.gpus_per_server >= 0) set("cluster.training.gpus_per_server", std::to_string(f.gpus_per_server), "--gpus-per-server");
-  if (f.seed >= 0) set("seed", std::to_string(f.seed), "--seed");
-  if (f.speedup > 0) set("run.speedup", fmt::format("{}", f.speedup), "--speedup");
+  set("cluster.training.servers", f.servers, "--servers");
+  set("cluster.training.gpus_per_server", f.gpus_per_server, "--gpus-per-server");
+  set("seed", f.seed, "--seed");
+  set("run.speedup", f.speedup, "--speedup");
   if (f.check_invariants) c.check_invariants = true;
   for (auto& s : f.sets) aryl::apply_override(c, s);
   aryl::validate_config(c);

@@ -60,6 +60,10 @@ TEST_CASE("a bad config value is a one-line error") {
   check_one_line_error(run("simulate --placement scattered" + quiet), "--placement: placement: 'scattered' is not one of");
 }
 
+TEST_CASE("a negative server count on the command line is a one-line error, not ignored") {
+  check_one_line_error(run("simulate --servers -3" + quiet), "--servers: cluster.training.servers: must be >= 0");
+}
+
 TEST_CASE("an unknown option is a usage error") {
   auto r = run("simulate --frobnicate");
   CHECK(r.code == 2);
