@@ -80,10 +80,13 @@ cluster_plan plan_cluster(const config& c) {
 /// A job that no cluster state could ever fit is an input error, not a deadlock.
 void check_runnable(const config& c, const scheduler_setup& s, const std::vector<job_spec>& jobs) {
   int train_gpus = c.training.servers * c.training.gpus_per_server;
+  int infer_gpus = c.inference.servers * c.inference.gpus_per_server;
+  bool same_type = c.training.gpu_type == c.inference.gpu_type;
   for (auto& j : jobs) {
     int base = (s.policy.elastic && j.elastic) ? j.min_workers : j.gpus;
     bool may_loan = s.policy.loaning && (j.elastic || c.inelastic_on_loaned);
-    int capacity = train_gpus + (may_loan ? c.inference.servers * c.inference.gpus_per_server : 0);
+    // A job's workers share one GPU type, so only same-type servers add up.
+    int capacity = !may_loan ? train_gpus : same_type ? train_gpus + infer_gpus : std::max(train_gpus, infer_gpus);
     if (base > capacity)
       throw input_error(fmt::format("job {} ({}) needs {} GPUs; the cluster it may use has {}", j.index, j.name,
                                     base, capacity));
