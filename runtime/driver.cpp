@@ -55,25 +55,21 @@ cluster_plan plan_cluster(const config& c) {
   int train_type = type_id(s.type_names, c.training.gpu_type);
   int infer_type = c.inference.servers > 0 ? type_id(s.type_names, c.inference.gpu_type) : -1;
   for (auto& name : s.type_names) s.params.type_speed.push_back(c.gpu_speed.at(name));
-  for (int i = 0; i < c.training.servers; ++i) {
-    server_entry e;
-    e.id = static_cast<int>(s.servers.size());
-    e.name = fmt::format("t{}", i);
-    e.gpu_type = train_type;
-    e.gpus = e.free = c.training.gpus_per_server;
-    s.servers.push_back(std::move(e));
-  }
-  for (int i = 0; i < c.inference.servers; ++i) {
-    server_entry e;
-    e.id = static_cast<int>(s.servers.size());
-    e.name = fmt::format("i{}", i);
-    e.gpu_type = infer_type;
-    e.gpus = e.free = c.inference.gpus_per_server;
-    e.home = server_home::inference;
-    e.mode = server_mode::serving;
-    p.inference_ids.push_back(e.id);
-    s.servers.push_back(std::move(e));
-  }
+  auto add_servers = [&](const cluster_config& cl, int type, const char* prefix, server_home home) {
+    for (int i = 0; i < cl.servers; ++i) {
+      server_entry e;
+      e.id = static_cast<int>(s.servers.size());
+      e.name = fmt::format("{}{}", prefix, i);
+      e.gpu_type = type;
+      e.gpus = e.free = cl.gpus_per_server;
+      e.home = home;
+      e.mode = home == server_home::inference ? server_mode::serving : server_mode::training;
+      if (home == server_home::inference) p.inference_ids.push_back(e.id);
+      s.servers.push_back(std::move(e));
+    }
+  };
+  add_servers(c.training, train_type, "t", server_home::training);
+  add_servers(c.inference, infer_type, "i", server_home::inference);
   return p;
 }
 
