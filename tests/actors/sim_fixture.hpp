@@ -42,10 +42,12 @@ struct sim_fixture {
 /// What a stand-in scheduler received, with the simulation time it arrived.
 struct seen {
   sim_time at;
-  std::string what;  ///< "ack" | "finished" | "submit" | ...
+  std::string what;  ///< "ack" | "finished" | "submit" | "loan" | "reclaim"
   uint32_t job = 0;
   uint64_t generation = 0;
   double work_done = 0;
+  std::vector<int> servers = {};  ///< loan: the servers lent
+  int count = 0;                  ///< reclaim: servers asked for
 };
 
 inline scheduler_actor::behavior_type recording_scheduler(scheduler_actor::pointer self,
@@ -55,8 +57,8 @@ inline scheduler_actor::behavior_type recording_scheduler(scheduler_actor::point
       [=](ack_atom, const job_ack& a) { log->push_back({tb.now(self), "ack", a.job, a.generation, a.work_done}); },
       [=](finished_atom, uint32_t job, uint64_t g) { log->push_back({tb.now(self), "finished", job, g, 0}); },
       [=](round_atom) {},
-      [=](loan_atom, const std::vector<int>&) {},
-      [=](reclaim_atom, int, int64_t) {},
+      [=](loan_atom, const std::vector<int>& ids) { log->push_back({tb.now(self), "loan", 0, 0, 0, ids}); },
+      [=](reclaim_atom, int n, int64_t) { log->push_back({tb.now(self), "reclaim", 0, 0, 0, {}, n}); },
       [=](dump_atom) -> std::string { return "recording scheduler"; },
   };
 }
