@@ -141,6 +141,25 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
   auto total_jobs = in.jobs.size();
   auto feeder = sys.spawn(feeder_behavior, std::move(in.jobs), scheduler, tb);
 
+  // The inference actor re-arms its timer for ever, and the test coordinator delivers pending
+  // timers when the system shuts down: every actor is stopped first, on every way out.
+  struct stopper {
+    caf::actor_system& sys;
+    bool simulated;
+    std::vector<caf::actor> actors;
+    bool done = false;
+    void run() {
+      if (done) return;
+      done = true;
+      for (auto& h : actors)
+        if (h) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+      if (simulated) dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler()).run();
+    }
+    ~stopper() { run(); }
+  } stop_actors{sys, simulated, {caf::actor_cast<caf::actor>(scheduler), caf::actor_cast<caf::actor>(recorder),
+                                 caf::actor_cast<caf::actor>(feeder), caf::actor_cast<caf::actor>(inference)}};
+  for (auto& s : servers) stop_actors.actors.push_back(caf::actor_cast<caf::actor>(s));
+
   run_outcome out;
   auto last_report = start_wall;
   auto report = [&](bool force) {
@@ -190,11 +209,7 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
     report(true);
     *progress << '\n';
   }
-  for (auto& h : std::vector<caf::actor>{caf::actor_cast<caf::actor>(scheduler), caf::actor_cast<caf::actor>(recorder),
-                                         caf::actor_cast<caf::actor>(feeder), caf::actor_cast<caf::actor>(inference)})
-    if (h) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-  for (auto& s : servers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
-  if (simulated) dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler()).run();
+  stop_actors.run();
 
   if (out.error.empty() && status->finished.load()) {
     out.ok = true;
