@@ -9,47 +9,15 @@
 #include <unistd.h>
 
 #include "runtime/input_error.hpp"
+#include "tests/input_test_support.hpp"
 #include "runtime/trace_reader.hpp"
 
 using namespace aryl;
+using namespace aryl::test;
 
 namespace {
 
-std::string data(const std::string& name) { return std::string(ARYL_SOURCE_DIR) + "/tests/io/data/" + name; }
-
 std::string philly_path() { return std::string(ARYL_SOURCE_DIR) + "/../shared/traces/philly-sia/philly.csv"; }
-
-std::filesystem::path scratch_dir() {
-  return std::filesystem::temp_directory_path() / ("aryl-io-test-" + std::to_string(::getpid()));
-}
-
-/// Removes this process's scratch files when the test binary exits.
-const struct scratch_cleanup {
-  ~scratch_cleanup() {
-    std::error_code ec;
-    std::filesystem::remove_all(scratch_dir(), ec);
-  }
-} cleanup_at_exit;
-
-/// Writes `text` to a file private to this test process and returns its path.
-std::string scratch_file(const std::string& name, const std::string& text) {
-  const auto dir = scratch_dir();
-  std::filesystem::create_directories(dir);
-  const auto path = (dir / name).string();
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
-
-/// The message of the input_error thrown by `f` ("" if none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const input_error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 const job_spec& by_name(const trace_load& t, const std::string& name) {
   for (const auto& j : t.jobs)

@@ -5,24 +5,12 @@
 
 #include "runtime/config.hpp"
 #include "runtime/input_error.hpp"
+#include "tests/input_test_support.hpp"
 
 using namespace aryl;
+using aryl::test::error_of;
+using aryl::test::scratch_file;
 
-namespace {
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const input_error& e) {
-    return e.what();
-  }
-  return "";
-}
-std::string write_temp(const std::string& name, const std::string& text) {
-  auto path = "/tmp/aryl-test-" + name;
-  std::ofstream(path) << text;
-  return path;
-}
-} // namespace
 
 TEST_CASE("configs/default.yaml states exactly the built-in defaults") {
   config c;
@@ -67,10 +55,10 @@ TEST_CASE("a bad config value is an error naming the key and the value") {
 }
 
 TEST_CASE("a config file error names the file and line") {
-  auto path = write_temp("bad.yaml", "policy: fifo\njobs:\n  scale_overhead_s: 5\n  bogus: 1\n");
+  auto path = scratch_file("bad.yaml", "policy: fifo\njobs:\n  scale_overhead_s: 5\n  bogus: 1\n");
   config c;
   CHECK(error_of([&] { load_config_file(c, path); }) == path + ":4: unknown config key 'jobs.bogus'");
-  auto broken = write_temp("broken.yaml", "policy: [fifo\n");
+  auto broken = scratch_file("broken.yaml", "policy: [fifo\n");
   CHECK(error_of([&] { load_config_file(c, broken); }).rfind(broken + ":", 0) == 0);
   CHECK(error_of([&] { load_config_file(c, "/nonexistent/aryl.yaml"); }) ==
         "/nonexistent/aryl.yaml: cannot open config file");
