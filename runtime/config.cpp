@@ -66,18 +66,21 @@ const std::map<std::string, setter>& setters() {
          }
          c.policy = v;
        }},
-      {"placement", [](config& c, const std::string& v) { c.placement = one_of(v, {"count", "consolidated"}); }},
+      {"placement", [](config& c, const std::string& v) {
+         c.scheduler.placement = one_of(v, {"count", "consolidated"}) == "count" ? placement_mode::count
+                                                                                 : placement_mode::consolidated;
+       }},
       {"seed", [](config& c, const std::string& v) { c.seed = static_cast<uint64_t>(at_least<int64_t>(to_int(v), 0)); }},
-      {"scheduler.backfill", [](config& c, const std::string& v) { c.backfill = to_bool(v); }},
-      {"scheduler.migrate", [](config& c, const std::string& v) { c.migrate = to_bool(v); }},
-      {"scheduler.migrate_min_gain_s", [](config& c, const std::string& v) { c.migrate_min_gain_s = at_least(to_double(v), 0.0); }},
-      {"scheduler.migrate_only_when_queue_empty", [](config& c, const std::string& v) { c.migrate_only_when_queue_empty = to_bool(v); }},
-      {"scheduler.migrate_onto_extras", [](config& c, const std::string& v) { c.migrate_onto_extras = to_bool(v); }},
-      {"scheduler.free_gpus_first", [](config& c, const std::string& v) { c.free_gpus_first = to_bool(v); }},
-      {"scheduler.short_job_s", [](config& c, const std::string& v) { c.short_job_s = at_least(to_double(v), 0.0); }},
-      {"scheduler.inelastic_on_loaned", [](config& c, const std::string& v) { c.inelastic_on_loaned = to_bool(v); }},
+      {"scheduler.backfill", [](config& c, const std::string& v) { c.scheduler.backfill = to_bool(v); }},
+      {"scheduler.migrate", [](config& c, const std::string& v) { c.scheduler.migrate = to_bool(v); }},
+      {"scheduler.migrate_min_gain_s", [](config& c, const std::string& v) { c.scheduler.migrate_min_gain_s = at_least(to_double(v), 0.0); }},
+      {"scheduler.migrate_only_when_queue_empty", [](config& c, const std::string& v) { c.scheduler.migrate_only_when_queue_empty = to_bool(v); }},
+      {"scheduler.migrate_onto_extras", [](config& c, const std::string& v) { c.scheduler.migrate_onto_extras = to_bool(v); }},
+      {"scheduler.free_gpus_first", [](config& c, const std::string& v) { c.scheduler.free_gpus_first = to_bool(v); }},
+      {"scheduler.short_job_s", [](config& c, const std::string& v) { c.scheduler.short_job_s = at_least(to_double(v), 0.0); }},
+      {"scheduler.inelastic_on_loaned", [](config& c, const std::string& v) { c.scheduler.inelastic_on_loaned = to_bool(v); }},
       {"scheduler.reclaim", [](config& c, const std::string& v) { c.reclaim_method = one_of(v, {"greedy", "exact"}); }},
-      {"scheduler.las_threshold_gpu_s", [](config& c, const std::string& v) { c.las_threshold_gpu_s = at_least(to_double(v), 0.0); }},
+      {"scheduler.las_threshold_gpu_s", [](config& c, const std::string& v) { c.scheduler.las_thresholds = {at_least(to_double(v), 0.0)}; }},
       {"cluster.training.servers", [](config& c, const std::string& v) { c.training.servers = static_cast<int>(at_least<int64_t>(to_int(v), 0)); }},
       {"cluster.training.gpus_per_server", [](config& c, const std::string& v) { c.training.gpus_per_server = static_cast<int>(at_least<int64_t>(to_int(v), 1)); }},
       {"cluster.training.gpu_type", [](config& c, const std::string& v) { c.training.gpu_type = v; }},

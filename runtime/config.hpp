@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "solvers/planner_options.hpp"
+
 namespace aryl {
 
 struct cluster_config {
@@ -18,22 +20,10 @@ struct cluster_config {
 struct config {
   // --- scheduling
   std::string policy = "aryl";
-  std::string placement = "consolidated";
   uint64_t seed = 1;
-  /// Let later queued jobs start past one that does not fit (DESIGN.md 3: off by default).
-  bool backfill = false;
-  /// Move elastic jobs off slower (loaned) GPUs when faster ones free up and it pays.
-  bool migrate = true;
-  double migrate_min_gain_s = 60;
-  bool migrate_only_when_queue_empty = false;
-  bool migrate_onto_extras = false;
-  bool free_gpus_first = true;
-  double short_job_s = 0;
-  /// Inelastic jobs may run on loaned servers (DESIGN.md 3 choice: no).
-  bool inelastic_on_loaned = false;
+  /// The `scheduler.*` keys, and `placement` (scheduler.placement).
+  planner_options scheduler;
   std::string reclaim_method = "greedy";
-  /// LAS: attained GPU-seconds at which a job drops to the lower-priority queue.
-  double las_threshold_gpu_s = 3600.0 * 8;
 
   // --- clusters
   cluster_config training{16, 8, "V100"};

@@ -37,16 +37,7 @@ cluster_plan plan_cluster(const config& c) {
   if (!policy) throw input_error("config: unknown policy '" + c.policy + "'");
   auto& s = p.setup;
   s.policy = *policy;
-  s.planner.placement = c.placement == "count" ? placement_mode::count : placement_mode::consolidated;
-  s.planner.backfill = c.backfill;
-  s.planner.migrate = c.migrate;
-  s.planner.migrate_min_gain_s = c.migrate_min_gain_s;
-  s.planner.migrate_only_when_queue_empty = c.migrate_only_when_queue_empty;
-  s.planner.short_job_s = c.short_job_s;
-  s.planner.free_gpus_first = c.free_gpus_first;
-  s.planner.migrate_onto_extras = c.migrate_onto_extras;
-  s.planner.inelastic_on_loaned = c.inelastic_on_loaned;
-  s.planner.las_thresholds = {c.las_threshold_gpu_s};
+  s.planner = c.scheduler;
   s.reclaim_method = c.reclaim_method;
   s.params.model = power_law_model(c.eff_exponent);
   s.params.restart_overhead_s = c.restart_overhead_s;
@@ -80,7 +71,7 @@ void check_runnable(const config& c, const scheduler_setup& s, const std::vector
   bool same_type = c.training.gpu_type == c.inference.gpu_type;
   for (auto& j : jobs) {
     int base = (s.policy.elastic && j.elastic) ? j.min_workers : j.gpus;
-    bool may_loan = s.policy.loaning && (j.elastic || c.inelastic_on_loaned);
+    bool may_loan = s.policy.loaning && (j.elastic || c.scheduler.inelastic_on_loaned);
     // A job's workers share one GPU type, so only same-type servers add up.
     int capacity = !may_loan ? train_gpus : same_type ? train_gpus + infer_gpus : std::max(train_gpus, infer_gpus);
     if (base > capacity)
@@ -123,7 +114,7 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
   timebase tb{sys.clock().now(), simulated ? 1.0 : c.speedup};
   run_summary header;
   header.policy = c.policy;
-  header.placement = c.placement;
+  header.placement = c.scheduler.placement == placement_mode::count ? "count" : "consolidated";
   header.seed = c.seed;
 
   auto start_wall = wall::now();

@@ -40,7 +40,7 @@ inline config philly_reference(int servers, const std::string& policy, const std
   c.training.servers = servers;
   c.inference.servers = 0;
   c.policy = policy;
-  c.placement = placement;
+  set_config_key(c, "placement", placement, "test");
   c.elastic_fraction = 0;
   c.restart_overhead_s = 0;
   return c;
