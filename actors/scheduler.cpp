@@ -303,8 +303,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         bool any = false;
         for (auto& rf : st.reclaims) any |= rf.waiting.erase(job) > 0;
         if (any) complete_reclaims(self, now);
-        send_snapshot(self, now);
-        mark_dirty(self);
+        mark_dirty(self);  // the round at this instant sends the snapshot
       },
       [=](round_atom) { run_round(self); },
       [=](loan_atom, const std::vector<int>& ids) {
@@ -316,7 +315,6 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
           self->send(st.servers[static_cast<size_t>(sid)], mode_atom::value, static_cast<int>(server_mode::loaned));
         }
         log(self, now, "loan", fmt::format("servers={}", ids.size()), "inference demand fell below serving capacity");
-        send_snapshot(self, now);
         mark_dirty(self);
       },
       [=](reclaim_atom, int count, int64_t) {
