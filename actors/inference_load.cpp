@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "actors/end_run_on_exception.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -17,13 +19,15 @@ int servers_needed(const inference_setup& s, sim_time t) {
   if (at >= period && period > 0) at = d.front().t.us + (at - d.front().t.us) % (period - d.front().t.us);
   auto it = std::upper_bound(d.begin(), d.end(), at, [](int64_t v, const demand_point& p) { return v < p.t.us; });
   int raw = it == d.begin() ? d.front().servers_needed : std::prev(it)->servers_needed;
-  int need = static_cast<int>(std::ceil(raw * (1.0 + s.headroom) - 1e-9));
-  return std::min<int>(need, static_cast<int>(s.servers.size()));
+  // Capped in floating point, before narrowing: a large headroom means "every server".
+  double need = std::ceil(raw * (1.0 + s.headroom) - 1e-9);
+  return static_cast<int>(std::min(need, static_cast<double>(s.servers.size())));
 }
 
 inference_actor::behavior_type inference_behavior(inference_actor::stateful_pointer<inference_state> self,
                                                   inference_setup setup, scheduler_actor scheduler,
                                                   recorder_actor recorder, timebase tb) {
+  end_run_on_exception(self, recorder);
   self->state.setup = std::move(setup);
   self->state.serving.insert(self->state.setup.servers.begin(), self->state.setup.servers.end());
   auto log = [=](sim_time now, std::string event, std::string detail, std::string why) {

@@ -12,6 +12,7 @@ struct job_state {
   job_progress progress;
   uint64_t generation = 0;
   int workers = 0;
+  sim_time due;  ///< when the current completion timer is due
   static inline const char* name = "job";
 };
 

@@ -42,6 +42,7 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
         }
       },
       [=](snapshot_atom, const cluster_snapshot& c) {
+        self->state.status->running_jobs.store(c.running_jobs, std::memory_order_relaxed);
         if (!self->state.status->finished.load()) self->state.writer->snapshot(c);
       },
       [=](violation_atom, const std::string& what) {
@@ -50,6 +51,17 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
         s.status->failure = "invariant violated at t=" + std::to_string(s.status->now_us.load() / 1e6) +
                             " s: " + what;
         s.status->failed.store(true, std::memory_order_release);
+      },
+      [=](failed_atom, const std::string& what, int code) {
+        auto& s = self->state;
+        if (s.status->failed.load()) return;
+        s.status->failure = what;
+        s.status->failure_code = code;
+        s.status->failed.store(true, std::memory_order_release);
+      },
+      [=](lag_atom, int64_t us) {
+        auto& lag = self->state.status->max_lag_us;
+        if (us > lag.load(std::memory_order_relaxed)) lag.store(us, std::memory_order_relaxed);
       },
       [=](slo_atom, int count) { self->state.writer->slo_misses(count); },
       [=](serving_atom, int64_t t_us, int gpus) {

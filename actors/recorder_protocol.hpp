@@ -16,6 +16,8 @@ using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using violation_atom = caf::atom_constant<caf::atom("violation")>;
 using slo_atom = caf::atom_constant<caf::atom("slo")>;
 using serving_atom = caf::atom_constant<caf::atom("serving")>;
+using failed_atom = caf::atom_constant<caf::atom("failed")>;
+using lag_atom = caf::atom_constant<caf::atom("lag")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, event_record& x) {
@@ -38,12 +40,16 @@ typename Inspector::result_type inspect(Inspector& f, cluster_snapshot& x) {
 
 /// event: one decision-log line. jobrec: a job finished. snapshot: cluster state after a
 /// change. violation: an invariant broke (the run stops). slo: servers returned late.
-/// serving(t_us, gpus): inference GPUs busy serving demand from t on.
+/// serving(t_us, gpus): inference GPUs busy serving demand from t on. failed(message,
+/// exit code): an actor threw; the run stops with that message and code. lag(us): a job's
+/// completion timer fired this late (wall clock only; simulated time is exact).
 using recorder_actor = caf::typed_actor<caf::reacts_to<event_atom, event_record>,
                                         caf::reacts_to<jobrec_atom, job_record>,
                                         caf::reacts_to<snapshot_atom, cluster_snapshot>,
                                         caf::reacts_to<violation_atom, std::string>,
                                         caf::reacts_to<slo_atom, int>,
-                                        caf::reacts_to<serving_atom, int64_t, int>>;
+                                        caf::reacts_to<serving_atom, int64_t, int>,
+                                        caf::reacts_to<failed_atom, std::string, int>,
+                                        caf::reacts_to<lag_atom, int64_t>>;
 
 } // namespace aryl

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "actors/end_run_on_exception.hpp"
 #include "actors/job.hpp"
 #include "solvers/reclaim.hpp"
 
@@ -244,6 +245,7 @@ std::string dump_state(const scheduler_state& st, sim_time now) {
 scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_pointer<scheduler_state> self,
                                                   scheduler_setup setup, std::vector<server_actor> servers,
                                                   recorder_actor recorder, timebase tb, throughput_model model) {
+  end_run_on_exception(self, recorder);
   auto& st = self->state;
   st.ledger.params = setup.params;
   st.ledger.servers = setup.servers;

@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "actors/end_run_on_exception.hpp"
+
 #include "solvers/cluster_ledger.hpp"
 
 namespace aryl {
 
 server_actor::behavior_type server_behavior(server_actor::stateful_pointer<server_state> self,
                                             std::string name, int gpus, int mode, recorder_actor recorder) {
+  end_run_on_exception(self, recorder);
   self->state.server = std::move(name);
   self->state.gpus = gpus;
   self->state.mode = mode;

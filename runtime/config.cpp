@@ -1,13 +1,18 @@
 #include "runtime/config.hpp"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <filesystem>
+#include <cmath>
 #include <functional>
 #include <set>
 
 #include "runtime/input_error.hpp"
+#include "runtime/input_limits.hpp"
 #include "solvers/policy.hpp"
+#include "solvers/reclaim.hpp"
 
 namespace aryl {
 namespace {
@@ -19,13 +24,16 @@ using setter = std::function<void(config&, const std::string&)>;
 double to_double(const std::string& v) {
   double out = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec == std::errc::result_out_of_range) bad_value("'" + v + "' is out of range");
   if (ec != std::errc{} || p != v.data() + v.size()) bad_value("'" + v + "' is not a number");
+  if (!std::isfinite(out)) bad_value("'" + v + "' is not a finite number");
   return out;
 }
 
 int64_t to_int(const std::string& v) {
   int64_t out = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec == std::errc::result_out_of_range) bad_value("'" + v + "' is out of range");
   if (ec != std::errc{} || p != v.data() + v.size()) bad_value("'" + v + "' is not an integer");
   return out;
 }
@@ -41,6 +49,21 @@ T at_least(T v, T lo) {
   if (v < lo) bad_value("must be >= " + std::to_string(lo));
   return v;
 }
+
+std::string show(double v) { return fmt::format("{:g}", v); }
+std::string show(int64_t v) { return std::to_string(v); }
+
+/// Every number a run takes has a stated range (docs/config.md): within what the clock,
+/// the solvers and the int types hold, checked before narrowing.
+template <class T>
+T within(T v, T lo, T hi) {
+  if (v < lo || v > hi) bad_value(fmt::format("{} is outside [{}, {}]", show(v), show(lo), show(hi)));
+  return v;
+}
+
+double seconds(const std::string& v, double lo = 0) { return within(to_double(v), lo, max_input_seconds); }
+
+int count(const std::string& v, int64_t lo, int64_t hi) { return static_cast<int>(within(to_int(v), lo, hi)); }
 
 double fraction(double v) {
   if (v < 0 || v > 1) bad_value("must be within [0, 1]");
@@ -73,46 +96,47 @@ const std::map<std::string, setter>& setters() {
       {"seed", [](config& c, const std::string& v) { c.seed = static_cast<uint64_t>(at_least<int64_t>(to_int(v), 0)); }},
       {"scheduler.backfill", [](config& c, const std::string& v) { c.scheduler.backfill = to_bool(v); }},
       {"scheduler.migrate", [](config& c, const std::string& v) { c.scheduler.migrate = to_bool(v); }},
-      {"scheduler.migrate_min_gain_s", [](config& c, const std::string& v) { c.scheduler.migrate_min_gain_s = at_least(to_double(v), 0.0); }},
+      {"scheduler.migrate_min_gain_s", [](config& c, const std::string& v) { c.scheduler.migrate_min_gain_s = seconds(v); }},
       {"scheduler.migrate_only_when_queue_empty", [](config& c, const std::string& v) { c.scheduler.migrate_only_when_queue_empty = to_bool(v); }},
       {"scheduler.migrate_onto_extras", [](config& c, const std::string& v) { c.scheduler.migrate_onto_extras = to_bool(v); }},
       {"scheduler.free_gpus_first", [](config& c, const std::string& v) { c.scheduler.free_gpus_first = to_bool(v); }},
-      {"scheduler.short_job_s", [](config& c, const std::string& v) { c.scheduler.short_job_s = at_least(to_double(v), 0.0); }},
+      {"scheduler.short_job_s", [](config& c, const std::string& v) { c.scheduler.short_job_s = seconds(v); }},
       {"scheduler.inelastic_on_loaned", [](config& c, const std::string& v) { c.scheduler.inelastic_on_loaned = to_bool(v); }},
       {"scheduler.reclaim", [](config& c, const std::string& v) { c.reclaim_method = one_of(v, {"greedy", "exact"}); }},
-      {"scheduler.las_threshold_gpu_s", [](config& c, const std::string& v) { c.scheduler.las_thresholds = {at_least(to_double(v), 0.0)}; }},
-      {"cluster.training.servers", [](config& c, const std::string& v) { c.training.servers = static_cast<int>(at_least<int64_t>(to_int(v), 0)); }},
-      {"cluster.training.gpus_per_server", [](config& c, const std::string& v) { c.training.gpus_per_server = static_cast<int>(at_least<int64_t>(to_int(v), 1)); }},
+      {"scheduler.las_threshold_gpu_s", [](config& c, const std::string& v) { c.scheduler.las_thresholds = {within(to_double(v), 0.0, max_gpu_seconds)}; }},
+      {"cluster.training.servers", [](config& c, const std::string& v) { c.training.servers = count(v, 0, max_servers); }},
+      {"cluster.training.gpus_per_server", [](config& c, const std::string& v) { c.training.gpus_per_server = count(v, 1, max_gpus_per_server); }},
       {"cluster.training.gpu_type", [](config& c, const std::string& v) { c.training.gpu_type = v; }},
-      {"cluster.inference.servers", [](config& c, const std::string& v) { c.inference.servers = static_cast<int>(at_least<int64_t>(to_int(v), 0)); }},
-      {"cluster.inference.gpus_per_server", [](config& c, const std::string& v) { c.inference.gpus_per_server = static_cast<int>(at_least<int64_t>(to_int(v), 1)); }},
+      {"cluster.inference.servers", [](config& c, const std::string& v) { c.inference.servers = count(v, 0, max_servers); }},
+      {"cluster.inference.gpus_per_server", [](config& c, const std::string& v) { c.inference.gpus_per_server = count(v, 1, max_gpus_per_server); }},
       {"cluster.inference.gpu_type", [](config& c, const std::string& v) { c.inference.gpu_type = v; }},
-      {"model.eff_exponent", [](config& c, const std::string& v) { c.eff_exponent = to_double(v); }},
+      {"model.eff_exponent", [](config& c, const std::string& v) { c.eff_exponent = within(to_double(v), -1.0, 0.0); }},
       {"trace.file", [](config& c, const std::string& v) { c.trace_file = v; }},
       {"trace.format", [](config& c, const std::string& v) { c.trace_format = one_of(v, {"canonical", "philly"}); }},
       {"trace.vc", [](config& c, const std::string& v) { c.trace_vc = v; }},
       {"trace.from", [](config& c, const std::string& v) { c.trace_from = v; }},
       {"trace.to", [](config& c, const std::string& v) { c.trace_to = v; }},
       {"trace.skip_bad_rows", [](config& c, const std::string& v) { c.skip_bad_rows = to_bool(v); }},
-      {"synthetic.jobs", [](config& c, const std::string& v) { c.synthetic_jobs = static_cast<int>(at_least<int64_t>(to_int(v), 1)); }},
-      {"synthetic.load", [](config& c, const std::string& v) { c.synthetic_load = at_least(to_double(v), 0.01); }},
-      {"jobs.restart_overhead_s", [](config& c, const std::string& v) { c.restart_overhead_s = at_least(to_double(v), 0.0); }},
-      {"jobs.scale_overhead_s", [](config& c, const std::string& v) { c.scale_overhead_s = at_least(to_double(v), 0.0); }},
+      {"synthetic.jobs", [](config& c, const std::string& v) { c.synthetic_jobs = count(v, 1, max_synthetic_jobs); }},
+      {"synthetic.load", [](config& c, const std::string& v) { c.synthetic_load = within(to_double(v), 0.01, 100.0); }},
+      {"jobs.restart_overhead_s", [](config& c, const std::string& v) { c.restart_overhead_s = within(to_double(v), 0.0, max_overhead_s); }},
+      {"jobs.scale_overhead_s", [](config& c, const std::string& v) { c.scale_overhead_s = within(to_double(v), 0.0, max_overhead_s); }},
       {"jobs.elastic_fraction", [](config& c, const std::string& v) { c.elastic_fraction = fraction(to_double(v)); }},
       {"jobs.min_workers_fraction", [](config& c, const std::string& v) { c.min_workers_fraction = fraction(to_double(v)); }},
-      {"jobs.max_workers_factor", [](config& c, const std::string& v) { c.max_workers_factor = at_least(to_double(v), 1.0); }},
+      {"jobs.max_workers_factor", [](config& c, const std::string& v) { c.max_workers_factor = within(to_double(v), 1.0, 64.0); }},
       {"jobs.mispredict_fraction", [](config& c, const std::string& v) { c.mispredict_fraction = fraction(to_double(v)); }},
       {"jobs.mispredict_error", [](config& c, const std::string& v) { c.mispredict_error = fraction(to_double(v)); }},
       {"inference.trace", [](config& c, const std::string& v) { c.inference_trace = v; }},
       {"inference.format", [](config& c, const std::string& v) { c.inference_format = one_of(v, {"canonical", "servegen"}); }},
       {"inference.peak_utilisation", [](config& c, const std::string& v) { c.inference_peak_utilisation = fraction(to_double(v)); }},
-      {"inference.interval_s", [](config& c, const std::string& v) { c.inference_interval_s = at_least<int64_t>(to_int(v), 1); }},
-      {"inference.headroom", [](config& c, const std::string& v) { c.inference_headroom = at_least(to_double(v), 0.0); }},
-      {"inference.grace_s", [](config& c, const std::string& v) { c.inference_grace_s = at_least<int64_t>(to_int(v), 0); }},
+      {"inference.interval_s", [](config& c, const std::string& v) { c.inference_interval_s = within<int64_t>(to_int(v), 1, max_period_s); }},
+      {"inference.headroom", [](config& c, const std::string& v) { c.inference_headroom = within(to_double(v), 0.0, 100.0); }},
+      {"inference.grace_s", [](config& c, const std::string& v) { c.inference_grace_s = within<int64_t>(to_int(v), 0, max_period_s); }},
       {"run.mode", [](config& c, const std::string& v) { c.mode = one_of(v, {"simulated", "wallclock"}); }},
-      {"run.speedup", [](config& c, const std::string& v) { c.speedup = at_least(to_double(v), 1e-3); }},
+      {"run.speedup", [](config& c, const std::string& v) { c.speedup = within(to_double(v), 1e-3, max_speedup); }},
       {"run.check_invariants", [](config& c, const std::string& v) { c.check_invariants = to_bool(v); }},
-      {"run.stall_limit_s", [](config& c, const std::string& v) { c.stall_limit_s = at_least(to_double(v), 1.0); }},
+      {"run.stall_limit_s", [](config& c, const std::string& v) { c.stall_limit_s = seconds(v, 1.0); }},
+      {"run.max_lag_s", [](config& c, const std::string& v) { c.max_lag_s = seconds(v); }},
       {"run.progress", [](config& c, const std::string& v) { c.progress = to_bool(v); }},
       {"run.out", [](config& c, const std::string& v) { c.out_dir = v; }},
   };
@@ -121,13 +145,25 @@ const std::map<std::string, setter>& setters() {
 
 constexpr const char* gpu_speed_prefix = "gpu_speed.";
 
-void flatten(const YAML::Node& node, const std::string& prefix, config& c, const std::string& path) {
+/// Config keys nest two levels (cluster.training.servers); deeper input is refused, which
+/// also ends the walk on an alias that refers to its own mapping.
+constexpr int max_depth = 4;
+
+std::string line_of(const std::string& path, const YAML::Mark& m) {
+  return m.is_null() ? path : path + ":" + std::to_string(m.line + 1);
+}
+
+void flatten(const YAML::Node& node, const std::string& prefix, config& c, const std::string& path, int depth) {
   for (const auto& kv : node) {
-    auto key = kv.first.as<std::string>();
-    auto full = prefix.empty() ? key : prefix + "." + key;
-    auto where = path + ":" + std::to_string(kv.first.Mark().line + 1);
+    auto where = line_of(path, kv.first.Mark());
+    if (!kv.first.IsScalar())
+      throw input_error(where + ": a key " + (prefix.empty() ? "" : "under '" + prefix + "' ") +
+                        "is not a plain name (complex keys are not config keys)");
+    auto full = prefix.empty() ? kv.first.Scalar() : prefix + "." + kv.first.Scalar();
     if (kv.second.IsMap()) {
-      flatten(kv.second, full, c, path);
+      if (depth + 1 >= max_depth)
+        throw input_error(where + ": key '" + full + "' nests deeper than any config key (or refers to itself)");
+      flatten(kv.second, full, c, path, depth + 1);
     } else if (kv.second.IsScalar()) {
       set_config_key(c, full, kv.second.Scalar(), where);
     } else {
@@ -142,8 +178,7 @@ void set_config_key(config& c, const std::string& key, const std::string& value,
                     const std::string& where) {
   try {
     if (key.rfind(gpu_speed_prefix, 0) == 0 && key.size() > std::string(gpu_speed_prefix).size()) {
-      double s = to_double(value);
-      if (s <= 0) bad_value("must be > 0");
+      double s = within(to_double(value), min_gpu_speed, max_gpu_speed);
       c.gpu_speed[key.substr(std::string(gpu_speed_prefix).size())] = s;
       return;
     }
@@ -164,27 +199,37 @@ void apply_override(config& c, const std::string& assignment) {
 }
 
 void load_config_file(config& c, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw input_error(path + ": is a directory, not a config file");
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
     throw input_error(path + ": cannot open config file");
   } catch (const YAML::Exception& e) {
-    throw input_error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    throw input_error(line_of(path, e.mark) + ": " + e.msg);
   }
   if (root.IsNull()) return;
   if (!root.IsMap()) throw input_error(path + ": top level must be a mapping of keys");
-  flatten(root, "", c, path);
+  try {
+    flatten(root, "", c, path, 0);
+  } catch (const YAML::Exception& e) {
+    throw input_error(line_of(path, e.mark) + ": " + e.msg);
+  }
 }
 
 void validate_config(const config& c) {
   auto check_type = [&](const cluster_config& cl, const char* name) {
-    if (cl.servers > 0 && !c.gpu_speed.count(cl.gpu_type))
+    if (!c.gpu_speed.count(cl.gpu_type))
       throw input_error(std::string("config: cluster.") + name + ".gpu_type '" + cl.gpu_type +
                         "' has no gpu_speed." + cl.gpu_type + " entry");
   };
   check_type(c.training, "training");
   check_type(c.inference, "inference");
+  if (c.reclaim_method == "exact" && c.inference.servers > max_exact_reclaim_servers)
+    throw input_error(fmt::format("config: scheduler.reclaim=exact takes at most {} inference servers "
+                                  "(cluster.inference.servers={}); use greedy",
+                                  max_exact_reclaim_servers, c.inference.servers));
   if (c.training.servers == 0 && c.inference.servers == 0)
     throw input_error("config: the cluster has no servers");
 }

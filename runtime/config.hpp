@@ -64,6 +64,8 @@ struct config {
   /// Stop with a state dump when no job has moved for this long while jobs remain (a job that
   /// waits for servers that are never lent would otherwise keep the run going for ever).
   double stall_limit_s = 30 * 86400.0;
+  /// Wall clock: warn when a job's completion timer fires later than this (simulated s).
+  double max_lag_s = 60;
   std::string out_dir = "out";
 
   friend bool operator==(const config&, const config&) = default;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "actors/feeder.hpp"
@@ -64,22 +65,43 @@ cluster_plan plan_cluster(const config& c) {
   return p;
 }
 
-/// A job that no cluster state could ever fit is an input error, not a deadlock.
+/// A job that no cluster state could ever fit, or that could not finish before the
+/// simulation horizon even alone on the slowest GPUs it may use, is an input error, not a
+/// deadlock or an overflow.
 void check_runnable(const config& c, const scheduler_setup& s, const std::vector<job_spec>& jobs) {
-  int train_gpus = c.training.servers * c.training.gpus_per_server;
-  int infer_gpus = c.inference.servers * c.inference.gpus_per_server;
-  bool same_type = c.training.gpu_type == c.inference.gpu_type;
+  struct pool {
+    const cluster_config* cluster;
+    bool loaned;  ///< inference servers: usable only while lent to training
+  };
+  const pool pools[] = {{&c.training, false}, {&c.inference, true}};
   for (auto& j : jobs) {
-    int base = (s.policy.elastic && j.elastic) ? j.min_workers : j.gpus;
-    bool may_loan = s.policy.loaning && (j.elastic || c.scheduler.inelastic_on_loaned);
-    // A job's workers share one GPU type, so only same-type servers add up.
-    int capacity = !may_loan ? train_gpus : same_type ? train_gpus + infer_gpus : std::max(train_gpus, infer_gpus);
-    if (base > capacity)
-      throw input_error(fmt::format("job {} ({}) needs {} GPUs; the cluster it may use has {}", j.index, j.name,
-                                    base, capacity));
     if (!j.gpu_type.empty() && std::find(s.type_names.begin(), s.type_names.end(), j.gpu_type) == s.type_names.end())
       throw input_error(fmt::format("job {} ({}) needs GPU type {}, which the cluster lacks", j.index, j.name,
                                     j.gpu_type));
+    int base = (s.policy.elastic && j.elastic) ? j.min_workers : j.gpus;
+    bool may_loan = s.policy.loaning && (j.elastic || c.scheduler.inelastic_on_loaned);
+    // A job's workers share one GPU type, so only same-type servers add up.
+    std::map<std::string, int64_t> capacity;
+    for (auto& p : pools) {
+      if (p.cluster->servers == 0 || (p.loaned && !may_loan)) continue;
+      if (!j.gpu_type.empty() && p.cluster->gpu_type != j.gpu_type) continue;
+      capacity[p.cluster->gpu_type] += int64_t{p.cluster->servers} * p.cluster->gpus_per_server;
+    }
+    int64_t most = 0;
+    double slowest = 0;
+    for (auto& [type, gpus] : capacity) {
+      most = std::max(most, gpus);
+      if (gpus >= base && (slowest == 0 || c.gpu_speed.at(type) < slowest)) slowest = c.gpu_speed.at(type);
+    }
+    if (base > most)
+      throw input_error(fmt::format("job {} ({}) needs {} GPUs{}; the cluster it may use has {}", j.index, j.name, base,
+                                    j.gpu_type.empty() ? "" : " of type " + j.gpu_type, most));
+    // Half the horizon leaves room for the waits, restarts and rescales of a busy cluster.
+    double alone_s = j.duration_s / work_rate(s.params.model, j.gpus, base, slowest) + c.restart_overhead_s;
+    if (j.submit.seconds() + alone_s > sim_time::horizon().seconds() / 2)
+      throw input_error(fmt::format("job {} ({}) would run {:.3g} s at {} workers on its slowest GPU type, past the "
+                                    "simulation horizon of {:.0f} s; check its duration and the GPU speeds",
+                                    j.index, j.name, alone_s, base, sim_time::horizon().seconds()));
   }
 }
 
@@ -95,11 +117,12 @@ std::string ask_dump(caf::actor_system& sys, caf::scheduler::test_coordinator& s
 
 } // namespace
 
-run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress) {
-  auto plan = plan_cluster(c);
-  check_runnable(c, plan.setup, in.jobs);
-  auto writer = std::make_shared<run_writer>(c.out_dir);
-  if (!in.jobs.empty()) writer->set_window_end(in.jobs.back().submit.us);
+namespace {
+
+/// Spawns the actors and drives time until the run finishes or stops. The actor system lives
+/// only in here: when this returns, no actor runs any more and the outputs can be closed.
+run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std::shared_ptr<run_writer>& writer,
+                  std::ostream* progress) {
   auto status = std::make_shared<run_status>();
   bool simulated = c.mode == "simulated";
 
@@ -130,6 +153,7 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
     inference = sys.spawn(inference_behavior, std::move(is), scheduler, recorder, tb);
   }
   auto total_jobs = in.jobs.size();
+  auto last_submit = in.jobs.empty() ? sim_time{} : in.jobs.back().submit;
   auto feeder = sys.spawn(feeder_behavior, std::move(in.jobs), scheduler, tb);
 
   // The inference actor re-arms its timer for ever, and the test coordinator delivers pending
@@ -163,10 +187,14 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
               << std::flush;
   };
   // A job that can never be placed while the inference actor keeps ticking would run for ever.
+  // Pending submissions and running jobs (each has a finish timer) are progress, however far
+  // apart: only a run where neither is left and no job moved for the limit is stuck.
   auto stalled = [&](sim_time now) {
+    if (now < last_submit || status->running_jobs.load() > 0) return false;
     if ((now - sim_time::from_us(status->last_job_event_us.load())).seconds() <= c.stall_limit_s) return false;
-    out.error = fmt::format("stalled: no job moved for {:.0f} s with {} of {} jobs finished", c.stall_limit_s,
-                            status->jobs_done.load(), total_jobs);
+    out.error = fmt::format("stalled: no job moved for {:.0f} s with {} of {} jobs finished, none running and "
+                            "none left to submit",
+                            c.stall_limit_s, status->jobs_done.load(), total_jobs);
     return true;
   };
   if (simulated) {
@@ -175,19 +203,24 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
     for (;;) {
       sched.run();
       if (status->finished.load() || status->failed.load()) break;
+      // Checked once every message of this instant is handled, so the instant counts.
+      if (stalled(tb.at(sched.clock().now()))) {
+        out.error += "\n" + ask_dump(sys, sched, scheduler);
+        break;
+      }
       if (!sched.has_pending_timeout()) {
         out.error = fmt::format("deadlock: {} of {} jobs finished and nothing is pending\n{}",
                                 status->jobs_done.load(), total_jobs, ask_dump(sys, sched, scheduler));
         break;
       }
       sched.trigger_timeout();
-      if (stalled(tb.at(sched.clock().now()))) {
-        out.error += "\n" + ask_dump(sys, sched, scheduler);
-        break;
-      }
       if ((++steps & 0xFFF) == 0) report(false);
     }
-    if (status->failed.load()) out.error = status->failure + "\n" + ask_dump(sys, sched, scheduler);
+    if (status->failed.load()) {
+      out.error = status->failure;
+      // An input error names its cause in one line; other failures come with the state.
+      if (status->failure_code != 2) out.error += "\n" + ask_dump(sys, sched, scheduler);
+    }
   } else {
     while (!status->finished.load(std::memory_order_acquire) && !status->failed.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -196,6 +229,7 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
     }
     if (status->failed.load()) out.error = status->failure;
   }
+  if (status->failed.load()) out.exit_code = status->failure_code;
   if (progress && std::chrono::duration<double>(wall::now() - start_wall).count() > 2) {
     report(true);
     *progress << '\n';
@@ -204,9 +238,31 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
 
   if (out.error.empty() && status->finished.load()) {
     out.ok = true;
+    out.exit_code = 0;
     out.summary = status->summary;
     out.summary.sim_wall_s = std::chrono::duration<double>(wall::now() - start_wall).count();
-    std::ofstream(c.out_dir + "/summary.json") << summary_json(out.summary) << '\n';
+    out.summary.max_timer_lag_s = static_cast<double>(status->max_lag_us.load()) / 1e6;
+  }
+  return out;
+}
+
+} // namespace
+
+run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress) {
+  auto plan = plan_cluster(c);
+  check_runnable(c, plan.setup, in.jobs);
+  auto writer = std::make_shared<run_writer>(c.out_dir);
+  if (!in.jobs.empty()) writer->set_window_end(in.jobs.back().submit.us);
+  auto out = drive(c, plan, std::move(in), writer, progress);
+  if (out.ok) {
+    writer->commit(out.summary);
+    if (c.mode == "wallclock" && out.summary.max_timer_lag_s > c.max_lag_s)
+      out.warning = fmt::format("the wall clock fell behind: a job finished {:.1f} simulated s after it was due "
+                                "(run.max_lag_s={:g}) at --speedup {:g}; decisions may differ from simulated "
+                                "time: lower the speedup",
+                                out.summary.max_timer_lag_s, c.max_lag_s, c.speedup);
+  } else {
+    out.error += "\n" + writer->abandon();
   }
   return out;
 }

@@ -20,13 +20,19 @@ struct run_inputs {
 
 struct run_outcome {
   bool ok = false;
-  /// Why the run stopped early: an invariant violation or a deadlock, with a state dump.
+  /// Why the run stopped early: an invariant violation or a deadlock, with a state dump, or
+  /// an input error found while running (one line).
   std::string error;
+  /// The process exit code: 0 ok, 2 input error, 3 run stopped, 4 internal error.
+  int exit_code = 3;
+  /// Something the user should know about a successful run (wall clock falling behind).
+  std::string warning;
   run_summary summary;
 };
 
 /// Throws input_error for inputs that can never run (a job larger than the cluster, a GPU
-/// type the cluster lacks). `progress` gets a progress line now and then on long runs.
+/// type the cluster lacks, a job that would outlast the simulation horizon) and for output
+/// files that cannot be written. `progress` gets a progress line now and then on long runs.
 run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress);
 
 } // namespace aryl

@@ -10,13 +10,12 @@
 #include <system_error>
 
 #include "runtime/input_error.hpp"
+#include "runtime/input_limits.hpp"
 #include "runtime/trace_reader.hpp"
 
 namespace aryl {
 namespace {
 
-constexpr double max_seconds = 1e11;
-constexpr int64_t max_servers = 10'000'000;
 
 std::string where(const std::string& path, size_t line) { return path + ":" + std::to_string(line) + ": "; }
 
@@ -31,7 +30,7 @@ sim_time time_field(const std::string& path, size_t line, std::string_view colum
   if (v.empty()) throw input_error(where(path, line) + "column '" + std::string(column) + "' is empty");
   if (!csv::parse_double(v, s)) bad(path, line, column, v, "is not a number");
   if (s < 0) bad(path, line, column, v, "is negative");
-  if (s > max_seconds) bad(path, line, column, v, "is too large (limit 1e11 seconds)");
+  if (s > max_input_seconds) bad(path, line, column, v, "is too large (limit 1e9 seconds)");
   return sim_time::from_seconds(s);
 }
 
@@ -151,7 +150,7 @@ std::vector<demand_point> read_demand_csv(const std::string& path) {
     if (nv.empty()) throw input_error(where(path, n) + "column '" + n_name + "' is empty");
     if (!csv::parse_int(nv, servers)) bad(path, n, n_name, nv, "is not a whole number");
     if (servers < 0) bad(path, n, n_name, nv, "is negative");
-    if (servers > max_servers) bad(path, n, n_name, nv, "is too large (limit 10000000)");
+    if (servers > max_servers) bad(path, n, n_name, nv, "is too large (limit 100000)");
     if (!points.empty() && t <= points.back().t)
       bad(path, n, "t_s", tv, "is not after the previous row's t_s (rows must be sorted by time)");
     points.push_back(demand_point{t, static_cast<int>(servers)});

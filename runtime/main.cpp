@@ -51,9 +51,10 @@ int simulate(const simulate_flags& f) {
   if (!note.empty()) std::cerr << note;
   auto out = aryl::run_simulation(c, std::move(inputs), f.quiet || !c.progress ? nullptr : &std::cerr);
   if (!out.ok) {
-    std::cerr << "aryl: run stopped: " << out.error << '\n';
-    return 3;
+    std::cerr << "aryl: " << (out.exit_code == 3 ? "run stopped: " : "") << out.error << '\n';
+    return out.exit_code;
   }
+  if (!out.warning.empty()) std::cerr << "aryl: warning: " << out.warning << '\n';
   if (!f.quiet) aryl::print_summary_table(std::cout, out.summary);
   std::cout << "outputs in " << c.out_dir << "/\n";
   return 0;

@@ -14,6 +14,9 @@
 namespace aryl {
 namespace {
 
+constexpr const char* output_names[] = {"events.log", "timeline.csv", "jobs.csv", "summary.json"};
+constexpr const char* partial = ".partial";
+
 std::FILE* open_for_write(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) throw input_error(path + ": cannot write: " + std::strerror(errno));
@@ -49,8 +52,14 @@ run_writer::run_writer(const std::string& out_dir) : dir_(out_dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) throw input_error(dir_ + ": cannot create output folder: " + ec.message());
-  events_file_ = open_for_write(dir_ + "/events.log");
-  timeline_file_ = open_for_write(dir_ + "/timeline.csv");
+  for (auto* name : output_names) {
+    for (auto path : {dir_ + "/" + name, dir_ + "/" + name + partial}) {
+      std::filesystem::remove(path, ec);
+      if (ec) throw input_error(path + ": cannot remove the previous run's output: " + ec.message());
+    }
+  }
+  events_file_ = open_for_write(dir_ + "/events.log" + partial);
+  timeline_file_ = open_for_write(dir_ + "/timeline.csv" + partial);
   std::fputs("t_s,training_busy_gpus,training_gpus,loaned_busy_gpus,loaned_servers,serving_servers,"
              "reclaiming_servers,inference_gpus,queued_jobs,running_jobs,serving_busy_gpus\n",
              timeline_file_);
@@ -61,7 +70,40 @@ run_writer::~run_writer() {
   if (timeline_file_) std::fclose(timeline_file_);
 }
 
+void run_writer::check(std::FILE* f, const char* name) {
+  if (write_error_.empty() && std::ferror(f))
+    write_error_ = dir_ + "/" + name + partial + ": write failed: " + std::strerror(errno);
+}
+
+void run_writer::close(std::FILE*& f, const char* name) {
+  if (!f) return;
+  check(f, name);
+  if (std::fclose(f) != 0 && write_error_.empty())
+    write_error_ = dir_ + "/" + name + partial + ": write failed: " + std::strerror(errno);
+  f = nullptr;
+}
+
+void run_writer::commit(const run_summary& s) {
+  std::FILE* f = open_for_write(dir_ + "/summary.json" + partial);
+  std::fputs((summary_json(s) + '\n').c_str(), f);
+  close(f, "summary.json");
+  if (!write_error_.empty()) throw input_error(write_error_);
+  for (auto* name : output_names) {
+    std::error_code ec;
+    std::filesystem::rename(dir_ + "/" + name + partial, dir_ + "/" + name, ec);
+    if (ec) throw input_error(dir_ + "/" + name + ": cannot rename from " + name + partial + ": " + ec.message());
+  }
+}
+
+std::string run_writer::abandon() {
+  close(events_file_, "events.log");
+  close(timeline_file_, "timeline.csv");
+  return "partial outputs of this run are in " + dir_ + "/*.partial" +
+         (write_error_.empty() ? "" : " (" + write_error_ + ")");
+}
+
 void run_writer::event(const event_record& e) {
+  if (!events_file_) return;  // closed: the run is over
   ++events_;
   auto line = fmt::format("{:.6f} {} {} {}", static_cast<double>(e.t_us) / 1e6, e.actor, e.event, e.detail);
   if (!e.why.empty()) line += " | " + e.why;
@@ -108,7 +150,7 @@ void run_writer::snapshot(const cluster_snapshot& s) {
   bool changed = !have_snapshot_ || !same_state(s, last_);
   last_ = s;
   have_snapshot_ = true;
-  if (!changed) return;
+  if (!changed || !timeline_file_) return;
   auto row = fmt::format("{:.6f},{},{},{},{},{},{},{},{},{},{}\n", static_cast<double>(s.t_us) / 1e6,
                          s.training_busy_gpus, s.training_gpus, s.loaned_busy_gpus, s.loaned_servers,
                          s.serving_servers, s.reclaiming_servers, s.inference_gpus, s.queued_jobs,
@@ -152,7 +194,13 @@ run_summary run_writer::finish(run_summary s) {
   s.reclaim_slo_misses = slo_misses_;
   s.events = events_;
 
-  std::FILE* jf = open_for_write(dir_ + "/jobs.csv");
+  std::FILE* jf = std::fopen((dir_ + "/jobs.csv" + partial).c_str(), "w");
+  if (!jf) {
+    if (write_error_.empty()) write_error_ = dir_ + "/jobs.csv" + partial + ": cannot write: " + std::strerror(errno);
+    close(events_file_, "events.log");
+    close(timeline_file_, "timeline.csv");
+    return s;
+  }
   std::fputs("job,name,gpus,elastic,submit_s,first_start_s,end_s,jct_s,queued_s,duration_s,gpu_seconds,"
              "preemptions,scale_ins,scale_outs,last_workers,on_loaned_s\n",
              jf);
@@ -164,12 +212,9 @@ run_summary run_writer::finish(run_summary s) {
                            j.scale_outs, j.last_workers, j.on_loaned_s);
     std::fputs(row.c_str(), jf);
   }
-  std::fclose(jf);
-  std::fclose(events_file_);
-  events_file_ = nullptr;
-  std::fclose(timeline_file_);
-  timeline_file_ = nullptr;
-  std::ofstream(dir_ + "/summary.json") << summary_json(s) << '\n';
+  close(jf, "jobs.csv");
+  close(events_file_, "events.log");
+  close(timeline_file_, "timeline.csv");
   return s;
 }
 
@@ -200,6 +245,7 @@ std::string summary_json(const run_summary& s) {
   j["reclaim_slo_misses"] = s.reclaim_slo_misses;
   j["events"] = s.events;
   j["sim_wall_s"] = s.sim_wall_s;
+  j["max_timer_lag_s"] = s.max_timer_lag_s;
   return j.dump(2);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 /// Writes a run's outputs into one folder (DESIGN.md section 6): events.log and timeline.csv
-/// as the run goes, jobs.csv and summary.json at the end.
+/// as the run goes, jobs.csv and summary.json at the end. Each is written under a `.partial`
+/// name and renamed only when the run succeeds, so a folder never mixes two runs' outputs.
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -14,7 +15,8 @@ namespace aryl {
 
 class run_writer {
 public:
-  /// Creates `out_dir` if needed; throws input_error naming the path if it cannot write there.
+  /// Creates `out_dir` if needed and removes a previous run's outputs from it; throws
+  /// input_error naming the path if it cannot write there.
   explicit run_writer(const std::string& out_dir);
   ~run_writer();
   run_writer(const run_writer&) = delete;
@@ -33,11 +35,22 @@ public:
   uint64_t jobs_recorded() const { return jobs_.size(); }
   uint64_t events_recorded() const { return events_; }
 
-  /// Fills the measured fields of `s`, writes jobs.csv and summary.json, closes the files.
+  /// Fills the measured fields of `s`, writes jobs.csv, closes the files.
   run_summary finish(run_summary s);
+
+  /// After a successful run: writes summary.json and renames every output to its final
+  /// name. Throws input_error naming the file on any write error during the run.
+  void commit(const run_summary& s);
+
+  /// After a failed run: closes what is open and leaves the outputs under their `.partial`
+  /// names. Returns a note naming them.
+  std::string abandon();
 
 private:
   std::string dir_;
+  std::string write_error_;  ///< the first failed write, "<file>: <reason>"
+  void check(std::FILE* f, const char* name);
+  void close(std::FILE*& f, const char* name);
   std::FILE* events_file_ = nullptr;
   std::FILE* timeline_file_ = nullptr;
   std::vector<job_record> jobs_;

@@ -67,6 +67,9 @@ struct run_summary {
   uint64_t reclaim_slo_misses = 0;
   uint64_t events = 0;
   double sim_wall_s = 0;
+  /// Wall clock only: how late (simulated seconds) the latest job completion timer fired.
+  /// Large values mean the machine could not keep up with the speedup.
+  double max_timer_lag_s = 0;
   std::string policy;
   std::string placement;
   uint64_t seed = 0;

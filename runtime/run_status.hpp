@@ -17,6 +17,11 @@ struct run_status {
   /// Time of the last event that moved a job (submit, start, rescale, preempt, finish).
   std::atomic<int64_t> last_job_event_us{0};
   std::string failure;   ///< set before `failed`
+  int failure_code = 3;  ///< exit code for `failure`: 2 input error, 3 run stopped, 4 internal
+  /// Jobs holding GPUs after the latest round (each has a finish timer: the run moves on).
+  std::atomic<int> running_jobs{0};
+  /// The latest a job completion timer fired past its due time (wall clock), µs.
+  std::atomic<int64_t> max_lag_us{0};
   run_summary summary;   ///< set before `finished`
 };
 

@@ -1,5 +1,6 @@
 #include "runtime/solve_command.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <istream>
 #include <limits>
@@ -8,6 +9,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "solvers/mckp.hpp"
@@ -90,9 +92,14 @@ struct id_table {
   }
 };
 
+/// The exact DP keeps a table of classes x capacity cells; larger instances are refused
+/// rather than allocated (2e7 cells take about 160 MB and a third of a second).
+constexpr double max_mckp_cells = 2e7;
+constexpr int max_mckp_gpus = 10'000'000;
+
 ordered solve_mckp_json(const json& in) {
   mckp_input p;
-  p.capacity = {integer(field(in, "capacity", ""), "capacity", 0)};
+  p.capacity = {integer(field(in, "capacity", ""), "capacity", 0, max_mckp_gpus)};
   id_table ids;
   const auto& classes = array_of(field(in, "classes", ""), "classes");
   for (size_t i = 0; i < classes.size(); ++i) {
@@ -103,11 +110,23 @@ ordered solve_mckp_json(const json& in) {
     const auto& items = array_of(field(classes[i], "items", path), path + ".items");
     for (size_t k = 0; k < items.size(); ++k) {
       const std::string ip = at(path + ".items", k);
-      c.items.push_back({integer(field(items[k], "weight", ip), ip + ".weight", 1),
+      c.items.push_back({integer(field(items[k], "weight", ip), ip + ".weight", 1, max_mckp_gpus),
                          number(field(items[k], "value", ip), ip + ".value")});
     }
     p.classes.push_back(std::move(c));
   }
+  // What the DP can use is bounded by the capacity and by the heaviest choice of every class.
+  double heaviest_sum = 0;
+  for (auto& c : p.classes) {
+    int heaviest = 0;
+    for (auto& it : c.items) heaviest = std::max(heaviest, it.weight);
+    heaviest_sum += heaviest;
+  }
+  double cells = static_cast<double>(p.classes.size()) * std::min<double>(p.capacity[0], heaviest_sum);
+  if (cells > max_mckp_cells)
+    bad("classes", fmt::format("{} classes over {:.0f} usable GPUs need {:.3g} DP cells, more than the {:.0e} "
+                               "this command takes",
+                               p.classes.size(), std::min<double>(p.capacity[0], heaviest_sum), cells, max_mckp_cells));
   auto r = solve_mckp(p);
   ordered out;
   out["value"] = r.value;
@@ -131,9 +150,9 @@ ordered solve_reclaim_json(const json& in, bool exact) {
     room.push_back(gpus);
   }
   p.count = integer(field(in, "count", ""), "count", 0, static_cast<int>(loaned.size()));
-  if (exact && loaned.size() > 32)
-    bad("loaned_servers", "--method exact handles at most 32 loaned servers (got " +
-                              std::to_string(loaned.size()) + "); use greedy");
+  if (exact && loaned.size() > static_cast<size_t>(max_exact_reclaim_servers))
+    bad("loaned_servers", "--method exact handles at most " + std::to_string(max_exact_reclaim_servers) +
+                              " loaned servers (got " + std::to_string(loaned.size()) + "); use greedy");
   const auto& js = array_of(field(in, "jobs", ""), "jobs");
   for (size_t i = 0; i < js.size(); ++i) {
     const std::string path = at("jobs", i);
@@ -245,7 +264,7 @@ int run_solve_command(const std::string& problem, const std::string& method, std
   json input;
   try {
     input = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax, or a number beyond double (1e400)
     err << who << "input is not valid JSON: " << e.what() << '\n';
     return 2;
   }

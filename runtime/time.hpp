@@ -12,8 +12,16 @@ struct sim_time {
   int64_t us = 0;
 
   static constexpr sim_time from_us(int64_t v) { return sim_time{v}; }
-  /// Rounds to the nearest microsecond.
-  static sim_time from_seconds(double s) { return sim_time{static_cast<int64_t>(std::llround(s * 1e6))}; }
+  /// The latest instant a run may reach, about 127 years. Far below int64's range so that
+  /// converting it to the clock's nanoseconds, or adding two spans, cannot overflow.
+  static constexpr sim_time horizon() { return sim_time{4'000'000'000'000'000}; }
+  /// Rounds to the nearest microsecond; saturates at +-horizon (NaN gives the horizon).
+  static sim_time from_seconds(double s) {
+    constexpr double limit = 4e9;
+    if (!(s < limit)) return horizon();
+    if (s < -limit) return sim_time{-horizon().us};
+    return sim_time{static_cast<int64_t>(std::llround(s * 1e6))};
+  }
   static constexpr sim_time max() { return sim_time{std::numeric_limits<int64_t>::max()}; }
   double seconds() const { return static_cast<double>(us) / 1e6; }
 

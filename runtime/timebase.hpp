@@ -4,6 +4,8 @@
 /// integers) and on the wall clock (speedup X: X virtual seconds per real second).
 #include <caf/actor_clock.hpp>
 
+#include <algorithm>
+
 #include "runtime/time.hpp"
 
 namespace aryl {
@@ -20,9 +22,10 @@ struct timebase {
 
   /// The clock span that lasts `d` of simulation time (never negative).
   caf::timespan span(sim_time d) const {
-    int64_t us = d.us < 0 ? 0 : d.us;
+    int64_t us = std::clamp<int64_t>(d.us, 0, sim_time::horizon().us);
     if (speedup == 1.0) return caf::timespan{us * 1000};
-    return caf::timespan{static_cast<int64_t>(static_cast<double>(us) * 1000.0 / speedup)};
+    // Saturates below int64's range: a clock time point plus the span must not overflow.
+    return caf::timespan{static_cast<int64_t>(std::min(static_cast<double>(us) * 1000.0 / speedup, 4e18))};
   }
 
   /// Now, for an actor: `tb.now(self)`.

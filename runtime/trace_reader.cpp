@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "runtime/input_error.hpp"
+#include "runtime/input_limits.hpp"
 
 namespace aryl {
 
@@ -206,9 +207,6 @@ std::string printable(std::string_view text) {
 
 namespace {
 
-/// Submit times and durations beyond this many seconds are rejected (sim_time holds ~2.9e5 years).
-constexpr double max_seconds = 1e11;
-constexpr int64_t max_gpus = 1'000'000;
 
 /// One malformed row; caught by the row loop, which fails or counts it.
 struct row_error {
@@ -298,7 +296,7 @@ double seconds_field(const row_context& ctx, const std::vector<std::string_view>
   if (v.empty()) ctx.fail("column '" + std::string(name) + "' is empty");
   if (!csv::parse_double(v, x)) ctx.fail(name, v, "is not a number");
   if (allow_zero ? x < 0 : x <= 0) ctx.fail(name, v, allow_zero ? "is negative" : "must be greater than 0");
-  if (x > max_seconds) ctx.fail(name, v, "is too large (limit 1e11 seconds)");
+  if (x > max_input_seconds) ctx.fail(name, v, "is too large (limit 1e9 seconds)");
   return x;
 }
 
@@ -307,7 +305,7 @@ int count_field(const row_context& ctx, std::string_view v, std::string_view nam
   if (v.empty()) ctx.fail("column '" + std::string(name) + "' is empty");
   if (!csv::parse_int(v, x)) ctx.fail(name, v, "is not a whole number");
   if (x < 1) ctx.fail(name, v, "must be at least 1");
-  if (x > max_gpus) ctx.fail(name, v, "is too large (limit 1000000)");
+  if (x > max_job_gpus) ctx.fail(name, v, "is too large (limit 1000000)");
   return static_cast<int>(x);
 }
 

@@ -228,7 +228,10 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     double t_min = remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, sp);
     mckp_class c;
     c.gpu_type = e.type;
-    for (int w = j.min_workers + 1; w <= j.max_workers; ++w) {
+    // No job can take more extra workers than its type has free GPUs: items past that could
+    // never be chosen, and a trace's max_workers may be far beyond the cluster.
+    const int top = std::min(j.max_workers, j.min_workers + in.capacity[static_cast<size_t>(e.type)]);
+    for (int w = j.min_workers + 1; w <= top; ++w) {
       double v = t_min - remaining_time_s(l.params.model, rem, j.gpus, w, sp);
       // Relative to staying at min: a change of size costs the overhead, keeping it does not.
       // A job starting now pays nothing for its size.

@@ -34,11 +34,14 @@ struct job_progress {
     return (rate > 0 && now > since) ? work_done + rate * (now - since).seconds() : work_done;
   }
 
-  /// When `total` work will be done at the current rate; sim_time::max() if not running.
+  /// When `total` work will be done at the current rate; sim_time::max() if not running or
+  /// if that lies past sim_time::horizon().
   sim_time finish_time(double total) const {
     if (rate <= 0) return sim_time::max();
     double left = std::max(0.0, total - work_done);
-    return since + sim_time::from_us(static_cast<int64_t>(std::ceil(left / rate * 1e6 - 1e-6)));
+    double us = std::ceil(left / rate * 1e6 - 1e-6);
+    if (!(us < static_cast<double>((sim_time::horizon() - since).us))) return sim_time::max();
+    return since + sim_time::from_us(static_cast<int64_t>(us));
   }
 };
 

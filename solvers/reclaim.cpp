@@ -288,6 +288,10 @@ reclaim_result reclaim_greedy(const reclaim_input& in) {
 }
 
 reclaim_result reclaim_exact(const reclaim_input& in) {
+  if (in.loaned.size() > static_cast<size_t>(max_exact_reclaim_servers))
+    throw std::invalid_argument("reclaim: the exact solver takes at most " +
+                                std::to_string(max_exact_reclaim_servers) + " loaned servers (got " +
+                                std::to_string(in.loaned.size()) + "); use greedy");
   auto seed = reclaim_greedy(in);  // also validates
   reclaim_state st(in);
   const auto order = by_id(in);

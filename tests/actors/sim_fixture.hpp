@@ -67,6 +67,7 @@ struct recorded {
   std::vector<event_record> events;
   std::vector<job_record> jobs;
   std::vector<std::string> violations;
+  std::vector<std::pair<std::string, int>> failures;  ///< (message, exit code)
   int slo_misses = 0;
 };
 
@@ -78,6 +79,8 @@ inline recorder_actor::behavior_type recording_recorder(recorder_actor::pointer,
       [=](violation_atom, const std::string& s) { r->violations.push_back(s); },
       [=](slo_atom, int n) { r->slo_misses += n; },
       [=](serving_atom, int64_t, int) {},
+      [=](failed_atom, const std::string& what, int code) { r->failures.emplace_back(what, code); },
+      [=](lag_atom, int64_t) {},
   };
 }
 

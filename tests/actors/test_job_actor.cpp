@@ -96,3 +96,13 @@ TEST_CASE_FIXTURE(job_fixture, "a preempted job keeps its progress and pays the 
   CHECK(fin[0].at == sim_time::from_seconds(220));
   CHECK(rec->violations.empty());
 }
+
+TEST_CASE_FIXTURE(job_fixture, "an assignment that would finish past the horizon ends the run with an input error") {
+  // 1e9 s of work at 1 of 1000 requested workers: about 1e12 s, past the 4e9 s horizon.
+  auto j = spawn_job(1000, 1e9);
+  assign(j, 1, 1);
+  REQUIRE(rec->failures.size() == 1);
+  CHECK(rec->failures[0].second == 2);
+  CHECK(rec->failures[0].first.find("job 7 (j7) would finish after the simulation horizon") != std::string::npos);
+  CHECK(of_kind("ack").empty());  // the actor stopped instead of acknowledging
+}

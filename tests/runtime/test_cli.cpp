@@ -1,47 +1,11 @@
 // The command line on bad input: a one-line error naming the place, a non-zero exit, no crash.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <fstream>
-#include <string>
 
-namespace {
+#include "tests/runtime/cli_support.hpp"
 
-struct result {
-  int code = -1;
-  std::string output;  ///< stdout and stderr
-};
-
-result run(const std::string& args) {
-  std::string cmd = std::string(ARYL_BINARY) + " " + args + " 2>&1";
-  result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.output.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  auto path = "/tmp/aryl-cli-" + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
-void check_one_line_error(const result& r, const std::string& must_contain) {
-  CHECK(r.code == 2);
-  CHECK_MESSAGE(r.output.find(must_contain) != std::string::npos, r.output);
-  CHECK_MESSAGE(r.output.find('\n') == r.output.size() - 1, "more than one line: " << r.output);
-}
-
-const std::string quiet = " --quiet --out /tmp/aryl-cli-out";
-
-} // namespace
+using namespace aryl::test;
 
 TEST_CASE("a missing trace file is a one-line error naming the file") {
   check_one_line_error(run("simulate --trace /nonexistent/jobs.csv" + quiet), "/nonexistent/jobs.csv");
@@ -61,7 +25,7 @@ TEST_CASE("a bad config value is a one-line error") {
 }
 
 TEST_CASE("a negative server count on the command line is a one-line error, not ignored") {
-  check_one_line_error(run("simulate --servers -3" + quiet), "--servers: cluster.training.servers: must be >= 0");
+  check_one_line_error(run("simulate --servers -3" + quiet), "--servers: cluster.training.servers: -3 is outside [0, 100000]");
 }
 
 TEST_CASE("an unknown option is a usage error") {

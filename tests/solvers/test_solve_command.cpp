@@ -59,7 +59,7 @@ TEST_CASE("solve mckp: the method argument is ignored (there is one method)") {
 
 TEST_CASE("solve mckp: malformed input exits 2 naming the field") {
   check_rejected(run("mckp", R"({"capacity": 4, "classes": [{"id": "j1", "items": [{"weight": 0, "value": 1}]}]})"),
-                 "classes[0].items[0].weight: must be an integer >= 1");
+                 "classes[0].items[0].weight: must be an integer in [1, 10000000]");
   check_rejected(run("mckp", R"({"classes": []})"), "capacity: missing");
   check_rejected(run("mckp", R"({"capacity": 2.5, "classes": []})"), "capacity: must be an integer");
   check_rejected(run("mckp", R"({"capacity": 4, "classes": [{"id": "a", "items": []}, {"id": "a", "items": []}]})"),
@@ -104,16 +104,16 @@ TEST_CASE("solve reclaim: malformed input exits 2 naming the field") {
                  "unknown method \"random\"");
 }
 
-TEST_CASE("solve reclaim: exact refuses more than 32 loaned servers") {
+TEST_CASE("solve reclaim: exact refuses more than 20 loaned servers") {
   std::string in = R"({"count": 1, "jobs": [], "loaned_servers": [)";
-  for (int i = 0; i < 33; ++i) {
+  for (int i = 0; i < 21; ++i) {
     if (i > 0) in += ",";
     in += R"({"id": "s)";
     in += std::to_string(i);
     in += R"(", "gpus": 8})";
   }
   in += "]}";
-  check_rejected(run("reclaim", in, "exact"), "at most 32 loaned servers (got 33)");
+  check_rejected(run("reclaim", in, "exact"), "at most 20 loaned servers (got 21)");
   CHECK(run("reclaim", in, "greedy").code == 0);
 }
 
