@@ -17,7 +17,9 @@ namespace aryl {
 struct job_env {
   timebase tb;
   throughput_model model;
-  scheduler_actor scheduler;
+  /// Weak: the scheduler owns its jobs, and a strong handle back would keep both alive
+  /// for ever (the scheduler's own copy of this struct would even hold itself).
+  caf::actor_addr scheduler;
   recorder_actor recorder;
   bool check_invariants = false;
 };

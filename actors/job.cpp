@@ -31,7 +31,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
           st.due = at;
           self->delayed_send(self, env.tb.span(at - now), tick_atom::value, a.generation);
         }
-        self->send(env.scheduler, ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
+        self->send(caf::actor_cast<scheduler_actor>(env.scheduler), ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
       },
       [=](tick_atom, uint64_t generation) {
         auto& st = self->state;
@@ -39,7 +39,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         auto now = env.tb.now(self);
         if (now > st.due) self->send(env.recorder, lag_atom::value, (now - st.due).us);
         st.progress.settle(now);
-        self->send(env.scheduler, finished_atom::value, st.spec.index, generation);
+        self->send(caf::actor_cast<scheduler_actor>(env.scheduler), finished_atom::value, st.spec.index, generation);
         self->quit();
       },
   };

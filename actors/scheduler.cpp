@@ -251,7 +251,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
   st.ledger.servers = setup.servers;
   st.setup = std::move(setup);
   st.servers = std::move(servers);
-  st.jenv = job_env{tb, std::move(model), caf::actor_cast<scheduler_actor>(self), recorder,
+  st.jenv = job_env{tb, std::move(model), self->address(), recorder,
                     st.setup.check_invariants};
   return {
       [=](submit_atom, job_spec& spec) {

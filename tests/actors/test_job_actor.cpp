@@ -22,7 +22,7 @@ struct job_fixture : sim_fixture {
     s.name = "j7";
     s.gpus = gpus;
     s.duration_s = duration_s;
-    return sys->spawn(job_behavior, s, job_env{tb, throughput_model{}, scheduler, recorder, true});
+    return sys->spawn(job_behavior, s, job_env{tb, throughput_model{}, scheduler.address(), recorder, true});
   }
   void assign(const job_actor& j, uint64_t gen, int workers, double overhead_s = 0) {
     caf::anon_send(j, assign_atom::value, job_assignment{gen, workers, 1.0, overhead_s, {0}});
