@@ -1,6 +1,7 @@
 #pragma once
 /// What actors are given at spawn: handles of their peers, the time base, and settings.
 /// Nothing here is global; two runs can live side by side in one process.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "actors/recorder_protocol.hpp"
 #include "actors/scheduler_protocol.hpp"
 #include "actors/server_protocol.hpp"
+#include "actors/worker_settings.hpp"
 #include "runtime/timebase.hpp"
 #include "solvers/throughput.hpp"
 
@@ -22,6 +24,9 @@ struct job_env {
   caf::actor_addr scheduler;
   recorder_actor recorder;
   bool check_invariants = false;
+  worker_settings workers = {};
+  /// Server actors by id (live mode: a job launches its workers through them).
+  std::shared_ptr<const std::vector<server_actor>> servers = {};
 };
 
 } // namespace aryl

@@ -1,6 +1,9 @@
 #pragma once
 /// The job actor: one per submitted job. It owns the job's true progress and completion
 /// timer; the scheduler only ever sees what it acknowledges.
+#include <optional>
+#include <set>
+
 #include "actors/actor_env.hpp"
 #include "runtime/job_spec.hpp"
 #include "solvers/job_progress.hpp"
@@ -13,12 +16,20 @@ struct job_state {
   uint64_t generation = 0;
   int workers = 0;
   sim_time due;  ///< when the current completion timer is due
+  // Live mode (env.workers.follow_workers):
+  std::set<uint32_t> live_ranks;        ///< ranks of the current launch that have not exited
+  std::optional<job_assignment> next;   ///< set while the previous launch's workers stop
   static inline const char* name = "job";
 };
 
 /// Spawn with `spawn(job_behavior, spec, env)`. On each assignment it settles progress to
 /// now, pays the overhead, re-arms its completion timer and acknowledges; when the timer of
 /// the current generation fires it reports `finished` and quits.
+/// Live mode (env.workers.follow_workers): instead of a timer, real workers. On an
+/// assignment it waits until the workers of the previous one have exited (the scheduler's
+/// removal stops them), launches the new ones through the server actors, and acknowledges;
+/// progress is what rank 0 reports; it is done when every worker exits 0. A worker that
+/// fails on its own ends the run (recovery from faults is not built yet).
 job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> self, job_spec spec,
                                       job_env env);
 

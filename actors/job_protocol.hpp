@@ -12,6 +12,9 @@ using assign_atom = caf::atom_constant<caf::atom("assign")>;
 using ack_atom = caf::atom_constant<caf::atom("ack")>;
 using finished_atom = caf::atom_constant<caf::atom("finished")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
+/// Live mode, server -> job: what its real workers report (through the node agent).
+using wprogress_atom = caf::atom_constant<caf::atom("wprogress")>;
+using wexit_atom = caf::atom_constant<caf::atom("wexit")>;
 
 /// A job's whole allocation after a decision. workers == 0 means stop (preempt): the job
 /// checkpoints and waits. Every assignment carries a new generation; a completion timer
@@ -23,12 +26,14 @@ struct job_assignment {
   /// Seconds without progress before running at the new rate (restart or rescale cost).
   double overhead_s = 0;
   std::vector<int> servers;
+  /// Workers on each of `servers` (same order).
+  std::vector<int> server_workers;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_assignment& x) {
   return f(caf::meta::type_name("job_assignment"), x.generation, x.workers, x.type_speed, x.overhead_s,
-           x.servers);
+           x.servers, x.server_workers);
 }
 
 /// Job -> scheduler: the assignment of `generation` is in effect; `work_done` at that time.
@@ -43,7 +48,11 @@ typename Inspector::result_type inspect(Inspector& f, job_ack& x) {
   return f(caf::meta::type_name("job_ack"), x.job, x.generation, x.work_done);
 }
 
+/// assign, tick (its own completion timer); live mode: wprogress(rank, work_done) and
+/// wexit(rank, exit code, signal) from the workers of its current launch.
 using job_actor = caf::typed_actor<caf::reacts_to<assign_atom, job_assignment>,
-                                   caf::reacts_to<tick_atom, uint64_t>>;
+                                   caf::reacts_to<tick_atom, uint64_t>,
+                                   caf::reacts_to<wprogress_atom, uint32_t, double>,
+                                   caf::reacts_to<wexit_atom, uint32_t, int, int>>;
 
 } // namespace aryl

@@ -93,7 +93,10 @@ void dispatch_assignment(self_ptr self, const decision& d) {
     case decision::kind::preempt:
       break;
   }
-  for (auto& [sid, w] : j.alloc) a.servers.push_back(sid);
+  for (auto& [sid, w] : j.alloc) {
+    a.servers.push_back(sid);
+    a.server_workers.push_back(w);
+  }
   self->send(st.jobs[d.job], assign_atom::value, a);
   for (auto& [sid, w] : d.alloc) self->send(st.servers[static_cast<size_t>(sid)], place_atom::value, d.job, w);
 }
@@ -252,7 +255,8 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
   st.setup = std::move(setup);
   st.servers = std::move(servers);
   st.jenv = job_env{tb, std::move(model), self->address(), recorder,
-                    st.setup.check_invariants};
+                    st.setup.check_invariants, st.setup.workers,
+                    std::make_shared<const std::vector<server_actor>>(st.servers)};
   return {
       [=](submit_atom, job_spec& spec) {
         auto& st = self->state;

@@ -21,6 +21,7 @@ struct scheduler_setup {
   std::vector<server_entry> servers;      ///< initial cluster, by id
   std::string reclaim_method = "greedy";  ///< greedy | exact
   bool check_invariants = false;
+  worker_settings workers;                ///< live mode: jobs follow real workers
 };
 
 struct scheduler_state {

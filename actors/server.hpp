@@ -2,8 +2,11 @@
 /// The server actor: one per machine, training or inference. It owns the GPU slots of its
 /// machine and checks every placement against them.
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "actors/node_link.hpp"
 #include "actors/recorder_protocol.hpp"
 #include "actors/server_protocol.hpp"
 
@@ -15,12 +18,21 @@ struct server_state {
   int used = 0;
   int mode = 0;  ///< server_mode as int
   std::map<uint32_t, int> workers;  ///< job -> GPUs
+  // Live mode only (with a node link):
+  std::shared_ptr<node_link> node;
+  std::vector<int64_t> gpu_job;                  ///< GPU index -> job holding it, -1 free
+  std::map<uint32_t, job_actor> owners;          ///< job -> its actor, for worker reports
+  std::map<uint32_t, launch_request> pending;    ///< launches waiting for their placement
   static inline const char* name = "server";
 };
 
 /// Reports to `recorder` (as a violation) any placement beyond the server's GPUs, any
 /// training worker on a server that serves inference, and any removal of an absent job.
+/// With a `node` (live mode) it fronts the machine's agent: a placement takes GPU indices,
+/// a job's launch starts workers on them, a removal stops the job's workers there, and the
+/// workers' reports go to the job's actor.
 server_actor::behavior_type server_behavior(server_actor::stateful_pointer<server_state> self,
-                                            std::string name, int gpus, int mode, recorder_actor recorder);
+                                            std::string name, int gpus, int mode, recorder_actor recorder,
+                                            std::shared_ptr<node_link> node);
 
 } // namespace aryl

@@ -5,16 +5,45 @@
 #include <caf/all.hpp>
 
 #include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/job_protocol.hpp"
 
 namespace aryl {
 
 using place_atom = caf::atom_constant<caf::atom("place")>;
 using remove_atom = caf::atom_constant<caf::atom("remove")>;
 using mode_atom = caf::atom_constant<caf::atom("mode")>;
+using launch_atom = caf::atom_constant<caf::atom("launch")>;
 
-/// place(job, gpus), remove(job), mode(server_mode as int: who the server works for).
+/// Live mode, job -> server: start this job's workers on the GPUs it was placed on here.
+struct launch_request {
+  uint32_t job = 0;
+  std::string job_name;
+  uint32_t rank_offset = 0;
+  int workers = 0;
+  uint32_t world_size = 1;
+  double work_s = 0;      ///< work left, work-seconds
+  double rate = 0;        ///< work-seconds per real second, for emulated workers
+  double startup_s = 0;   ///< real seconds of restart or rescale cost
+  std::vector<std::string> command;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, launch_request& x) {
+  return f(caf::meta::type_name("launch_request"), x.job, x.job_name, x.rank_offset, x.workers, x.world_size,
+           x.work_s, x.rate, x.startup_s, x.command);
+}
+
+/// From the scheduler: place(job, gpus), remove(job), mode(server_mode as int: who the
+/// server works for). Live mode only: launch from a job actor; wprogress(job, rank,
+/// work_done) and wexit(job, rank, code, signal) from the node agent's connection.
 using server_actor = caf::typed_actor<caf::reacts_to<place_atom, uint32_t, int>,
                                       caf::reacts_to<remove_atom, uint32_t>,
-                                      caf::reacts_to<mode_atom, int>>;
+                                      caf::reacts_to<mode_atom, int>,
+                                      caf::reacts_to<launch_atom, launch_request>,
+                                      caf::reacts_to<wprogress_atom, uint32_t, uint32_t, double>,
+                                      caf::reacts_to<wexit_atom, uint32_t, uint32_t, int, int>>;
 
 } // namespace aryl

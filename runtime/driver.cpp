@@ -122,7 +122,7 @@ namespace {
 /// Spawns the actors and drives time until the run finishes or stops. The actor system lives
 /// only in here: when this returns, no actor runs any more and the outputs can be closed.
 run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std::shared_ptr<run_writer>& writer,
-                  std::ostream* progress) {
+                  std::ostream* progress, const live_world* live) {
   auto status = std::make_shared<run_status>();
   bool simulated = c.mode == "simulated";
 
@@ -144,8 +144,26 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   auto recorder = sys.spawn(recorder_behavior, writer, status, static_cast<uint64_t>(in.jobs.size()), header);
   std::vector<server_actor> servers;
   for (auto& s : plan.setup.servers)
-    servers.push_back(sys.spawn(server_behavior, s.name, s.gpus, static_cast<int>(s.mode), recorder));
+    servers.push_back(sys.spawn(server_behavior, s.name, s.gpus, static_cast<int>(s.mode), recorder,
+                                live ? live->nodes.at(static_cast<size_t>(s.id)) : nullptr));
+  if (live) plan.setup.workers = live->workers;
   auto scheduler = sys.spawn(scheduler_behavior, plan.setup, servers, recorder, tb, plan.setup.params.model);
+  // The machines' reports reach the server actors from the network thread.
+  struct router_guard {
+    const live_world* live;
+    ~router_guard() {
+      if (live && live->on_ready) live->on_ready(worker_router{});
+    }
+  } guard{live};
+  if (live && live->on_ready) {
+    live->on_ready(worker_router{
+        [servers](int s, uint32_t job, uint32_t rank, double work) {
+          caf::anon_send(servers.at(static_cast<size_t>(s)), wprogress_atom::value, job, rank, work);
+        },
+        [servers](int s, uint32_t job, uint32_t rank, int code, int signal) {
+          caf::anon_send(servers.at(static_cast<size_t>(s)), wexit_atom::value, job, rank, code, signal);
+        }});
+  }
   inference_actor inference;
   if (!plan.inference_ids.empty()) {
     inference_setup is{plan.inference_ids, std::move(in.demand), c.inference_interval_s, c.inference_headroom,
@@ -248,12 +266,15 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
 
 } // namespace
 
-run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress) {
+run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live) {
   auto plan = plan_cluster(c);
   check_runnable(c, plan.setup, in.jobs);
   auto writer = std::make_shared<run_writer>(c.out_dir);
   if (!in.jobs.empty()) writer->set_window_end(in.jobs.back().submit.us);
-  auto out = drive(c, plan, std::move(in), writer, progress);
+  if (live && live->nodes.size() != plan.setup.servers.size())
+    throw input_error(fmt::format("live: {} machines for {} configured servers", live->nodes.size(),
+                                  plan.setup.servers.size()));
+  auto out = drive(c, plan, std::move(in), writer, progress, live);
   if (out.ok) {
     writer->commit(out.summary);
     if (c.mode == "wallclock" && out.summary.max_timer_lag_s > c.max_lag_s)

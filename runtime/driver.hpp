@@ -2,10 +2,14 @@
 /// Runs one simulation: builds the cluster from the config, spawns the actors, drives time
 /// (simulated or wall clock) until every job has finished, and returns the summary.
 /// Free of CAF types so that the command line and tests include it cheaply.
+#include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "actors/node_link.hpp"
+#include "actors/worker_settings.hpp"
 #include "runtime/config.hpp"
 #include "runtime/inference_demand.hpp"
 #include "runtime/job_spec.hpp"
@@ -16,6 +20,21 @@ namespace aryl {
 struct run_inputs {
   std::vector<job_spec> jobs;          ///< sorted by submit time, index = position
   std::vector<demand_point> demand;    ///< inference demand (servers needed)
+};
+
+/// Routes what a machine's workers report to the actor of that server; callable from any
+/// thread while the run lasts.
+struct worker_router {
+  std::function<void(int server, uint32_t job, uint32_t rank, double work_done)> progress;
+  std::function<void(int server, uint32_t job, uint32_t rank, int code, int signal)> exit;
+};
+
+/// Live mode: the machines behind the server actors, and the way in for their reports.
+struct live_world {
+  std::vector<std::shared_ptr<node_link>> nodes;  ///< by server id: training, then inference
+  worker_settings workers;
+  /// Called with a router once the actors exist, and with an empty one when they are gone.
+  std::function<void(worker_router)> on_ready;
 };
 
 struct run_outcome {
@@ -33,6 +52,7 @@ struct run_outcome {
 /// Throws input_error for inputs that can never run (a job larger than the cluster, a GPU
 /// type the cluster lacks, a job that would outlast the simulation horizon) and for output
 /// files that cannot be written. `progress` gets a progress line now and then on long runs.
-run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress);
+/// `live`: run against real machines (config run.mode must be wallclock); null: simulate.
+run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live = nullptr);
 
 } // namespace aryl

@@ -48,7 +48,7 @@ struct scheduler_fixture : sim_fixture {
         e.home = server_home::inference;
         e.mode = server_mode::serving;
       }
-      handles.push_back(sys->spawn(server_behavior, e.name, 8, static_cast<int>(e.mode), recorder));
+      handles.push_back(sys->spawn(server_behavior, e.name, 8, static_cast<int>(e.mode), recorder, nullptr));
       s.servers.push_back(e);
     }
     return sys->spawn(scheduler_behavior, s, handles, recorder, tb, throughput_model{});

@@ -12,7 +12,7 @@ namespace {
 struct server_fixture : sim_fixture {
   std::shared_ptr<recorded> rec = std::make_shared<recorded>();
   recorder_actor recorder = sys->spawn(recording_recorder, rec);
-  server_actor spawn(int mode) { return sys->spawn(server_behavior, std::string("t0"), 8, mode, recorder); }
+  server_actor spawn(int mode) { return sys->spawn(server_behavior, std::string("t0"), 8, mode, recorder, nullptr); }
 };
 } // namespace
 

@@ -1,0 +1,35 @@
+#pragma once
+/// What a server actor tells the machine it fronts. In simulated time there is no machine
+/// (no link); in live mode the link is the connection to the machine's node agent.
+/// Plain types only: actors include this without any network code.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace aryl {
+
+/// Start the workers of one job on one machine: ranks rank_offset .. rank_offset+gpus.size()-1
+/// of world_size, one per GPU index.
+struct node_launch {
+  uint32_t job = 0;
+  std::string job_name;
+  uint32_t rank_offset = 0;
+  uint32_t world_size = 1;
+  std::vector<uint32_t> gpus;
+  /// Emulated workers: work left (work-seconds) and work-seconds done per real second.
+  double work_s = 0;
+  double rate = 0;
+  /// Real seconds an emulated worker waits before progressing (restart or rescale cost).
+  double startup_s = 0;
+  std::vector<std::string> command;  ///< empty: the agent's emulated worker
+};
+
+struct node_link {
+  virtual ~node_link() = default;
+  /// Called from the server actor; must not block.
+  virtual void launch(const node_launch& l) = 0;
+  /// Stop every worker of `job` on the machine (SIGTERM, then SIGKILL after a grace period).
+  virtual void stop(uint32_t job) = 0;
+};
+
+} // namespace aryl
