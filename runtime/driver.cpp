@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <map>
+#include <tuple>
 #include <thread>
 
 #include "actors/feeder.hpp"
@@ -47,23 +48,32 @@ cluster_plan plan_cluster(const config& c) {
   int train_type = type_id(s.type_names, c.training.gpu_type);
   int infer_type = c.inference.servers > 0 ? type_id(s.type_names, c.inference.gpu_type) : -1;
   for (auto& name : s.type_names) s.params.type_speed.push_back(c.gpu_speed.at(name));
-  auto add_servers = [&](const cluster_config& cl, int type, const char* prefix, server_home home) {
-    for (int i = 0; i < cl.servers; ++i) {
-      server_entry e;
-      e.id = static_cast<int>(s.servers.size());
-      e.name = fmt::format("{}{}", prefix, i);
-      e.gpu_type = type;
-      e.gpus = e.free = cl.gpus_per_server;
-      e.home = home;
-      e.mode = home == server_home::inference ? server_mode::serving : server_mode::training;
-      if (home == server_home::inference) p.inference_ids.push_back(e.id);
-      s.servers.push_back(std::move(e));
-    }
-  };
-  add_servers(c.training, train_type, "t", server_home::training);
-  add_servers(c.inference, infer_type, "i", server_home::inference);
+  for (auto& m : cluster_machines(c)) {
+    server_entry e;
+    e.id = m.id;
+    e.name = m.name;
+    e.gpu_type = m.inference ? infer_type : train_type;
+    e.gpus = e.free = m.gpus;
+    e.home = m.inference ? server_home::inference : server_home::training;
+    e.mode = m.inference ? server_mode::serving : server_mode::training;
+    if (m.inference) p.inference_ids.push_back(e.id);
+    s.servers.push_back(std::move(e));
+  }
   return p;
 }
+
+} // namespace
+
+std::vector<machine> cluster_machines(const config& c) {
+  std::vector<machine> out;
+  for (auto [cl, prefix, inference] : {std::tuple{&c.training, "t", false}, std::tuple{&c.inference, "i", true}})
+    for (int i = 0; i < cl->servers; ++i)
+      out.push_back({static_cast<int>(out.size()), fmt::format("{}{}", prefix, i), cl->gpu_type, cl->gpus_per_server,
+                     inference});
+  return out;
+}
+
+namespace {
 
 /// A job that no cluster state could ever fit, or that could not finish before the
 /// simulation horizon even alone on the slowest GPUs it may use, is an input error, not a

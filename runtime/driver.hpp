@@ -22,6 +22,17 @@ struct run_inputs {
   std::vector<demand_point> demand;    ///< inference demand (servers needed)
 };
 
+/// One machine of the configured cluster. Ids are dense: training servers t0.. first, then
+/// inference servers i0..; the same ids every run of one config.
+struct machine {
+  int id = 0;
+  std::string name;
+  std::string gpu_type;
+  int gpus = 0;
+  bool inference = false;
+};
+std::vector<machine> cluster_machines(const config& c);
+
 /// Routes what a machine's workers report to the actor of that server; callable from any
 /// thread while the run lasts.
 struct worker_router {

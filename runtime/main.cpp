@@ -1,8 +1,11 @@
 // aryl command line: `aryl simulate ...` runs a simulation; `aryl solve ...` runs one solver
-// on JSON input (for debugging a decision).
+// on JSON input (for debugging a decision); `aryl serve`, `aryl agent` and `aryl worker` are
+// live mode's scheduler, node agent and emulated worker.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <atomic>
+#include <csignal>
 #include <fstream>
 #include <iostream>
 
@@ -10,6 +13,10 @@
 #include "runtime/input_error.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/outputs.hpp"
+#include "runtime/live/agent.hpp"
+#include "runtime/live/serve.hpp"
+#include "runtime/live/token.hpp"
+#include "runtime/live/worker.hpp"
 #include "runtime/solve_command.hpp"
 
 namespace {
@@ -60,6 +67,21 @@ int simulate(const simulate_flags& f) {
   return 0;
 }
 
+std::atomic<bool> stop_requested{false};
+
+extern "C" void request_stop(int) { stop_requested.store(true); }
+
+int agent(aryl::live::agent_options o, const std::string& token_file, const std::string& pool) {
+  if (token_file.empty()) throw aryl::input_error("agent: --token-file is required (the cluster token)");
+  if (pool != "training" && pool != "inference")
+    throw aryl::input_error("agent: --pool: '" + pool + "' is not one of training|inference");
+  o.token = aryl::live::read_token_file(token_file);
+  o.pool = pool == "training" ? aryl::wire::pool_kind::training : aryl::wire::pool_kind::inference;
+  std::signal(SIGTERM, request_stop);
+  std::signal(SIGINT, request_stop);
+  return aryl::live::run_agent(o, stop_requested, std::cerr);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -92,6 +114,42 @@ int main(int argc, char** argv) {
   solve->add_option("--method", method, "reclaim: greedy | exact");
   solve->add_option("--in", in_file, "input file (default: standard input)");
 
+  simulate_flags vf;  // serve takes the simulate flags that say what to run
+  aryl::live::serve_options so;
+  auto* serve = app.add_subcommand("serve", "live mode: schedule a workload on node agents' machines");
+  serve->add_option("--config", vf.config_file, "YAML config file");
+  serve->add_option("--trace", vf.trace, "training job trace (CSV)");
+  serve->add_option("--trace-format", vf.trace_format, "canonical | philly");
+  serve->add_option("--policy", vf.policy, "scheduling policy (as simulate)");
+  serve->add_option("--servers", vf.servers, "training servers");
+  serve->add_option("--seed", vf.seed, "random seed");
+  serve->add_option("--out", vf.out, "output folder (default out/)");
+  serve->add_option("--speedup", vf.speedup, "simulated seconds per real second (emulated workers)");
+  serve->add_option("--set", vf.sets, "override a config key: key=value (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  serve->add_option("--bind", so.bind, "address to listen on (default 127.0.0.1)");
+  serve->add_option("--port", so.port, "port (default 0: the OS chooses)");
+  serve->add_option("--port-file", so.port_file, "write the port here once listening");
+  serve->add_option("--token-file", so.token_file, "file holding the cluster token")->required();
+  serve->add_option("--agent-wait", so.agent_wait_s, "seconds to wait for every agent (default 60)");
+  serve->add_option("--work-dir", so.work_dir, "folder for the jobs' checkpoints (default live/)");
+  serve->add_option("--stop-grace", so.stop_grace_s, "seconds from SIGTERM to SIGKILL for stopped workers");
+
+  aryl::live::agent_options ao;
+  std::string agent_token, agent_pool = "training";
+  auto* agent_cmd = app.add_subcommand("agent", "live mode: the node agent of one machine");
+  agent_cmd->add_option("--host", ao.host, "scheduler address (default 127.0.0.1)");
+  agent_cmd->add_option("--port", ao.port, "scheduler port")->required();
+  agent_cmd->add_option("--token-file", agent_token, "file holding the cluster token")->required();
+  agent_cmd->add_option("--name", ao.name, "this machine's server name (as in the scheduler's config)")->required();
+  agent_cmd->add_option("--gpu-type", ao.gpu_type, "GPU type (default V100)");
+  agent_cmd->add_option("--gpus", ao.gpus, "GPUs (default 8)");
+  agent_cmd->add_option("--pool", agent_pool, "training | inference");
+  agent_cmd->add_option("--work-dir", ao.work_dir, "folder for worker logs")->required();
+  agent_cmd->add_option("--heartbeat", ao.heartbeat_s, "seconds between heartbeats (default 1)");
+
+  app.add_subcommand("worker", "live mode: an emulated training worker, configured by ARYL_* variables");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -100,6 +158,9 @@ int main(int argc, char** argv) {
   }
   try {
     if (*sim) return simulate(sf);
+    if (*serve) return aryl::live::run_serve(build_config(vf), so, std::cout, std::cerr);
+    if (*agent_cmd) return agent(ao, agent_token, agent_pool);
+    if (app.got_subcommand("worker")) return aryl::live::run_worker(std::cerr);
     if (!in_file.empty()) {
       std::ifstream in(in_file);
       if (!in) {

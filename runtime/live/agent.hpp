@@ -1,0 +1,92 @@
+#pragma once
+/// The node agent of live mode (`aryl agent`): one per machine. It connects to the
+/// scheduler, registers its machine, heartbeats, starts and stops the job's worker
+/// processes as told, and reports their progress and exits (docs/protocol.md).
+#include <atomic>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "runtime/wire/messages.hpp"
+
+namespace aryl::live {
+
+/// Configuration of one agent. Times are wall-clock seconds.
+struct agent_options {
+  /// The scheduler's address (a name or an IP address) and TCP port.
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+  /// The cluster token, sent in hello (the caller reads it with read_token_file).
+  std::string token;
+  /// This machine as registered: server name (not empty), GPU type, GPU count, pool.
+  std::string name;
+  std::string gpu_type = "V100";
+  uint32_t gpus = 8;
+  wire::pool_kind pool = wire::pool_kind::training;
+  /// Per-agent folder (created if missing): checkpoints/<job_id>/ for launches whose
+  /// checkpoint_dir is not absolute, logs/<job_id>-<rank>.log for each worker's stdout and
+  /// stderr (appended to).
+  std::string work_dir;
+  /// Interval between heartbeats on a registered connection; the first comes one interval
+  /// after register. `seq` starts at 1 on each connection and increases by one.
+  double heartbeat_s = 1.0;
+  /// Reconnect backoff: the n-th consecutive failure (n = 0, 1, ...) waits a uniformly
+  /// random time in [d/2, d] with d = min(reconnect_max_s, reconnect_min_s * 2^n). The
+  /// count restarts at each hello_ok.
+  double reconnect_min_s = 0.1, reconnect_max_s = 5.0;
+  /// A connection without hello_ok this long after the connect began is dropped.
+  double handshake_timeout_s = 10.0;
+  /// On the agent's own stop: time between SIGTERM and SIGKILL to its workers.
+  double shutdown_grace_s = 5.0;
+  /// Shortest interval between two progress messages of one worker (the latest is always
+  /// sent eventually).
+  double progress_interval_s = 0.25;
+  /// The program of a launch whose command is empty, run with the single argument
+  /// "worker" (the aryl binary itself). Empty: this process's own executable.
+  std::string worker_program;
+};
+
+/// Runs the agent on the calling thread until `stop_flag` becomes true (checked every
+/// ~25 ms; the CLI sets it from its SIGTERM/SIGINT handlers).
+///
+/// Protocol: hello{agent, token, name} -> hello_ok (an `error` reply, a close, or no
+/// hello_ok within handshake_timeout_s: logged, backoff, retry) -> register{name, gpu_type,
+/// gpus, pool, running workers} -> buffered progress and exits -> heartbeats. A malformed
+/// frame, an `error` or a `bye` from the scheduler drops the connection (logged) and the
+/// agent reconnects. Other unexpected messages are logged and ignored.
+///
+/// launch: ignored (logged) if that (job_id, rank) still runs here. Otherwise starts
+/// `command` (empty: worker_program with argument "worker") in its own process group,
+/// stdin /dev/null, with the agent's environment plus ARYL_JOB_ID, ARYL_RANK,
+/// ARYL_WORLD_SIZE, CUDA_VISIBLE_DEVICES (the launch's GPU indices, comma-separated),
+/// ARYL_CHECKPOINT_DIR (launch.checkpoint_dir if absolute, else
+/// work_dir/checkpoints/<job_id>; created), ARYL_RENDEZVOUS, ARYL_WORK_S and ARYL_RATE
+/// (when given), then launch.env (which wins). stdout lines and stderr go to the worker's
+/// log file; stdout lines parse_progress_line accepts become `progress` (at most one per
+/// progress_interval_s per worker, the latest always sent, the last one before the exit).
+/// A program that cannot be executed (or a checkpoint folder or log file that cannot be
+/// created) gives `exit` with code 127.
+///
+/// stop{job_id, grace_s}: SIGTERM to the group of each of the job's workers here, SIGKILL
+/// after grace_s. Every worker's end is reported as exit{job_id, rank, code, signal} from
+/// its wait status, once its stdout is closed (or 1 s after its end); what is left of its
+/// process group is killed then.
+///
+/// A lost connection is
+/// retried with backoff while the workers keep running; their exits and latest progress
+/// are sent once registered again, and register.workers lists those still running. On
+/// stop: SIGTERM to every worker, SIGKILL after shutdown_grace_s, all reaped, `bye` if
+/// connected. No child process outlives this call, also when it ends by an exception.
+/// Logs one line per notable event to `log` (used from this thread only). Resets SIGCHLD
+/// to its default if it is ignored (exit statuses would be lost). Returns 0 after a stop,
+/// 2 for invalid options (logged), 1 after an unexpected error (logged).
+int run_agent(const agent_options& options, const std::atomic<bool>& stop_flag,
+              std::ostream& log);
+
+/// The `progress` a worker's stdout line reports: the line is
+/// "ARYL_PROGRESS work_done=<number >= 0> step=<integer>" (fields in any order, step
+/// optional, unknown fields ignored); false for any other line. Only work_done and step of
+/// `out` are set.
+bool parse_progress_line(std::string_view line, wire::progress& out);
+
+} // namespace aryl::live

@@ -1,0 +1,395 @@
+#include "runtime/live/gateway.hpp"
+
+#include <boost/asio.hpp>
+#include <fmt/format.h>
+
+#include <array>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "runtime/input_error.hpp"
+#include "runtime/live/token.hpp"
+#include "runtime/wire/codec.hpp"
+
+namespace aryl::live {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+class session;
+
+struct gateway::impl {
+  struct server_slot {
+    int id = 0;
+    std::string gpu_type;
+    int gpus = 0;
+    wire::pool_kind pool = wire::pool_kind::training;
+    std::weak_ptr<session> agent;  ///< the registered agent's connection, if any
+    bool registered = false;       ///< has registered at least once
+  };
+
+  gateway_options opts;
+  std::ostream& log_stream;
+  std::mutex log_mutex;
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  std::thread thread;
+  uint64_t next_session = 1;
+
+  std::mutex m;  // guards what follows: the network thread and the caller share it
+  std::condition_variable registered_cv;
+  std::map<std::string, server_slot> slots;
+  worker_router router;
+  client_handler clients;
+
+  impl(gateway_options o, std::ostream& l) : opts(std::move(o)), log_stream(l) {}
+
+  void log(const std::string& line) {
+    std::lock_guard lock(log_mutex);
+    log_stream << "[serve] " << line << '\n' << std::flush;
+  }
+
+  void accept();
+  void launch_on(const std::string& server, const node_launch& l);
+  void stop_on(const std::string& server, uint32_t job);
+};
+
+namespace {
+
+std::string pool_name(wire::pool_kind p) { return p == wire::pool_kind::training ? "training" : "inference"; }
+
+} // namespace
+
+/// One peer's connection. Lives on the network thread only.
+class session : public std::enable_shared_from_this<session> {
+ public:
+  session(tcp::socket s, gateway::impl* g, uint64_t id)
+      : socket_(std::move(s)), g_(g), decoder_(g_->opts.max_frame_bytes) {
+    boost::system::error_code ec;
+    auto ep = socket_.remote_endpoint(ec);
+    peer_ = ec ? fmt::format("connection {}", id) : fmt::format("connection {} ({}:{})", id, ep.address().to_string(), ep.port());
+  }
+
+  void start() { read(); }
+
+  void send(const wire::message& m) {
+    if (closing_) return;
+    queue_.push_back(wire::encode_frame(m));
+    if (queue_.size() == 1) write_next();
+  }
+
+  /// Sends `reason` as an error frame, then closes once it is written.
+  void close(const std::string& reason) {
+    if (closing_) return;
+    g_->log(fmt::format("{}: closing: {}", peer_, reason));
+    send(wire::error{reason});
+    closing_ = true;
+    if (queue_.empty()) shut();
+  }
+
+  const std::string& peer() const { return peer_; }
+
+ private:
+  enum class stage { hello, registering, agent, client };
+
+  void read() {
+    auto self = shared_from_this();
+    socket_.async_read_some(asio::buffer(buf_), [self](boost::system::error_code ec, size_t n) {
+      if (ec) {
+        self->lost(ec == asio::error::eof ? "the peer closed the connection" : ec.message());
+        return;
+      }
+      self->decoder_.feed(self->buf_.data(), n);
+      for (;;) {
+        if (self->closing_) return;
+        auto step = self->decoder_.next();
+        if (std::holds_alternative<wire::need_more>(step)) break;
+        if (auto* e = std::get_if<wire::decode_error>(&step)) {
+          self->close("bad frame: " + e->reason);
+          return;
+        }
+        self->handle(std::get<wire::message>(step));
+      }
+      if (!self->closing_) self->read();
+    });
+  }
+
+  void write_next() {
+    auto self = shared_from_this();
+    asio::async_write(socket_, asio::buffer(queue_.front()), [self](boost::system::error_code ec, size_t) {
+      if (ec) {
+        self->queue_.clear();
+        self->lost("write failed: " + ec.message());
+        return;
+      }
+      self->queue_.pop_front();
+      if (!self->queue_.empty()) self->write_next();
+      else if (self->closing_) self->shut();
+    });
+  }
+
+  void shut() {
+    boost::system::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+    detach();
+  }
+
+  /// The connection ended without a close of ours.
+  void lost(const std::string& why) {
+    if (!socket_.is_open()) return;
+    if (!closing_) g_->log(fmt::format("{}: disconnected: {}", peer_, why));
+    closing_ = true;
+    boost::system::error_code ec;
+    socket_.close(ec);
+    detach();
+  }
+
+  /// An agent's server no longer has a connection.
+  void detach() {
+    if (stage_ != stage::agent) return;
+    std::lock_guard lock(g_->m);
+    auto it = g_->slots.find(name_);
+    if (it != g_->slots.end() && it->second.agent.lock().get() == this) it->second.agent.reset();
+  }
+
+  void handle(const wire::message& msg) {
+    switch (stage_) {
+      case stage::hello: return on_hello(msg);
+      case stage::registering: return on_register(msg);
+      case stage::agent: return on_agent(msg);
+      case stage::client: return on_client(msg);
+    }
+  }
+
+  void on_hello(const wire::message& msg) {
+    auto* h = std::get_if<wire::hello>(&msg);
+    if (!h) return close(fmt::format("expected hello first, got '{}'", wire::type_of(msg)));
+    if (!tokens_equal(h->token, g_->opts.token)) return close("wrong cluster token");
+    name_ = h->name;
+    peer_ += " " + (h->role == wire::peer_role::agent ? std::string("agent ") : std::string("client ")) + h->name;
+    stage_ = h->role == wire::peer_role::agent ? stage::registering : stage::client;
+    send(wire::hello_ok{});
+  }
+
+  void on_register(const wire::message& msg) {
+    auto* r = std::get_if<wire::register_>(&msg);
+    if (!r) return close(fmt::format("expected register after hello, got '{}'", wire::type_of(msg)));
+    std::shared_ptr<session> replaced;
+    {
+      std::lock_guard lock(g_->m);
+      auto it = g_->slots.find(r->server);
+      if (it == g_->slots.end()) {
+        std::string known;
+        for (auto& [name, s] : g_->slots) known += (known.empty() ? "" : ", ") + name;
+        return close(fmt::format("unknown server '{}' (this cluster has: {})", r->server, known));
+      }
+      auto& slot = it->second;
+      if (r->gpu_type != slot.gpu_type || static_cast<int>(r->gpus) != slot.gpus || r->pool != slot.pool)
+        return close(fmt::format("server '{}' is configured as {} x {} ({}), the agent says {} x {} ({})", r->server,
+                                 slot.gpus, slot.gpu_type, pool_name(slot.pool), r->gpus, r->gpu_type,
+                                 pool_name(r->pool)));
+      replaced = slot.agent.lock();
+      slot.agent = shared_from_this();
+      slot.registered = true;
+      server_id_ = slot.id;
+    }
+    name_ = r->server;
+    stage_ = stage::agent;
+    g_->registered_cv.notify_all();
+    if (replaced && replaced.get() != this) replaced->close("replaced by a new connection of the same agent");
+    g_->log(fmt::format("{}: registered server {} ({} x {}, {}), running {} workers", peer_, r->server, r->gpus,
+                        r->gpu_type, pool_name(r->pool), r->workers.size()));
+  }
+
+  void on_agent(const wire::message& msg) {
+    if (std::holds_alternative<wire::heartbeat>(msg)) return;
+    if (auto* p = std::get_if<wire::progress>(&msg)) {
+      auto route = router();
+      if (route.progress) route.progress(server_id_, static_cast<uint32_t>(p->job_id), p->rank, p->work_done);
+      return;
+    }
+    if (auto* e = std::get_if<wire::exit_>(&msg)) {
+      g_->log(fmt::format("{}: job {} rank {} exited (code {}, signal {})", peer_, e->job_id, e->rank, e->code,
+                          e->signal));
+      auto route = router();
+      if (route.exit) route.exit(server_id_, static_cast<uint32_t>(e->job_id), e->rank, e->code, static_cast<int>(e->signal));
+      else g_->log(fmt::format("{}: no run in progress: exit of job {} dropped", peer_, e->job_id));
+      return;
+    }
+    if (std::holds_alternative<wire::bye>(msg)) return close("the agent said bye");
+    close(fmt::format("unexpected message '{}' from an agent", wire::type_of(msg)));
+  }
+
+  void on_client(const wire::message& msg) {
+    client_handler h;
+    {
+      std::lock_guard lock(g_->m);
+      h = g_->clients;
+    }
+    try {
+      if (auto* s = std::get_if<wire::submit>(&msg)) {
+        if (!h.submit) return close("this scheduler takes no submissions");
+        return send(wire::submit_ok{h.submit(*s)});
+      }
+      if (std::holds_alternative<wire::status_request>(msg)) {
+        if (!h.status) return close("this scheduler gives no status");
+        return send(h.status());
+      }
+      if (auto* d = std::get_if<wire::demand>(&msg)) {
+        if (!h.demand) return close("this scheduler takes no demand");
+        return h.demand(d->servers_needed);
+      }
+    } catch (const input_error& e) {
+      return close(e.what());
+    }
+    if (std::holds_alternative<wire::bye>(msg)) return close("the client said bye");
+    close(fmt::format("a client cannot send '{}'", wire::type_of(msg)));
+  }
+
+  worker_router router() {
+    std::lock_guard lock(g_->m);
+    return g_->router;
+  }
+
+  tcp::socket socket_;
+  gateway::impl* g_;  ///< outlives every session: sessions live in its io_context's handlers
+  wire::frame_decoder decoder_;
+  std::array<uint8_t, 16384> buf_{};
+  std::deque<std::vector<uint8_t>> queue_;
+  std::string peer_, name_;
+  stage stage_ = stage::hello;
+  int server_id_ = -1;
+  bool closing_ = false;
+};
+
+void gateway::impl::accept() {
+  acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+    if (ec) return;  // closed
+    auto id = next_session++;
+    std::make_shared<session>(std::move(s), this, id)->start();
+    accept();
+  });
+}
+
+void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
+  std::shared_ptr<session> agent;
+  {
+    std::lock_guard lock(m);
+    agent = slots.at(server).agent.lock();
+  }
+  if (!agent) {
+    log(fmt::format("server {} has no agent connected: launch of job {} dropped", server, l.job));
+    return;
+  }
+  for (size_t i = 0; i < l.gpus.size(); ++i) {
+    wire::launch w;
+    w.job_id = l.job;
+    w.rank = l.rank_offset + static_cast<uint32_t>(i);
+    w.world_size = l.world_size;
+    w.gpus = {l.gpus[i]};
+    w.checkpoint_dir = opts.checkpoint_root + "/job-" + std::to_string(l.job);
+    w.command = l.command;
+    if (l.startup_s > 0) w.env["ARYL_STARTUP_S"] = fmt::format("{:.6f}", l.startup_s);
+    w.env["ARYL_JOB_NAME"] = l.job_name;
+    w.work_s = l.work_s;
+    w.rate = l.rate;
+    agent->send(w);
+  }
+  log(fmt::format("launch job {} ranks {}..{} of {} on {}", l.job, l.rank_offset, l.rank_offset + l.gpus.size() - 1,
+                  l.world_size, server));
+}
+
+void gateway::impl::stop_on(const std::string& server, uint32_t job) {
+  std::shared_ptr<session> agent;
+  {
+    std::lock_guard lock(m);
+    agent = slots.at(server).agent.lock();
+  }
+  if (agent) agent->send(wire::stop{job, opts.stop_grace_s});
+}
+
+namespace {
+
+/// A server's machine, reached through the gateway's network thread.
+struct remote_node : node_link {
+  std::weak_ptr<gateway::impl> g;
+  std::string server;
+  void launch(const node_launch& l) override {
+    // Handlers of the io_context never outlive it, so they hold the gateway by plain pointer.
+    if (auto p = g.lock()) asio::post(p->io, [p = p.get(), s = server, l] { p->launch_on(s, l); });
+  }
+  void stop(uint32_t job) override {
+    if (auto p = g.lock()) asio::post(p->io, [p = p.get(), s = server, job] { p->stop_on(s, job); });
+  }
+};
+
+} // namespace
+
+gateway::gateway(gateway_options o, std::ostream& log) : impl_(std::make_shared<impl>(std::move(o), log)) {
+  auto& i = *impl_;
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(i.opts.bind, ec);
+  if (ec) throw input_error(fmt::format("--bind {}: not an IP address", i.opts.bind));
+  tcp::endpoint ep{address, i.opts.port};
+  i.acceptor.open(ep.protocol(), ec);
+  if (!ec) i.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) i.acceptor.bind(ep, ec);
+  if (!ec) i.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw input_error(fmt::format("{}:{}: cannot listen: {}", i.opts.bind, i.opts.port, ec.message()));
+  i.accept();
+  i.thread = std::thread([p = impl_] { p->io.run(); });
+}
+
+gateway::~gateway() { close(); }
+
+uint16_t gateway::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+std::shared_ptr<node_link> gateway::add_server(int id, const std::string& server, const std::string& gpu_type,
+                                               int gpus, wire::pool_kind pool) {
+  {
+    std::lock_guard lock(impl_->m);
+    impl_->slots[server] = impl::server_slot{id, gpu_type, gpus, pool, {}, false};
+  }
+  auto n = std::make_shared<remote_node>();
+  n->g = impl_;
+  n->server = server;
+  return n;
+}
+
+std::vector<std::string> gateway::wait_for_agents(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(impl_->m);
+  auto missing = [&] {
+    std::vector<std::string> out;
+    for (auto& [name, s] : impl_->slots)
+      if (!s.registered) out.push_back(name);
+    return out;
+  };
+  impl_->registered_cv.wait_for(lock, timeout, [&] { return missing().empty(); });
+  return missing();
+}
+
+void gateway::set_router(worker_router r) {
+  std::lock_guard lock(impl_->m);
+  impl_->router = std::move(r);
+}
+
+void gateway::set_client_handler(client_handler h) {
+  std::lock_guard lock(impl_->m);
+  impl_->clients = std::move(h);
+}
+
+void gateway::close() {
+  if (!impl_->thread.joinable()) return;
+  asio::post(impl_->io, [p = impl_.get()] {
+    boost::system::error_code ec;
+    p->acceptor.close(ec);
+    p->io.stop();
+  });
+  impl_->thread.join();
+}
+
+} // namespace aryl::live

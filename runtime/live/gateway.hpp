@@ -1,0 +1,73 @@
+#pragma once
+/// The scheduler's network front in live mode (docs/protocol.md): a TCP listener (Boost.Asio,
+/// one thread of its own) for node agents and clients speaking length-prefixed msgpack.
+/// It checks each peer's cluster token, binds each agent to the server of the same name, and
+/// turns frames into calls: launches and stops go out through node links, worker reports come
+/// in through the driver's router, client requests go to the client handler. A bad frame, a
+/// wrong token or a vanished peer closes that one connection, with a logged reason.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "actors/node_link.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/wire/messages.hpp"
+
+namespace aryl::live {
+
+struct gateway_options {
+  std::string bind = "127.0.0.1";  ///< loopback unless told otherwise
+  uint16_t port = 0;               ///< 0: the OS chooses (see gateway::port)
+  std::string token;               ///< cluster token every peer must present
+  size_t max_frame_bytes = wire::default_max_frame_bytes;
+  /// Where jobs keep their checkpoints (shared by every agent on a one-machine testbed).
+  std::string checkpoint_root;
+  double stop_grace_s = 10;        ///< SIGTERM to SIGKILL, for the agents' stops
+};
+
+/// What clients may ask; each function runs on the network thread and must not block long.
+struct client_handler {
+  /// A new job: returns its id, or throws aryl::input_error naming the problem.
+  std::function<uint64_t(const wire::submit&)> submit;
+  std::function<wire::status_reply()> status;
+  std::function<void(uint32_t servers_needed)> demand;
+};
+
+class gateway {
+ public:
+  /// Starts listening; throws aryl::input_error naming the address if it cannot bind.
+  gateway(gateway_options o, std::ostream& log);
+  ~gateway();
+  gateway(const gateway&) = delete;
+  gateway& operator=(const gateway&) = delete;
+
+  /// The port it listens on.
+  uint16_t port() const;
+
+  /// The link to the machine `server` (id `id`); its agent must register with this name, GPU
+  /// type and count. Call before agents connect.
+  std::shared_ptr<node_link> add_server(int id, const std::string& server, const std::string& gpu_type, int gpus,
+                                        wire::pool_kind pool);
+
+  /// Waits until every added server's agent has registered; returns the names still missing
+  /// after `timeout`.
+  std::vector<std::string> wait_for_agents(std::chrono::milliseconds timeout);
+
+  /// Where worker reports go (the driver's router); empty: dropped, with a log line.
+  void set_router(worker_router r);
+  void set_client_handler(client_handler h);
+
+  /// Stops listening and closes every connection.
+  void close();
+
+  struct impl;  ///< the network side (gateway.cpp)
+
+ private:
+  std::shared_ptr<impl> impl_;
+};
+
+} // namespace aryl::live

@@ -1,0 +1,28 @@
+#pragma once
+/// `aryl serve`: the scheduler of live mode. The same actors as `aryl simulate`, on the wall
+/// clock, with each server actor fronting the node agent of its machine and each job following
+/// its real worker processes. Runs a workload (a trace or the synthetic one) to its end and
+/// writes the same outputs as a simulation.
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "runtime/config.hpp"
+
+namespace aryl::live {
+
+struct serve_options {
+  std::string bind = "127.0.0.1";
+  uint16_t port = 0;           ///< 0: the OS chooses; written to port_file
+  std::string token_file;      ///< required: the cluster token
+  std::string port_file;       ///< optional: the port, once listening (for scripts)
+  double agent_wait_s = 60;    ///< how long to wait for every configured agent
+  std::string work_dir = "live";  ///< checkpoints/ of every job live here
+  double stop_grace_s = 10;    ///< SIGTERM to SIGKILL when a job's workers are stopped
+};
+
+/// Returns the process exit code (0 ok, 2 input error, 3 run stopped); `log` gets one line
+/// per connection event, `out` the summary.
+int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream& log);
+
+} // namespace aryl::live

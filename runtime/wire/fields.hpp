@@ -1,0 +1,163 @@
+#pragma once
+/// Private to the codec: the body fields of each message, in wire order, described once
+/// for both directions (as CAF's inspect()). `a(key, member)` writes or reads one field;
+/// std::optional members and maps may be absent on the wire, every other one is required.
+#include <concepts>
+#include <type_traits>
+
+#include "runtime/wire/messages.hpp"
+
+namespace aryl::wire::detail {
+
+/// T is U or const U: one description serves the encoder (const) and the decoder.
+template <class T, class U>
+concept is = std::same_as<std::remove_const_t<T>, U>;
+
+template <class A, is<hello> T>
+void fields(A& a, T& m) {
+  a("role", m.role);
+  a("token", m.token);
+  a("name", m.name);
+}
+
+template <class A, is<hello_ok> T>
+void fields(A&, T&) {}
+
+template <class A, is<running_worker> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+  a("rank", m.rank);
+  a("gpus", m.gpus);
+  a("pid", m.pid);
+}
+
+template <class A, is<register_> T>
+void fields(A& a, T& m) {
+  a("server", m.server);
+  a("gpu_type", m.gpu_type);
+  a("gpus", m.gpus);
+  a("pool", m.pool);
+  a("workers", m.workers);
+}
+
+template <class A, is<heartbeat> T>
+void fields(A& a, T& m) {
+  a("seq", m.seq);
+}
+
+template <class A, is<launch> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+  a("rank", m.rank);
+  a("world_size", m.world_size);
+  a("gpus", m.gpus);
+  a("checkpoint_dir", m.checkpoint_dir);
+  a("rendezvous", m.rendezvous);
+  a("command", m.command);
+  a("env", m.env);
+  a("work_s", m.work_s);
+  a("rate", m.rate);
+}
+
+template <class A, is<stop> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+  a("grace_s", m.grace_s);
+}
+
+template <class A, is<progress> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+  a("rank", m.rank);
+  a("work_done", m.work_done);
+  a("step", m.step);
+}
+
+template <class A, is<exit_> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+  a("rank", m.rank);
+  a("code", m.code);
+  a("signal", m.signal);
+}
+
+template <class A, is<submit> T>
+void fields(A& a, T& m) {
+  a("name", m.name);
+  a("gpus", m.gpus);
+  a("min_workers", m.min_workers);
+  a("max_workers", m.max_workers);
+  a("command", m.command);
+  a("expected_duration_s", m.expected_duration_s);
+  a("gpu_type", m.gpu_type);
+}
+
+template <class A, is<submit_ok> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+}
+
+template <class A, is<cancel> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+}
+
+template <class A, is<status_request> T>
+void fields(A&, T&) {}
+
+template <class A, is<job_info> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+  a("name", m.name);
+  a("state", m.state);
+  a("workers", m.workers);
+}
+
+template <class A, is<server_info> T>
+void fields(A& a, T& m) {
+  a("name", m.name);
+  a("gpu_type", m.gpu_type);
+  a("gpus", m.gpus);
+  a("free", m.free);
+  a("pool", m.pool);
+}
+
+template <class A, is<loan_info> T>
+void fields(A& a, T& m) {
+  a("server", m.server);
+  a("state", m.state);
+}
+
+template <class A, is<status_reply> T>
+void fields(A& a, T& m) {
+  a("jobs", m.jobs);
+  a("servers", m.servers);
+  a("loans", m.loans);
+}
+
+template <class A, is<demand> T>
+void fields(A& a, T& m) {
+  a("servers_needed", m.servers_needed);
+}
+
+template <class A, is<error> T>
+void fields(A& a, T& m) {
+  a("reason", m.reason);
+}
+
+template <class A, is<bye> T>
+void fields(A&, T&) {}
+
+/// Wire names of enum values, indexed by the enum's value.
+inline constexpr std::string_view peer_role_names[] = {"agent", "client"};
+inline constexpr std::string_view pool_kind_names[] = {"training", "inference"};
+inline constexpr std::string_view job_state_names[] = {"queued", "running", "done", "failed",
+                                                       "cancelled"};
+inline constexpr std::string_view loan_state_names[] = {"loaned", "reclaiming"};
+
+constexpr const auto& names_of(peer_role) { return peer_role_names; }
+constexpr const auto& names_of(pool_kind) { return pool_kind_names; }
+constexpr const auto& names_of(job_state) { return job_state_names; }
+constexpr const auto& names_of(loan_state) { return loan_state_names; }
+
+} // namespace aryl::wire::detail

@@ -1,0 +1,249 @@
+#pragma once
+/// Messages of live mode's wire protocol (docs/protocol.md): plain structs, one per message
+/// type. Each struct's `type` is the string carried in the body's "type" field; each member
+/// is the body field of the same name. The codec checks field types and size limits only;
+/// what a value means (rank < world_size, a known job_id) is the receiver's check.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace aryl::wire {
+
+/// Version carried in every body's "v" field; a peer speaking another version is refused.
+inline constexpr uint64_t protocol_version = 1;
+
+/// Protocol limits: a body beyond any of them is refused by the decoder. The sender keeps
+/// within them; the encoder does not check.
+/// Default largest frame body, in bytes (a frame_decoder parameter).
+inline constexpr size_t default_max_frame_bytes = size_t{1} << 20;
+/// Largest string (and binary) value, in bytes.
+inline constexpr size_t max_string_bytes = 64 * 1024;
+/// Most entries in a list (array), any field, including unknown ones.
+inline constexpr size_t max_list = 4096;
+/// Most entries in a GPU index list.
+inline constexpr size_t max_gpu_list = 1024;
+/// Most entries in a map (a body, a nested struct, launch.env).
+inline constexpr size_t max_map = 1024;
+/// Deepest nesting of maps and arrays; the body map is level 1.
+inline constexpr size_t max_depth = 8;
+
+/// Who opened the connection: a node agent (one per machine) or a client (CLI, controller).
+enum class peer_role { agent, client };
+/// The pool a server belongs to; inference servers may be loaned to training.
+enum class pool_kind { training, inference };
+/// A job's state as reported in status_reply.
+enum class job_state { queued, running, done, failed, cancelled };
+/// An inference server in flight: loaned to training, or being taken back.
+enum class loan_state { loaned, reclaiming };
+
+/// Agent or client -> scheduler, first message on a connection. The scheduler checks the
+/// token (constant time) before accepting anything else.
+struct hello {
+  static constexpr std::string_view type = "hello";
+  peer_role role = peer_role::agent;
+  std::string token;
+  /// Agent: its server's name; client: a free-form label for logs.
+  std::string name;
+  bool operator==(const hello&) const = default;
+};
+
+/// Scheduler -> agent or client: hello accepted.
+struct hello_ok {
+  static constexpr std::string_view type = "hello_ok";
+  bool operator==(const hello_ok&) const = default;
+};
+
+/// One worker process an agent already runs when it (re)registers, for reconciliation.
+struct running_worker {
+  uint64_t job_id = 0;
+  uint32_t rank = 0;
+  /// GPU indices on the agent's machine, at most max_gpu_list entries.
+  std::vector<uint32_t> gpus;
+  /// OS process id, when the agent knows it.
+  std::optional<uint32_t> pid;
+  bool operator==(const running_worker&) const = default;
+};
+
+/// Agent -> scheduler, once after hello_ok: the machine it manages. (`register` is a C++
+/// keyword, hence the underscore; the wire type is "register".)
+struct register_ {
+  static constexpr std::string_view type = "register";
+  std::string server;
+  std::string gpu_type;
+  uint32_t gpus = 0;
+  pool_kind pool = pool_kind::training;
+  std::vector<running_worker> workers;
+  bool operator==(const register_&) const = default;
+};
+
+/// Agent -> scheduler, periodically; `seq` increases by one per heartbeat.
+struct heartbeat {
+  static constexpr std::string_view type = "heartbeat";
+  uint64_t seq = 0;
+  bool operator==(const heartbeat&) const = default;
+};
+
+/// Scheduler -> agent: start one worker (rank `rank` of `world_size`) of a job.
+struct launch {
+  static constexpr std::string_view type = "launch";
+  uint64_t job_id = 0;
+  uint32_t rank = 0;
+  uint32_t world_size = 1;
+  /// GPU indices on the agent's machine, at most max_gpu_list entries.
+  std::vector<uint32_t> gpus;
+  /// Where the job saves and resumes from its checkpoints.
+  std::string checkpoint_dir;
+  /// "host:port" of rank 0's rendezvous endpoint.
+  std::string rendezvous;
+  /// argv of the worker; argv[0] is the program.
+  std::vector<std::string> command;
+  /// Extra environment variables (absent on the wire = none).
+  std::map<std::string, std::string> env;
+  /// Emulated workers only: remaining work, in seconds at rate 1.
+  std::optional<double> work_s;
+  /// Emulated workers only: work-seconds this worker group completes per second.
+  std::optional<double> rate;
+  bool operator==(const launch&) const = default;
+};
+
+/// Scheduler -> agent: stop the job's workers on this machine; SIGTERM, then SIGKILL after
+/// `grace_s` seconds (time to checkpoint).
+struct stop {
+  static constexpr std::string_view type = "stop";
+  uint64_t job_id = 0;
+  double grace_s = 0;
+  bool operator==(const stop&) const = default;
+};
+
+/// Agent -> scheduler: a worker's progress.
+struct progress {
+  static constexpr std::string_view type = "progress";
+  uint64_t job_id = 0;
+  uint32_t rank = 0;
+  /// Work done since the job started, in seconds at rate 1 (cumulative, not a delta).
+  double work_done = 0;
+  /// Training steps done (cumulative).
+  uint64_t step = 0;
+  bool operator==(const progress&) const = default;
+};
+
+/// Agent -> scheduler: a worker process ended. (The underscore keeps the struct apart
+/// from std::exit; the wire type is "exit".)
+struct exit_ {
+  static constexpr std::string_view type = "exit";
+  uint64_t job_id = 0;
+  uint32_t rank = 0;
+  /// Exit status when it exited normally; 0 when killed by a signal.
+  int32_t code = 0;
+  /// The signal that killed it; 0 = none.
+  uint32_t signal = 0;
+  bool operator==(const exit_&) const = default;
+};
+
+/// Client -> scheduler: a new training job.
+struct submit {
+  static constexpr std::string_view type = "submit";
+  std::string name;
+  /// Requested workers (one GPU each), between min_workers and max_workers.
+  uint32_t gpus = 1;
+  uint32_t min_workers = 1;
+  uint32_t max_workers = 1;
+  std::vector<std::string> command;
+  /// The user's estimate of the run time at `gpus` workers, in seconds.
+  double expected_duration_s = 0;
+  /// Required GPU type; absent = any.
+  std::optional<std::string> gpu_type;
+  bool operator==(const submit&) const = default;
+};
+
+/// Scheduler -> client: the submitted job's id.
+struct submit_ok {
+  static constexpr std::string_view type = "submit_ok";
+  uint64_t job_id = 0;
+  bool operator==(const submit_ok&) const = default;
+};
+
+/// Client -> scheduler: cancel a job (queued or running).
+struct cancel {
+  static constexpr std::string_view type = "cancel";
+  uint64_t job_id = 0;
+  bool operator==(const cancel&) const = default;
+};
+
+/// Client -> scheduler: ask for a status_reply.
+struct status_request {
+  static constexpr std::string_view type = "status_request";
+  bool operator==(const status_request&) const = default;
+};
+
+/// One job in a status_reply.
+struct job_info {
+  uint64_t job_id = 0;
+  std::string name;
+  job_state state = job_state::queued;
+  /// Workers running now.
+  uint32_t workers = 0;
+  bool operator==(const job_info&) const = default;
+};
+
+/// One server in a status_reply.
+struct server_info {
+  std::string name;
+  std::string gpu_type;
+  uint32_t gpus = 0;
+  /// GPUs without a worker.
+  uint32_t free = 0;
+  pool_kind pool = pool_kind::training;
+  bool operator==(const server_info&) const = default;
+};
+
+/// One inference server lent to training, or being reclaimed, in a status_reply.
+struct loan_info {
+  std::string server;
+  loan_state state = loan_state::loaned;
+  bool operator==(const loan_info&) const = default;
+};
+
+/// Scheduler -> client: the cluster now. Lists hold at most max_list entries each.
+struct status_reply {
+  static constexpr std::string_view type = "status_reply";
+  std::vector<job_info> jobs;
+  std::vector<server_info> servers;
+  std::vector<loan_info> loans;
+  bool operator==(const status_reply&) const = default;
+};
+
+/// Client (inference controller) -> scheduler: inference servers the serving side needs now.
+struct demand {
+  static constexpr std::string_view type = "demand";
+  uint32_t servers_needed = 0;
+  bool operator==(const demand&) const = default;
+};
+
+/// Either side: why the sender is closing the connection (one line, for the peer's log).
+struct error {
+  static constexpr std::string_view type = "error";
+  std::string reason;
+  bool operator==(const error&) const = default;
+};
+
+/// Either side: orderly close; the sender sends nothing more.
+struct bye {
+  static constexpr std::string_view type = "bye";
+  bool operator==(const bye&) const = default;
+};
+
+/// Any message of the protocol.
+using message = std::variant<hello, hello_ok, register_, heartbeat, launch, stop, progress, exit_,
+                             submit, submit_ok, cancel, status_request, status_reply, demand,
+                             error, bye>;
+
+/// The wire type of `m` ("hello", "register", ...).
+std::string_view type_of(const message& m);
+
+} // namespace aryl::wire

@@ -1,0 +1,371 @@
+// The node agent (runtime/live/agent.hpp) against a fake scheduler on loopback, with real
+// worker processes; and the cluster token helpers (runtime/live/token.hpp).
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <string>
+
+#include "runtime/input_error.hpp"
+#include "runtime/live/agent.hpp"
+#include "runtime/live/token.hpp"
+#include "runtime/live/worker.hpp"
+#include "tests/live/fake_scheduler.hpp"
+
+using namespace aryl::live;
+using namespace aryl::live::test;
+namespace wire = aryl::wire;
+
+namespace {
+
+/// Fast timings so the whole suite stays short.
+agent_options test_options(const fake_scheduler& s, const scratch_dir& dir) {
+  agent_options o;
+  o.port = s.port();
+  o.token = "secret";
+  o.name = "node-a";
+  o.gpu_type = "A100";
+  o.gpus = 4;
+  o.pool = wire::pool_kind::inference;
+  o.work_dir = (dir.path() / "agent").string();
+  o.heartbeat_s = 0.05;
+  o.reconnect_min_s = 0.02;
+  o.reconnect_max_s = 0.1;
+  o.shutdown_grace_s = 2.0;
+  o.progress_interval_s = 0.1;
+  o.worker_program = ARYL_TEST_WORKER;
+  return o;
+}
+
+/// A launch of the emulated worker (empty command: the agent's worker program).
+wire::launch emulated_launch(uint64_t job_id, double work_s, double rate) {
+  wire::launch l;
+  l.job_id = job_id;
+  l.rank = 0;
+  l.world_size = 1;
+  l.gpus = {1, 3};
+  l.work_s = work_s;
+  l.rate = rate;
+  return l;
+}
+
+/// A launch of `/bin/sh -c script`.
+wire::launch shell_launch(uint64_t job_id, const std::string& script) {
+  wire::launch l;
+  l.job_id = job_id;
+  l.command = {"/bin/sh", "-c", script};
+  return l;
+}
+
+/// True when this process has no child at all, running or zombie.
+bool no_children() { return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD; }
+
+bool alive(uint32_t pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0; }
+
+} // namespace
+
+TEST_CASE("live token: tokens_equal is true exactly for equal strings") {
+  CHECK(tokens_equal("", ""));
+  CHECK(tokens_equal("secret", "secret"));
+  CHECK_FALSE(tokens_equal("secret", "secreT"));
+  CHECK_FALSE(tokens_equal("secret", "secret2"));
+  CHECK_FALSE(tokens_equal("secret2", "secret"));
+  CHECK_FALSE(tokens_equal("", "x"));
+  CHECK_FALSE(tokens_equal(std::string_view("a\0b", 3), std::string_view("a\0c", 3)));
+  CHECK_FALSE(tokens_equal(std::string_view("a\0", 2), "a"));
+}
+
+TEST_CASE("live token: read_token_file trims the final newline and its errors name the file") {
+  scratch_dir dir;
+  const auto good = dir.path() / "token";
+  std::ofstream(good) << "s3cret\n";
+  CHECK(read_token_file(good.string()) == "s3cret");
+
+  const auto expect_error = [](const std::string& path, const std::string& what) {
+    try {
+      read_token_file(path);
+      FAIL("no error for " << path);
+    } catch (const aryl::input_error& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find(path) != std::string::npos);
+      CHECK(msg.find(what) != std::string::npos);
+    }
+  };
+  expect_error((dir.path() / "missing").string(), "cannot read");
+  std::ofstream(dir.path() / "empty") << "\n";
+  expect_error((dir.path() / "empty").string(), "empty");
+  std::ofstream(dir.path() / "big") << std::string(max_token_file_bytes + 1, 'x');
+  expect_error((dir.path() / "big").string(), "larger than");
+}
+
+TEST_CASE("live agent: progress lines are parsed; other lines are not progress") {
+  wire::progress p;
+  REQUIRE(parse_progress_line("ARYL_PROGRESS work_done=1.5 step=30", p));
+  CHECK(p.work_done == 1.5);
+  CHECK(p.step == 30);
+  CHECK(parse_progress_line("ARYL_PROGRESS step=2 work_done=0\r", p));
+  CHECK(p.step == 2);
+  CHECK_FALSE(parse_progress_line("ARYL_PROGRESS step=2", p));
+  CHECK_FALSE(parse_progress_line("ARYL_PROGRESS work_done=-1 step=2", p));
+  CHECK_FALSE(parse_progress_line("ARYL_PROGRESS work_done=nan step=2", p));
+  CHECK_FALSE(parse_progress_line("ARYL_PROGRESSwork_done=1", p));
+  CHECK_FALSE(parse_progress_line("loss=0.3", p));
+}
+
+TEST_CASE("live agent: says hello with its token, then registers its machine") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept());
+  const auto hello = s.receive_a<wire::hello>();
+  REQUIRE(hello);
+  CHECK(*hello == wire::hello{wire::peer_role::agent, "secret", "node-a"});
+  s.send(wire::hello_ok{});
+  const auto reg = s.receive_a<wire::register_>();
+  REQUIRE(reg);
+  CHECK(*reg == wire::register_{"node-a", "A100", 4, wire::pool_kind::inference, {}});
+  CHECK(s.skipped().empty());
+  CHECK(agent.stop() == 0);
+  CHECK(s.receive_a<wire::bye>());
+}
+
+TEST_CASE("live agent: heartbeats arrive with seq increasing by one from 1") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept_agent());
+  for (uint64_t seq = 1; seq <= 4; ++seq) {
+    const auto hb = s.receive_a<wire::heartbeat>();
+    REQUIRE(hb);
+    CHECK(hb->seq == seq);
+  }
+}
+
+TEST_CASE("live agent: a launched emulated worker reports progress, then exit code 0") {
+  fake_scheduler s;
+  scratch_dir dir;
+  const auto o = test_options(s, dir);
+  agent_runner agent(o);
+  REQUIRE(s.accept_agent());
+  s.send(emulated_launch(7, 1.0, 2.0));  // ~0.5 s
+  const auto exit = s.receive_a<wire::exit_>();
+  REQUIRE(exit);
+  CHECK(*exit == wire::exit_{7, 0, 0, 0});
+  std::vector<wire::progress> progress;
+  for (const auto& m : s.skipped())
+    if (auto* p = std::get_if<wire::progress>(&m)) progress.push_back(*p);
+  // Rate limit 0.1 s over ~0.5 s: a few reports, not one per printed line, the last one final.
+  REQUIRE(progress.size() >= 2);
+  CHECK(progress.size() <= 8);
+  for (size_t i = 1; i < progress.size(); ++i) CHECK(progress[i].work_done >= progress[i - 1].work_done);
+  CHECK(progress.back().job_id == 7);
+  CHECK(progress.back().rank == 0);
+  CHECK(progress.back().work_done == doctest::Approx(1.0));
+  // Checkpoint under work_dir/checkpoints/<job>, output in logs/<job>-<rank>.log.
+  const std::filesystem::path work(o.work_dir);
+  CHECK(read_worker_checkpoint((work / "checkpoints" / "7").string()).work_done == doctest::Approx(1.0));
+  CHECK(read_file(work / "logs" / "7-0.log").find("ARYL_PROGRESS") != std::string::npos);
+  CHECK(agent.stop() == 0);
+  CHECK(no_children());
+}
+
+TEST_CASE("live agent: a worker gets the launch's environment, GPUs and checkpoint folder") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept_agent());
+  const auto ckpt = dir.path() / "ckpt-abs";
+  auto l = shell_launch(9, "env > \"$ARYL_CHECKPOINT_DIR/env.txt\"; echo oops >&2");
+  l.rank = 2;
+  l.world_size = 4;
+  l.gpus = {0, 2};
+  l.checkpoint_dir = ckpt.string();
+  l.rendezvous = "10.0.0.1:29500";
+  l.work_s = 12.5;
+  l.rate = 0.75;
+  l.env = {{"EXTRA", "yes"}};
+  s.send(l);
+  const auto exit = s.receive_a<wire::exit_>();
+  REQUIRE(exit);
+  CHECK(*exit == wire::exit_{9, 2, 0, 0});
+  const std::string env = read_file(ckpt / "env.txt");
+  for (const char* line : {"ARYL_JOB_ID=9\n", "ARYL_RANK=2\n", "ARYL_WORLD_SIZE=4\n",
+                           "CUDA_VISIBLE_DEVICES=0,2\n", "ARYL_RENDEZVOUS=10.0.0.1:29500\n",
+                           "ARYL_WORK_S=12.5\n", "ARYL_RATE=0.75\n", "EXTRA=yes\n"}) {
+    CAPTURE(line);
+    CHECK(env.find(line) != std::string::npos);
+  }
+  CHECK(env.find("ARYL_CHECKPOINT_DIR=" + ckpt.string() + "\n") != std::string::npos);
+  // stderr goes to the worker's log file.
+  CHECK(read_file(std::filesystem::path(test_options(s, dir).work_dir) / "logs" / "9-2.log")
+            .find("oops") != std::string::npos);
+}
+
+TEST_CASE("live agent: stop makes the job's emulated worker checkpoint and exit 143") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept_agent());
+  s.send(emulated_launch(4, 1000.0, 1.0));
+  REQUIRE(s.receive_a<wire::progress>());
+  s.send(wire::stop{4, 5.0});
+  const auto exit = s.receive_a<wire::exit_>();
+  REQUIRE(exit);
+  CHECK(*exit == wire::exit_{4, 0, worker_preempted_exit, 0});
+  CHECK(agent.stop() == 0);
+  CHECK(no_children());
+}
+
+TEST_CASE("live agent: a worker that ignores SIGTERM is killed after the grace period") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept_agent());
+  s.send(shell_launch(5, "trap '' TERM; echo ARYL_PROGRESS work_done=0 step=0; "
+                         "while :; do sleep 0.05; done"));
+  REQUIRE(s.receive_a<wire::progress>());
+  const auto sent = std::chrono::steady_clock::now();
+  s.send(wire::stop{5, 0.3});
+  const auto exit = s.receive_a<wire::exit_>();
+  REQUIRE(exit);
+  CHECK(*exit == wire::exit_{5, 0, 0, SIGKILL});
+  CHECK(std::chrono::steady_clock::now() - sent >= 300ms);
+  CHECK(agent.stop() == 0);
+  CHECK(no_children());
+}
+
+TEST_CASE("live agent: a launch whose program cannot be executed reports exit code 127") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept_agent());
+  wire::launch l;
+  l.job_id = 6;
+  l.command = {(dir.path() / "no-such-program").string()};
+  s.send(l);
+  const auto exit = s.receive_a<wire::exit_>();
+  REQUIRE(exit);
+  CHECK(*exit == wire::exit_{6, 0, 127, 0});
+  CHECK(agent.stop() == 0);
+  CHECK(agent.log().find("cannot execute") != std::string::npos);
+}
+
+TEST_CASE("live agent: a second launch of a running job rank is ignored") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept_agent());
+  s.send(emulated_launch(8, 1000.0, 1.0));
+  REQUIRE(s.receive_a<wire::progress>());
+  s.send(emulated_launch(8, 1000.0, 1.0));
+  s.send(wire::stop{8, 5.0});
+  REQUIRE(s.receive_a<wire::exit_>());
+  // Two more heartbeats (0.1 s) without a second exit: only one worker ran.
+  s.skipped().clear();
+  REQUIRE(s.receive_a<wire::heartbeat>());
+  REQUIRE(s.receive_a<wire::heartbeat>());
+  for (const auto& m : s.skipped()) CHECK_FALSE(std::holds_alternative<wire::exit_>(m));
+  CHECK(agent.stop() == 0);
+  CHECK(agent.log().find("ignored: already running") != std::string::npos);
+}
+
+TEST_CASE("live agent: after the scheduler closes the connection it reconnects and reports its running worker") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept_agent());
+  s.send(emulated_launch(11, 1000.0, 1.0));
+  const auto before = s.receive_a<wire::progress>();
+  REQUIRE(before);
+  s.close_connection();
+  const auto again = s.accept_agent();
+  REQUIRE(again);
+  const auto& workers = again->second.workers;
+  REQUIRE(workers.size() == 1);
+  CHECK(workers[0].job_id == 11);
+  CHECK(workers[0].rank == 0);
+  CHECK(workers[0].gpus == std::vector<uint32_t>{1, 3});
+  REQUIRE(workers[0].pid);
+  const uint32_t pid = *workers[0].pid;
+  CHECK(alive(pid));
+  // The worker kept running: its progress continues past what was reported before.
+  std::optional<wire::progress> p;
+  while ((p = s.receive_a<wire::progress>()) && p->work_done <= before->work_done) {}
+  CHECK(p);
+  CHECK(agent.stop() == 0);
+  CHECK_FALSE(alive(pid));
+  CHECK(no_children());
+}
+
+TEST_CASE("live agent: an exit while disconnected is reported after re-registering") {
+  fake_scheduler s;
+  scratch_dir dir;
+  const auto o = test_options(s, dir);
+  agent_runner agent(o);
+  REQUIRE(s.accept_agent());
+  const auto ckpt = std::filesystem::path(o.work_dir) / "checkpoints" / "12";
+  s.send(shell_launch(12, "echo $$ > \"$ARYL_CHECKPOINT_DIR/pid\"; "
+                          "echo ARYL_PROGRESS work_done=2.5 step=9; "
+                          "while [ ! -e \"$ARYL_CHECKPOINT_DIR/go\" ]; do sleep 0.01; done; exit 5"));
+  REQUIRE(s.receive_a<wire::progress>());
+  const pid_t pid = std::stoi(read_file(ckpt / "pid"));
+  s.close_connection();
+  REQUIRE(s.accept());
+  REQUIRE(s.receive_a<wire::hello>());
+  // Let the worker end and the agent reap it (the pid disappears) before hello_ok.
+  std::ofstream(ckpt / "go").close();
+  REQUIRE(eventually([&] { return ::kill(pid, 0) != 0; }));
+  s.send(wire::hello_ok{});
+  const auto reg = s.receive_a<wire::register_>();
+  REQUIRE(reg);
+  CHECK(reg->workers.empty());
+  const auto exit = s.receive_a<wire::exit_>();
+  REQUIRE(exit);
+  CHECK(*exit == wire::exit_{12, 0, 5, 0});
+  CHECK(agent.stop() == 0);
+}
+
+TEST_CASE("live agent: a refused hello is logged with its reason and retried") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept());
+  REQUIRE(s.receive_a<wire::hello>());
+  s.send(wire::error{"bad token"});
+  s.close_connection();
+  REQUIRE(s.accept());
+  REQUIRE(s.receive_a<wire::hello>());
+  CHECK(agent.stop() == 0);
+  CHECK(agent.log().find("bad token") != std::string::npos);
+}
+
+TEST_CASE("live agent: a malformed frame drops the connection and the agent reconnects") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept_agent());
+  s.send_raw({0, 0, 0, 3, 0xc1, 0xc1, 0xc1});  // a body that is not msgpack
+  CHECK(s.wait_closed());
+  REQUIRE(s.accept_agent());
+  CHECK(agent.stop() == 0);
+  CHECK(agent.log().find("malformed frame") != std::string::npos);
+}
+
+TEST_CASE("live agent: on its own stop it terminates its workers, says bye and leaves no child") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  const auto first = s.accept_agent();
+  REQUIRE(first);
+  s.send(emulated_launch(13, 1000.0, 1.0));
+  REQUIRE(s.receive_a<wire::progress>());
+  CHECK(agent.stop() == 0);
+  const auto exit = s.receive_a<wire::exit_>();
+  REQUIRE(exit);
+  CHECK(*exit == wire::exit_{13, 0, worker_preempted_exit, 0});
+  CHECK(s.receive_a<wire::bye>());
+  CHECK(s.wait_closed());
+  CHECK(no_children());
+}

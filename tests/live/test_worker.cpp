@@ -1,0 +1,195 @@
+// The emulated worker (runtime/live/worker.hpp), run as the aryl_test_worker program the
+// way an agent runs it: environment in, progress lines on stdout, checkpoint file, exit code.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/live/agent.hpp"
+#include "runtime/live/processes.hpp"
+#include "runtime/live/worker.hpp"
+#include "tests/live/fake_scheduler.hpp"
+
+using namespace aryl::live;
+using namespace aryl::live::test;
+
+namespace {
+
+/// The test's environment without ARYL_* variables, plus `vars`.
+std::vector<std::string> worker_env(const std::map<std::string, std::string>& vars) {
+  std::vector<std::string> env;
+  for (const auto& kv : current_environment())
+    if (kv.rfind("ARYL_", 0) != 0) env.push_back(kv);
+  for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
+  return env;
+}
+
+/// The usual variables of a single-rank job checkpointing into `dir`.
+std::map<std::string, std::string> job_vars(const std::filesystem::path& dir, double work_s,
+                                            double rate) {
+  return {{"ARYL_JOB_ID", "3"},           {"ARYL_RANK", "0"},
+          {"ARYL_WORLD_SIZE", "1"},       {"ARYL_CHECKPOINT_DIR", dir.string()},
+          {"ARYL_WORK_S", std::to_string(work_s)}, {"ARYL_RATE", std::to_string(rate)}};
+}
+
+/// A started aryl_test_worker (killed and reaped by the child_process destructor if the
+/// test ends early) with its stdout read line by line and its stderr in a file.
+class worker_process {
+ public:
+  worker_process(const std::map<std::string, std::string>& vars, const std::filesystem::path& dir)
+      : stderr_path_(dir / "stderr.txt") {
+    err_fd_ = ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    proc_ = child_process::spawn({{ARYL_TEST_WORKER}, worker_env(vars), err_fd_, true});
+  }
+  ~worker_process() { ::close(err_fd_); }
+  worker_process(const worker_process&) = delete;
+  worker_process& operator=(const worker_process&) = delete;
+
+  /// The next stdout line; nullopt at end of output or after `timeout`.
+  std::optional<std::string> next_line(ms timeout = 5000ms) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (const auto nl = buf_.find('\n'); nl != std::string::npos) {
+        std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return line;
+      }
+      pollfd p{proc_.stdout_fd(), POLLIN, 0};
+      if (::poll(&p, 1, remaining_ms(deadline)) != 1) return std::nullopt;
+      char chunk[4096];
+      const ssize_t n = ::read(proc_.stdout_fd(), chunk, sizeof chunk);
+      if (n <= 0) return std::nullopt;
+      buf_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+
+  /// The next line that is a progress report.
+  std::optional<aryl::wire::progress> next_progress(ms timeout = 5000ms) {
+    while (auto line = next_line(timeout)) {
+      aryl::wire::progress p;
+      if (parse_progress_line(*line, p)) return p;
+    }
+    return std::nullopt;
+  }
+
+  /// The last progress report before the end of the output.
+  std::optional<aryl::wire::progress> last_progress() {
+    std::optional<aryl::wire::progress> last;
+    while (auto p = next_progress()) last = p;
+    return last;
+  }
+
+  child_process& proc() { return proc_; }
+  std::string stderr_text() const { return read_file(stderr_path_); }
+
+ private:
+  std::filesystem::path stderr_path_;
+  int err_fd_ = -1;
+  child_process proc_;
+  std::string buf_;
+};
+
+} // namespace
+
+TEST_CASE("live worker: runs to completion, exits 0, and its final checkpoint holds all the work") {
+  scratch_dir dir;
+  worker_process w(job_vars(dir.path(), 0.3, 3.0), dir.path());  // ~0.1 s of wall clock
+  const auto last = w.last_progress();
+  CHECK(w.proc().wait() == exit_status{0, 0});
+  REQUIRE(last);
+  CHECK(last->work_done == doctest::Approx(0.3));
+  const auto c = read_worker_checkpoint(dir.path().string());
+  CHECK(c.work_done >= 0.3);
+  CHECK(c.step == last->step);
+}
+
+TEST_CASE("live worker: SIGTERM mid-run writes a checkpoint and exits 143") {
+  scratch_dir dir;
+  worker_process w(job_vars(dir.path(), 1000.0, 1.0), dir.path());
+  std::optional<aryl::wire::progress> p;
+  while ((p = w.next_progress()) && p->step < 2) {}
+  REQUIRE(p);
+  w.proc().signal_group(SIGTERM);
+  const auto last = w.last_progress();
+  CHECK(w.proc().wait() == exit_status{worker_preempted_exit, 0});
+  const auto c = read_worker_checkpoint(dir.path().string());
+  CHECK(c.work_done > 0);
+  CHECK(c.work_done < 1000.0);
+  CHECK(c.step >= 2);
+  REQUIRE(last);
+  CHECK(last->step == c.step);
+}
+
+TEST_CASE("live worker: a second run resumes from the first run's checkpoint") {
+  scratch_dir dir;
+  worker_checkpoint first;
+  {
+    worker_process w(job_vars(dir.path(), 1000.0, 1.0), dir.path());
+    std::optional<aryl::wire::progress> p;
+    while ((p = w.next_progress()) && p->step < 2) {}
+    REQUIRE(p);
+    w.proc().signal_group(SIGTERM);
+    REQUIRE(w.proc().wait() == exit_status{worker_preempted_exit, 0});
+    first = read_worker_checkpoint(dir.path().string());
+  }
+  // Second run: 0.2 work-seconds left at rate 2, ~0.1 s.
+  worker_process w(job_vars(dir.path(), first.work_done + 0.2, 2.0), dir.path());
+  const auto resumed = w.next_progress();
+  REQUIRE(resumed);
+  CHECK(resumed->work_done == doctest::Approx(first.work_done));
+  CHECK(resumed->step == first.step);
+  const auto last = w.last_progress();
+  CHECK(w.proc().wait() == exit_status{0, 0});
+  REQUIRE(last);
+  CHECK(last->step > first.step);
+  const auto done = read_worker_checkpoint(dir.path().string());
+  CHECK(done.work_done == doctest::Approx(first.work_done + 0.2));
+  CHECK(done.step > first.step);
+}
+
+TEST_CASE("live worker: only rank 0 prints progress and writes the checkpoint") {
+  scratch_dir dir;
+  auto vars = job_vars(dir.path(), 0.2, 2.0);
+  vars["ARYL_RANK"] = std::string("1");
+  vars["ARYL_WORLD_SIZE"] = std::string("2");
+  worker_process w(vars, dir.path());
+  CHECK_FALSE(w.next_line());
+  CHECK(w.proc().wait() == exit_status{0, 0});
+  CHECK_FALSE(std::filesystem::exists(dir.path() / emulated_checkpoint_name));
+}
+
+TEST_CASE("live worker: a missing or invalid environment variable exits 2 naming it") {
+  scratch_dir dir;
+  struct bad_case {
+    std::string variable;
+    std::optional<std::string> value;  // nullopt: unset
+  };
+  for (const bad_case& b : {bad_case{"ARYL_RATE", std::nullopt}, bad_case{"ARYL_RATE", "0"},
+                            bad_case{"ARYL_WORK_S", "-1"}, bad_case{"ARYL_JOB_ID", "x"},
+                            bad_case{"ARYL_RANK", "1"}, bad_case{"ARYL_CHECKPOINT_DIR", std::nullopt}}) {
+    CAPTURE(b.variable);
+    auto vars = job_vars(dir.path(), 1.0, 1.0);
+    if (b.value) vars[b.variable] = *b.value;
+    else vars.erase(b.variable);
+    worker_process w(vars, dir.path());
+    CHECK(w.proc().wait() == exit_status{worker_usage_exit, 0});
+    const std::string err = w.stderr_text();
+    CHECK(err.find(b.variable) != std::string::npos);
+    CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("live worker: a corrupt checkpoint exits 2 naming the file") {
+  scratch_dir dir;
+  std::ofstream(dir.path() / emulated_checkpoint_name) << "work_done=abc\n";
+  worker_process w(job_vars(dir.path(), 1.0, 1.0), dir.path());
+  CHECK(w.proc().wait() == exit_status{worker_usage_exit, 0});
+  CHECK(w.stderr_text().find(emulated_checkpoint_name) != std::string::npos);
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""Interop check of the wire protocol, run by test_wire_python (tests/wire/test_python_interop.cpp).
+
+    /usr/bin/python3 tests/wire/python_roundtrip.py IN OUT
+
+IN holds the frames C++ encoded from tests/wire/samples.hpp. Each is decoded with the
+framing code of examples/python_agent.py and compared, values and Python types, with
+EXPECTED below (the same messages written as Python dicts). Then EXPECTED is encoded the
+Python way (keys in reverse order, an unknown extra field, optional fields as None or
+absent, whole numbers as ints) into OUT, for C++ to decode and compare.
+Exit status: 0 all equal, 1 a difference (printed), 2 usage, 77 no msgpack module.
+"""
+
+import os
+import sys
+
+try:
+    import msgpack  # noqa: F401  (python_agent needs it; checked here to report a skip)
+except ImportError:
+    print("skipped: this python3 has no msgpack module (Debian: python3-msgpack)")
+    sys.exit(77)
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+from python_agent import FrameDecoder, encode_frame  # noqa: E402
+
+# Keep in step with tests/wire/samples.hpp, message for message.
+EXPECTED = [
+    {"type": "hello", "role": "client", "token": "s3cr3t-token", "name": "cli-\u03bb"},
+    {"type": "hello_ok"},
+    {"type": "register", "server": "node-07", "gpu_type": "a100", "gpus": 8, "pool": "inference",
+     "workers": [{"job_id": 42, "rank": 3, "gpus": [0, 1], "pid": 12345},
+                 {"job_id": 43, "rank": 0, "gpus": [7]}]},
+    {"type": "heartbeat", "seq": 1 << 40},
+    {"type": "launch", "job_id": 9000000000, "rank": 2, "world_size": 4, "gpus": [4, 5],
+     "checkpoint_dir": "/ckpt/job-9", "rendezvous": "10.0.0.7:29500",
+     "command": ["python3", "train.py", "--lr=0.1"],
+     "env": {"ARYL_JOB": "9", "NCCL_DEBUG": "INFO"}, "work_s": 3600.0, "rate": 1.25},
+    {"type": "stop", "job_id": 77, "grace_s": 30.5},
+    {"type": "progress", "job_id": 77, "rank": 1, "work_done": 1234.75, "step": 5000},
+    {"type": "exit", "job_id": 77, "rank": 1, "code": -2, "signal": 9},
+    {"type": "submit", "name": "r\u00e9sum\u00e9-\u03bb", "gpus": 8, "min_workers": 2,
+     "max_workers": 16, "command": ["bash", "-c", "echo hi"], "expected_duration_s": 7200.25,
+     "gpu_type": "v100"},
+    {"type": "submit_ok", "job_id": 123},
+    {"type": "cancel", "job_id": 124},
+    {"type": "status_request"},
+    {"type": "status_reply",
+     "jobs": [{"job_id": 1, "name": "a", "state": "running", "workers": 4},
+              {"job_id": 2, "name": "b", "state": "queued", "workers": 0}],
+     "servers": [{"name": "node-01", "gpu_type": "a100", "gpus": 8, "free": 2, "pool": "training"},
+                 {"name": "inf-01", "gpu_type": "t4", "gpus": 4, "free": 4, "pool": "inference"}],
+     "loans": [{"server": "inf-01", "state": "reclaiming"}]},
+    {"type": "demand", "servers_needed": 3},
+    {"type": "error", "reason": "token rejected"},
+    {"type": "bye"},
+]
+
+
+def same(a, b):
+    """Equal values of the same Python types, recursively (so 30 != 30.0 here)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def python_way(msg):
+    """`msg` as another implementation might send it: reversed keys, whole floats as ints,
+    an unknown field, optional fields spelled None."""
+    out = {"py_extra": {"ignored": [1, 2, 3]}}
+    for key in reversed(list(msg)):
+        value = msg[key]
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        out[key] = value
+    if msg["type"] == "register":
+        out["workers"] = [dict(w, pid=w.get("pid")) for w in msg["workers"]]
+    return out
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(argv[1], "rb") as f:
+        data = f.read()
+    decoder = FrameDecoder()
+    got = []
+    for i in range(0, len(data), 7):  # odd-sized chunks, as from a socket
+        decoder.feed(data[i:i + 7])
+        got.extend(decoder)
+    ok = len(got) == len(EXPECTED)
+    if not ok:
+        print(f"decoded {len(got)} messages, expected {len(EXPECTED)}")
+    for g, e in zip(got, EXPECTED):
+        if not same(g, e):
+            print(f"{e['type']}: decoded {g!r}\n  expected {e!r}")
+            ok = False
+    with open(argv[2], "wb") as f:
+        for msg in EXPECTED:
+            f.write(encode_frame(python_way(msg)))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,59 @@
+#pragma once
+// One message of each type with non-default field values, in `message` order. The Python
+// interop test expects exactly these (EXPECTED in tests/wire/python_roundtrip.py).
+#include <vector>
+
+#include "runtime/wire/messages.hpp"
+
+namespace aryl::wire::test {
+
+inline std::vector<message> sample_messages() {
+  register_ reg{.server = "node-07", .gpu_type = "a100", .gpus = 8, .pool = pool_kind::inference,
+                .workers = {{.job_id = 42, .rank = 3, .gpus = {0, 1}, .pid = 12345},
+                            {.job_id = 43, .rank = 0, .gpus = {7}, .pid = std::nullopt}}};
+  launch go{.job_id = 9'000'000'000,
+            .rank = 2,
+            .world_size = 4,
+            .gpus = {4, 5},
+            .checkpoint_dir = "/ckpt/job-9",
+            .rendezvous = "10.0.0.7:29500",
+            .command = {"python3", "train.py", "--lr=0.1"},
+            .env = {{"NCCL_DEBUG", "INFO"}, {"ARYL_JOB", "9"}},
+            .work_s = 3600.0,
+            .rate = 1.25};
+  submit job{.name = "r\u00e9sum\u00e9-\u03bb",
+             .gpus = 8,
+             .min_workers = 2,
+             .max_workers = 16,
+             .command = {"bash", "-c", "echo hi"},
+             .expected_duration_s = 7200.25,
+             .gpu_type = "v100"};
+  status_reply status{
+      .jobs = {{.job_id = 1, .name = "a", .state = job_state::running, .workers = 4},
+               {.job_id = 2, .name = "b", .state = job_state::queued, .workers = 0}},
+      .servers = {{.name = "node-01", .gpu_type = "a100", .gpus = 8, .free = 2,
+                   .pool = pool_kind::training},
+                  {.name = "inf-01", .gpu_type = "t4", .gpus = 4, .free = 4,
+                   .pool = pool_kind::inference}},
+      .loans = {{.server = "inf-01", .state = loan_state::reclaiming}}};
+  return {
+      hello{.role = peer_role::client, .token = "s3cr3t-token", .name = "cli-\u03bb"},
+      hello_ok{},
+      reg,
+      heartbeat{.seq = uint64_t{1} << 40},
+      go,
+      stop{.job_id = 77, .grace_s = 30.5},
+      progress{.job_id = 77, .rank = 1, .work_done = 1234.75, .step = 5000},
+      exit_{.job_id = 77, .rank = 1, .code = -2, .signal = 9},
+      job,
+      submit_ok{.job_id = 123},
+      cancel{.job_id = 124},
+      status_request{},
+      status,
+      demand{.servers_needed = 3},
+      error{.reason = "token rejected"},
+      bye{},
+  };
+}
+
+} // namespace aryl::wire::test
