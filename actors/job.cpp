@@ -22,7 +22,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
     double rate = work_rate(env.model, st.spec.gpus, a.workers, a.type_speed) * env.workers.speedup;
     for (size_t i = 0; i < a.servers.size(); ++i) {
       launch_request r{st.spec.index, st.spec.name, rank, a.server_workers[i], static_cast<uint32_t>(a.workers),
-                       std::max(0.0, st.spec.duration_s - st.progress.work_done), rate,
+                       st.spec.duration_s, rate,
                        a.overhead_s / env.workers.speedup, env.workers.command};
       for (int w = 0; w < a.server_workers[i]; ++w) st.live_ranks.insert(rank++);
       self->send((*env.servers)[static_cast<size_t>(a.servers[i])], launch_atom::value, std::move(r));

@@ -16,7 +16,8 @@ struct node_launch {
   uint32_t rank_offset = 0;
   uint32_t world_size = 1;
   std::vector<uint32_t> gpus;
-  /// Emulated workers: work left (work-seconds) and work-seconds done per real second.
+  /// Emulated workers: the job's total work (work-seconds; they resume from the checkpoint)
+  /// and work-seconds done per real second.
   double work_s = 0;
   double rate = 0;
   /// Real seconds an emulated worker waits before progressing (restart or rescale cost).

@@ -24,7 +24,7 @@ struct launch_request {
   uint32_t rank_offset = 0;
   int workers = 0;
   uint32_t world_size = 1;
-  double work_s = 0;      ///< work left, work-seconds
+  double work_s = 0;      ///< the job's total work, work-seconds (workers resume from checkpoints)
   double rate = 0;        ///< work-seconds per real second, for emulated workers
   double startup_s = 0;   ///< real seconds of restart or rescale cost
   std::vector<std::string> command;

@@ -172,7 +172,8 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         },
         [servers](int s, uint32_t job, uint32_t rank, int code, int signal) {
           caf::anon_send(servers.at(static_cast<size_t>(s)), wexit_atom::value, job, rank, code, signal);
-        }});
+        },
+        [recorder](std::string why) { caf::anon_send(recorder, failed_atom::value, std::move(why), 3); }});
   }
   inference_actor inference;
   if (!plan.inference_ids.empty()) {

@@ -38,6 +38,8 @@ std::vector<machine> cluster_machines(const config& c);
 struct worker_router {
   std::function<void(int server, uint32_t job, uint32_t rank, double work_done)> progress;
   std::function<void(int server, uint32_t job, uint32_t rank, int code, int signal)> exit;
+  /// The run cannot go on (a machine vanished with work on it): it stops with this reason.
+  std::function<void(std::string why)> fail;
 };
 
 /// Live mode: the machines behind the server actors, and the way in for their reports.

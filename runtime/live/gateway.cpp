@@ -67,13 +67,16 @@ std::string pool_name(wire::pool_kind p) { return p == wire::pool_kind::training
 class session : public std::enable_shared_from_this<session> {
  public:
   session(tcp::socket s, gateway::impl* g, uint64_t id)
-      : socket_(std::move(s)), g_(g), decoder_(g_->opts.max_frame_bytes) {
+      : socket_(std::move(s)), g_(g), decoder_(g_->opts.max_frame_bytes), silence_(g->io) {
     boost::system::error_code ec;
     auto ep = socket_.remote_endpoint(ec);
     peer_ = ec ? fmt::format("connection {}", id) : fmt::format("connection {} ({}:{})", id, ep.address().to_string(), ep.port());
   }
 
-  void start() { read(); }
+  void start() {
+    heard();
+    read();
+  }
 
   void send(const wire::message& m) {
     if (closing_) return;
@@ -102,6 +105,7 @@ class session : public std::enable_shared_from_this<session> {
         self->lost(ec == asio::error::eof ? "the peer closed the connection" : ec.message());
         return;
       }
+      self->heard();
       self->decoder_.feed(self->buf_.data(), n);
       for (;;) {
         if (self->closing_) return;
@@ -131,6 +135,18 @@ class session : public std::enable_shared_from_this<session> {
     });
   }
 
+  /// Restarts the silence timer: a peer that sends nothing for agent_silence_s is dropped.
+  void heard() {
+    silence_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(g_->opts.agent_silence_s)));
+    std::weak_ptr<session> weak = shared_from_this();
+    silence_.async_wait([weak](boost::system::error_code ec) {
+      if (ec) return;  // restarted or cancelled
+      if (auto self = weak.lock())
+        self->lost(fmt::format("nothing heard for {:g} s", self->g_->opts.agent_silence_s));
+    });
+  }
+
   void shut() {
     boost::system::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
@@ -148,12 +164,33 @@ class session : public std::enable_shared_from_this<session> {
     detach();
   }
 
-  /// An agent's server no longer has a connection.
+  /// An agent's server no longer has a connection: unless the agent is back within
+  /// agent_loss_s, the run stops naming it.
   void detach() {
+    silence_.cancel();
     if (stage_ != stage::agent) return;
-    std::lock_guard lock(g_->m);
-    auto it = g_->slots.find(name_);
-    if (it != g_->slots.end() && it->second.agent.lock().get() == this) it->second.agent.reset();
+    {
+      std::lock_guard lock(g_->m);
+      auto it = g_->slots.find(name_);
+      if (it == g_->slots.end() || it->second.agent.lock().get() != this) return;
+      it->second.agent.reset();
+    }
+    auto timer = std::make_shared<asio::steady_timer>(g_->io);
+    timer->expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(g_->opts.agent_loss_s)));
+    timer->async_wait([g = g_, timer, server = name_](boost::system::error_code ec) {
+      if (ec) return;
+      worker_router route;
+      {
+        std::lock_guard lock(g->m);
+        if (g->slots.at(server).agent.lock()) return;  // back in time
+        route = g->router;
+      }
+      auto why = fmt::format("the agent of server {} vanished and did not come back within {:g} s", server,
+                             g->opts.agent_loss_s);
+      g->log(why);
+      if (route.fail) route.fail(why);
+    });
   }
 
   void handle(const wire::message& msg) {
@@ -260,6 +297,7 @@ class session : public std::enable_shared_from_this<session> {
   wire::frame_decoder decoder_;
   std::array<uint8_t, 16384> buf_{};
   std::deque<std::vector<uint8_t>> queue_;
+  asio::steady_timer silence_;
   std::string peer_, name_;
   stage stage_ = stage::hello;
   int server_id_ = -1;

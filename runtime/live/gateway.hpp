@@ -27,6 +27,11 @@ struct gateway_options {
   /// Where jobs keep their checkpoints (shared by every agent on a one-machine testbed).
   std::string checkpoint_root;
   double stop_grace_s = 10;        ///< SIGTERM to SIGKILL, for the agents' stops
+  /// An agent silent this long (agents heartbeat every second) is dropped as vanished.
+  double agent_silence_s = 10;
+  /// A registered agent gone this long stops the run, naming it: its workers' reports
+  /// cannot arrive, and recovering their jobs elsewhere is not built yet.
+  double agent_loss_s = 30;
 };
 
 /// What clients may ask; each function runs on the network thread and must not block long.

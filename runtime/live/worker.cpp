@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -123,6 +124,8 @@ worker_options worker_options_from_env() {
   o.rate = env_number("ARYL_RATE", true);
   if (const char* v = std::getenv("ARYL_CHECKPOINT_INTERVAL_S"); v != nullptr && *v != '\0')
     o.checkpoint_interval_s = env_number("ARYL_CHECKPOINT_INTERVAL_S", true);
+  if (const char* v = std::getenv("ARYL_STARTUP_S"); v != nullptr && *v != '\0')
+    o.startup_s = env_number("ARYL_STARTUP_S", false);
   return o;
 }
 
@@ -180,7 +183,8 @@ int run_worker(std::ostream& log) {
   const bool writer = o.rank == 0;
   try {
     const double base = c.work_done;
-    const auto start = clock::now();
+    const auto start = clock::now() + std::chrono::duration_cast<clock::duration>(
+                                          std::chrono::duration<double>(o.startup_s));
     auto last_print = start;
     auto last_checkpoint = start;
     const auto checkpoint_every = std::chrono::duration<double>(o.checkpoint_interval_s);
@@ -200,11 +204,14 @@ int run_worker(std::ostream& log) {
         }
         return worker_preempted_exit;
       }
-      // One nanosleep, not sleep_for: a signal ends it early instead of being slept over.
-      timespec tick{0, 50'000'000};
+      // Ticks of 50 ms, the last one ending when the work is due, so the exit is as punctual
+      // as the simulated completion. One nanosleep, not sleep_for: a signal ends it early.
+      double due = std::chrono::duration<double>(start - clock::now()).count() + (o.work_s - c.work_done) / o.rate;
+      double wait = std::clamp(due, 0.0, 0.05);
+      timespec tick{0, static_cast<long>(wait * 1e9)};
       ::nanosleep(&tick, nullptr);
       const auto now = clock::now();
-      const double elapsed = std::chrono::duration<double>(now - start).count();
+      const double elapsed = std::max(0.0, std::chrono::duration<double>(now - start).count());
       c.work_done = std::min(o.work_s, std::max(c.work_done, base + o.rate * elapsed));
       ++c.step;
       if (!writer) continue;

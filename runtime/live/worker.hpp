@@ -30,6 +30,9 @@ struct worker_options {
   double work_s = 0;           ///< ARYL_WORK_S: total work of the job, in work-seconds, >= 0
   double rate = 1;             ///< ARYL_RATE: work-seconds per wall-clock second, > 0
   double checkpoint_interval_s = 1;  ///< ARYL_CHECKPOINT_INTERVAL_S (optional), > 0
+  /// ARYL_STARTUP_S (optional), >= 0: real seconds without progress first, the restart or
+  /// rescale cost a simulation charges.
+  double startup_s = 0;
 };
 
 /// Where the job stands: what the checkpoint file holds.

@@ -104,7 +104,8 @@ struct launch {
   std::vector<std::string> command;
   /// Extra environment variables (absent on the wire = none).
   std::map<std::string, std::string> env;
-  /// Emulated workers only: remaining work, in seconds at rate 1.
+  /// Emulated workers only: the job's total work, in seconds at rate 1 (the worker resumes
+  /// from its checkpoint).
   std::optional<double> work_s;
   /// Emulated workers only: work-seconds this worker group completes per second.
   std::optional<double> rate;

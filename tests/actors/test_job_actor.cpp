@@ -25,7 +25,7 @@ struct job_fixture : sim_fixture {
     return sys->spawn(job_behavior, s, job_env{tb, throughput_model{}, scheduler.address(), recorder, true});
   }
   void assign(const job_actor& j, uint64_t gen, int workers, double overhead_s = 0) {
-    caf::anon_send(j, assign_atom::value, job_assignment{gen, workers, 1.0, overhead_s, {0}});
+    caf::anon_send(j, assign_atom::value, job_assignment{gen, workers, 1.0, overhead_s, {0}, {workers}});
     drain();
   }
   std::vector<seen> of_kind(const std::string& what) const {
@@ -63,7 +63,7 @@ TEST_CASE_FIXTURE(job_fixture, "a reassignment makes the earlier completion time
   // at t=100; the first is stale and must not finish the job.
   auto j = spawn_job(4, 100);
   assign(j, 1, 4);
-  caf::anon_send(j, assign_atom::value, job_assignment{2, 4, 1.0, 0, {0}});  // same rate, new generation
+  caf::anon_send(j, assign_atom::value, job_assignment{2, 4, 1.0, 0, {0}, {4}});  // same rate, new generation
   drain();
   // Only the timer of generation 2 may complete the job, exactly once.
   while (step()) {}
@@ -77,7 +77,7 @@ TEST_CASE_FIXTURE(job_fixture, "a preempted job keeps its progress and pays the 
   auto j = spawn_job(1, 100);
   assign(j, 1, 1);
   // A helper timer brings us to t=40 to preempt there.
-  auto poke = sys->spawn([](caf::event_based_actor* self) -> caf::behavior {
+  auto poke = sys->spawn([](caf::event_based_actor*) -> caf::behavior {
     return {[=](int) {}};
   });
   caf::delayed_anon_send(poke, std::chrono::seconds(40), 0);

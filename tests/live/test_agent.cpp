@@ -6,10 +6,13 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include "runtime/input_error.hpp"
 #include "runtime/live/agent.hpp"
+#include "runtime/live/processes.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/live/worker.hpp"
 #include "tests/live/fake_scheduler.hpp"
@@ -368,4 +371,39 @@ TEST_CASE("live agent: on its own stop it terminates its workers, says bye and l
   CHECK(s.receive_a<wire::bye>());
   CHECK(s.wait_closed());
   CHECK(no_children());
+}
+
+TEST_CASE("live agent: invalid options return 2 with the reason logged") {
+  fake_scheduler s;
+  scratch_dir dir;
+  auto o = test_options(s, dir);
+  o.name.clear();
+  const std::atomic<bool> stop{false};
+  std::ostringstream log;
+  CHECK(run_agent(o, stop, log) == 2);
+  CHECK(log.str().find("name is empty") != std::string::npos);
+}
+
+TEST_CASE("live processes: destroying a child_process kills its whole process group") {
+  // The child starts a grandchild in its group and prints its pid.
+  std::optional<pid_t> grandchild;
+  {
+    auto child = child_process::spawn({{"/bin/sh", "-c", "sleep 100 & echo $!; wait"},
+                                       current_environment(), -1, true});
+    std::string out;
+    REQUIRE(eventually([&] {
+      char buf[64];
+      const ssize_t n = ::read(child.stdout_fd(), buf, sizeof buf);
+      if (n > 0) out.append(buf, static_cast<size_t>(n));
+      return out.find('\n') != std::string::npos;
+    }));
+    grandchild = std::stoi(out);
+  }
+  CHECK(no_children());
+  // The grandchild was reparented: gone, or a zombie waiting for its new parent.
+  CHECK(eventually([&] {
+    const std::string stat = read_file("/proc/" + std::to_string(*grandchild) + "/stat");
+    const auto paren = stat.rfind(')');
+    return stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
+  }));
 }
