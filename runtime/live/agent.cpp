@@ -40,7 +40,8 @@ using time_point = clock_type::time_point;
 
 /// Period of the housekeeping tick: stop flag, reaping, SIGKILL deadlines, progress
 /// flushes, heartbeats, handshake timeouts and reconnects all run from it.
-constexpr auto tick_period = std::chrono::milliseconds(25);
+// Short, because a worker's exit is reported on the next tick and a rescale waits for it.
+constexpr auto tick_period = std::chrono::milliseconds(5);
 /// A worker output line longer than this is cut (and not parsed).
 constexpr size_t max_line_bytes = 64 * 1024;
 /// After a worker was reaped, how long its stdout may stay open (held by a process that

@@ -47,7 +47,7 @@ struct agent_options {
 };
 
 /// Runs the agent on the calling thread until `stop_flag` becomes true (checked every
-/// ~25 ms; the CLI sets it from its SIGTERM/SIGINT handlers).
+/// ~5 ms; the CLI sets it from its SIGTERM/SIGINT handlers).
 ///
 /// Protocol: hello{agent, token, name} -> hello_ok (an `error` reply, a close, or no
 /// hello_ok within handshake_timeout_s: logged, backoff, retry) -> register{name, gpu_type,

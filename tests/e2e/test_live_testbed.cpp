@@ -164,7 +164,7 @@ double summary_number(const std::string& json, const std::string& key) {
 } // namespace
 
 TEST_CASE("live: serve with emulated workers makes the simulation's decisions, with mean JCT within 2%") {
-  // The same trace, cluster and config through `simulate` and through `serve` at 10x. The
+  // The same trace, cluster and config through `simulate` and through `serve` at 5x. The
   // scheduler decides from its own model in both; only when jobs really finish differs
   // (process start, stop and exit reports take real milliseconds), which must not change any
   // decision here and costs at most 2% of mean JCT.
@@ -175,7 +175,7 @@ TEST_CASE("live: serve with emulated workers makes the simulation's decisions, w
                           .c_str()) == 0);
   auto live_out = test::temp_dir("same-decisions-live");
   auto r = run_testbed("same-decisions", "--training 2 --inference 1 -- --trace " + trace +
-                                             " --speedup 10 --out " + live_out);
+                                             " --speedup 5 --out " + live_out);
   REQUIRE_MESSAGE(r.code == 0, r.output);
   auto simulated = decisions_by_job(test::slurp(sim_out + "/events.log"));
   auto live = decisions_by_job(test::slurp(live_out + "/events.log"));
