@@ -103,7 +103,7 @@ TEST_CASE("live token: read_token_file trims the final newline and its errors na
   expect_error((dir.path() / "big").string(), "larger than");
 }
 
-TEST_CASE("live agent: progress lines are parsed; other lines are not progress") {
+TEST_CASE("live agent: progress lines are parsed, and other lines are not progress") {
   wire::progress p;
   REQUIRE(parse_progress_line("ARYL_PROGRESS work_done=1.5 step=30", p));
   CHECK(p.work_done == 1.5);

@@ -130,7 +130,7 @@ TEST_CASE("solve place: best fit per request, unplaced listed") {
                                       "unplaced": ["j3", "j4"]})"));
 }
 
-TEST_CASE("solve place: count mode spreads over servers; prefer is honoured") {
+TEST_CASE("solve place: count mode spreads over servers, and prefer is honoured") {
   // 6 GPUs, no server has 6 free: most-free first, s2 (4) then s1 (2 of 3).
   // Then k (1 GPU) prefers s3.
   auto o = run("place", R"({"mode": "count",

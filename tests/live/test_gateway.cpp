@@ -1,0 +1,203 @@
+// The scheduler's network front (runtime/live/gateway): each bad peer gets a reason and loses
+// its own connection only; registered agents keep working; launches go out one frame per rank.
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "runtime/live/gateway.hpp"
+#include "runtime/wire/codec.hpp"
+
+using namespace aryl;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A blocking peer on a raw socket, speaking frames.
+class peer {
+ public:
+  explicit peer(uint16_t port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  }
+  ~peer() { close(fd_); }
+  peer(const peer&) = delete;
+  peer& operator=(const peer&) = delete;
+
+  void send(const wire::message& m) { send_raw(wire::encode_frame(m)); }
+  void send_raw(const std::vector<uint8_t>& bytes) {
+    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+  }
+
+  /// The next message, or nothing if the connection closed or 5 s passed.
+  std::optional<wire::message> receive() {
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    for (;;) {
+      auto step = decoder_.next();
+      if (auto* m = std::get_if<wire::message>(&step)) return *m;
+      if (std::holds_alternative<wire::decode_error>(step)) return std::nullopt;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{fd_, POLLIN, 0};
+      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
+      uint8_t buf[4096];
+      auto n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return std::nullopt;
+      decoder_.feed(buf, static_cast<size_t>(n));
+    }
+  }
+
+  /// The reason of the error frame the gateway sends before closing, then the close itself.
+  std::string refusal() {
+    auto m = receive();
+    REQUIRE(m);
+    auto* e = std::get_if<wire::error>(&*m);
+    REQUIRE_MESSAGE(e, "expected an error frame, got " << wire::type_of(*m));
+    CHECK_FALSE(receive());  // closed
+    return e->reason;
+  }
+
+  void hello_as_agent(const std::string& server, const std::string& token = "secret") {
+    send(wire::hello{wire::peer_role::agent, token, server});
+    auto ok = receive();
+    REQUIRE(ok);
+    REQUIRE(std::holds_alternative<wire::hello_ok>(*ok));
+  }
+  void register_as(const std::string& server, const std::string& type = "V100", uint32_t gpus = 8) {
+    hello_as_agent(server);
+    send(wire::register_{server, type, gpus, wire::pool_kind::training, {}});
+  }
+
+ private:
+  int fd_ = -1;
+  wire::frame_decoder decoder_;
+};
+
+struct gateway_fixture {
+  std::ostringstream log_text;
+  std::mutex log_mutex;
+  std::shared_ptr<node_link> t0, t1;
+  std::unique_ptr<live::gateway> g;
+  std::mutex seen_mutex;
+  std::vector<std::string> seen;  ///< worker reports and failures, as text
+
+  explicit gateway_fixture(double silence_s = 10, double loss_s = 30) {
+    live::gateway_options o;
+    o.token = "secret";
+    o.checkpoint_root = "/tmp/aryl-gateway-test";
+    o.agent_silence_s = silence_s;
+    o.agent_loss_s = loss_s;
+    g = std::make_unique<live::gateway>(o, log_text);
+    t0 = g->add_server(0, "t0", "V100", 8, wire::pool_kind::training);
+    t1 = g->add_server(1, "t1", "V100", 8, wire::pool_kind::training);
+    g->set_router(worker_router{
+        [this](int s, uint32_t job, uint32_t rank, double w) { note(fmt("progress", s, job, rank, w)); },
+        [this](int s, uint32_t job, uint32_t rank, int code, int) { note(fmt("exit", s, job, rank, code)); },
+        [this](std::string why) { note("fail " + why); }});
+  }
+  ~gateway_fixture() { g->close(); }
+
+  static std::string fmt(const char* what, int s, uint32_t job, uint32_t rank, double v) {
+    std::ostringstream o;
+    o << what << " server=" << s << " job=" << job << " rank=" << rank << " " << v;
+    return o.str();
+  }
+  void note(std::string s) {
+    std::lock_guard lock(seen_mutex);
+    seen.push_back(std::move(s));
+  }
+  /// Waits up to 5 s for a report containing `text`.
+  bool saw(const std::string& text) {
+    for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(5ms)) {
+      std::lock_guard lock(seen_mutex);
+      for (auto& s : seen)
+        if (s.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+} // namespace
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a wrong token is refused with its reason") {
+  peer p(g->port());
+  p.send(wire::hello{wire::peer_role::agent, "guess", "t0"});
+  CHECK(p.refusal() == "wrong cluster token");
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a malformed frame closes that connection only, and a registered agent keeps working") {
+  peer agent(g->port());
+  agent.register_as("t0");
+  peer bad(g->port());
+  bad.send_raw({0, 0, 0, 3, 0xc1, 0xc1, 0xc1});  // 0xc1 is never valid msgpack
+  CHECK(bad.refusal().find("bad frame") == 0);
+  agent.send(wire::progress{7, 0, 12.5, 3});
+  CHECK(saw("progress server=0 job=7 rank=0 12.5"));
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: an agent for an unknown or differently sized server is refused naming it") {
+  peer unknown(g->port());
+  unknown.hello_as_agent("t9");
+  unknown.send(wire::register_{"t9", "V100", 8, wire::pool_kind::training, {}});
+  CHECK(unknown.refusal() == "unknown server 't9' (this cluster has: t0, t1)");
+  peer wrong(g->port());
+  wrong.hello_as_agent("t1");
+  wrong.send(wire::register_{"t1", "T4", 4, wire::pool_kind::training, {}});
+  CHECK(wrong.refusal() == "server 't1' is configured as 8 x V100 (training), the agent says 4 x T4 (training)");
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a client cannot act as an agent") {
+  peer client(g->port());
+  client.send(wire::hello{wire::peer_role::client, "secret", "cli"});
+  REQUIRE(client.receive());
+  client.send(wire::register_{"t0", "V100", 8, wire::pool_kind::training, {}});
+  CHECK(client.refusal() == "a client cannot send 'register'");
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a launch reaches the registered agent as one frame per rank") {
+  peer agent(g->port());
+  agent.register_as("t1");
+  // Registered once only t0 is missing (t0 never comes here).
+  for (int i = 0; i < 500 && g->wait_for_agents(10ms) != std::vector<std::string>{"t0"}; ++i) {}
+  REQUIRE(g->wait_for_agents(0ms) == std::vector<std::string>{"t0"});
+  t1->launch(node_launch{4, "j4", 2, 6, {5, 6}, 100, 2, 0.5, {}});
+  for (uint32_t rank : {2u, 3u}) {
+    auto m = agent.receive();
+    REQUIRE(m);
+    auto* l = std::get_if<wire::launch>(&*m);
+    REQUIRE(l);
+    CHECK(l->job_id == 4);
+    CHECK(l->rank == rank);
+    CHECK(l->world_size == 6);
+    CHECK(l->gpus == std::vector<uint32_t>{rank + 3});
+    CHECK(l->checkpoint_dir == "/tmp/aryl-gateway-test/job-4");
+    CHECK(l->env.at("ARYL_STARTUP_S") == "0.500000");
+  }
+  t1->stop(4);
+  auto m = agent.receive();
+  REQUIRE(m);
+  CHECK(std::holds_alternative<wire::stop>(*m));
+}
+
+TEST_CASE("gateway: a silent agent is dropped, and the run is stopped naming it when it does not return") {
+  gateway_fixture f(0.2, 0.3);
+  peer agent(f.g->port());
+  agent.register_as("t0");
+  // Nothing more from the agent: dropped after 0.2 s, the run told 0.3 s later.
+  CHECK(f.saw("fail the agent of server t0 vanished and did not come back within 0.3 s"));
+}
