@@ -19,6 +19,10 @@ int servers_needed(const inference_setup& s, sim_time t) {
   if (at >= period && period > 0) at = d.front().t.us + (at - d.front().t.us) % (period - d.front().t.us);
   auto it = std::upper_bound(d.begin(), d.end(), at, [](int64_t v, const demand_point& p) { return v < p.t.us; });
   int raw = it == d.begin() ? d.front().servers_needed : std::prev(it)->servers_needed;
+  return with_headroom(s, raw);
+}
+
+int with_headroom(const inference_setup& s, int raw) {
   // Capped in floating point, before narrowing: a large headroom means "every server".
   double need = std::ceil(raw * (1.0 + s.headroom) - 1e-9);
   return static_cast<int>(std::min(need, static_cast<double>(s.servers.size())));
@@ -42,12 +46,21 @@ inference_actor::behavior_type inference_behavior(inference_actor::stateful_poin
     st.reported_busy = busy;
     self->send(recorder, serving_atom::value, now.us, busy);
   };
-  self->send(self, demand_atom::value, uint64_t{0});
+  self->send(self, demand_atom::value, uint64_t{1});
+  auto need_now = [=](sim_time now) {
+    auto& st = self->state;
+    return st.pushed >= 0 ? with_headroom(st.setup, st.pushed) : servers_needed(st.setup, now);
+  };
   return {
-      [=](demand_atom, uint64_t) {
+      [=](push_atom, int servers) {
+        self->state.pushed = std::max(0, servers);
+        log(tb.now(self), "push", fmt::format("demand={}", self->state.pushed), "demand pushed by a client");
+        self->send(self, demand_atom::value, uint64_t{0});
+      },
+      [=](demand_atom, uint64_t periodic) {
         auto& st = self->state;
         auto now = tb.now(self);
-        int need = servers_needed(st.setup, now);
+        int need = need_now(now);
         int serving = static_cast<int>(st.serving.size());
         int awaited = 0;
         for (auto& p : st.reclaims) awaited += p.outstanding;
@@ -79,8 +92,9 @@ inference_actor::behavior_type inference_behavior(inference_actor::stateful_poin
                 fmt::format("demand rose; due within {} s", st.setup.grace_s));
           }
         }
-        self->delayed_send(self, tb.span(sim_time::from_seconds(static_cast<double>(st.setup.interval_s))),
-                           demand_atom::value, uint64_t{0});
+        if (periodic)
+          self->delayed_send(self, tb.span(sim_time::from_seconds(static_cast<double>(st.setup.interval_s))),
+                             demand_atom::value, uint64_t{1});
       },
       [=](returned_atom, const std::vector<int>& ids) {
         auto& st = self->state;
@@ -99,7 +113,7 @@ inference_actor::behavior_type inference_behavior(inference_actor::stateful_poin
           if (p.outstanding == 0) st.reclaims.pop_front();
         }
         log(now, "returned", fmt::format("servers={} serving={}", ids.size(), st.serving.size()), "");
-        report_busy(now, servers_needed(st.setup, now));
+        report_busy(now, need_now(now));
       },
       [=](tick_atom, uint64_t reclaim_id) {
         // A reclaim deadline: whatever is still outstanding is late.

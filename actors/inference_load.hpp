@@ -33,11 +33,15 @@ struct inference_state {
   std::deque<pending> reclaims;
   uint64_t next_reclaim = 0;
   int reported_busy = -1;  ///< GPUs serving demand, as last told to the recorder
+  int pushed = -1;         ///< demand pushed live (servers, before headroom); -1: none
   static inline const char* name = "inference";
 };
 
 /// servers needed at t = ceil(demand(t) * (1 + headroom)), at most all inference servers.
 int servers_needed(const inference_setup& s, sim_time t);
+
+/// ceil(raw * (1 + headroom)), at most all inference servers.
+int with_headroom(const inference_setup& s, int raw);
 
 inference_actor::behavior_type inference_behavior(inference_actor::stateful_pointer<inference_state> self,
                                                   inference_setup setup, scheduler_actor scheduler,

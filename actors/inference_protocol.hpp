@@ -11,13 +11,18 @@ using loan_atom = caf::atom_constant<caf::atom("loan")>;
 using reclaim_atom = caf::atom_constant<caf::atom("reclaim")>;
 using returned_atom = caf::atom_constant<caf::atom("returned")>;
 using demand_atom = caf::atom_constant<caf::atom("demand")>;
+using push_atom = caf::atom_constant<caf::atom("push")>;
 
 /// loan(server ids): these serving servers are lent to training from now on.
 /// reclaim(count, deadline_us): give back `count` loaned servers by the deadline.
 /// returned(server ids): the scheduler hands servers back (they serve again).
-/// demand: re-read the demand now (self-sent every interval). tick(id): deadline of reclaim id.
+/// demand(periodic): re-read the demand now (self-sent every interval with periodic=1; 0 for
+/// once). tick(id): deadline of reclaim id. push(servers): live mode, from an external
+/// autoscaler: the inference servers needed from now on (before headroom), replacing the
+/// demand trace.
 using inference_actor = caf::typed_actor<caf::reacts_to<returned_atom, std::vector<int>>,
                                          caf::reacts_to<demand_atom, uint64_t>,
+                                         caf::reacts_to<push_atom, int>,
                                          caf::reacts_to<caf::atom_constant<caf::atom("tick")>, uint64_t>>;
 
 } // namespace aryl

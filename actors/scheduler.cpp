@@ -243,6 +243,20 @@ std::string dump_state(const scheduler_state& st, sim_time now) {
   return out;
 }
 
+cluster_status status_of(const scheduler_state& st, sim_time now) {
+  static const char* modes[] = {"training", "serving", "loaned", "reclaiming"};
+  auto& l = st.ledger;
+  cluster_status out;
+  out.t_us = now.us;
+  for (bool running : {true, false})
+    for (auto id : running ? l.running : l.queued)
+      out.jobs.push_back({id, st.names[id], running, l.jobs[id].workers});
+  for (auto& s : l.servers)
+    out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus, s.free,
+                           s.home == server_home::inference, modes[static_cast<int>(s.mode)]});
+  return out;
+}
+
 } // namespace
 
 scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_pointer<scheduler_state> self,
@@ -333,6 +347,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         mark_dirty(self);
       },
       [=](dump_atom) -> std::string { return dump_state(self->state, self->state.jenv.tb.now(self)); },
+      [=](status_atom) -> cluster_status { return status_of(self->state, self->state.jenv.tb.now(self)); },
   };
 }
 

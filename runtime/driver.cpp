@@ -158,6 +158,12 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
                                 live ? live->nodes.at(static_cast<size_t>(s.id)) : nullptr));
   if (live) plan.setup.workers = live->workers;
   auto scheduler = sys.spawn(scheduler_behavior, plan.setup, servers, recorder, tb, plan.setup.params.model);
+  inference_actor inference;
+  if (!plan.inference_ids.empty()) {
+    inference_setup is{plan.inference_ids, std::move(in.demand), c.inference_interval_s, c.inference_headroom,
+                       c.inference_grace_s, c.inference.gpus_per_server, plan.setup.policy.loaning};
+    inference = sys.spawn(inference_behavior, std::move(is), scheduler, recorder, tb);
+  }
   // The machines' reports reach the server actors from the network thread.
   struct router_guard {
     const live_world* live;
@@ -173,13 +179,17 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         [servers](int s, uint32_t job, uint32_t rank, int code, int signal) {
           caf::anon_send(servers.at(static_cast<size_t>(s)), wexit_atom::value, job, rank, code, signal);
         },
-        [recorder](std::string why) { caf::anon_send(recorder, failed_atom::value, std::move(why), 3); }});
-  }
-  inference_actor inference;
-  if (!plan.inference_ids.empty()) {
-    inference_setup is{plan.inference_ids, std::move(in.demand), c.inference_interval_s, c.inference_headroom,
-                       c.inference_grace_s, c.inference.gpus_per_server, plan.setup.policy.loaning};
-    inference = sys.spawn(inference_behavior, std::move(is), scheduler, recorder, tb);
+        [recorder](std::string why) { caf::anon_send(recorder, failed_atom::value, std::move(why), 3); },
+        [&sys, scheduler] {
+          caf::scoped_actor self{sys};
+          cluster_status out;
+          self->request(scheduler, std::chrono::seconds(2), status_atom::value)
+              .receive([&](cluster_status& s) { out = std::move(s); }, [](caf::error&) {});
+          return out;
+        },
+        [inference](int servers) {
+          if (inference) caf::anon_send(inference, push_atom::value, servers);
+        }});
   }
   auto total_jobs = in.jobs.size();
   auto last_submit = in.jobs.empty() ? sim_time{} : in.jobs.back().submit;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/cluster_status.hpp"
 #include "actors/node_link.hpp"
 #include "actors/worker_settings.hpp"
 #include "runtime/config.hpp"
@@ -40,6 +41,10 @@ struct worker_router {
   std::function<void(int server, uint32_t job, uint32_t rank, int code, int signal)> exit;
   /// The run cannot go on (a machine vanished with work on it): it stops with this reason.
   std::function<void(std::string why)> fail;
+  /// The scheduler's view now (blocks for its answer, at most 2 s).
+  std::function<cluster_status()> status;
+  /// Inference servers needed from now on, pushed by a client (replaces the demand trace).
+  std::function<void(int servers)> demand;
 };
 
 /// Live mode: the machines behind the server actors, and the way in for their reports.

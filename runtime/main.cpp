@@ -14,6 +14,7 @@
 #include "runtime/inputs.hpp"
 #include "runtime/outputs.hpp"
 #include "runtime/live/agent.hpp"
+#include "runtime/live/client.hpp"
 #include "runtime/live/serve.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/live/worker.hpp"
@@ -150,6 +151,22 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("worker", "live mode: an emulated training worker, configured by ARYL_* variables");
 
+  aryl::live::client_options co;
+  std::string client_token;
+  bool status_json = false;
+  uint32_t demand_servers = 0;
+  auto client_flags = [&](CLI::App* c) {
+    c->add_option("--host", co.host, "scheduler address (default 127.0.0.1)");
+    c->add_option("--port", co.port, "scheduler port")->required();
+    c->add_option("--token-file", client_token, "file holding the cluster token")->required();
+  };
+  auto* status_cmd = app.add_subcommand("status", "live mode: queued and running jobs, servers and loans");
+  client_flags(status_cmd);
+  status_cmd->add_flag("--json", status_json, "one JSON object instead of tables");
+  auto* demand_cmd = app.add_subcommand("demand", "live mode: set the inference servers needed from now on");
+  client_flags(demand_cmd);
+  demand_cmd->add_option("servers", demand_servers, "inference servers needed (before headroom)")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -161,6 +178,19 @@ int main(int argc, char** argv) {
     if (*serve) return aryl::live::run_serve(build_config(vf), so, std::cout, std::cerr);
     if (*agent_cmd) return agent(ao, agent_token, agent_pool);
     if (app.got_subcommand("worker")) return aryl::live::run_worker(std::cerr);
+    if (*status_cmd || *demand_cmd) {
+      co.token = aryl::live::read_token_file(client_token);
+      if (*demand_cmd) {
+        aryl::live::ask(co, aryl::wire::demand{demand_servers}, false);
+        return 0;
+      }
+      auto reply = aryl::live::ask(co, aryl::wire::status_request{}, true);
+      auto* s = std::get_if<aryl::wire::status_reply>(&*reply);
+      if (!s) throw aryl::input_error("status: the scheduler answered '" + std::string(aryl::wire::type_of(*reply)) + "'");
+      if (status_json) std::cout << aryl::live::status_json(*s) << '\n';
+      else aryl::live::print_status(std::cout, *s);
+      return 0;
+    }
     if (!in_file.empty()) {
       std::ifstream in(in_file);
       if (!in) {

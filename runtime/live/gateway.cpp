@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <thread>
 
@@ -43,7 +44,13 @@ struct gateway::impl {
   std::condition_variable registered_cv;
   std::map<std::string, server_slot> slots;
   worker_router router;
-  client_handler clients;
+
+  /// Calls `f` with the router, holding the lock: set_router waits for calls in progress.
+  template <class F>
+  void with_router(F&& f) {
+    std::lock_guard lock(m);
+    f(router);
+  }
 
   impl(gateway_options o, std::ostream& l) : opts(std::move(o)), log_stream(l) {}
 
@@ -180,16 +187,14 @@ class session : public std::enable_shared_from_this<session> {
         std::chrono::duration<double>(g_->opts.agent_loss_s)));
     timer->async_wait([g = g_, timer, server = name_](boost::system::error_code ec) {
       if (ec) return;
-      worker_router route;
-      {
-        std::lock_guard lock(g->m);
-        if (g->slots.at(server).agent.lock()) return;  // back in time
-        route = g->router;
-      }
       auto why = fmt::format("the agent of server {} vanished and did not come back within {:g} s", server,
                              g->opts.agent_loss_s);
-      g->log(why);
-      if (route.fail) route.fail(why);
+      bool back = false;
+      g->with_router([&](worker_router& r) {
+        back = static_cast<bool>(g->slots.at(server).agent.lock());
+        if (!back && r.fail) r.fail(why);
+      });
+      if (!back) g->log(why);
     });
   }
 
@@ -245,16 +250,21 @@ class session : public std::enable_shared_from_this<session> {
   void on_agent(const wire::message& msg) {
     if (std::holds_alternative<wire::heartbeat>(msg)) return;
     if (auto* p = std::get_if<wire::progress>(&msg)) {
-      auto route = router();
-      if (route.progress) route.progress(server_id_, static_cast<uint32_t>(p->job_id), p->rank, p->work_done);
+      g_->with_router([&](worker_router& r) {
+        if (r.progress) r.progress(server_id_, static_cast<uint32_t>(p->job_id), p->rank, p->work_done);
+      });
       return;
     }
     if (auto* e = std::get_if<wire::exit_>(&msg)) {
       g_->log(fmt::format("{}: job {} rank {} exited (code {}, signal {})", peer_, e->job_id, e->rank, e->code,
                           e->signal));
-      auto route = router();
-      if (route.exit) route.exit(server_id_, static_cast<uint32_t>(e->job_id), e->rank, e->code, static_cast<int>(e->signal));
-      else g_->log(fmt::format("{}: no run in progress: exit of job {} dropped", peer_, e->job_id));
+      bool routed = false;
+      g_->with_router([&](worker_router& r) {
+        if (!r.exit) return;
+        r.exit(server_id_, static_cast<uint32_t>(e->job_id), e->rank, e->code, static_cast<int>(e->signal));
+        routed = true;
+      });
+      if (!routed) g_->log(fmt::format("{}: no run in progress: exit of job {} dropped", peer_, e->job_id));
       return;
     }
     if (std::holds_alternative<wire::bye>(msg)) return close("the agent said bye");
@@ -262,34 +272,44 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_client(const wire::message& msg) {
-    client_handler h;
-    {
-      std::lock_guard lock(g_->m);
-      h = g_->clients;
+    if (std::holds_alternative<wire::status_request>(msg)) {
+      std::optional<cluster_status> now;
+      g_->with_router([&](worker_router& r) {
+        if (r.status) now = r.status();
+      });
+      if (!now) return close("no run in progress");
+      return send(to_wire(*now));
     }
-    try {
-      if (auto* s = std::get_if<wire::submit>(&msg)) {
-        if (!h.submit) return close("this scheduler takes no submissions");
-        return send(wire::submit_ok{h.submit(*s)});
-      }
-      if (std::holds_alternative<wire::status_request>(msg)) {
-        if (!h.status) return close("this scheduler gives no status");
-        return send(h.status());
-      }
-      if (auto* d = std::get_if<wire::demand>(&msg)) {
-        if (!h.demand) return close("this scheduler takes no demand");
-        return h.demand(d->servers_needed);
-      }
-    } catch (const input_error& e) {
-      return close(e.what());
+    if (auto* d = std::get_if<wire::demand>(&msg)) {
+      bool taken = false;
+      g_->with_router([&](worker_router& r) {
+        if (!r.demand) return;
+        r.demand(static_cast<int>(std::min<uint32_t>(d->servers_needed, 1'000'000)));
+        taken = true;
+      });
+      if (!taken) return close("no run in progress");
+      g_->log(fmt::format("{}: inference demand {} servers", peer_, d->servers_needed));
+      return;
     }
     if (std::holds_alternative<wire::bye>(msg)) return close("the client said bye");
     close(fmt::format("a client cannot send '{}'", wire::type_of(msg)));
   }
 
-  worker_router router() {
-    std::lock_guard lock(g_->m);
-    return g_->router;
+  static wire::status_reply to_wire(const cluster_status& s) {
+    wire::status_reply out;
+    for (auto& j : s.jobs) {
+      if (out.jobs.size() == wire::max_list) break;
+      out.jobs.push_back({j.job, j.name, j.running ? wire::job_state::running : wire::job_state::queued,
+                          static_cast<uint32_t>(j.workers)});
+    }
+    for (auto& v : s.servers) {
+      if (out.servers.size() == wire::max_list) break;
+      out.servers.push_back({v.name, v.gpu_type, static_cast<uint32_t>(v.gpus), static_cast<uint32_t>(v.free),
+                             v.inference ? wire::pool_kind::inference : wire::pool_kind::training});
+      if (v.mode == "loaned" || v.mode == "reclaiming")
+        out.loans.push_back({v.name, v.mode == "loaned" ? wire::loan_state::loaned : wire::loan_state::reclaiming});
+    }
+    return out;
   }
 
   tcp::socket socket_;
@@ -413,11 +433,6 @@ std::vector<std::string> gateway::wait_for_agents(std::chrono::milliseconds time
 void gateway::set_router(worker_router r) {
   std::lock_guard lock(impl_->m);
   impl_->router = std::move(r);
-}
-
-void gateway::set_client_handler(client_handler h) {
-  std::lock_guard lock(impl_->m);
-  impl_->clients = std::move(h);
 }
 
 void gateway::close() {

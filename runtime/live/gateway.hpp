@@ -2,8 +2,8 @@
 /// The scheduler's network front in live mode (docs/protocol.md): a TCP listener (Boost.Asio,
 /// one thread of its own) for node agents and clients speaking length-prefixed msgpack.
 /// It checks each peer's cluster token, binds each agent to the server of the same name, and
-/// turns frames into calls: launches and stops go out through node links, worker reports come
-/// in through the driver's router, client requests go to the client handler. A bad frame, a
+/// turns frames into calls: launches and stops go out through node links; worker reports and
+/// clients' status and demand requests go in through the driver's router. A bad frame, a
 /// wrong token or a vanished peer closes that one connection, with a logged reason.
 #include <chrono>
 #include <cstdint>
@@ -34,14 +34,6 @@ struct gateway_options {
   double agent_loss_s = 30;
 };
 
-/// What clients may ask; each function runs on the network thread and must not block long.
-struct client_handler {
-  /// A new job: returns its id, or throws aryl::input_error naming the problem.
-  std::function<uint64_t(const wire::submit&)> submit;
-  std::function<wire::status_reply()> status;
-  std::function<void(uint32_t servers_needed)> demand;
-};
-
 class gateway {
  public:
   /// Starts listening; throws aryl::input_error naming the address if it cannot bind.
@@ -62,9 +54,10 @@ class gateway {
   /// after `timeout`.
   std::vector<std::string> wait_for_agents(std::chrono::milliseconds timeout);
 
-  /// Where worker reports go (the driver's router); empty: dropped, with a log line.
+  /// Where worker reports and clients' status and demand requests go (the driver's
+  /// router, while a run lasts); empty: reports are dropped and requests refused.
+  /// Returns once no call of the previous router is in progress.
   void set_router(worker_router r);
-  void set_client_handler(client_handler h);
 
   /// Stops listening and closes every connection.
   void close();

@@ -60,6 +60,7 @@ inline scheduler_actor::behavior_type recording_scheduler(scheduler_actor::point
       [=](loan_atom, const std::vector<int>& ids) { log->push_back({tb.now(self), "loan", 0, 0, 0, ids}); },
       [=](reclaim_atom, int n, int64_t) { log->push_back({tb.now(self), "reclaim", 0, 0, 0, {}, n}); },
       [=](dump_atom) -> std::string { return "recording scheduler"; },
+      [=](status_atom) -> cluster_status { return {}; },
   };
 }
 

@@ -90,3 +90,21 @@ TEST_CASE_FIXTURE(inference_fixture, "servers returned before the deadline are n
   run_until(400);
   CHECK(rec->slo_misses == 0);
 }
+
+TEST_CASE_FIXTURE(inference_fixture, "a pushed demand replaces the trace at once, without a second interval timer") {
+  // The trace asks for all four servers for ever; a client then says none are needed.
+  auto inf = spawn({{0, 4}, {1000, 4}});
+  drain();
+  CHECK(of_kind("loan").empty());
+  caf::anon_send(inf, push_atom::value, 0);
+  drain();
+  auto loans = of_kind("loan");
+  REQUIRE(loans.size() == 1);
+  CHECK(loans[0].at == sim_time{});  // at once, not at the next interval
+  CHECK(loans[0].servers == std::vector<int>{10, 11, 12, 13});
+  // One periodic timer only: the next demand check comes one interval after the first.
+  CHECK(step());
+  CHECK(now() == sim_time::from_seconds(60));
+  CHECK(step());
+  CHECK(now() == sim_time::from_seconds(120));
+}

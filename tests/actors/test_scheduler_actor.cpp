@@ -24,6 +24,7 @@ inference_actor::behavior_type scripted_inference(inference_actor::pointer self,
         else self->send(scheduler, reclaim_atom::value, 1, int64_t{0});
       },
       [=](tick_atom, uint64_t) {},
+      [=](push_atom, int) {},
   };
 }
 

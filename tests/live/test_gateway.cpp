@@ -107,7 +107,14 @@ struct gateway_fixture {
     g->set_router(worker_router{
         [this](int s, uint32_t job, uint32_t rank, double w) { note(fmt("progress", s, job, rank, w)); },
         [this](int s, uint32_t job, uint32_t rank, int code, int) { note(fmt("exit", s, job, rank, code)); },
-        [this](std::string why) { note("fail " + why); }});
+        [this](std::string why) { note("fail " + why); },
+        [] {
+          cluster_status s;
+          s.jobs = {{3, "j3", true, 4}, {5, "j5", false, 0}};
+          s.servers = {{"t0", "V100", 8, 4, false, "training"}, {"i0", "T4", 8, 8, true, "loaned"}};
+          return s;
+        },
+        [this](int servers) { note("demand " + std::to_string(servers)); }});
   }
   ~gateway_fixture() { g->close(); }
 
@@ -200,4 +207,38 @@ TEST_CASE("gateway: a silent agent is dropped, and the run is stopped naming it 
   agent.register_as("t0");
   // Nothing more from the agent: dropped after 0.2 s, the run told 0.3 s later.
   CHECK(f.saw("fail the agent of server t0 vanished and did not come back within 0.3 s"));
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a client gets the scheduler's status, loans included") {
+  peer client(g->port());
+  client.send(wire::hello{wire::peer_role::client, "secret", "cli"});
+  REQUIRE(client.receive());
+  client.send(wire::status_request{});
+  auto m = client.receive();
+  REQUIRE(m);
+  auto* s = std::get_if<wire::status_reply>(&*m);
+  REQUIRE(s);
+  REQUIRE(s->jobs.size() == 2);
+  CHECK(s->jobs[0] == wire::job_info{3, "j3", wire::job_state::running, 4});
+  CHECK(s->jobs[1].state == wire::job_state::queued);
+  REQUIRE(s->servers.size() == 2);
+  CHECK(s->servers[1].pool == wire::pool_kind::inference);
+  CHECK(s->loans == std::vector<wire::loan_info>{{"i0", wire::loan_state::loaned}});
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a client's demand reaches the run") {
+  peer client(g->port());
+  client.send(wire::hello{wire::peer_role::client, "secret", "cli"});
+  REQUIRE(client.receive());
+  client.send(wire::demand{3});
+  CHECK(saw("demand 3"));
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: without a run in progress a status request is refused") {
+  g->set_router({});
+  peer client(g->port());
+  client.send(wire::hello{wire::peer_role::client, "secret", "cli"});
+  REQUIRE(client.receive());
+  client.send(wire::status_request{});
+  CHECK(client.refusal() == "no run in progress");
 }
