@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <future>
 #include <map>
+#include <mutex>
 #include <tuple>
 #include <thread>
 
@@ -164,6 +166,25 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
                        c.inference_grace_s, c.inference.gpus_per_server, plan.setup.policy.loaning};
     inference = sys.spawn(inference_behavior, std::move(is), scheduler, recorder, tb);
   }
+  // Status requests from the network thread, answered by the driver's loop.
+  struct status_questions {
+    std::mutex m;
+    std::vector<std::shared_ptr<std::promise<cluster_status>>> waiting;
+  };
+  auto questions = std::make_shared<status_questions>();
+  auto answer_questions = [&] {
+    std::vector<std::shared_ptr<std::promise<cluster_status>>> now;
+    {
+      std::lock_guard lock(questions->m);
+      now.swap(questions->waiting);
+    }
+    for (auto& answer : now)
+      sys.spawn([answer, scheduler](caf::event_based_actor* self) {
+        self->request(scheduler, std::chrono::seconds(2), status_atom::value)
+            .then([answer](cluster_status& s) { answer->set_value(std::move(s)); },
+                  [answer](caf::error&) { answer->set_value({}); });
+      });
+  };
   // The machines' reports reach the server actors from the network thread.
   struct router_guard {
     const live_world* live;
@@ -180,12 +201,17 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
           caf::anon_send(servers.at(static_cast<size_t>(s)), wexit_atom::value, job, rank, code, signal);
         },
         [recorder](std::string why) { caf::anon_send(recorder, failed_atom::value, std::move(why), 3); },
-        [&sys, scheduler] {
-          caf::scoped_actor self{sys};
-          cluster_status out;
-          self->request(scheduler, std::chrono::seconds(2), status_atom::value)
-              .receive([&](cluster_status& s) { out = std::move(s); }, [](caf::error&) {});
-          return out;
+        [questions] {
+          // Asked on the driver's thread (the loop below): spawning from the network thread
+          // would tie CAF's logger to that thread and hang the actor system's shutdown.
+          auto answer = std::make_shared<std::promise<cluster_status>>();
+          auto result = answer->get_future();
+          {
+            std::lock_guard lock(questions->m);
+            questions->waiting.push_back(answer);
+          }
+          if (result.wait_for(std::chrono::seconds(3)) != std::future_status::ready) return cluster_status{};
+          return result.get();
         },
         [inference](int servers) {
           if (inference) caf::anon_send(inference, push_atom::value, servers);
@@ -263,6 +289,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   } else {
     while (!status->finished.load(std::memory_order_acquire) && !status->failed.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      answer_questions();
       report(false);
       if (stalled(tb.at(sys.clock().now()))) break;
     }

@@ -22,7 +22,10 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   if (!note.empty()) log << note;
 
   std::error_code ec;
+  // Job ids start at 0 every run: a previous run's checkpoints would be resumed by mistake.
   auto checkpoints = std::filesystem::absolute(o.work_dir, ec) / "checkpoints";
+  std::filesystem::remove_all(checkpoints, ec);
+  if (ec) throw input_error(checkpoints.string() + ": cannot clear the previous run's checkpoints: " + ec.message());
   std::filesystem::create_directories(checkpoints, ec);
   if (ec) throw input_error(checkpoints.string() + ": cannot create: " + ec.message());
 

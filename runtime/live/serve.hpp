@@ -17,7 +17,7 @@ struct serve_options {
   std::string token_file;      ///< required: the cluster token
   std::string port_file;       ///< optional: the port, once listening (for scripts)
   double agent_wait_s = 60;    ///< how long to wait for every configured agent
-  std::string work_dir = "live";  ///< checkpoints/ of every job live here
+  std::string work_dir = "live";  ///< checkpoints/ of every job live here (cleared at start)
   double stop_grace_s = 10;    ///< SIGTERM to SIGKILL when a job's workers are stopped
 };
 

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "tests/e2e/run_helpers.hpp"
 
@@ -185,4 +186,58 @@ TEST_CASE("live: serve with emulated workers makes the simulation's decisions, w
   double live_jct = summary_number(test::slurp(live_out + "/summary.json"), "mean_jct_s");
   CHECK_MESSAGE(std::abs(live_jct / sim_jct - 1) <= 0.02, "live " << live_jct << " s, simulated " << sim_jct << " s");
   check_cleaned_up(r);
+}
+
+TEST_CASE("live: aryl status and aryl demand work during a run, and the run still ends") {
+  // Demand starts at nothing (every inference server is lent); a client then asks for both
+  // back, which the run must turn into a reclaim.
+  auto dir = test::temp_dir("testbed-clients");
+  auto out = test::temp_dir("testbed-clients-out");
+  auto demand = test::temp_dir("testbed-clients-demand") + ".csv";
+  std::ofstream(demand) << "t_s,servers_needed\n0,0\n";
+  std::string cmd = std::string(ARYL_SOURCE_DIR) + "/scripts/testbed.sh --dir " + dir +
+                    " --training 2 --inference 2 -- --trace " + ARYL_SOURCE_DIR +
+                    "/tests/e2e/data/small.csv --speedup 10 --set inference.trace=" + demand + " --out " + out +
+                    " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  // The port file appears once serve listens; the run starts once the agents registered.
+  std::string port;
+  for (int i = 0; i < 200 && port.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    port = test::slurp(dir + "/port");
+  }
+  REQUIRE(!port.empty());
+  port.pop_back();  // newline
+  auto client = std::string(ARYL_BINARY) + " %s --port " + port + " --token-file " + dir + "/token";
+  auto run_client = [&](const std::string& what) {
+    char buf[1024];
+    std::snprintf(buf, sizeof buf, client.c_str(), what.c_str());
+    std::string output;
+    FILE* c = popen((std::string(buf) + " 2>&1").c_str(), "r");
+    std::array<char, 4096> chunk{};
+    while (size_t n = fread(chunk.data(), 1, chunk.size(), c)) output.append(chunk.data(), n);
+    return std::make_pair(pclose(c), output);
+  };
+  std::pair<int, std::string> status;
+  for (int i = 0; i < 100; ++i) {  // refused until the run has started
+    status = run_client("status --json");
+    if (status.first == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE_MESSAGE(status.first == 0, status.second);
+  CHECK(status.second.find("\"servers\"") != std::string::npos);
+  CHECK(status.second.find("\"name\": \"i1\"") != std::string::npos);
+  auto pushed = run_client("demand 2");
+  CHECK_MESSAGE(pushed.first == 0, pushed.second);
+  std::string output;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) output.append(buf.data(), n);
+  int rc = pclose(p);
+  REQUIRE_MESSAGE(WIFEXITED(rc), output);
+  REQUIRE_MESSAGE(WEXITSTATUS(rc) == 0, output);
+  auto events = test::slurp(out + "/events.log");
+  CHECK(events.find("inference push demand=2") != std::string::npos);
+  CHECK(count_lines_with(events, "scheduler reclaim") >= 1);
+  CHECK(completed_jobs(out + "/jobs.csv").size() == 8);
 }
