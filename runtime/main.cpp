@@ -68,6 +68,22 @@ int simulate(const simulate_flags& f) {
   return 0;
 }
 
+/// The flags that say what to run and how: simulate's, and serve's (whose clock is the wall's).
+void add_workload_flags(CLI::App* a, simulate_flags& f) {
+  a->add_option("--config", f.config_file, "YAML config file");
+  a->add_option("--trace", f.trace, "training job trace (CSV)");
+  a->add_option("--trace-format", f.trace_format, "canonical | philly");
+  a->add_option("--policy", f.policy, "fifo | sjf | srtf | las | baseline | loan-only | elastic-only | aryl");
+  a->add_option("--placement", f.placement, "count | consolidated");
+  a->add_option("--servers", f.servers, "training servers");
+  a->add_option("--gpus-per-server", f.gpus_per_server, "GPUs per training server");
+  a->add_option("--seed", f.seed, "random seed");
+  a->add_option("--out", f.out, "output folder (default out/)");
+  a->add_option("--speedup", f.speedup, "wall clock: simulated seconds per real second");
+  a->add_option("--set", f.sets, "override a config key: key=value (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 std::atomic<bool> stop_requested{false};
 
 extern "C" void request_stop(int) { stop_requested.store(true); }
@@ -93,19 +109,8 @@ int main(int argc, char** argv) {
 
   simulate_flags sf;
   auto* sim = app.add_subcommand("simulate", "simulate a workload (the built-in synthetic one by default)");
-  sim->add_option("--config", sf.config_file, "YAML config file");
-  sim->add_option("--trace", sf.trace, "training job trace (CSV)");
-  sim->add_option("--trace-format", sf.trace_format, "canonical | philly");
-  sim->add_option("--policy", sf.policy, "fifo | sjf | srtf | las | baseline | loan-only | elastic-only | aryl");
-  sim->add_option("--placement", sf.placement, "count | consolidated");
-  sim->add_option("--servers", sf.servers, "training servers");
-  sim->add_option("--gpus-per-server", sf.gpus_per_server, "GPUs per training server");
-  sim->add_option("--seed", sf.seed, "random seed");
-  sim->add_option("--out", sf.out, "output folder (default out/)");
+  add_workload_flags(sim, sf);
   sim->add_option("--mode", sf.mode, "simulated | wallclock");
-  sim->add_option("--speedup", sf.speedup, "wallclock: virtual seconds per real second");
-  sim->add_option("--set", sf.sets, "override a config key: key=value (repeatable)")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sim->add_flag("--check-invariants", sf.check_invariants, "check cluster invariants on every event");
   sim->add_flag("--quiet", sf.quiet, "no summary table or progress");
 
@@ -118,16 +123,7 @@ int main(int argc, char** argv) {
   simulate_flags vf;  // serve takes the simulate flags that say what to run
   aryl::live::serve_options so;
   auto* serve = app.add_subcommand("serve", "live mode: schedule a workload on node agents' machines");
-  serve->add_option("--config", vf.config_file, "YAML config file");
-  serve->add_option("--trace", vf.trace, "training job trace (CSV)");
-  serve->add_option("--trace-format", vf.trace_format, "canonical | philly");
-  serve->add_option("--policy", vf.policy, "scheduling policy (as simulate)");
-  serve->add_option("--servers", vf.servers, "training servers");
-  serve->add_option("--seed", vf.seed, "random seed");
-  serve->add_option("--out", vf.out, "output folder (default out/)");
-  serve->add_option("--speedup", vf.speedup, "simulated seconds per real second (emulated workers)");
-  serve->add_option("--set", vf.sets, "override a config key: key=value (repeatable)")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_workload_flags(serve, vf);
   serve->add_option("--bind", so.bind, "address to listen on (default 127.0.0.1)");
   serve->add_option("--port", so.port, "port (default 0: the OS chooses)");
   serve->add_option("--port-file", so.port_file, "write the port here once listening");
