@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/time.hpp"
+#include "solvers/sim_time.hpp"
 
 namespace aryl {
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/time.hpp"
+#include "solvers/sim_time.hpp"
 
 namespace aryl {
 

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "runtime/time.hpp"
+#include "solvers/sim_time.hpp"
 
 namespace aryl {
 

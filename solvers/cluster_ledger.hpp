@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/time.hpp"
+#include "solvers/sim_time.hpp"
 #include "solvers/job_progress.hpp"
 #include "solvers/placement.hpp"
 #include "solvers/throughput.hpp"

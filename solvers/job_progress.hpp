@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/time.hpp"
+#include "solvers/sim_time.hpp"
 
 namespace aryl {
 

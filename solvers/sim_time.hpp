@@ -1,5 +1,6 @@
 #pragma once
-/// Simulation time: an integer count of microseconds since time 0 of the run.
+/// Simulation time: an integer count of microseconds since time 0 of the run. Vocabulary of the
+/// solvers and of everything above them (solvers include nothing from runtime/).
 /// Integer so that ordering is exact; ties are broken by the actor runtime's insertion order.
 #include <cmath>
 #include <compare>
