@@ -21,7 +21,8 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
     uint32_t rank = 0;
     double rate = work_rate(env.model, st.spec.gpus, a.workers, a.type_speed) * env.workers.speedup;
     for (size_t i = 0; i < a.servers.size(); ++i) {
-      launch_request r{st.spec.index, st.spec.name, rank, a.server_workers[i], static_cast<uint32_t>(a.workers),
+      launch_request r{st.spec.index, st.spec.name, a.generation, rank, a.server_workers[i],
+                       static_cast<uint32_t>(a.workers),
                        st.spec.duration_s, rate,
                        a.overhead_s / env.workers.speedup, env.workers.command};
       for (int w = 0; w < a.server_workers[i]; ++w) st.live_ranks.insert(rank++);

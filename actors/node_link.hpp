@@ -13,6 +13,7 @@ namespace aryl {
 struct node_launch {
   uint32_t job = 0;
   std::string job_name;
+  uint64_t generation = 0;  ///< the job's assignment: its workers of one launch meet once
   uint32_t rank_offset = 0;
   uint32_t world_size = 1;
   std::vector<uint32_t> gpus;

@@ -21,6 +21,7 @@ using launch_atom = caf::atom_constant<caf::atom("launch")>;
 struct launch_request {
   uint32_t job = 0;
   std::string job_name;
+  uint64_t generation = 0;  ///< the assignment's: one rendezvous per launch
   uint32_t rank_offset = 0;
   int workers = 0;
   uint32_t world_size = 1;
@@ -32,7 +33,8 @@ struct launch_request {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, launch_request& x) {
-  return f(caf::meta::type_name("launch_request"), x.job, x.job_name, x.rank_offset, x.workers, x.world_size,
+  return f(caf::meta::type_name("launch_request"), x.job, x.job_name, x.generation, x.rank_offset, x.workers,
+           x.world_size,
            x.work_s, x.rate, x.startup_s, x.command);
 }
 

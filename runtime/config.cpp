@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <set>
+#include <sstream>
 
 #include "runtime/input_error.hpp"
 #include "runtime/input_limits.hpp"
@@ -139,6 +140,11 @@ const std::map<std::string, setter>& setters() {
       {"run.max_lag_s", [](config& c, const std::string& v) { c.max_lag_s = seconds(v); }},
       {"run.progress", [](config& c, const std::string& v) { c.progress = to_bool(v); }},
       {"run.out", [](config& c, const std::string& v) { c.out_dir = v; }},
+      {"live.worker_command", [](config& c, const std::string& v) {
+         c.worker_command.clear();
+         std::istringstream words(v);
+         for (std::string w; words >> w;) c.worker_command.push_back(w);
+       }},
   };
   return table;
 }

@@ -68,6 +68,10 @@ struct config {
   double max_lag_s = 60;
   std::string out_dir = "out";
 
+  // --- live mode
+  /// argv of every job's workers, split on spaces; empty: the agents' emulated worker.
+  std::vector<std::string> worker_command;
+
   friend bool operator==(const config&, const config&) = default;
 };
 

@@ -350,6 +350,9 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
     w.world_size = l.world_size;
     w.gpus = {l.gpus[i]};
     w.checkpoint_dir = opts.checkpoint_root + "/job-" + std::to_string(l.job);
+    // The workers of one launch meet through a file in the job's folder (torch.distributed's
+    // file:// init method); a shared filesystem is what checkpoints need anyway.
+    w.rendezvous = "file://" + w.checkpoint_dir + "/rendezvous-" + std::to_string(l.generation);
     w.command = l.command;
     if (l.startup_s > 0) w.env["ARYL_STARTUP_S"] = fmt::format("{:.6f}", l.startup_s);
     w.env["ARYL_JOB_NAME"] = l.job_name;

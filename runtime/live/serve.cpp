@@ -43,6 +43,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
                                          m.inference ? wire::pool_kind::inference : wire::pool_kind::training));
   world.workers.follow_workers = true;
   world.workers.speedup = c.speedup;
+  world.workers.command = c.worker_command;
   world.on_ready = [&net](worker_router r) { net.set_router(std::move(r)); };
 
   log << fmt::format("[serve] listening on {}:{}\n", o.bind, net.port()) << std::flush;

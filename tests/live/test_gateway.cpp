@@ -182,7 +182,7 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: a launch reaches the registered age
   // Registered once only t0 is missing (t0 never comes here).
   for (int i = 0; i < 500 && g->wait_for_agents(10ms) != std::vector<std::string>{"t0"}; ++i) {}
   REQUIRE(g->wait_for_agents(0ms) == std::vector<std::string>{"t0"});
-  t1->launch(node_launch{4, "j4", 2, 6, {5, 6}, 100, 2, 0.5, {}});
+  t1->launch(node_launch{4, "j4", 9, 2, 6, {5, 6}, 100, 2, 0.5, {}});
   for (uint32_t rank : {2u, 3u}) {
     auto m = agent.receive();
     REQUIRE(m);
@@ -193,6 +193,7 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: a launch reaches the registered age
     CHECK(l->world_size == 6);
     CHECK(l->gpus == std::vector<uint32_t>{rank + 3});
     CHECK(l->checkpoint_dir == "/tmp/aryl-gateway-test/job-4");
+    CHECK(l->rendezvous == "file:///tmp/aryl-gateway-test/job-4/rendezvous-9");
     CHECK(l->env.at("ARYL_STARTUP_S") == "0.500000");
   }
   t1->stop(4);
