@@ -8,10 +8,11 @@
 #
 # The training servers are t0..t(N-1) (V100), the inference servers i0..i(M-1) (T4), as
 # `aryl serve --servers N --set cluster.inference.servers=M` names them. DIR/pids lists every
-# pid started; DIR/serve.log and DIR/agent-NAME/agent.log hold their logs.
+# pid started; DIR/serve.log and DIR/agent-NAME/agent.log hold their logs. ARYL_BIN, if set,
+# names the aryl binary (default build/aryl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-aryl="$PWD/build/aryl"
+aryl="${ARYL_BIN:-$PWD/build/aryl}"  # ARYL_BIN: another build of aryl
 dir="testbed"
 training=4
 inference=4
