@@ -30,6 +30,9 @@ struct gateway::impl {
     wire::pool_kind pool = wire::pool_kind::training;
     std::weak_ptr<session> agent;  ///< the registered agent's connection, if any
     bool registered = false;       ///< has registered at least once
+    /// Launches and stops for the machine while its agent is away, sent when it registers
+    /// again (it keeps its workers meanwhile).
+    std::vector<wire::message> backlog;
   };
 
   gateway_options opts;
@@ -62,6 +65,8 @@ struct gateway::impl {
   void accept();
   void launch_on(const std::string& server, const node_launch& l);
   void stop_on(const std::string& server, uint32_t job);
+  /// Sends `msg` to the server's agent, or keeps it for when the agent is back.
+  void deliver(const std::string& server, wire::message msg);
 };
 
 namespace {
@@ -221,6 +226,7 @@ class session : public std::enable_shared_from_this<session> {
     auto* r = std::get_if<wire::register_>(&msg);
     if (!r) return close(fmt::format("expected register after hello, got '{}'", wire::type_of(msg)));
     std::shared_ptr<session> replaced;
+    std::vector<wire::message> backlog;
     {
       std::lock_guard lock(g_->m);
       auto it = g_->slots.find(r->server);
@@ -238,13 +244,15 @@ class session : public std::enable_shared_from_this<session> {
       slot.agent = shared_from_this();
       slot.registered = true;
       server_id_ = slot.id;
+      backlog.swap(slot.backlog);
     }
     name_ = r->server;
     stage_ = stage::agent;
     g_->registered_cv.notify_all();
     if (replaced && replaced.get() != this) replaced->close("replaced by a new connection of the same agent");
-    g_->log(fmt::format("{}: registered server {} ({} x {}, {}), running {} workers", peer_, r->server, r->gpus,
-                        r->gpu_type, pool_name(r->pool), r->workers.size()));
+    g_->log(fmt::format("{}: registered server {} ({} x {}, {}), running {} workers; {} kept messages sent", peer_,
+                        r->server, r->gpus, r->gpu_type, pool_name(r->pool), r->workers.size(), backlog.size()));
+    for (auto& m : backlog) send(m);
   }
 
   void on_agent(const wire::message& msg) {
@@ -333,16 +341,21 @@ void gateway::impl::accept() {
   });
 }
 
-void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
+void gateway::impl::deliver(const std::string& server, wire::message msg) {
   std::shared_ptr<session> agent;
   {
     std::lock_guard lock(m);
-    agent = slots.at(server).agent.lock();
+    auto& slot = slots.at(server);
+    agent = slot.agent.lock();
+    if (!agent) {
+      slot.backlog.push_back(std::move(msg));
+      return;
+    }
   }
-  if (!agent) {
-    log(fmt::format("server {} has no agent connected: launch of job {} dropped", server, l.job));
-    return;
-  }
+  agent->send(msg);
+}
+
+void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
   for (size_t i = 0; i < l.gpus.size(); ++i) {
     wire::launch w;
     w.job_id = l.job;
@@ -358,20 +371,13 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
     w.env["ARYL_JOB_NAME"] = l.job_name;
     w.work_s = l.work_s;
     w.rate = l.rate;
-    agent->send(w);
+    deliver(server, std::move(w));
   }
   log(fmt::format("launch job {} ranks {}..{} of {} on {}", l.job, l.rank_offset, l.rank_offset + l.gpus.size() - 1,
                   l.world_size, server));
 }
 
-void gateway::impl::stop_on(const std::string& server, uint32_t job) {
-  std::shared_ptr<session> agent;
-  {
-    std::lock_guard lock(m);
-    agent = slots.at(server).agent.lock();
-  }
-  if (agent) agent->send(wire::stop{job, opts.stop_grace_s});
-}
+void gateway::impl::stop_on(const std::string& server, uint32_t job) { deliver(server, wire::stop{job, opts.stop_grace_s}); }
 
 namespace {
 
@@ -413,7 +419,7 @@ std::shared_ptr<node_link> gateway::add_server(int id, const std::string& server
                                                int gpus, wire::pool_kind pool) {
   {
     std::lock_guard lock(impl_->m);
-    impl_->slots[server] = impl::server_slot{id, gpu_type, gpus, pool, {}, false};
+    impl_->slots[server] = impl::server_slot{id, gpu_type, gpus, pool, {}, false, {}};
   }
   auto n = std::make_shared<remote_node>();
   n->g = impl_;

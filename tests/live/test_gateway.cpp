@@ -243,3 +243,20 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: without a run in progress a status 
   client.send(wire::status_request{});
   CHECK(client.refusal() == "no run in progress");
 }
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: launches and stops for an agent that is away are sent when it registers") {
+  t1->launch(node_launch{2, "j2", 1, 0, 1, {0}, 10, 1, 0, {}});
+  t1->stop(5);
+  // Whether they reach the network thread before or after the registration, the agent gets
+  // both, in order.
+  peer agent(g->port());
+  agent.register_as("t1");
+  auto first = agent.receive();
+  REQUIRE(first);
+  CHECK(std::get_if<wire::launch>(&*first));
+  auto second = agent.receive();
+  REQUIRE(second);
+  auto* s = std::get_if<wire::stop>(&*second);
+  REQUIRE(s);
+  CHECK(s->job_id == 5);
+}
