@@ -27,6 +27,10 @@ struct cluster_status {
   int64_t t_us = 0;  ///< simulation time of the report
   std::vector<active_job> jobs;
   std::vector<server_report> servers;
+  uint64_t jobs_finished = 0;
+  /// Each completed reclaim: simulated seconds from the request to the servers' return.
+  std::vector<double> reclaim_latency_s;
+  uint64_t reclaim_slo_misses = 0;  ///< servers returned after their deadline
 };
 
 } // namespace aryl

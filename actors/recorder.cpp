@@ -63,7 +63,10 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
         auto& lag = self->state.status->max_lag_us;
         if (us > lag.load(std::memory_order_relaxed)) lag.store(us, std::memory_order_relaxed);
       },
-      [=](slo_atom, int count) { self->state.writer->slo_misses(count); },
+      [=](slo_atom, int count) {
+        self->state.writer->slo_misses(count);
+        self->state.status->slo_misses += static_cast<uint64_t>(count);
+      },
       [=](serving_atom, int64_t t_us, int gpus) {
         if (!self->state.status->finished.load()) self->state.writer->serving(t_us, gpus);
       },

@@ -173,6 +173,7 @@ void start_reclaim(self_ptr self, sim_time now) {
 
   scheduler_state::reclaim_in_flight rf;
   rf.servers = res.returned;
+  rf.started = now;
   std::set<int> returned(res.returned.begin(), res.returned.end());
   for (int sid : res.returned) l.servers[static_cast<size_t>(sid)].mode = server_mode::reclaiming;
   for (int id : res.preempted) {
@@ -217,7 +218,9 @@ void complete_reclaims(self_ptr self, sim_time now) {
       self->send(st.servers[static_cast<size_t>(sid)], mode_atom::value, static_cast<int>(server_mode::serving));
     }
     log(self, now, "return", fmt::format("servers={}", rf.servers.size()), "every affected job acknowledged");
-    if (st.inference) self->send(st.inference, returned_atom::value, rf.servers);
+    st.reclaim_latency_s.push_back((now - rf.started).seconds());
+    if (auto inference = caf::actor_cast<inference_actor>(st.inference))
+      self->send(inference, returned_atom::value, rf.servers);
     send_snapshot(self, now);
   }
 }
@@ -248,6 +251,8 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
   auto& l = st.ledger;
   cluster_status out;
   out.t_us = now.us;
+  out.jobs_finished = st.jobs_finished;
+  out.reclaim_latency_s = st.reclaim_latency_s;
   for (bool running : {true, false})
     for (auto id : running ? l.running : l.queued)
       out.jobs.push_back({id, st.names[id], running, l.jobs[id].workers});
@@ -316,6 +321,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         auto before = j.alloc;
         int workers = j.workers;
         st.ledger.finish(job, now);
+        ++st.jobs_finished;
         for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
         log(self, now, "finish", fmt::format("{} workers={}", job_name(job), workers), "its work is done");
         self->send(st.jenv.recorder, jobrec_atom::value, make_record(st, j, now, workers));
@@ -329,7 +335,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
       [=](loan_atom, const std::vector<int>& ids) {
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
-        st.inference = caf::actor_cast<inference_actor>(self->current_sender());
+        st.inference = caf::actor_cast<caf::actor_addr>(self->current_sender());
         for (int sid : ids) {
           st.ledger.servers.at(static_cast<size_t>(sid)).mode = server_mode::loaned;
           self->send(st.servers[static_cast<size_t>(sid)], mode_atom::value, static_cast<int>(server_mode::loaned));
@@ -340,7 +346,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
       [=](reclaim_atom, int count, int64_t) {
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
-        st.inference = caf::actor_cast<inference_actor>(self->current_sender());
+        st.inference = caf::actor_cast<caf::actor_addr>(self->current_sender());
         st.reclaim_backlog += count;
         start_reclaim(self, now);
         complete_reclaims(self, now);

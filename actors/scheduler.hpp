@@ -33,16 +33,22 @@ struct scheduler_state {
   std::vector<double> durations;
   std::vector<server_actor> servers;
   job_env jenv;
-  inference_actor inference;  ///< learnt from the first loan offer
+  /// Learnt from the first loan offer. Weak: the inference-load actor holds the scheduler, and
+  /// two strong handles would keep both alive for ever.
+  caf::actor_addr inference;
   bool round_pending = false;
 
   /// A reclaim in negotiation: servers chosen, acknowledgements still awaited.
   struct reclaim_in_flight {
     std::vector<int> servers;
     std::set<uint32_t> waiting;  ///< jobs whose ack is outstanding
+    sim_time started;
   };
   std::deque<reclaim_in_flight> reclaims;
   int reclaim_backlog = 0;  ///< servers requested but not yet chosen (none loaned yet)
+  // For `status` (live mode's metrics):
+  uint64_t jobs_finished = 0;
+  std::vector<double> reclaim_latency_s;
 
   static inline const char* name = "scheduler";
 };

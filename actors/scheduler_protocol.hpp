@@ -29,7 +29,8 @@ typename Inspector::result_type inspect(Inspector& f, server_report& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
-  return f(caf::meta::type_name("cluster_status"), x.t_us, x.jobs, x.servers);
+  return f(caf::meta::type_name("cluster_status"), x.t_us, x.jobs, x.servers, x.jobs_finished, x.reclaim_latency_s,
+           x.reclaim_slo_misses);
 }
 
 template <class Inspector>

@@ -179,11 +179,15 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
       now.swap(questions->waiting);
     }
     for (auto& answer : now)
-      sys.spawn([answer, scheduler](caf::event_based_actor* self) {
+      // (The unused int: CAF 0.17 binds a null reference for an empty argument list.)
+      sys.spawn([answer, scheduler, status](caf::event_based_actor* self, int) {
         self->request(scheduler, std::chrono::seconds(2), status_atom::value)
-            .then([answer](cluster_status& s) { answer->set_value(std::move(s)); },
+            .then([answer, status](cluster_status& s) {
+                    s.reclaim_slo_misses = status->slo_misses.load();
+                    answer->set_value(std::move(s));
+                  },
                   [answer](caf::error&) { answer->set_value({}); });
-      });
+      }, 0);
   };
   // The machines' reports reach the server actors from the network thread.
   struct router_guard {

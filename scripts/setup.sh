@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build libcaf-dev libboost-dev libmsgpack-cxx-dev
           doctest-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
-          libbenchmark-dev gnuplot-nox clang libclang-rt-14-dev python3-msgpack)
+          libbenchmark-dev gnuplot-nox clang libclang-rt-14-dev python3-msgpack prometheus)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

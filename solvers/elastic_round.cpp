@@ -37,7 +37,7 @@ allocation keep_min(const allocation& a, int min) {
 
 allocation merge(allocation a, const allocation& b) {
   for (auto& [sid, w] : b) {
-    auto it = std::find_if(a.begin(), a.end(), [&](auto& p) { return p.first == sid; });
+    auto it = std::find_if(a.begin(), a.end(), [sid = sid](auto& p) { return p.first == sid; });
     if (it == a.end()) a.emplace_back(sid, w);
     else it->second += w;
   }

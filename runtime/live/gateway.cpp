@@ -444,6 +444,21 @@ void gateway::set_router(worker_router r) {
   impl_->router = std::move(r);
 }
 
+std::optional<cluster_status> gateway::status() {
+  std::optional<cluster_status> out;
+  impl_->with_router([&](worker_router& r) {
+    if (r.status) out = r.status();
+  });
+  return out;
+}
+
+int gateway::agents_connected() {
+  std::lock_guard lock(impl_->m);
+  int n = 0;
+  for (auto& [name, s] : impl_->slots) n += s.agent.lock() ? 1 : 0;
+  return n;
+}
+
 void gateway::close() {
   if (!impl_->thread.joinable()) return;
   asio::post(impl_->io, [p = impl_.get()] {

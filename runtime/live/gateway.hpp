@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -58,6 +59,11 @@ class gateway {
   /// router, while a run lasts); empty: reports are dropped and requests refused.
   /// Returns once no call of the previous router is in progress.
   void set_router(worker_router r);
+
+  /// The scheduler's status through the router; nothing while no run is in progress.
+  std::optional<cluster_status> status();
+  /// Agents registered and connected now.
+  int agents_connected();
 
   /// Stops listening and closes every connection.
   void close();

@@ -2,7 +2,7 @@
 # the client commands (`aryl status`, `aryl demand`).
 # Included from the top level, after runtime/ and runtime/live/.
 add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/client.cpp)
+            ${CMAKE_CURRENT_LIST_DIR}/client.cpp ${CMAKE_CURRENT_LIST_DIR}/metrics.cpp)
 target_include_directories(aryl_serve PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(aryl_serve PUBLIC aryl_driver aryl_wire aryl_live_agent
                       PRIVATE Boost::boost fmt::fmt nlohmann_json::nlohmann_json)

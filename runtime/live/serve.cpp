@@ -9,10 +9,24 @@
 #include "runtime/input_error.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/live/gateway.hpp"
+#include "runtime/live/metrics.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/outputs.hpp"
 
 namespace aryl::live {
+namespace {
+
+/// Written under another name and renamed, so a reader never sees half a number.
+void write_port_file(const std::string& path, uint16_t port) {
+  if (path.empty()) return;
+  auto tmp = path + ".tmp";
+  std::ofstream(tmp) << port << '\n';
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw input_error(path + ": cannot write: " + ec.message());
+}
+
+} // namespace
 
 int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream& log) {
   if (o.token_file.empty()) throw input_error("serve: --token-file is required (the cluster token)");
@@ -46,14 +60,21 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   world.workers.command = c.worker_command;
   world.on_ready = [&net](worker_router r) { net.set_router(std::move(r)); };
 
-  log << fmt::format("[serve] listening on {}:{}\n", o.bind, net.port()) << std::flush;
-  if (!o.port_file.empty()) {
-    // Written under another name and renamed, so a reader never sees half a number.
-    auto tmp = o.port_file + ".tmp";
-    std::ofstream(tmp) << net.port() << '\n';
-    std::filesystem::rename(tmp, o.port_file, ec);
-    if (ec) throw input_error(o.port_file + ": cannot write: " + ec.message());
+  std::unique_ptr<metrics_endpoint> metrics;
+  if (o.metrics_port >= 0) {
+    if (o.metrics_port > 65535) throw input_error(fmt::format("--metrics-port {}: not a port", o.metrics_port));
+    int configured = static_cast<int>(world.nodes.size());
+    metrics = std::make_unique<metrics_endpoint>(
+        o.metrics_bind, static_cast<uint16_t>(o.metrics_port),
+        [&net, configured] {
+          return render_metrics(net.status().value_or(cluster_status{}), {configured, net.agents_connected()});
+        },
+        log);
+    log << fmt::format("[serve] metrics on http://{}:{}/metrics\n", o.metrics_bind, metrics->port());
+    write_port_file(o.metrics_port_file, metrics->port());
   }
+  log << fmt::format("[serve] listening on {}:{}\n", o.bind, net.port()) << std::flush;
+  write_port_file(o.port_file, net.port());
   auto missing = net.wait_for_agents(std::chrono::milliseconds(static_cast<int64_t>(o.agent_wait_s * 1000)));
   if (!missing.empty()) {
     std::string names;

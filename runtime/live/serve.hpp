@@ -19,6 +19,11 @@ struct serve_options {
   double agent_wait_s = 60;    ///< how long to wait for every configured agent
   std::string work_dir = "live";  ///< checkpoints/ of every job live here (cleared at start)
   double stop_grace_s = 10;    ///< SIGTERM to SIGKILL when a job's workers are stopped
+  /// Prometheus metrics on http://metrics_bind:metrics_port/metrics; -1: none, 0: the OS
+  /// chooses (written to metrics_port_file).
+  int metrics_port = -1;
+  std::string metrics_bind = "127.0.0.1";
+  std::string metrics_port_file;
 };
 
 /// Returns the process exit code (0 ok, 2 input error, 3 run stopped); `log` gets one line

@@ -1,5 +1,6 @@
 // The scheduler's network front (runtime/live/gateway): each bad peer gets a reason and loses
 // its own connection only; registered agents keep working; launches go out one frame per rank.
+// Its metrics endpoint (runtime/live/metrics).
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -9,6 +10,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -16,6 +19,7 @@
 #include <thread>
 
 #include "runtime/live/gateway.hpp"
+#include "runtime/live/metrics.hpp"
 #include "runtime/wire/codec.hpp"
 
 using namespace aryl;
@@ -259,4 +263,66 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: launches and stops for an agent tha
   auto* s = std::get_if<wire::stop>(&*second);
   REQUIRE(s);
   CHECK(s->job_id == 5);
+}
+
+namespace {
+
+cluster_status sample_status() {
+  cluster_status s;
+  s.jobs = {{3, "j3", true, 4}, {5, "j5", false, 0}, {6, "j6", false, 0}};
+  s.servers = {{"t0", "V100", 8, 4, false, "training"}, {"i0", "T4", 8, 2, true, "loaned"},
+               {"i1", "T4", 8, 8, true, "serving"}};
+  s.jobs_finished = 7;
+  s.reclaim_latency_s = {0.5, 12, 200};
+  s.reclaim_slo_misses = 1;
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("metrics: the exposition counts jobs, GPUs by pool and use, servers by mode, reclaims") {
+  auto text = live::render_metrics(sample_status(), {8, 7});
+  for (auto* line : {"aryl_jobs{state=\"queued\"} 2", "aryl_jobs{state=\"running\"} 1", "aryl_jobs_finished_total 7",
+                     "aryl_gpus{pool=\"training\",gpu_type=\"V100\",use=\"busy\"} 4",
+                     "aryl_gpus{pool=\"inference\",gpu_type=\"T4\",use=\"busy\"} 6",
+                     "aryl_gpus{pool=\"inference\",gpu_type=\"T4\",use=\"free\"} 10",
+                     "aryl_servers{pool=\"inference\",mode=\"loaned\"} 1",
+                     "aryl_reclaim_latency_seconds_bucket{le=\"1\"} 1",
+                     "aryl_reclaim_latency_seconds_bucket{le=\"30\"} 2",
+                     "aryl_reclaim_latency_seconds_bucket{le=\"+Inf\"} 3", "aryl_reclaim_latency_seconds_count 3",
+                     "aryl_reclaim_slo_misses_total 1", "aryl_agents{state=\"connected\"} 7"})
+    CHECK_MESSAGE(text.find(std::string(line) + "\n") != std::string::npos, line);
+}
+
+TEST_CASE("metrics: promtool accepts the exposition") {
+  // Debian's prometheus package (scripts/setup.sh) ships promtool, the format's own checker.
+  REQUIRE_MESSAGE(std::system("command -v promtool > /dev/null") == 0, "promtool missing: run scripts/setup.sh");
+  auto path = std::string("/tmp/aryl-metrics-test.txt");
+  std::ofstream(path) << live::render_metrics(sample_status(), {8, 7});
+  CHECK(std::system(("promtool check metrics < " + path).c_str()) == 0);
+}
+
+TEST_CASE("metrics: GET /metrics answers the exposition, anything else 404") {
+  std::ostringstream log;
+  live::metrics_endpoint m("127.0.0.1", 0, [] { return std::string("aryl_jobs_finished_total 3\n"); }, log);
+  auto get = [&](const std::string& target) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(m.port());
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    std::string req = "GET " + target + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    REQUIRE(::send(fd, req.data(), req.size(), 0) == static_cast<ssize_t>(req.size()));
+    std::string answer;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, static_cast<size_t>(n));
+    close(fd);
+    return answer;
+  };
+  auto ok = get("/metrics");
+  CHECK(ok.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(ok.find("text/plain; version=0.0.4") != std::string::npos);
+  CHECK(ok.find("\r\n\r\naryl_jobs_finished_total 3\n") != std::string::npos);
+  CHECK(get("/").rfind("HTTP/1.1 404", 0) == 0);
 }

@@ -1,0 +1,142 @@
+#include "runtime/live/metrics.hpp"
+
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+
+#include <map>
+#include <thread>
+#include <tuple>
+
+#include "runtime/input_error.hpp"
+
+namespace aryl::live {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+std::string render_metrics(const cluster_status& s, const front_counts& f) {
+  std::string out;
+  auto family = [&](const char* name, const char* type, const char* help) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  };
+  int queued = 0, running = 0;
+  for (auto& j : s.jobs) ++(j.running ? running : queued);
+  family("aryl_jobs", "gauge", "Jobs waiting or holding GPUs now.");
+  out += fmt::format("aryl_jobs{{state=\"queued\"}} {}\naryl_jobs{{state=\"running\"}} {}\n", queued, running);
+  family("aryl_jobs_finished_total", "counter", "Jobs whose work is done.");
+  out += fmt::format("aryl_jobs_finished_total {}\n", s.jobs_finished);
+
+  std::map<std::tuple<std::string, std::string, std::string>, int> gpus;  // pool, type, use
+  std::map<std::pair<std::string, std::string>, int> servers;             // pool, mode
+  for (auto& v : s.servers) {
+    std::string pool = v.inference ? "inference" : "training";
+    gpus[{pool, v.gpu_type, "busy"}] += v.gpus - v.free;
+    gpus[{pool, v.gpu_type, "free"}] += v.free;
+    ++servers[{pool, v.mode}];
+  }
+  family("aryl_gpus", "gauge", "GPUs by home pool, GPU type and use (busy: held by training workers).");
+  for (auto& [k, n] : gpus)
+    out += fmt::format("aryl_gpus{{pool=\"{}\",gpu_type=\"{}\",use=\"{}\"}} {}\n", std::get<0>(k), std::get<1>(k),
+                       std::get<2>(k), n);
+  family("aryl_servers", "gauge", "Servers by home pool and mode (training, serving, loaned, reclaiming).");
+  for (auto& [k, n] : servers) out += fmt::format("aryl_servers{{pool=\"{}\",mode=\"{}\"}} {}\n", k.first, k.second, n);
+
+  family("aryl_reclaim_latency_seconds", "histogram",
+         "Simulated seconds from a reclaim request to its servers' return.");
+  static const double bounds[] = {1, 5, 10, 30, 60, 120, 300, 600};
+  double sum = 0;
+  for (double b : bounds) {
+    size_t n = 0;
+    for (double l : s.reclaim_latency_s) n += l <= b ? 1 : 0;
+    out += fmt::format("aryl_reclaim_latency_seconds_bucket{{le=\"{}\"}} {}\n", b, n);
+  }
+  for (double l : s.reclaim_latency_s) sum += l;
+  out += fmt::format("aryl_reclaim_latency_seconds_bucket{{le=\"+Inf\"}} {}\n", s.reclaim_latency_s.size());
+  out += fmt::format("aryl_reclaim_latency_seconds_sum {}\naryl_reclaim_latency_seconds_count {}\n", sum,
+                     s.reclaim_latency_s.size());
+  family("aryl_reclaim_slo_misses_total", "counter", "Inference servers returned after their reclaim deadline.");
+  out += fmt::format("aryl_reclaim_slo_misses_total {}\n", s.reclaim_slo_misses);
+  family("aryl_agents", "gauge", "Node agents configured and connected now.");
+  out += fmt::format("aryl_agents{{state=\"configured\"}} {}\naryl_agents{{state=\"connected\"}} {}\n",
+                     f.agents_configured, f.agents_connected);
+  return out;
+}
+
+struct metrics_endpoint::impl {
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  std::function<std::string()> render;
+  std::ostream& log;
+  std::thread thread;
+
+  impl(std::function<std::string()> r, std::ostream& l) : render(std::move(r)), log(l) {}
+
+  void accept() {
+    acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+      if (ec) return;
+      serve(std::make_shared<tcp::socket>(std::move(s)));
+      accept();
+    });
+  }
+
+  /// One request, one answer, then the connection closes.
+  void serve(std::shared_ptr<tcp::socket> socket) {
+    auto buffer = std::make_shared<beast::flat_buffer>();
+    auto request = std::make_shared<http::request<http::string_body>>();
+    http::async_read(*socket, *buffer, *request, [this, socket, buffer, request](beast::error_code ec, size_t) {
+      if (ec) return;
+      auto response = std::make_shared<http::response<http::string_body>>();
+      response->version(request->version());
+      response->keep_alive(false);
+      if (request->method() == http::verb::get && request->target() == "/metrics") {
+        response->result(http::status::ok);
+        response->set(http::field::content_type, "text/plain; version=0.0.4");
+        response->body() = render();
+      } else {
+        response->result(http::status::not_found);
+        response->set(http::field::content_type, "text/plain");
+        response->body() = "only GET /metrics is served here\n";
+      }
+      response->prepare_payload();
+      http::async_write(*socket, *response, [socket, response](beast::error_code, size_t) {
+        beast::error_code ignored;
+        socket->shutdown(tcp::socket::shutdown_both, ignored);
+      });
+    });
+  }
+};
+
+metrics_endpoint::metrics_endpoint(const std::string& bind, uint16_t port, std::function<std::string()> render,
+                                   std::ostream& log)
+    : impl_(std::make_unique<impl>(std::move(render), log)) {
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(bind, ec);
+  if (ec) throw input_error(fmt::format("--metrics-bind {}: not an IP address", bind));
+  tcp::endpoint ep{address, port};
+  impl_->acceptor.open(ep.protocol(), ec);
+  if (!ec) impl_->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) impl_->acceptor.bind(ep, ec);
+  if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw input_error(fmt::format("{}:{}: cannot listen for metrics: {}", bind, port, ec.message()));
+  impl_->accept();
+  impl_->thread = std::thread([i = impl_.get()] { i->io.run(); });
+}
+
+metrics_endpoint::~metrics_endpoint() {
+  asio::post(impl_->io, [i = impl_.get()] {
+    boost::system::error_code ec;
+    i->acceptor.close(ec);
+    i->io.stop();
+  });
+  impl_->thread.join();
+}
+
+uint16_t metrics_endpoint::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+} // namespace aryl::live

@@ -1,0 +1,41 @@
+#pragma once
+/// Live mode's metrics: Prometheus text exposition (format 0.0.4) of the scheduler's status,
+/// served over HTTP (Boost.Beast) on `GET /metrics`, loopback by default.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "actors/cluster_status.hpp"
+
+namespace aryl::live {
+
+/// What the exposition shows besides the scheduler's status.
+struct front_counts {
+  int agents_configured = 0;
+  int agents_connected = 0;
+};
+
+/// The exposition text: jobs by state, jobs finished, GPUs by pool, GPU type and use, servers
+/// by pool and mode, reclaims and their latency (a histogram, simulated seconds), reclaim SLO
+/// misses, agents configured and connected. Pure.
+std::string render_metrics(const cluster_status& s, const front_counts& f);
+
+/// An HTTP listener on its own thread: `GET /metrics` answers `render()`, anything else 404.
+class metrics_endpoint {
+ public:
+  /// Throws aryl::input_error naming the address if it cannot listen.
+  metrics_endpoint(const std::string& bind, uint16_t port, std::function<std::string()> render, std::ostream& log);
+  ~metrics_endpoint();
+  metrics_endpoint(const metrics_endpoint&) = delete;
+  metrics_endpoint& operator=(const metrics_endpoint&) = delete;
+  uint16_t port() const;
+
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace aryl::live
