@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "actors/end_run_on_exception.hpp"
 
 namespace aryl {
