@@ -8,7 +8,7 @@
 #   scripts/bench_live.sh [AGENTS...]      (default: 8 32 96)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-counts=("${@:-8 32 96}")
+counts=("$@")
 [ $# -eq 0 ] && counts=(8 32 96)
 work="$(mktemp -d /tmp/aryl-bench-live.XXXXXX)"
 trap 'rm -rf "$work"' EXIT

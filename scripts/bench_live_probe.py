@@ -1,8 +1,7 @@
 #!/usr/bin/python3
 """Times the scheduler's answers while a live run goes on: one client connection sends
-status_request N times and prints the round-trip times' p50, p99 and max in milliseconds, and
-how many agents the answer shows connected... (the status lists servers; agents are counted by
-the caller). Uses Debian's /usr/bin/python3 with python3-msgpack.
+status_request COUNT times, INTERVAL_S apart, and prints the round trips' p50, p99 and max in
+milliseconds. Uses Debian's /usr/bin/python3 with python3-msgpack.
 
     bench_live_probe.py PORT TOKEN_FILE COUNT INTERVAL_S
 """
