@@ -4,15 +4,6 @@
 # missing. Run as root or as a user with sudo.
 set -euo pipefail
 
-packages=(python3 python3-torch python3-numpy)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo_cmd=""
-  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+cd "$(dirname "$0")/.."
+scripts/install_packages.sh --no-install-recommends python3 python3-torch python3-numpy
 /usr/bin/python3 -c 'import torch, torch.distributed as d; assert d.is_available() and d.is_gloo_available(); print("torch", torch.__version__, "with gloo")'
