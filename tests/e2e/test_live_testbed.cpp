@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "tests/e2e/run_helpers.hpp"
+#include "tests/runtime/cli_support.hpp"
 
 using namespace aryl;
 
@@ -34,13 +35,9 @@ struct testbed_run {
 testbed_run run_testbed(const std::string& name, const std::string& args) {
   testbed_run r;
   r.dir = test::temp_dir("testbed-" + name);
-  std::string cmd = std::string(ARYL_SOURCE_DIR) + "/scripts/testbed.sh --dir " + r.dir + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.output.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  auto ran = test::run_command(std::string(ARYL_SOURCE_DIR) + "/scripts/testbed.sh --dir " + r.dir + " " + args);
+  r.code = ran.code;
+  r.output = ran.output;
   return r;
 }
 
@@ -209,27 +206,20 @@ TEST_CASE("live: aryl status and aryl demand work during a run, and the run stil
   }
   REQUIRE(!port.empty());
   port.pop_back();  // newline
-  auto client = std::string(ARYL_BINARY) + " %s --port " + port + " --token-file " + dir + "/token";
   auto run_client = [&](const std::string& what) {
-    char buf[1024];
-    std::snprintf(buf, sizeof buf, client.c_str(), what.c_str());
-    std::string output;
-    FILE* c = popen((std::string(buf) + " 2>&1").c_str(), "r");
-    std::array<char, 4096> chunk{};
-    while (size_t n = fread(chunk.data(), 1, chunk.size(), c)) output.append(chunk.data(), n);
-    return std::make_pair(pclose(c), output);
+    return test::run(what + " --port " + port + " --token-file " + dir + "/token");
   };
-  std::pair<int, std::string> status;
+  test::result status;
   for (int i = 0; i < 100; ++i) {  // refused until the run has started
     status = run_client("status --json");
-    if (status.first == 0) break;
+    if (status.code == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  REQUIRE_MESSAGE(status.first == 0, status.second);
-  CHECK(status.second.find("\"servers\"") != std::string::npos);
-  CHECK(status.second.find("\"name\": \"i1\"") != std::string::npos);
+  REQUIRE_MESSAGE(status.code == 0, status.output);
+  CHECK(status.output.find("\"servers\"") != std::string::npos);
+  CHECK(status.output.find("\"name\": \"i1\"") != std::string::npos);
   auto pushed = run_client("demand 2");
-  CHECK_MESSAGE(pushed.first == 0, pushed.second);
+  CHECK_MESSAGE(pushed.code == 0, pushed.output);
   std::string output;
   std::array<char, 4096> buf{};
   while (size_t n = fread(buf.data(), 1, buf.size(), p)) output.append(buf.data(), n);

@@ -16,9 +16,9 @@ struct result {
   std::string output;  ///< stdout and stderr
 };
 
-/// Runs `aryl ARGS` through the shell (so ARGS may redirect or set limits).
-inline result run(const std::string& args, const std::string& prefix = "") {
-  std::string cmd = prefix + std::string(ARYL_BINARY) + " " + args + " 2>&1";
+/// Runs `command` through the shell; its stdout and stderr make the output.
+inline result run_command(const std::string& command) {
+  std::string cmd = command + " 2>&1";
   result r;
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
@@ -27,6 +27,11 @@ inline result run(const std::string& args, const std::string& prefix = "") {
   int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+/// Runs `aryl ARGS` through the shell (so ARGS may redirect, and `prefix` set limits).
+inline result run(const std::string& args, const std::string& prefix = "") {
+  return run_command(prefix + std::string(ARYL_BINARY) + " " + args);
 }
 
 inline std::string write_temp(const std::string& name, const std::string& text) {
