@@ -16,6 +16,15 @@
 
 namespace aryl {
 
+/// When jobs checkpoint, and how long a stop's checkpoint takes (config jobs.checkpoint_*).
+struct checkpoint_settings {
+  double interval_s = 0;   ///< periodic, in the job's run time; 0: only when stopped
+  double fixed_s = 0;
+  double per_gpu_s = 0;
+  double jitter = 0;       ///< +- share of the time, from `seed`, the job and its generation
+  uint64_t seed = 0;
+};
+
 struct job_env {
   timebase tb;
   throughput_model model;
@@ -27,6 +36,7 @@ struct job_env {
   worker_settings workers = {};
   /// Server actors by id (live mode: a job launches its workers through them).
   std::shared_ptr<const std::vector<server_actor>> servers = {};
+  checkpoint_settings checkpoints = {};
 };
 
 } // namespace aryl

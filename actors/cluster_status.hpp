@@ -2,6 +2,7 @@
 /// What the scheduler reports of the cluster now (`aryl status`): active jobs and servers.
 /// Plain types: the driver and the live runtime include this without CAF.
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,22 @@ struct server_report {
   std::string mode;        ///< training | serving | loaned | reclaiming
 };
 
+/// Wall-clock seconds from an event that asked for a scheduling round to the round's last
+/// decision sent (Prometheus-style cumulative buckets are made from these counts).
+struct latency_histogram {
+  static constexpr double bounds[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1};
+  std::vector<uint64_t> counts = std::vector<uint64_t>(std::size(bounds) + 1, 0);  ///< per bucket, last = over
+  double sum_s = 0;
+  uint64_t count = 0;
+  void add(double s) {
+    size_t i = 0;
+    while (i < std::size(bounds) && s > bounds[i]) ++i;
+    ++counts[i];
+    sum_s += s;
+    ++count;
+  }
+};
+
 struct cluster_status {
   int64_t t_us = 0;  ///< simulation time of the report
   std::vector<active_job> jobs;
@@ -31,6 +48,7 @@ struct cluster_status {
   /// Each completed reclaim: simulated seconds from the request to the servers' return.
   std::vector<double> reclaim_latency_s;
   uint64_t reclaim_slo_misses = 0;  ///< servers returned after their deadline
+  latency_histogram rounds;
 };
 
 } // namespace aryl

@@ -2,9 +2,30 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
 #include "actors/end_run_on_exception.hpp"
 
 namespace aryl {
+namespace {
+
+/// A stop's checkpoint time: fixed + per worker, within +-jitter, the same for the same job,
+/// generation and seed (splitmix64 of the three).
+double checkpoint_time(const checkpoint_settings& c, uint32_t job, uint64_t generation, int workers) {
+  double base = c.fixed_s + c.per_gpu_s * workers;
+  if (base <= 0 || c.jitter <= 0) return base;
+  uint64_t z = c.seed ^ (uint64_t{job} << 32) ^ generation;
+  z += 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  double u = static_cast<double>(z >> 11) / 9007199254740992.0;  // [0, 1)
+  return base * (1 + c.jitter * (2 * u - 1));
+}
+
+} // namespace
 
 job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> self, job_spec spec,
                                       job_env env) {
@@ -17,12 +38,13 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
     st.generation = a.generation;
     st.workers = a.workers;
     uint32_t rank = 0;
-    double rate = work_rate(env.model, st.spec.gpus, a.workers, a.type_speed) * env.workers.speedup;
+    double rate = work_rate(env.model, st.spec.gpus, a.workers, servers_spanned(a), a.type_speed) * env.workers.speedup;
     for (size_t i = 0; i < a.servers.size(); ++i) {
       launch_request r{st.spec.index, st.spec.name, a.generation, rank, a.server_workers[i],
                        static_cast<uint32_t>(a.workers),
                        st.spec.duration_s, rate,
-                       a.overhead_s / env.workers.speedup, env.workers.command};
+                       a.overhead_s / env.workers.speedup,
+                       st.spec.command.empty() ? env.workers.command : st.spec.command, st.decided_unix_ns};
       for (int w = 0; w < a.server_workers[i]; ++w) st.live_ranks.insert(rank++);
       self->send((*env.servers)[static_cast<size_t>(a.servers[i])], launch_atom::value, std::move(r));
     }
@@ -32,20 +54,46 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
       [=](assign_atom, const job_assignment& a) {
         auto& st = self->state;
         if (env.workers.follow_workers) {
+          // Wall clock, for the decision-to-launch latency a worker can measure; not a decision.
+          st.decided_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
           if (st.live_ranks.empty()) launch(a);
           else st.next = a;  // launched once the current workers have exited
           return;
         }
         auto now = env.tb.now(self);
         double before = st.progress.done_at(now);
-        double rate = work_rate(env.model, st.spec.gpus, a.workers, a.type_speed);
+        bool was_crashed = st.crashed;
+        double stop_s = 0;
+        if (st.crashed) {
+          // Workers held while the job could not progress are lost GPU time too.
+          self->send(env.recorder, lostwork_atom::value, (now - st.crashed_at).seconds() * st.workers, -1.0);
+          st.crashed_at = now;
+          bool still_dead = false;
+          for (int sid : a.servers) still_dead |= st.dead_servers.count(sid) > 0;
+          if (!still_dead) {
+            st.crashed = false;
+            st.dead_servers.clear();
+          }
+        } else if (st.workers > 0) {
+          // Every reassignment restarts the workers from a checkpoint written now; the
+          // acknowledgement (what a reclaim waits for) comes once it is written.
+          st.ckpt_work = before;
+          if (a.workers < st.workers) stop_s = checkpoint_time(env.checkpoints, st.spec.index, st.generation, st.workers);
+        }
+        if (st.recovering && !st.crashed && a.workers > 0) {
+          st.recovering = false;
+          self->send(env.recorder, lostwork_atom::value, 0.0, (now - st.recover_from).seconds());
+        }
+        double rate = st.crashed ? 0.0 : work_rate(env.model, st.spec.gpus, a.workers, servers_spanned(a), a.type_speed);
         st.progress.change_rate(now, rate, a.workers > 0 ? a.overhead_s : 0.0);
         st.generation = a.generation;
         st.workers = a.workers;
-        if (env.check_invariants && st.progress.work_done + 1e-6 < before)
+        if (env.check_invariants && !was_crashed && st.progress.work_done + 1e-6 < before)
           self->send(env.recorder, violation_atom::value,
                      fmt::format("job {} lost progress: {} -> {}", st.spec.name, before, st.progress.work_done));
-        if (a.workers > 0) {
+        if (a.workers > 0 && !st.crashed) {
           auto at = st.progress.finish_time(st.spec.duration_s);
           if (at >= sim_time::horizon())
             throw input_error(fmt::format("job {} ({}) would finish after the simulation horizon of {:.0f} s "
@@ -54,11 +102,55 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
           st.due = at;
           self->delayed_send(self, env.tb.span(at - now), tick_atom::value, a.generation);
         }
-        self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
+        if (stop_s > 0) st.ckpt_until = now + sim_time::from_seconds(stop_s);
+        // No assignment is acknowledged before the stopped workers' checkpoint is written:
+        // until then they still hold their GPUs.
+        if (st.ckpt_until > now)
+          self->delayed_send(self, env.tb.span(st.ckpt_until - now), ckpt_atom::value, a.generation,
+                             st.progress.work_done);
+        else
+          self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
+      },
+      [=](ckpt_atom, uint64_t generation, double work_done) {
+        self->send(scheduler(), ack_atom::value, job_ack{self->state.spec.index, generation, work_done});
+      },
+      [=](crash_atom, int server) {
+        auto& st = self->state;
+        // Live mode: real workers report their own exits.
+        if (env.workers.follow_workers || st.workers == 0) return;
+        if (server >= 0) st.dead_servers.insert(server);
+        if (st.crashed) return;
+        auto now = env.tb.now(self);
+        auto& p = st.progress;
+        double done = p.done_at(now);
+        // Back to the latest checkpoint: the stop's at the start of this run, or a periodic one.
+        double saved = std::max(st.ckpt_work, p.work_done);
+        if (env.checkpoints.interval_s > 0 && now > p.since) {
+          double periods = std::floor((now - p.since).seconds() / env.checkpoints.interval_s);
+          saved = std::max(saved, p.done_at(p.since + sim_time::from_seconds(periods * env.checkpoints.interval_s)));
+        }
+        if (env.check_invariants && env.checkpoints.interval_s > 0 &&
+            done - saved > p.rate * env.checkpoints.interval_s + 1e-6)
+          self->send(env.recorder, violation_atom::value,
+                     fmt::format("job {} lost {} work units in a crash, more than one checkpoint interval",
+                                 st.spec.name, done - saved));
+        double lost_gpu_s = p.rate > 0 ? (done - saved) / p.rate * st.workers : 0.0;
+        p.work_done = saved;
+        p.rate = 0;
+        p.since = now;
+        st.ckpt_work = saved;
+        st.crashed = true;
+        st.crashed_at = now;
+        if (!st.recovering) {
+          st.recovering = true;
+          st.recover_from = now;
+        }
+        self->send(env.recorder, lostwork_atom::value, lost_gpu_s, -1.0);
+        if (server < 0) self->send(scheduler(), wfail_atom::value, st.spec.index);
       },
       [=](tick_atom, uint64_t generation) {
         auto& st = self->state;
-        if (generation != st.generation || st.workers == 0) return;  // stale timer
+        if (generation != st.generation || st.workers == 0 || st.crashed) return;  // stale timer
         auto now = env.tb.now(self);
         if (now > st.due) self->send(env.recorder, lag_atom::value, (now - st.due).us);
         st.progress.settle(now);

@@ -16,9 +16,18 @@ struct job_state {
   uint64_t generation = 0;
   int workers = 0;
   sim_time due;  ///< when the current completion timer is due
+  // Checkpoints and crashes (simulated time):
+  double ckpt_work = 0;        ///< work saved by the latest stop's checkpoint
+  sim_time ckpt_until;         ///< the latest stop's checkpoint is written then
+  bool crashed = false;        ///< workers died; no progress until a reassignment without them
+  sim_time crashed_at;
+  std::set<int> dead_servers;  ///< crashed servers the current assignment still holds
+  bool recovering = false;     ///< since the first crash, not yet running again
+  sim_time recover_from;
   // Live mode (env.workers.follow_workers):
   std::set<uint32_t> live_ranks;        ///< ranks of the current launch that have not exited
   std::optional<job_assignment> next;   ///< set while the previous launch's workers stop
+  int64_t decided_unix_ns = 0;          ///< when the latest assignment arrived (system clock)
   static inline const char* name = "job";
 };
 

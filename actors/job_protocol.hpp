@@ -3,6 +3,8 @@
 /// and its completion timer, and acknowledges every assignment.
 #include <caf/all.hpp>
 
+#include "actors/fault_protocol.hpp"
+
 #include <cstdint>
 #include <vector>
 
@@ -30,6 +32,13 @@ struct job_assignment {
   std::vector<int> server_workers;
 };
 
+/// Servers the assignment's workers span: with `workers`, what the throughput model needs.
+inline int servers_spanned(const job_assignment& a) {
+  int n = 0;
+  for (int w : a.server_workers) n += w > 0 ? 1 : 0;
+  return n;
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_assignment& x) {
   return f(caf::meta::type_name("job_assignment"), x.generation, x.workers, x.type_speed, x.overhead_s,
@@ -48,10 +57,13 @@ typename Inspector::result_type inspect(Inspector& f, job_ack& x) {
   return f(caf::meta::type_name("job_ack"), x.job, x.generation, x.work_done);
 }
 
-/// assign, tick (its own completion timer); live mode: wprogress(rank, work_done) and
+/// assign, tick (its own completion timer), crash(server or -1), ckpt (its own: a stop's
+/// checkpoint is written); live mode: wprogress(rank, work_done) and
 /// wexit(rank, exit code, signal) from the workers of its current launch.
 using job_actor = caf::typed_actor<caf::reacts_to<assign_atom, job_assignment>,
                                    caf::reacts_to<tick_atom, uint64_t>,
+                                   caf::reacts_to<crash_atom, int>,
+                                   caf::reacts_to<ckpt_atom, uint64_t, double>,
                                    caf::reacts_to<wprogress_atom, uint32_t, double>,
                                    caf::reacts_to<wexit_atom, uint32_t, int, int>>;
 

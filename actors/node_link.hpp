@@ -24,6 +24,9 @@ struct node_launch {
   /// Real seconds an emulated worker waits before progressing (restart or rescale cost).
   double startup_s = 0;
   std::vector<std::string> command;  ///< empty: the agent's emulated worker
+  /// When the decision reached the job (ns since the Unix epoch): the worker sees it as
+  /// ARYL_DECIDED_UNIX_NS, to measure decision-to-launch latency.
+  int64_t decided_unix_ns = 0;
 };
 
 struct node_link {

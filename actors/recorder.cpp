@@ -1,12 +1,23 @@
 #include "actors/recorder.hpp"
 
 namespace aryl {
+namespace {
+
+void close_outputs(recorder_state& s) {
+  if (s.status->finished.load()) return;
+  s.header.jobs_submitted = s.expected;
+  s.status->summary = s.writer->finish(s.header);
+  s.status->finished.store(true, std::memory_order_release);
+}
+
+} // namespace
 
 recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer<recorder_state> self,
                                                 std::shared_ptr<run_writer> writer,
                                                 std::shared_ptr<run_status> status, uint64_t expected,
-                                                run_summary header) {
+                                                run_summary header, bool keep_open) {
   auto& st = self->state;
+  st.keep_open = keep_open;
   st.writer = std::move(writer);
   st.status = std::move(status);
   st.expected = expected;
@@ -35,11 +46,7 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
         s.completed[j.index] = 1;
         s.writer->job(j);
         s.status->jobs_done.store(s.writer->jobs_recorded(), std::memory_order_relaxed);
-        if (s.writer->jobs_recorded() == s.expected && !s.status->finished.load()) {
-          s.header.jobs_submitted = s.expected;
-          s.status->summary = s.writer->finish(s.header);
-          s.status->finished.store(true, std::memory_order_release);
-        }
+        if (s.writer->jobs_recorded() == s.expected && !s.keep_open) close_outputs(s);
       },
       [=](snapshot_atom, const cluster_snapshot& c) {
         self->state.status->running_jobs.store(c.running_jobs, std::memory_order_relaxed);
@@ -69,6 +76,23 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
       },
       [=](serving_atom, int64_t t_us, int gpus) {
         if (!self->state.status->finished.load()) self->state.writer->serving(t_us, gpus);
+      },
+      [=](expect_atom) {
+        auto& s = self->state;
+        s.completed.push_back(0);
+        ++s.expected;
+      },
+      [=](lostwork_atom, double gpu_s, double recovery_s) {
+        if (!self->state.status->finished.load()) self->state.writer->lost_work(gpu_s, recovery_s);
+      },
+      [=](rdone_atom, double latency_s, double late_s) {
+        if (!self->state.status->finished.load()) self->state.writer->reclaim_done(latency_s, late_s);
+      },
+      [=](close_atom) {
+        auto& s = self->state;
+        // Trace jobs never submitted are not part of the run; every submitted one is recorded.
+        s.expected = s.writer->jobs_recorded();
+        close_outputs(s);
       },
   };
 }

@@ -1,7 +1,7 @@
 #pragma once
 /// The recorder actor: subscribes to decisions, finished jobs and cluster snapshots and
-/// writes the run's outputs. It ends the run when every expected job has finished, or at
-/// the first invariant violation.
+/// writes the run's outputs. It ends the run when every expected job has finished (unless
+/// kept open, in live mode, until told to stop), or at the first invariant violation.
 #include <memory>
 #include <vector>
 
@@ -17,12 +17,14 @@ struct recorder_state {
   uint64_t expected = 0;
   std::vector<char> completed;  ///< by job index
   run_summary header;
+  /// Serving until told to stop: every job done does not end the run.
+  bool keep_open = false;
   static inline const char* name = "recorder";
 };
 
 recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer<recorder_state> self,
                                                 std::shared_ptr<run_writer> writer,
                                                 std::shared_ptr<run_status> status, uint64_t expected,
-                                                run_summary header);
+                                                run_summary header, bool keep_open = false);
 
 } // namespace aryl

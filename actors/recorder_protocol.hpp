@@ -18,6 +18,10 @@ using slo_atom = caf::atom_constant<caf::atom("slo")>;
 using serving_atom = caf::atom_constant<caf::atom("serving")>;
 using failed_atom = caf::atom_constant<caf::atom("failed")>;
 using lag_atom = caf::atom_constant<caf::atom("lag")>;
+using expect_atom = caf::atom_constant<caf::atom("expect")>;
+using close_atom = caf::atom_constant<caf::atom("close")>;
+using lostwork_atom = caf::atom_constant<caf::atom("lostwork")>;
+using rdone_atom = caf::atom_constant<caf::atom("rdone")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, event_record& x) {
@@ -28,7 +32,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_record& x) {
   return f(caf::meta::type_name("job_record"), x.index, x.name, x.gpus, x.elastic, x.submit_us,
            x.first_start_us, x.end_us, x.queued_s, x.gpu_seconds, x.preemptions, x.scale_ins,
-           x.scale_outs, x.duration_s, x.last_workers, x.on_loaned_s);
+           x.scale_outs, x.duration_s, x.last_workers, x.on_loaned_s, x.slowdown, x.below_speed_s,
+           x.below_speed_gpu_s, x.outcome);
 }
 
 template <class Inspector>
@@ -43,6 +48,10 @@ typename Inspector::result_type inspect(Inspector& f, cluster_snapshot& x) {
 /// serving(t_us, gpus): inference GPUs busy serving demand from t on. failed(message,
 /// exit code): an actor threw; the run stops with that message and code. lag(us): a job's
 /// completion timer fired this late (wall clock only; simulated time is exact).
+/// expect: one more job, submitted while the run goes on (live mode): the run waits for it
+/// too. close: the run was told to stop and every submitted job has been recorded (the
+/// active ones as cancelled): close the outputs with what is there. lostwork(gpu_s,
+/// recovery_s, < 0 for none): a fault's cost. rdone(latency_s, late_s): a reclaim returned its servers.
 using recorder_actor = caf::typed_actor<caf::reacts_to<event_atom, event_record>,
                                         caf::reacts_to<jobrec_atom, job_record>,
                                         caf::reacts_to<snapshot_atom, cluster_snapshot>,
@@ -50,6 +59,10 @@ using recorder_actor = caf::typed_actor<caf::reacts_to<event_atom, event_record>
                                         caf::reacts_to<slo_atom, int>,
                                         caf::reacts_to<serving_atom, int64_t, int>,
                                         caf::reacts_to<failed_atom, std::string, int>,
-                                        caf::reacts_to<lag_atom, int64_t>>;
+                                        caf::reacts_to<lag_atom, int64_t>,
+                                        caf::reacts_to<expect_atom>,
+                                        caf::reacts_to<close_atom>,
+                                        caf::reacts_to<lostwork_atom, double, double>,
+                                        caf::reacts_to<rdone_atom, double, double>>;
 
 } // namespace aryl

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "actors/end_run_on_exception.hpp"
 #include "actors/job.hpp"
 #include "solvers/reclaim.hpp"
@@ -49,6 +51,9 @@ void send_snapshot(self_ptr self, sim_time now) {
         ++c.reclaiming_servers;
         c.serving_gpus += s.gpus;
         break;
+      case server_mode::down:  // capacity the cluster has but cannot use
+        c.training_gpus += s.gpus;
+        break;
     }
     if (s.home == server_home::inference) c.inference_gpus += s.gpus;
   }
@@ -60,6 +65,7 @@ void send_snapshot(self_ptr self, sim_time now) {
 void mark_dirty(self_ptr self) {
   if (self->state.round_pending) return;
   self->state.round_pending = true;
+  self->state.round_asked = std::chrono::steady_clock::now();
   // Through the clock even at zero delay: the round runs after every message and timer of
   // this instant, so one round sees all of them.
   self->delayed_send(self, caf::timespan{0}, round_atom::value);
@@ -99,6 +105,9 @@ void dispatch_assignment(self_ptr self, const decision& d) {
   }
   self->send(st.jobs[d.job], assign_atom::value, a);
   for (auto& [sid, w] : d.alloc) self->send(st.servers[static_cast<size_t>(sid)], place_atom::value, d.job, w);
+  // Workers sent to a machine that died unnoticed die with it.
+  for (int sid : a.servers)
+    if (st.crashed[static_cast<size_t>(sid)]) self->send(st.jobs[d.job], crash_atom::value, sid);
 }
 
 void dispatch(self_ptr self, const decision& d) {
@@ -130,9 +139,11 @@ void run_round(self_ptr self) {
     log(self, now, kind_name(d.what), std::move(detail), d.why);
   }
   send_snapshot(self, now);
+  st.rounds.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - st.round_asked).count());
 }
 
-job_record make_record(const scheduler_state& st, const job_entry& j, sim_time now, int last_workers) {
+job_record make_record(const scheduler_state& st, const job_entry& j, sim_time now, int last_workers,
+                       const char* outcome) {
   job_record r;
   r.index = j.index;
   r.name = st.names[j.index];
@@ -148,6 +159,11 @@ job_record make_record(const scheduler_state& st, const job_entry& j, sim_time n
   r.scale_outs = j.scale_outs;
   r.duration_s = st.durations[j.index];
   r.last_workers = last_workers;
+  r.on_loaned_s = j.on_loaned_s;
+  r.slowdown = r.duration_s > 0 ? (now - j.submit).seconds() * j.requested_rate / r.duration_s : 1.0;
+  r.below_speed_s = j.below_speed_s;
+  r.below_speed_gpu_s = j.below_speed_gpu_s;
+  r.outcome = outcome;
   return r;
 }
 
@@ -174,6 +190,7 @@ void start_reclaim(self_ptr self, sim_time now) {
   scheduler_state::reclaim_in_flight rf;
   rf.servers = res.returned;
   rf.started = now;
+  rf.deadline = st.reclaim_deadline;
   std::set<int> returned(res.returned.begin(), res.returned.end());
   for (int sid : res.returned) l.servers[static_cast<size_t>(sid)].mode = server_mode::reclaiming;
   for (int id : res.preempted) {
@@ -183,7 +200,7 @@ void start_reclaim(self_ptr self, sim_time now) {
     decision d{decision::kind::preempt, job, {}, before, -1, "its loaned server is reclaimed"};
     dispatch(self, d);
     log(self, now, "preempt", fmt::format("{} {}", job_name(job), describe(st, before)), d.why);
-    rf.waiting.insert(job);
+    rf.waiting[job] = l.jobs[job].generation;
   }
   for (auto& [id, lost] : res.scaled_in) {
     auto job = static_cast<uint32_t>(id);
@@ -197,7 +214,7 @@ void start_reclaim(self_ptr self, sim_time now) {
     dispatch(self, d);
     log(self, now, "rescale", fmt::format("{} workers={} {}", job_name(job), l.jobs[job].workers, describe(st, after)),
         d.why);
-    rf.waiting.insert(job);
+    rf.waiting[job] = l.jobs[job].generation;
   }
   std::string names;
   for (int sid : res.returned) names += (names.empty() ? "" : ",") + l.servers[static_cast<size_t>(sid)].name;
@@ -219,6 +236,8 @@ void complete_reclaims(self_ptr self, sim_time now) {
     }
     log(self, now, "return", fmt::format("servers={}", rf.servers.size()), "every affected job acknowledged");
     st.reclaim_latency_s.push_back((now - rf.started).seconds());
+    self->send(st.jenv.recorder, rdone_atom::value, (now - rf.started).seconds(),
+               std::max(0.0, (now - rf.deadline).seconds()));
     if (auto inference = caf::actor_cast<inference_actor>(st.inference))
       self->send(inference, returned_atom::value, rf.servers);
     send_snapshot(self, now);
@@ -247,12 +266,13 @@ std::string dump_state(const scheduler_state& st, sim_time now) {
 }
 
 cluster_status status_of(const scheduler_state& st, sim_time now) {
-  static const char* modes[] = {"training", "serving", "loaned", "reclaiming"};
+  static const char* modes[] = {"training", "serving", "loaned", "reclaiming", "down"};
   auto& l = st.ledger;
   cluster_status out;
   out.t_us = now.us;
   out.jobs_finished = st.jobs_finished;
   out.reclaim_latency_s = st.reclaim_latency_s;
+  out.rounds = st.rounds;
   for (bool running : {true, false})
     for (auto id : running ? l.running : l.queued)
       out.jobs.push_back({id, st.names[id], running, l.jobs[id].workers});
@@ -260,6 +280,103 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
     out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus, s.free,
                            s.home == server_home::inference, modes[static_cast<int>(s.mode)]});
   return out;
+}
+
+/// Ends an active job: frees its GPUs, stops its workers, records it. Done jobs have quit on
+/// their own; a cancelled one is told to.
+void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string& why) {
+  auto& st = self->state;
+  auto now = st.jenv.tb.now(self);
+  auto& j = st.ledger.jobs[job];
+  auto before = j.alloc;
+  int workers = j.workers;
+  st.ledger.finish(job, now);
+  ++st.jobs_finished;
+  for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
+  bool done = std::string_view(outcome) == "done";
+  log(self, now, done ? "finish" : "cancel", fmt::format("{} workers={}", job_name(job), workers), why);
+  self->send(st.jenv.recorder, jobrec_atom::value, make_record(st, j, now, workers, outcome));
+  if (!done) self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
+  st.jobs[job] = nullptr;
+  bool any = false;
+  for (auto& rf : st.reclaims) any |= rf.waiting.erase(job) > 0;
+  if (any) complete_reclaims(self, now);
+  mark_dirty(self);  // the round at this instant sends the snapshot
+}
+
+/// Takes a submitted job into the queue and spawns its actor.
+void accept_job(self_ptr self, job_spec& spec) {
+  auto& st = self->state;
+  auto now = st.jenv.tb.now(self);
+  auto& l = st.ledger;
+  if (l.jobs.size() <= spec.index) {
+    l.jobs.resize(spec.index + 1);
+    st.jobs.resize(spec.index + 1);
+    st.names.resize(spec.index + 1);
+    st.durations.resize(spec.index + 1);
+    st.retries.resize(spec.index + 1);
+  }
+  st.names[spec.index] = spec.name;
+  st.durations[spec.index] = spec.duration_s;
+  auto& j = l.jobs[spec.index];
+  j.index = spec.index;
+  j.submit = now;
+  j.gpus = spec.gpus;
+  j.min_workers = spec.min_workers;
+  j.max_workers = spec.max_workers;
+  j.elastic = spec.elastic;
+  j.gpu_type = -1;
+  for (size_t t = 0; t < st.setup.type_names.size(); ++t)
+    if (st.setup.type_names[t] == spec.gpu_type) j.gpu_type = static_cast<int>(t);
+  j.predicted_work = spec.duration_s * spec.predict_factor;
+  l.submit(spec.index, now);
+  log(self, now, "submit",
+      fmt::format("{} gpus={} elastic={} name={}", job_name(spec.index), spec.gpus, spec.elastic ? 1 : 0, spec.name),
+      "");
+  st.jobs[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
+  mark_dirty(self);
+}
+
+/// A job whose workers died restarts from its checkpoint: it shrinks onto its surviving
+/// workers if it is elastic and they are enough, else it queues again; past
+/// faults.max_retries it ends as failed.
+void recover_job(self_ptr self, uint32_t job, int lost_server, sim_time now, const std::string& why) {
+  auto& st = self->state;
+  auto& l = st.ledger;
+  auto& j = l.jobs[job];
+  auto before = j.alloc;
+  allocation surviving;
+  int survivors = 0;
+  for (auto& p : before)
+    if (p.first != lost_server) {
+      surviving.push_back(p);
+      survivors += p.second;
+    }
+  if (++st.retries[job] > st.setup.max_retries) {
+    end_job(self, job, "failed", fmt::format("{}; {} restarts after faults exhausted", why, st.setup.max_retries));
+    return;
+  }
+  if (lost_server >= 0 && st.setup.policy.elastic && j.elastic && survivors >= j.min_workers && survivors > 0) {
+    l.rescale(job, surviving, now);
+    decision d{decision::kind::rescale, job, surviving, before, j.alloc_type, why + "; shrinks onto its survivors"};
+    dispatch(self, d);
+    log(self, now, "rescale", fmt::format("{} workers={} {}", job_name(job), j.workers, describe(st, surviving)), d.why);
+    return;
+  }
+  l.preempt(job, now);
+  decision d{decision::kind::preempt, job, {}, before, -1, why + "; queued again"};
+  dispatch(self, d);
+  log(self, now, "preempt", fmt::format("{} {}", job_name(job), describe(st, before)), d.why);
+}
+
+/// When the scheduler notices a machine died at `crash`: agents heartbeat every h seconds
+/// (each at its own phase), and a server is lost after `missed` heartbeats did not arrive.
+sim_time loss_noticed(const scheduler_setup& s, int server, sim_time crash) {
+  double h = s.heartbeat_s;
+  double phase = std::fmod(server * 0.6180339887498949, 1.0) * h;
+  double t = crash.seconds();
+  double last = phase + std::floor((t - phase) / h) * h;  // the last heartbeat sent
+  return sim_time::from_seconds(last + s.missed_heartbeats * h);
 }
 
 } // namespace
@@ -273,63 +390,63 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
   st.ledger.servers = setup.servers;
   st.setup = std::move(setup);
   st.servers = std::move(servers);
+  st.next_index = st.setup.first_free_index;
+  st.crashed.assign(st.ledger.servers.size(), 0);
   st.jenv = job_env{tb, std::move(model), self->address(), recorder,
                     st.setup.check_invariants, st.setup.workers,
-                    std::make_shared<const std::vector<server_actor>>(st.servers)};
+                    std::make_shared<const std::vector<server_actor>>(st.servers), st.setup.checkpoints};
   return {
       [=](submit_atom, job_spec& spec) {
         auto& st = self->state;
-        auto now = st.jenv.tb.now(self);
-        auto& l = st.ledger;
-        if (l.jobs.size() <= spec.index) {
-          l.jobs.resize(spec.index + 1);
-          st.jobs.resize(spec.index + 1);
-          st.names.resize(spec.index + 1);
-          st.durations.resize(spec.index + 1);
+        if (st.drained) {
+          log(self, st.jenv.tb.now(self), "refuse", fmt::format("{} name={}", job_name(spec.index), spec.name),
+              "the run is stopping");
+          return;
         }
-        st.names[spec.index] = spec.name;
-        st.durations[spec.index] = spec.duration_s;
-        auto& j = l.jobs[spec.index];
-        j.index = spec.index;
-        j.submit = now;
-        j.gpus = spec.gpus;
-        j.min_workers = spec.min_workers;
-        j.max_workers = spec.max_workers;
-        j.elastic = spec.elastic;
-        j.gpu_type = -1;
-        for (size_t t = 0; t < st.setup.type_names.size(); ++t)
-          if (st.setup.type_names[t] == spec.gpu_type) j.gpu_type = static_cast<int>(t);
-        j.predicted_work = spec.duration_s * spec.predict_factor;
-        l.submit(spec.index, now);
-        log(self, now, "submit",
-            fmt::format("{} gpus={} elastic={} name={}", job_name(spec.index), spec.gpus, spec.elastic ? 1 : 0,
-                        spec.name),
-            "");
-        st.jobs[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
-        mark_dirty(self);
+        accept_job(self, spec);
+      },
+      [=](admit_atom, job_spec& spec) -> int64_t {
+        auto& st = self->state;
+        if (st.drained) return -1;
+        spec.index = st.next_index++;
+        // Before anything else about the job reaches the recorder: the run now waits for it.
+        self->send(st.jenv.recorder, expect_atom::value);
+        accept_job(self, spec);
+        return static_cast<int64_t>(st.next_index - 1);
+      },
+      [=](cancel_atom, uint32_t job) -> std::string {
+        auto& st = self->state;
+        if (job >= st.jobs.size() || (st.names[job].empty() && !st.jobs[job]))
+          return fmt::format("job {}: no such job", job);
+        if (!st.jobs[job]) return fmt::format("job {} ({}) has already ended", job, st.names[job]);
+        end_job(self, job, "cancelled", "cancelled by a client");
+        return {};
+      },
+      [=](drain_atom) {
+        auto& st = self->state;
+        if (st.drained) return;
+        st.drained = true;
+        std::vector<uint32_t> active(st.ledger.running.begin(), st.ledger.running.end());
+        active.insert(active.end(), st.ledger.queued.begin(), st.ledger.queued.end());
+        std::sort(active.begin(), active.end());
+        for (auto id : active) end_job(self, id, "cancelled", "the run was told to stop");
+        self->send(st.jenv.recorder, close_atom::value);
       },
       [=](ack_atom, const job_ack& a) {
         auto& st = self->state;
         bool any = false;
-        for (auto& rf : st.reclaims) any |= rf.waiting.erase(a.job) > 0;
+        for (auto& rf : st.reclaims) {
+          auto w = rf.waiting.find(a.job);
+          if (w != rf.waiting.end() && a.generation >= w->second) {
+            rf.waiting.erase(w);
+            any = true;
+          }
+        }
         if (any) complete_reclaims(self, st.jenv.tb.now(self));
       },
       [=](finished_atom, uint32_t job, uint64_t) {
-        auto& st = self->state;
-        auto now = st.jenv.tb.now(self);
-        auto& j = st.ledger.jobs[job];
-        auto before = j.alloc;
-        int workers = j.workers;
-        st.ledger.finish(job, now);
-        ++st.jobs_finished;
-        for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
-        log(self, now, "finish", fmt::format("{} workers={}", job_name(job), workers), "its work is done");
-        self->send(st.jenv.recorder, jobrec_atom::value, make_record(st, j, now, workers));
-        st.jobs[job] = nullptr;
-        bool any = false;
-        for (auto& rf : st.reclaims) any |= rf.waiting.erase(job) > 0;
-        if (any) complete_reclaims(self, now);
-        mark_dirty(self);  // the round at this instant sends the snapshot
+        // A job cancelled while its completion was on the way has ended already.
+        if (job < self->state.jobs.size() && self->state.jobs[job]) end_job(self, job, "done", "its work is done");
       },
       [=](round_atom) { run_round(self); },
       [=](loan_atom, const std::vector<int>& ids) {
@@ -343,13 +460,63 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         log(self, now, "loan", fmt::format("servers={}", ids.size()), "inference demand fell below serving capacity");
         mark_dirty(self);
       },
-      [=](reclaim_atom, int count, int64_t) {
+      [=](reclaim_atom, int count, int64_t deadline_us) {
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
         st.inference = caf::actor_cast<caf::actor_addr>(self->current_sender());
         st.reclaim_backlog += count;
+        st.reclaim_deadline = sim_time::from_us(deadline_us);
         start_reclaim(self, now);
         complete_reclaims(self, now);
+        mark_dirty(self);
+      },
+      [=](crash_atom, int server, int64_t down_us) {
+        auto& st = self->state;
+        auto now = st.jenv.tb.now(self);
+        auto& s = st.ledger.servers.at(static_cast<size_t>(server));
+        if (st.crashed[static_cast<size_t>(server)] || s.mode == server_mode::down) return;
+        st.crashed[static_cast<size_t>(server)] = 1;
+        // The world: its workers die now. The scheduler learns of it only from the heartbeats.
+        for (auto id : s.jobs) self->send(st.jobs[id], crash_atom::value, server);
+        self->delayed_send(self, st.jenv.tb.span(loss_noticed(st.setup, server, now) - now), lost_atom::value, server);
+        if (down_us >= 0) self->delayed_send(self, st.jenv.tb.span(sim_time::from_us(down_us)), back_atom::value, server);
+      },
+      [=](lost_atom, int server) {
+        auto& st = self->state;
+        auto now = st.jenv.tb.now(self);
+        auto& s = st.ledger.servers.at(static_cast<size_t>(server));
+        if (s.mode == server_mode::down || !st.crashed[static_cast<size_t>(server)]) return;
+        auto jobs = s.jobs;
+        std::vector<uint32_t> ids(jobs.begin(), jobs.end());
+        std::sort(ids.begin(), ids.end());
+        log(self, now, "lost", fmt::format("server={} jobs={}", s.name, ids.size()),
+            fmt::format("{} heartbeats missed", st.setup.missed_heartbeats));
+        for (auto id : ids) recover_job(self, id, server, now, fmt::format("server {} was lost", s.name));
+        s.mode = server_mode::down;
+        self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(server_mode::down));
+        mark_dirty(self);
+      },
+      [=](back_atom, int server) {
+        auto& st = self->state;
+        auto now = st.jenv.tb.now(self);
+        st.crashed[static_cast<size_t>(server)] = 0;
+        auto& s = st.ledger.servers.at(static_cast<size_t>(server));
+        // Back before it was noticed: the lost message finds it alive and does nothing.
+        if (s.mode != server_mode::down) return;
+        s.mode = server_mode::training;
+        self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(server_mode::training));
+        log(self, now, "back", fmt::format("server={}", s.name), "its agent registered again");
+        mark_dirty(self);
+      },
+      [=](wcrash_atom, uint32_t job) {
+        auto& st = self->state;
+        if (job < st.jobs.size() && st.jobs[job] && st.ledger.jobs[job].workers > 0)
+          self->send(st.jobs[job], crash_atom::value, -1);
+      },
+      [=](wfail_atom, uint32_t job) {
+        auto& st = self->state;
+        if (job >= st.jobs.size() || !st.jobs[job] || st.ledger.jobs[job].workers == 0) return;
+        recover_job(self, job, -1, st.jenv.tb.now(self), "a worker process died");
         mark_dirty(self);
       },
       [=](dump_atom) -> std::string { return dump_state(self->state, self->state.jenv.tb.now(self)); },

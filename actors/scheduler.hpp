@@ -1,7 +1,9 @@
 #pragma once
 /// The scheduler actor: holds the cluster ledger and the queue, runs one round per instant
 /// (after every message of that instant), and negotiates reclaims with job actors.
+#include <chrono>
 #include <deque>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,6 +24,11 @@ struct scheduler_setup {
   std::string reclaim_method = "greedy";  ///< greedy | exact
   bool check_invariants = false;
   worker_settings workers;                ///< live mode: jobs follow real workers
+  uint32_t first_free_index = 0;          ///< jobs admitted while running are numbered from here
+  double heartbeat_s = 10;                ///< agents' heartbeat period (loss detection)
+  int missed_heartbeats = 3;
+  int max_retries = 3;                    ///< restarts after faults before a job fails
+  checkpoint_settings checkpoints;        ///< handed to every job
 };
 
 struct scheduler_state {
@@ -37,15 +44,28 @@ struct scheduler_state {
   /// two strong handles would keep both alive for ever.
   caf::actor_addr inference;
   bool round_pending = false;
+  /// Wall clock when the pending round was asked for: round latency is measured, never used
+  /// in a decision.
+  std::chrono::steady_clock::time_point round_asked;
+  latency_histogram rounds;
+  uint32_t next_index = 0;  ///< the next admitted job's index
+  bool drained = false;     ///< told to stop: every job ended, nothing more is taken
+  // Faults: the world's truth (a crashed machine) and what the scheduler knows (mode down).
+  std::vector<char> crashed;  ///< by server id: its machine is dead now
+  std::vector<int> retries;   ///< by job: restarts after faults so far
 
   /// A reclaim in negotiation: servers chosen, acknowledgements still awaited.
   struct reclaim_in_flight {
     std::vector<int> servers;
-    std::set<uint32_t> waiting;  ///< jobs whose ack is outstanding
+    /// Jobs whose ack is outstanding, with the generation that must be acknowledged (an ack
+    /// of an older assignment says nothing of this one's stop).
+    std::map<uint32_t, uint64_t> waiting;
     sim_time started;
+    sim_time deadline;
   };
   std::deque<reclaim_in_flight> reclaims;
-  int reclaim_backlog = 0;  ///< servers requested but not yet chosen (none loaned yet)
+  int reclaim_backlog = 0;
+  sim_time reclaim_deadline;  ///< of the latest reclaim request  ///< servers requested but not yet chosen (none loaned yet)
   // For `status` (live mode's metrics):
   uint64_t jobs_finished = 0;
   std::vector<double> reclaim_latency_s;

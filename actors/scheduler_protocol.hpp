@@ -16,6 +16,9 @@ using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using round_atom = caf::atom_constant<caf::atom("round")>;
 using dump_atom = caf::atom_constant<caf::atom("dump")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
+using admit_atom = caf::atom_constant<caf::atom("admit")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, active_job& x) {
@@ -28,9 +31,14 @@ typename Inspector::result_type inspect(Inspector& f, server_report& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, latency_histogram& x) {
+  return f(caf::meta::type_name("latency_histogram"), x.counts, x.sum_s, x.count);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
   return f(caf::meta::type_name("cluster_status"), x.t_us, x.jobs, x.servers, x.jobs_finished, x.reclaim_latency_s,
-           x.reclaim_slo_misses);
+           x.reclaim_slo_misses, x.rounds);
 }
 
 template <class Inspector>
@@ -41,13 +49,19 @@ typename Inspector::result_type inspect(Inspector& f, sim_time& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
   return f(caf::meta::type_name("job_spec"), x.index, x.name, x.submit, x.gpus, x.duration_s,
-           x.gpu_type, x.elastic, x.min_workers, x.max_workers, x.predict_factor, x.user);
+           x.gpu_type, x.elastic, x.min_workers, x.max_workers, x.predict_factor, x.user, x.command);
 }
 
 /// submit(job): a job arrives. ack/finished: from job actors. round: run one scheduling
 /// round now (self-sent, once per instant). loan(ids), reclaim(count, deadline_us): from the
 /// inference-load actor. dump: a text dump of the scheduler's state (for deadlock reports).
 /// status: the active jobs and the servers now (live mode's `aryl status`).
+/// admit(job): a job submitted while the run goes on (live mode): replies the index it gets,
+/// or -1 once the run is stopping. cancel(job): ends a queued or running job as cancelled; replies "" or why it cannot.
+/// drain: the run is told to stop: every active job ends as cancelled, then the recorder
+/// closes the outputs. Faults (actors/fault_protocol.hpp): crash(server, down µs) and
+/// wcrash(job) from the fault actor; lost and back, self-sent when a crashed server's
+/// heartbeats stop and when it registers again; wfail(job) from a job whose worker died.
 using scheduler_actor = caf::typed_actor<
     caf::reacts_to<submit_atom, job_spec>,
     caf::reacts_to<ack_atom, job_ack>,
@@ -56,6 +70,14 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<caf::atom_constant<caf::atom("loan")>, std::vector<int>>,
     caf::reacts_to<caf::atom_constant<caf::atom("reclaim")>, int, int64_t>,
     caf::replies_to<dump_atom>::with<std::string>,
-    caf::replies_to<status_atom>::with<cluster_status>>;
+    caf::replies_to<status_atom>::with<cluster_status>,
+    caf::replies_to<admit_atom, job_spec>::with<int64_t>,
+    caf::replies_to<cancel_atom, uint32_t>::with<std::string>,
+    caf::reacts_to<drain_atom>,
+    caf::reacts_to<crash_atom, int, int64_t>,
+    caf::reacts_to<wcrash_atom, uint32_t>,
+    caf::reacts_to<lost_atom, int>,
+    caf::reacts_to<back_atom, int>,
+    caf::reacts_to<wfail_atom, uint32_t>>;
 
 } // namespace aryl

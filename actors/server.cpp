@@ -23,7 +23,8 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
     auto p = st.pending.find(job);
     if (p == st.pending.end()) return;
     node_launch l{job, p->second.job_name, p->second.generation, p->second.rank_offset, p->second.world_size, {},
-                  p->second.work_s, p->second.rate, p->second.startup_s, p->second.command};
+                  p->second.work_s, p->second.rate, p->second.startup_s, p->second.command,
+                  p->second.decided_unix_ns};
     for (size_t g = 0; g < st.gpu_job.size() && static_cast<int>(l.gpus.size()) < p->second.workers; ++g)
       if (st.gpu_job[g] == job) l.gpus.push_back(static_cast<uint32_t>(g));
     if (static_cast<int>(l.gpus.size()) < p->second.workers) return;
@@ -69,6 +70,8 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
         auto& st = self->state;
         if (m == static_cast<int>(server_mode::serving) && st.used > 0)
           violation(fmt::format("returned to inference with {} GPUs still in training use", st.used));
+        if (m == static_cast<int>(server_mode::down) && st.used > 0)
+          violation(fmt::format("marked lost with {} GPUs still held by jobs", st.used));
         st.mode = m;
       },
       [=](launch_atom, launch_request& r) {

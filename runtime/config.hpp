@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/fault_plan.hpp"
 #include "solvers/planner_options.hpp"
+#include "solvers/throughput.hpp"
 
 namespace aryl {
 
@@ -30,6 +32,8 @@ struct config {
   cluster_config inference{16, 8, "T4"};
   std::map<std::string, double> gpu_speed{{"V100", 1.0}, {"T4", 0.35}, {"A100", 2.0}};
   double eff_exponent = -0.05;
+  /// Per-worker efficiency of a job spanning 2+ servers; 1 = no cross-server cost.
+  double cross_server_eff = profiled_cross_server_eff;
 
   // --- training workload
   std::string trace_file;            ///< empty: synthetic workload
@@ -47,6 +51,21 @@ struct config {
   double max_workers_factor = 2;
   double mispredict_fraction = 0;
   double mispredict_error = 0.25;
+
+  // --- checkpoints (jobs.*): a job checkpoints every interval of its run time and when its
+  // workers are stopped; a stop takes checkpoint_s + checkpoint_per_gpu_s per worker, within
+  // +-checkpoint_jitter of that (seeded).
+  double checkpoint_interval_s = 1800;
+  double checkpoint_s = 10;
+  double checkpoint_per_gpu_s = 0.5;
+  double checkpoint_jitter = 0.2;
+
+  // --- faults
+  std::string faults_file;           ///< a fault plan (runtime/fault_plan.hpp); empty: none
+  random_fault_rates random_faults;
+  double heartbeat_s = 10;           ///< simulated agents' heartbeat period
+  int missed_heartbeats = 3;         ///< a server is lost after this many missed heartbeats
+  int max_retries = 3;               ///< restarts after failures before a job ends as failed
 
   // --- inference cluster
   std::string inference_trace;       ///< empty: synthetic daily cycle

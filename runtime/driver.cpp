@@ -11,12 +11,14 @@
 #include <tuple>
 #include <thread>
 
+#include "actors/fault_injector.hpp"
 #include "actors/feeder.hpp"
 #include "actors/inference_load.hpp"
 #include "actors/recorder.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/server.hpp"
 #include "runtime/input_error.hpp"
+#include "runtime/input_limits.hpp"
 
 namespace aryl {
 namespace {
@@ -44,9 +46,14 @@ cluster_plan plan_cluster(const config& c) {
   s.planner = c.scheduler;
   s.reclaim_method = c.reclaim_method;
   s.params.model = power_law_model(c.eff_exponent);
+  s.params.model.cross_server_eff = c.cross_server_eff;
   s.params.restart_overhead_s = c.restart_overhead_s;
   s.params.scale_overhead_s = c.scale_overhead_s;
   s.check_invariants = c.check_invariants;
+  s.heartbeat_s = c.heartbeat_s;
+  s.missed_heartbeats = c.missed_heartbeats;
+  s.max_retries = c.max_retries;
+  s.checkpoints = {c.checkpoint_interval_s, c.checkpoint_s, c.checkpoint_per_gpu_s, c.checkpoint_jitter, c.seed};
   int train_type = type_id(s.type_names, c.training.gpu_type);
   int infer_type = c.inference.servers > 0 ? type_id(s.type_names, c.inference.gpu_type) : -1;
   for (auto& name : s.type_names) s.params.type_speed.push_back(c.gpu_speed.at(name));
@@ -80,42 +87,98 @@ namespace {
 /// A job that no cluster state could ever fit, or that could not finish before the
 /// simulation horizon even alone on the slowest GPUs it may use, is an input error, not a
 /// deadlock or an overflow.
-void check_runnable(const config& c, const scheduler_setup& s, const std::vector<job_spec>& jobs) {
+/// `label` names the job in errors.
+void check_runnable(const config& c, const scheduler_setup& s, const job_spec& j, const std::string& label) {
   struct pool {
     const cluster_config* cluster;
     bool loaned;  ///< inference servers: usable only while lent to training
   };
   const pool pools[] = {{&c.training, false}, {&c.inference, true}};
-  for (auto& j : jobs) {
-    if (!j.gpu_type.empty() && std::find(s.type_names.begin(), s.type_names.end(), j.gpu_type) == s.type_names.end())
-      throw input_error(fmt::format("job {} ({}) needs GPU type {}, which the cluster lacks", j.index, j.name,
-                                    j.gpu_type));
-    int base = (s.policy.elastic && j.elastic) ? j.min_workers : j.gpus;
-    bool may_loan = s.policy.loaning && (j.elastic || c.scheduler.inelastic_on_loaned);
-    // A job's workers share one GPU type, so only same-type servers add up.
-    std::map<std::string, int64_t> capacity;
-    for (auto& p : pools) {
-      if (p.cluster->servers == 0 || (p.loaned && !may_loan)) continue;
-      if (!j.gpu_type.empty() && p.cluster->gpu_type != j.gpu_type) continue;
-      capacity[p.cluster->gpu_type] += int64_t{p.cluster->servers} * p.cluster->gpus_per_server;
-    }
-    int64_t most = 0;
-    double slowest = 0;
-    for (auto& [type, gpus] : capacity) {
-      most = std::max(most, gpus);
-      if (gpus >= base && (slowest == 0 || c.gpu_speed.at(type) < slowest)) slowest = c.gpu_speed.at(type);
-    }
-    if (base > most)
-      throw input_error(fmt::format("job {} ({}) needs {} GPUs{}; the cluster it may use has {}", j.index, j.name, base,
-                                    j.gpu_type.empty() ? "" : " of type " + j.gpu_type, most));
-    // Half the horizon leaves room for the waits, restarts and rescales of a busy cluster.
-    double alone_s = j.duration_s / work_rate(s.params.model, j.gpus, base, slowest) + c.restart_overhead_s;
-    if (j.submit.seconds() + alone_s > sim_time::horizon().seconds() / 2)
-      throw input_error(fmt::format("job {} ({}) would run {:.3g} s at {} workers on its slowest GPU type, past the "
-                                    "simulation horizon of {:.0f} s; check its duration and the GPU speeds",
-                                    j.index, j.name, alone_s, base, sim_time::horizon().seconds()));
+  if (!j.gpu_type.empty() && std::find(s.type_names.begin(), s.type_names.end(), j.gpu_type) == s.type_names.end())
+    throw input_error(fmt::format("{} needs GPU type {}, which the cluster lacks", label, j.gpu_type));
+  int base = (s.policy.elastic && j.elastic) ? j.min_workers : j.gpus;
+  bool may_loan = s.policy.loaning && (j.elastic || c.scheduler.inelastic_on_loaned);
+  // A job's workers share one GPU type, so only same-type servers add up.
+  std::map<std::string, int64_t> capacity;
+  for (auto& p : pools) {
+    if (p.cluster->servers == 0 || (p.loaned && !may_loan)) continue;
+    if (!j.gpu_type.empty() && p.cluster->gpu_type != j.gpu_type) continue;
+    capacity[p.cluster->gpu_type] += int64_t{p.cluster->servers} * p.cluster->gpus_per_server;
   }
+  int64_t most = 0;
+  double slowest = 0;
+  for (auto& [type, gpus] : capacity) {
+    most = std::max(most, gpus);
+    if (gpus >= base && (slowest == 0 || c.gpu_speed.at(type) < slowest)) slowest = c.gpu_speed.at(type);
+  }
+  if (base > most)
+    throw input_error(fmt::format("{} needs {} GPUs{}; the cluster it may use has {}", label, base,
+                                  j.gpu_type.empty() ? "" : " of type " + j.gpu_type, most));
+  // Half the horizon leaves room for the waits, restarts and rescales of a busy cluster.
+  double alone_s = j.duration_s / work_rate(s.params.model, j.gpus, base, 1, slowest) + c.restart_overhead_s;
+  if (j.submit.seconds() + alone_s > sim_time::horizon().seconds() / 2)
+    throw input_error(fmt::format("{} would run {:.3g} s at {} workers on its slowest GPU type, past the "
+                                  "simulation horizon of {:.0f} s; check its duration and the GPU speeds",
+                                  label, alone_s, base, sim_time::horizon().seconds()));
 }
+
+void check_runnable(const config& c, const scheduler_setup& s, const std::vector<job_spec>& jobs) {
+  for (auto& j : jobs) check_runnable(c, s, j, fmt::format("job {} ({})", j.index, j.name));
+}
+
+/// A job a client submits: the same checks as a trace row's, then the cluster's.
+void check_submitted(const config& c, const scheduler_setup& s, const job_spec& j) {
+  auto bad = [&](const std::string& why) { throw input_error(fmt::format("job '{}': {}", j.name, why)); };
+  if (j.name.empty() || j.name.size() > 256) bad("a name of 1 to 256 characters is required");
+  if (j.gpus < 1 || j.gpus > max_job_gpus) bad(fmt::format("gpus {} is not in 1..{}", j.gpus, max_job_gpus));
+  if (j.min_workers < 1 || j.min_workers > j.gpus || j.max_workers < j.gpus || j.max_workers > max_job_gpus)
+    bad(fmt::format("workers must satisfy 1 <= min_workers ({}) <= gpus ({}) <= max_workers ({}) <= {}",
+                    j.min_workers, j.gpus, j.max_workers, max_job_gpus));
+  if (!(j.duration_s > 0) || j.duration_s > max_input_seconds)
+    bad(fmt::format("expected duration {} s is not in (0, {:g}]", j.duration_s, max_input_seconds));
+  check_runnable(c, s, j, fmt::format("job '{}'", j.name));
+}
+
+/// Work handed to the driver's loop thread: actors are spawned only from there (spawning
+/// from the network thread would tie CAF's logger to it and hang the actor system's
+/// shutdown).
+class driver_tasks {
+ public:
+  void post(std::function<void()> f) {
+    std::lock_guard lock(m_);
+    waiting_.push_back(std::move(f));
+  }
+  void run() {
+    std::vector<std::function<void()>> now;
+    {
+      std::lock_guard lock(m_);
+      now.swap(waiting_);
+    }
+    for (auto& f : now) f();
+  }
+
+  /// Asks `whom` on the driver's thread and waits (at most 3 s) for the answer; `fallback`
+  /// if none comes.
+  template <class Result, class Handle, class... Args>
+  Result ask(caf::actor_system& sys, Handle whom, Result fallback, Args... args) {
+    auto answer = std::make_shared<std::promise<Result>>();
+    auto result = answer->get_future();
+    post([&sys, answer, whom, fallback, args...] {
+      // (The unused int: CAF 0.17 binds a null reference for an empty argument list.)
+      sys.spawn([=](caf::event_based_actor* self, int) {
+        self->request(whom, std::chrono::seconds(2), args...)
+            .then([answer](Result& r) { answer->set_value(std::move(r)); },
+                  [answer, fallback](caf::error&) { answer->set_value(fallback); });
+      }, 0);
+    });
+    if (result.wait_for(std::chrono::seconds(3)) != std::future_status::ready) return fallback;
+    return result.get();
+  }
+
+ private:
+  std::mutex m_;
+  std::vector<std::function<void()>> waiting_;
+};
 
 std::string ask_dump(caf::actor_system& sys, caf::scheduler::test_coordinator& sched, const scheduler_actor& s) {
   caf::scoped_actor self{sys};
@@ -153,12 +216,14 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   header.seed = c.seed;
 
   auto start_wall = wall::now();
-  auto recorder = sys.spawn(recorder_behavior, writer, status, static_cast<uint64_t>(in.jobs.size()), header);
+  auto recorder = sys.spawn(recorder_behavior, writer, status, static_cast<uint64_t>(in.jobs.size()), header,
+                            live && live->until_stopped);
   std::vector<server_actor> servers;
   for (auto& s : plan.setup.servers)
     servers.push_back(sys.spawn(server_behavior, s.name, s.gpus, static_cast<int>(s.mode), recorder,
                                 live ? live->nodes.at(static_cast<size_t>(s.id)) : nullptr));
   if (live) plan.setup.workers = live->workers;
+  plan.setup.first_free_index = static_cast<uint32_t>(in.jobs.size());
   auto scheduler = sys.spawn(scheduler_behavior, plan.setup, servers, recorder, tb, plan.setup.params.model);
   inference_actor inference;
   if (!plan.inference_ids.empty()) {
@@ -166,29 +231,8 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
                        c.inference_grace_s, c.inference.gpus_per_server, plan.setup.policy.loaning};
     inference = sys.spawn(inference_behavior, std::move(is), scheduler, recorder, tb);
   }
-  // Status requests from the network thread, answered by the driver's loop.
-  struct status_questions {
-    std::mutex m;
-    std::vector<std::shared_ptr<std::promise<cluster_status>>> waiting;
-  };
-  auto questions = std::make_shared<status_questions>();
-  auto answer_questions = [&] {
-    std::vector<std::shared_ptr<std::promise<cluster_status>>> now;
-    {
-      std::lock_guard lock(questions->m);
-      now.swap(questions->waiting);
-    }
-    for (auto& answer : now)
-      // (The unused int: CAF 0.17 binds a null reference for an empty argument list.)
-      sys.spawn([answer, scheduler, status](caf::event_based_actor* self, int) {
-        self->request(scheduler, std::chrono::seconds(2), status_atom::value)
-            .then([answer, status](cluster_status& s) {
-                    s.reclaim_slo_misses = status->slo_misses.load();
-                    answer->set_value(std::move(s));
-                  },
-                  [answer](caf::error&) { answer->set_value({}); });
-      }, 0);
-  };
+  // Clients' requests from the network thread, asked by the driver's loop.
+  auto tasks = std::make_shared<driver_tasks>();
   // The machines' reports reach the server actors from the network thread.
   struct router_guard {
     const live_world* live;
@@ -205,25 +249,41 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
           caf::anon_send(servers.at(static_cast<size_t>(s)), wexit_atom::value, job, rank, code, signal);
         },
         [recorder](std::string why) { caf::anon_send(recorder, failed_atom::value, std::move(why), 3); },
-        [questions] {
-          // Asked on the driver's thread (the loop below): spawning from the network thread
-          // would tie CAF's logger to that thread and hang the actor system's shutdown.
-          auto answer = std::make_shared<std::promise<cluster_status>>();
-          auto result = answer->get_future();
-          {
-            std::lock_guard lock(questions->m);
-            questions->waiting.push_back(answer);
-          }
-          if (result.wait_for(std::chrono::seconds(3)) != std::future_status::ready) return cluster_status{};
-          return result.get();
+        [tasks, &sys, scheduler, status] {
+          auto s = tasks->ask<cluster_status>(sys, scheduler, cluster_status{}, status_atom::value);
+          s.reclaim_slo_misses = status->slo_misses.load();
+          return s;
         },
         [inference](int servers) {
           if (inference) caf::anon_send(inference, push_atom::value, servers);
+        },
+        [tasks, &sys, scheduler, status, &c, &plan](job_spec job) {
+          try {
+            job.submit = sim_time::from_us(status->now_us.load());
+            check_submitted(c, plan.setup, job);
+          } catch (const input_error& e) {
+            return submit_result{-1, e.what()};
+          }
+          auto name = job.name;
+          auto index = tasks->ask<int64_t>(sys, scheduler, int64_t{-2}, admit_atom::value, std::move(job));
+          if (index >= 0) return submit_result{index, {}};
+          return submit_result{-1, fmt::format("job '{}': {}", name, index == -1 ? "the run is stopping"
+                                                                                   : "the scheduler did not answer")};
+        },
+        [tasks, &sys, scheduler](uint32_t job) {
+          return tasks->ask<std::string>(sys, scheduler, fmt::format("job {}: the scheduler did not answer", job),
+                                         cancel_atom::value, job);
         }});
   }
   auto total_jobs = in.jobs.size();
   auto last_submit = in.jobs.empty() ? sim_time{} : in.jobs.back().submit;
   auto feeder = sys.spawn(feeder_behavior, std::move(in.jobs), scheduler, tb);
+  fault_actor faults;
+  if (!in.faults.empty()) {
+    std::map<std::string, int> ids;
+    for (auto& s : plan.setup.servers) ids[s.name] = s.id;
+    faults = sys.spawn(fault_behavior, std::move(in.faults), std::move(ids), scheduler, inference, recorder, tb);
+  }
 
   // The inference actor re-arms its timer for ever, and the test coordinator delivers pending
   // timers when the system shuts down: every actor is stopped first, on every way out.
@@ -240,7 +300,8 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
       if (simulated) dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler()).run();
     }
     ~stopper() { run(); }
-  } stop_actors{sys, simulated, {caf::actor_cast<caf::actor>(scheduler), caf::actor_cast<caf::actor>(recorder),
+  } stop_actors{sys, simulated, {caf::actor_cast<caf::actor>(faults), caf::actor_cast<caf::actor>(scheduler),
+                                 caf::actor_cast<caf::actor>(recorder),
                                  caf::actor_cast<caf::actor>(feeder), caf::actor_cast<caf::actor>(inference)}};
   for (auto& s : servers) stop_actors.actors.push_back(caf::actor_cast<caf::actor>(s));
 
@@ -259,6 +320,8 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   // Pending submissions and running jobs (each has a finish timer) are progress, however far
   // apart: only a run where neither is left and no job moved for the limit is stuck.
   auto stalled = [&](sim_time now) {
+    // Serving until told to stop, an idle cluster is waiting for submissions.
+    if (live && live->until_stopped) return false;
     if (now < last_submit || status->running_jobs.load() > 0) return false;
     if ((now - sim_time::from_us(status->last_job_event_us.load())).seconds() <= c.stall_limit_s) return false;
     out.error = fmt::format("stalled: no job moved for {:.0f} s with {} of {} jobs finished, none running and "
@@ -291,9 +354,15 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
       if (status->failure_code != 2) out.error += "\n" + ask_dump(sys, sched, scheduler);
     }
   } else {
+    bool stopping = false;
     while (!status->finished.load(std::memory_order_acquire) && !status->failed.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      answer_questions();
+      tasks->run();
+      if (!stopping && live && live->stop_requested && live->stop_requested()) {
+        stopping = true;
+        caf::anon_send_exit(feeder, caf::exit_reason::user_shutdown);
+        caf::anon_send(scheduler, drain_atom::value);
+      }
       report(false);
       if (stalled(tb.at(sys.clock().now()))) break;
     }

@@ -12,6 +12,7 @@
 #include "actors/node_link.hpp"
 #include "actors/worker_settings.hpp"
 #include "runtime/config.hpp"
+#include "runtime/fault_plan.hpp"
 #include "runtime/inference_demand.hpp"
 #include "runtime/job_spec.hpp"
 #include "runtime/run_records.hpp"
@@ -21,6 +22,7 @@ namespace aryl {
 struct run_inputs {
   std::vector<job_spec> jobs;          ///< sorted by submit time, index = position
   std::vector<demand_point> demand;    ///< inference demand (servers needed)
+  std::vector<fault_event> faults;     ///< sorted by time (simulated time only)
 };
 
 /// One machine of the configured cluster. Ids are dense: training servers t0.. first, then
@@ -34,6 +36,11 @@ struct machine {
 };
 std::vector<machine> cluster_machines(const config& c);
 
+struct submit_result {
+  int64_t job = -1;    ///< the submitted job's index, -1 if refused
+  std::string error;   ///< why it was refused, naming the job
+};
+
 /// Routes what a machine's workers report to the actor of that server; callable from any
 /// thread while the run lasts.
 struct worker_router {
@@ -45,6 +52,10 @@ struct worker_router {
   std::function<cluster_status()> status;
   /// Inference servers needed from now on, pushed by a client (replaces the demand trace).
   std::function<void(int servers)> demand;
+  /// A job from a client (its index is chosen here): the job's index, or why it is refused.
+  std::function<submit_result(job_spec job)> submit;
+  /// Ends a queued or running job as cancelled: "" or why it cannot (naming the job).
+  std::function<std::string(uint32_t job)> cancel;
 };
 
 /// Live mode: the machines behind the server actors, and the way in for their reports.
@@ -53,6 +64,11 @@ struct live_world {
   worker_settings workers;
   /// Called with a router once the actors exist, and with an empty one when they are gone.
   std::function<void(worker_router)> on_ready;
+  /// Serve until told to stop, not only until every known job is done.
+  bool until_stopped = false;
+  /// Polled by the run: true once it is told to stop (a signal). Every active job then ends
+  /// as cancelled, trace jobs not yet submitted are dropped, and the outputs are written.
+  std::function<bool()> stop_requested;
 };
 
 struct run_outcome {

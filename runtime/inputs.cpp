@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "runtime/input_error.hpp"
 #include "runtime/job_attributes.hpp"
 #include "runtime/synthetic_workload.hpp"
@@ -51,6 +53,19 @@ run_inputs load_inputs(const config& c, std::string* note) {
       in.demand = read_demand_csv(c.inference_trace);
     }
   }
+  std::vector<std::string> training;
+  for (int i = 0; i < c.training.servers; ++i) training.push_back(fmt::format("t{}", i));
+  if (!c.faults_file.empty()) in.faults = read_fault_plan(c.faults_file, training);
+  if (c.random_faults.any()) {
+    // Over the submit window and as long again: faults while the queue drains count too.
+    double span_s = 2 * in.jobs.back().submit.seconds() + 86400.0;
+    auto random = random_fault_plan(c.random_faults, c.seed, span_s, training, static_cast<uint32_t>(in.jobs.size()),
+                                    c.inference.servers);
+    in.faults.insert(in.faults.end(), random.begin(), random.end());
+  }
+  std::stable_sort(in.faults.begin(), in.faults.end(), [](auto& a, auto& b) { return a.at < b.at; });
+  if (!in.faults.empty() && c.mode != "simulated")
+    throw input_error("faults: fault plans run in simulated time only (live fault injection is not built yet)");
   return in;
 }
 

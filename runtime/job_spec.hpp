@@ -2,6 +2,7 @@
 /// A training job as read from a trace: what was submitted, before any scheduling.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "solvers/sim_time.hpp"
 
@@ -26,6 +27,8 @@ struct job_spec {
   /// Predicted work = true work x this factor (1 = exact prediction).
   double predict_factor = 1.0;
   std::string user;
+  /// Live mode: argv of each worker (submitted with the job); empty = live.worker_command.
+  std::vector<std::string> command;
 };
 
 } // namespace aryl

@@ -10,11 +10,13 @@
 #include <iostream>
 
 #include "runtime/driver.hpp"
+#include "runtime/effective_config.hpp"
 #include "runtime/input_error.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/outputs.hpp"
 #include "runtime/live/agent.hpp"
 #include "runtime/live/client.hpp"
+#include "runtime/live/job_file.hpp"
 #include "runtime/live/serve.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/live/worker.hpp"
@@ -23,7 +25,7 @@
 namespace {
 
 struct simulate_flags {
-  std::string config_file, trace, trace_format, policy, placement, out, mode;
+  std::string config_file, trace, trace_format, policy, placement, out, mode, faults;
   // Unset unless given: then validated by the config key they set.
   std::string servers, gpus_per_server, seed, speedup;
   std::vector<std::string> sets;
@@ -46,6 +48,7 @@ aryl::config build_config(const simulate_flags& f) {
   set("cluster.training.gpus_per_server", f.gpus_per_server, "--gpus-per-server");
   set("seed", f.seed, "--seed");
   set("run.speedup", f.speedup, "--speedup");
+  set("faults.file", f.faults, "--faults");
   if (f.check_invariants) c.check_invariants = true;
   for (auto& s : f.sets) aryl::apply_override(c, s);
   aryl::validate_config(c);
@@ -58,6 +61,8 @@ int simulate(const simulate_flags& f) {
   auto inputs = aryl::load_inputs(c, &note);
   if (!note.empty()) std::cerr << note;
   auto out = aryl::run_simulation(c, std::move(inputs), f.quiet || !c.progress ? nullptr : &std::cerr);
+  // Beside the outputs, so that whatever reads them takes the parameters from the run itself.
+  aryl::write_effective_config(c, c.out_dir + "/config.json");
   if (!out.ok) {
     std::cerr << "aryl: " << (out.exit_code == 3 ? "run stopped: " : "") << out.error << '\n';
     return out.exit_code;
@@ -112,6 +117,7 @@ int main(int argc, char** argv) {
   add_workload_flags(sim, sf);
   sim->add_option("--mode", sf.mode, "simulated | wallclock");
   sim->add_flag("--check-invariants", sf.check_invariants, "check cluster invariants on every event");
+  sim->add_option("--faults", sf.faults, "a fault plan (YAML, docs/reliability.md)");
   sim->add_flag("--quiet", sf.quiet, "no summary table or progress");
 
   std::string problem, method = "greedy", in_file;
@@ -134,6 +140,9 @@ int main(int argc, char** argv) {
   serve->add_option("--metrics-port", so.metrics_port, "serve Prometheus metrics on this port (0: the OS chooses)");
   serve->add_option("--metrics-bind", so.metrics_bind, "address for metrics (default 127.0.0.1)");
   serve->add_option("--metrics-port-file", so.metrics_port_file, "write the metrics port here");
+  serve->add_flag("--until-stopped", so.until_stopped,
+                  "serve until SIGINT or SIGTERM, not only until every known job is done");
+  serve->add_flag("--no-workload", so.no_workload, "start with no jobs: only `aryl submit` brings them (implies --until-stopped)");
 
   aryl::live::agent_options ao;
   std::string agent_token, agent_pool = "training";
@@ -166,6 +175,26 @@ int main(int argc, char** argv) {
   client_flags(demand_cmd);
   demand_cmd->add_option("servers", demand_servers, "inference servers needed (before headroom)")->required();
 
+  aryl::wire::submit job;
+  std::string job_file;
+  auto* submit_cmd = app.add_subcommand("submit", "live mode: submit a training job; prints its id");
+  client_flags(submit_cmd);
+  submit_cmd->add_option("--file", job_file, "the job in YAML or JSON (flags given too override its keys)");
+  auto* name_opt = submit_cmd->add_option("--name", job.name, "job name");
+  auto* gpus_opt = submit_cmd->add_option("--gpus", job.gpus, "requested workers, one GPU each (default 1)");
+  auto* min_opt = submit_cmd->add_option("--min-workers", job.min_workers, "fewest workers (default: --gpus)");
+  auto* max_opt = submit_cmd->add_option("--max-workers", job.max_workers, "most workers (default: --gpus)");
+  auto* dur_opt = submit_cmd->add_option("--duration", job.expected_duration_s,
+                                         "expected run time at --gpus workers, seconds");
+  std::string job_gpu_type;
+  auto* type_opt = submit_cmd->add_option("--gpu-type", job_gpu_type, "required GPU type (default: any)");
+  std::vector<std::string> job_command;
+  submit_cmd->add_option("command", job_command, "worker argv after -- (default: the configured worker)");
+  uint64_t cancel_job = 0;
+  auto* cancel_cmd = app.add_subcommand("cancel", "live mode: cancel a queued or running job");
+  client_flags(cancel_cmd);
+  cancel_cmd->add_option("job", cancel_job, "job id (as `aryl submit` printed it)")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -177,6 +206,35 @@ int main(int argc, char** argv) {
     if (*serve) return aryl::live::run_serve(build_config(vf), so, std::cout, std::cerr);
     if (*agent_cmd) return agent(ao, agent_token, agent_pool);
     if (app.got_subcommand("worker")) return aryl::live::run_worker(std::cerr);
+    if (*submit_cmd) {
+      // The file first, then the flags given on the command line over it.
+      aryl::wire::submit from_flags = job;
+      job = aryl::wire::submit{};
+      job.min_workers = job.max_workers = 0;  // unless given: the requested size
+      if (!job_file.empty()) aryl::live::read_job_file(job_file, job);
+      if (*name_opt) job.name = from_flags.name;
+      if (*gpus_opt) job.gpus = from_flags.gpus;
+      if (*min_opt) job.min_workers = from_flags.min_workers;
+      if (*max_opt) job.max_workers = from_flags.max_workers;
+      if (*dur_opt) job.expected_duration_s = from_flags.expected_duration_s;
+      if (*type_opt) job.gpu_type = job_gpu_type;
+      if (!job_command.empty()) job.command = job_command;
+      if ((*min_opt && from_flags.min_workers == 0) || (*max_opt && from_flags.max_workers == 0))
+        throw aryl::input_error("submit: --min-workers and --max-workers must be at least 1");
+      if (job.min_workers == 0) job.min_workers = job.gpus;
+      if (job.max_workers == 0) job.max_workers = job.gpus;
+      co.token = aryl::live::read_token_file(client_token);
+      auto reply = aryl::live::ask(co, job, true);
+      auto* ok = std::get_if<aryl::wire::submit_ok>(&*reply);
+      if (!ok) throw aryl::input_error("submit: the scheduler answered '" + std::string(aryl::wire::type_of(*reply)) + "'");
+      std::cout << ok->job_id << '\n';
+      return 0;
+    }
+    if (*cancel_cmd) {
+      co.token = aryl::live::read_token_file(client_token);
+      aryl::live::cancel(co, cancel_job);
+      return 0;
+    }
     if (*status_cmd || *demand_cmd) {
       co.token = aryl::live::read_token_file(client_token);
       if (*demand_cmd) {

@@ -161,21 +161,31 @@ void run_writer::snapshot(const cluster_snapshot& s) {
 run_summary run_writer::finish(run_summary s) {
   std::sort(jobs_.begin(), jobs_.end(), [](auto& a, auto& b) { return a.index < b.index; });
   int64_t last_end = first_t_us_;
-  std::vector<double> jct, queue, first_wait;
+  std::vector<double> jct, queue, first_wait, slowdown;
   for (auto& j : jobs_) {
+    last_end = std::max(last_end, j.end_us);
+    // A cancelled job's times say when it was given up, not how well it was served.
+    if (j.outcome != "done") {
+      ++(j.outcome == "failed" ? s.jobs_failed : s.jobs_cancelled);
+      continue;
+    }
     jct.push_back(static_cast<double>(j.end_us - j.submit_us) / 1e6);
     queue.push_back(j.queued_s);
     first_wait.push_back(static_cast<double>(j.first_start_us - j.submit_us) / 1e6);
+    slowdown.push_back(j.slowdown);
+    s.below_speed_gpu_hours += j.below_speed_gpu_s / 3600;
     s.preemptions += static_cast<uint64_t>(j.preemptions);
     s.scale_ins += static_cast<uint64_t>(j.scale_ins);
     s.scale_outs += static_cast<uint64_t>(j.scale_outs);
-    last_end = std::max(last_end, j.end_us);
   }
   integrate_to(last_end);
   integrate_serving_to(last_end);
+  s.training_gpu_hours = busy_training_ / 3.6e9;
+  s.loaned_gpu_hours = busy_inference_ / 3.6e9;
+  s.serving_gpu_hours = serving_busy_us_ / 3.6e9;
   // Serving demand before the first job or after the last one is outside the run.
   busy_inference_ += serving_busy_us_;
-  s.jobs_completed = jobs_.size();
+  s.jobs_completed = jct.size();
   s.mean_jct_s = mean(jct);
   s.p50_jct_s = percentile(jct, 0.50);
   s.p95_jct_s = percentile(jct, 0.95);
@@ -184,6 +194,8 @@ run_summary run_writer::finish(run_summary s) {
   s.p50_queue_s = percentile(queue, 0.50);
   s.p95_queue_s = percentile(queue, 0.95);
   s.mean_first_wait_s = mean(first_wait);
+  s.mean_slowdown = mean(slowdown);
+  s.p95_slowdown = percentile(slowdown, 0.95);
   s.makespan_s = static_cast<double>(last_end - first_t_us_) / 1e6;
   double all_total = training_total_ + inference_total_;
   s.gpu_usage = all_total > 0 ? (busy_training_ + busy_inference_) / all_total : 0;
@@ -192,6 +204,13 @@ run_summary run_writer::finish(run_summary s) {
   s.inference_gpu_usage = inference_total_ > 0 ? busy_inference_ / inference_total_ : 0;
   s.loaned_server_hours = loaned_servers_us_ / 3.6e9;
   s.reclaim_slo_misses = slo_misses_;
+  s.reclaim_latency_p50_s = percentile(reclaim_latency_, 0.50);
+  s.reclaim_latency_p99_s = percentile(reclaim_latency_, 0.99);
+  s.reclaim_max_late_s = max_reclaim_late_s_;
+  s.lost_gpu_hours = lost_gpu_s_ / 3600;
+  s.recoveries = recoveries_.size();
+  s.recovery_p50_s = percentile(recoveries_, 0.50);
+  s.recovery_max_s = recoveries_.empty() ? 0 : *std::max_element(recoveries_.begin(), recoveries_.end());
   s.events = events_;
 
   std::FILE* jf = std::fopen((dir_ + "/jobs.csv" + partial).c_str(), "w");
@@ -202,14 +221,14 @@ run_summary run_writer::finish(run_summary s) {
     return s;
   }
   std::fputs("job,name,gpus,elastic,submit_s,first_start_s,end_s,jct_s,queued_s,duration_s,gpu_seconds,"
-             "preemptions,scale_ins,scale_outs,last_workers,on_loaned_s\n",
+             "preemptions,scale_ins,scale_outs,last_workers,on_loaned_s,slowdown,below_speed_s,outcome\n",
              jf);
   for (auto& j : jobs_) {
-    auto row = fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{},{},{},{},{:.3f}\n",
+    auto row = fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{},{},{},{},{:.3f},{:.6f},{:.3f},{}\n",
                            j.index, j.name, j.gpus, j.elastic ? 1 : 0, j.submit_us / 1e6,
                            j.first_start_us / 1e6, j.end_us / 1e6, (j.end_us - j.submit_us) / 1e6,
                            j.queued_s, j.duration_s, j.gpu_seconds, j.preemptions, j.scale_ins,
-                           j.scale_outs, j.last_workers, j.on_loaned_s);
+                           j.scale_outs, j.last_workers, j.on_loaned_s, j.slowdown, j.below_speed_s, j.outcome);
     std::fputs(row.c_str(), jf);
   }
   close(jf, "jobs.csv");
@@ -225,6 +244,7 @@ std::string summary_json(const run_summary& s) {
   j["seed"] = s.seed;
   j["jobs_submitted"] = s.jobs_submitted;
   j["jobs_completed"] = s.jobs_completed;
+  j["jobs_cancelled"] = s.jobs_cancelled;
   j["mean_jct_s"] = s.mean_jct_s;
   j["p50_jct_s"] = s.p50_jct_s;
   j["p95_jct_s"] = s.p95_jct_s;
@@ -242,7 +262,21 @@ std::string summary_json(const run_summary& s) {
   j["scale_ins"] = s.scale_ins;
   j["scale_outs"] = s.scale_outs;
   j["loaned_server_hours"] = s.loaned_server_hours;
+  j["mean_slowdown"] = s.mean_slowdown;
+  j["p95_slowdown"] = s.p95_slowdown;
+  j["below_speed_gpu_hours"] = s.below_speed_gpu_hours;
+  j["training_gpu_hours"] = s.training_gpu_hours;
+  j["loaned_gpu_hours"] = s.loaned_gpu_hours;
+  j["serving_gpu_hours"] = s.serving_gpu_hours;
   j["reclaim_slo_misses"] = s.reclaim_slo_misses;
+  j["reclaim_latency_p50_s"] = s.reclaim_latency_p50_s;
+  j["reclaim_latency_p99_s"] = s.reclaim_latency_p99_s;
+  j["reclaim_max_late_s"] = s.reclaim_max_late_s;
+  j["jobs_failed"] = s.jobs_failed;
+  j["lost_gpu_hours"] = s.lost_gpu_hours;
+  j["recoveries"] = s.recoveries;
+  j["recovery_p50_s"] = s.recovery_p50_s;
+  j["recovery_max_s"] = s.recovery_max_s;
   j["events"] = s.events;
   j["sim_wall_s"] = s.sim_wall_s;
   j["max_timer_lag_s"] = s.max_timer_lag_s;
@@ -251,7 +285,10 @@ std::string summary_json(const run_summary& s) {
 
 void print_summary_table(std::ostream& os, const run_summary& s) {
   os << fmt::format("policy {} | placement {} | seed {}\n", s.policy, s.placement, s.seed);
-  os << fmt::format("  jobs completed     {:>12} / {}\n", s.jobs_completed, s.jobs_submitted);
+  os << fmt::format("  jobs completed     {:>12} / {}", s.jobs_completed, s.jobs_submitted);
+  if (s.jobs_cancelled) os << fmt::format("   cancelled {}", s.jobs_cancelled);
+  if (s.jobs_failed) os << fmt::format("   failed {}", s.jobs_failed);
+  os << '\n';
   os << fmt::format("  JCT mean / p95     {:>12.1f} / {:.1f} s\n", s.mean_jct_s, s.p95_jct_s);
   os << fmt::format("  queue mean / p95   {:>12.1f} / {:.1f} s\n", s.mean_queue_s, s.p95_queue_s);
   os << fmt::format("  makespan           {:>12.1f} s\n", s.makespan_s);

@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 #include <ostream>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,17 @@ public:
   void job(const job_record& j);
   void snapshot(const cluster_snapshot& s);
   void slo_misses(int count) { slo_misses_ += static_cast<uint64_t>(count); }
+  /// Faults: GPU-seconds lost (work since the last checkpoint, GPUs held while stalled), and
+  /// each crashed job's time from its first crash to running again (< 0: none in this report).
+  void lost_work(double gpu_s, double recovery_s) {
+    lost_gpu_s_ += gpu_s;
+    if (recovery_s >= 0) recoveries_.push_back(recovery_s);
+  }
+  /// A reclaim returned its servers `latency_s` after the request, `late_s` past its deadline.
+  void reclaim_done(double latency_s, double late_s) {
+    reclaim_latency_.push_back(latency_s);
+    max_reclaim_late_s_ = std::max(max_reclaim_late_s_, late_s);
+  }
   /// Inference GPUs busy serving demand from `t_us` on (idle serving servers are not used).
   void serving(int64_t t_us, int gpus);
   /// End of the submission window (the last submit): `window_gpu_usage` covers first to
@@ -56,6 +68,9 @@ private:
   std::vector<job_record> jobs_;
   uint64_t events_ = 0;
   uint64_t slo_misses_ = 0;
+  double lost_gpu_s_ = 0;
+  std::vector<double> recoveries_, reclaim_latency_;
+  double max_reclaim_late_s_ = 0;
   bool have_snapshot_ = false;
   cluster_snapshot last_;
   int64_t first_t_us_ = 0;

@@ -32,7 +32,16 @@ struct job_record {
   int scale_outs = 0;
   double duration_s = 0;
   int last_workers = 0;
+  /// Seconds with any worker on a loaned inference server.
   double on_loaned_s = 0;
+  /// JCT over the job's duration at its requested workers on one server of its home type.
+  double slowdown = 0;
+  /// Seconds (and GPU-seconds) it held GPUs but ran below that speed, overheads included.
+  double below_speed_s = 0;
+  double below_speed_gpu_s = 0;
+  /// done, cancelled (by a client, or because the run was told to stop), or failed (its
+  /// restarts after faults exhausted).
+  std::string outcome = "done";
 };
 
 /// Cluster state after a change; piecewise constant until the next snapshot.
@@ -54,6 +63,7 @@ struct cluster_snapshot {
 struct run_summary {
   uint64_t jobs_submitted = 0;
   uint64_t jobs_completed = 0;
+  uint64_t jobs_cancelled = 0;
   double mean_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0, p99_jct_s = 0;
   double mean_queue_s = 0, p50_queue_s = 0, p95_queue_s = 0;
   double mean_first_wait_s = 0;
@@ -64,7 +74,19 @@ struct run_summary {
   double inference_gpu_usage = 0;
   uint64_t preemptions = 0, scale_ins = 0, scale_outs = 0;
   double loaned_server_hours = 0;
+  /// Completed jobs' slowdown (job_record::slowdown), and GPU-hours below requested speed.
+  double mean_slowdown = 0, p95_slowdown = 0;
+  double below_speed_gpu_hours = 0;
+  /// GPU-hours per pool: training jobs on training servers, on loaned inference servers, and
+  /// inference servers serving demand.
+  double training_gpu_hours = 0, loaned_gpu_hours = 0, serving_gpu_hours = 0;
   uint64_t reclaim_slo_misses = 0;
+  /// Request to return of each completed reclaim (simulated s), and the latest past deadline.
+  double reclaim_latency_p50_s = 0, reclaim_latency_p99_s = 0, reclaim_max_late_s = 0;
+  uint64_t jobs_failed = 0;      ///< ended after exhausting faults.max_retries
+  double lost_gpu_hours = 0;     ///< work lost since checkpoints, GPUs held while stalled
+  uint64_t recoveries = 0;       ///< crashed jobs that ran again
+  double recovery_p50_s = 0, recovery_max_s = 0;
   uint64_t events = 0;
   double sim_wall_s = 0;
   /// Wall clock only: how late (simulated seconds) the latest job completion timer fired.

@@ -1,75 +1,121 @@
 #!/usr/bin/env bash
 # The paper's experiment on public traces: regenerates docs/results.md and docs/plots/*.png.
-# Setup (docs/results.md says why): Philly, all virtual clusters pooled, the busiest 15 days
-# (2017-10-14 .. 2017-10-29, 23,570 jobs) on 64 x 8 V100 training servers; 64 x 8 T4
-# inference servers following ServeGen m-small demand. Pass another trace window, training
-# size or inference shape through the environment to check that the results generalise:
-#   FROM=2017-11-01 TO=2017-11-16 INFERENCE=../shared/traces/servegen/derived/language_m-mid_total_rate.csv scripts/experiments.sh
-# or another trace in the canonical job CSV (FORMAT=canonical: FROM and TO are not used):
+# Setup (docs/results.md says why): Philly, all virtual clusters pooled, on 64 x 8 V100
+# training servers and 64 x 8 T4 inference servers following ServeGen m-small demand.
+# Windows: aryl's design choices were tuned on TUNING (2017-10-14 .. 10-29); the headline
+# tables are also measured on the EVAL windows, which the tuning never saw. Sweeps and
+# robustness variants run on the first evaluation window, the design-choice ablations on the
+# tuning window (where they were chosen) and on the first evaluation window.
+#   TUNING=2017-10-14..2017-10-29 EVAL="2017-11-01..2017-11-16 2017-09-15..2017-09-30" scripts/experiments.sh
+# Other settings through the environment: TRAIN, INFER (servers), INFERENCE and
+# INFERENCE_FORMAT (demand trace, servegen or canonical),
+# JOBS (runs at a time, default 2), ARYL (binary), OUT (folder for results.md and plots/),
+# WORK (folder for the runs; TABLES_ONLY=1 reuses its runs), or another trace in the canonical job CSV (one window, the
+# whole trace; FORMAT=canonical):
 #   TRACE=jobs.csv FORMAT=canonical TRAIN=32 scripts/experiments.sh
+# Every parameter results.md prints is read back from the runs' config.json and summary.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x build/aryl ] || scripts/setup.sh
+ARYL=${ARYL:-build/aryl}
+[ -x "$ARYL" ] || scripts/setup.sh
 
 TRACE=${TRACE:-../shared/traces/philly-sia/philly.csv}
 FORMAT=${FORMAT:-philly}
-FROM=${FROM:-2017-10-14}
-TO=${TO:-2017-10-29}
+TUNING=${TUNING:-2017-10-14..2017-10-29}
+EVAL=${EVAL:-2017-11-01..2017-11-16 2017-09-15..2017-09-30}
 TRAIN=${TRAIN:-64}
 INFER=${INFER:-64}
 INFERENCE=${INFERENCE:-../shared/traces/servegen/derived/language_m-small_total_rate.csv}
+INFERENCE_FORMAT=${INFERENCE_FORMAT:-servegen}
+EXTRA=${EXTRA:-}  # settings for every run (before each run's own), e.g. "--set jobs.scale_overhead_s=10"
+JOBS=${JOBS:-2}
 OUT=${OUT:-docs}
 work=${WORK:-$(mktemp -d)}
-mkdir -p "$OUT/plots"
+mkdir -p "$OUT/plots" "$work"
+export ARYL TRACE FORMAT TRAIN INFER INFERENCE INFERENCE_FORMAT EXTRA work
+
+# Window w0 is the tuning window, w1.. the evaluation windows; a canonical trace has one
+# window, the whole trace.
+windows=()
+if [ "$FORMAT" = philly ]; then
+  read -r -a windows <<< "$TUNING $EVAL"
+else
+  windows=(all)
+fi
+: > "$work/windows.txt"
+for i in "${!windows[@]}"; do echo "w$i|${windows[$i]}" >> "$work/windows.txt"; done
+window_args() {  # w<i> -> --set trace.from=... --set trace.to=...
+  local w=${windows[${1#w}]}
+  [ "$w" = all ] || echo "--set trace.from=${w%%..*} --set trace.to=${w##*..}"
+}
+eval_w=w0
+[ "${#windows[@]}" -gt 1 ] && eval_w=w1
+
+# One line per run: "name policy [args...]"; run all of them JOBS at a time at the end.
+: > "$work/runs.txt"
+# Words re-joined: xargs -L would join a line ending in a blank with the next one.
+queue() { local words; read -r -a words <<< "$*"; echo "${words[*]}" >> "$work/runs.txt"; }
 
 run() {  # name policy [--set k=v ...]
   local name=$1 policy=$2
   shift 2
-  local window=()
-  [ "$FORMAT" = philly ] && window=(--set trace.from="$FROM" --set trace.to="$TO")
-  build/aryl simulate --trace "$TRACE" --trace-format "$FORMAT" --policy "$policy" --placement consolidated \
-    --servers "$TRAIN" --gpus-per-server 8 --out "$work/$name" --quiet --check-invariants "${window[@]}" \
+  "$ARYL" simulate --trace "$TRACE" --trace-format "$FORMAT" --policy "$policy" --placement consolidated \
+    --servers "$TRAIN" --gpus-per-server 8 --out "$work/$name" --quiet --check-invariants \
     --set cluster.inference.servers="$INFER" --set cluster.inference.gpu_type=T4 \
-    --set inference.format=servegen --set inference.trace="$INFERENCE" "$@" > /dev/null
+    --set inference.format="$INFERENCE_FORMAT" --set inference.trace="$INFERENCE" $EXTRA "$@" > /dev/null
   echo "  $name done" >&2
 }
+export -f run
 
-echo "main table" >&2
-for p in baseline loan-only elastic-only aryl fifo srtf las; do run "main-$p" "$p"; done
-echo "misprediction sweep" >&2
-for f in 0 0.2 0.4 0.6; do
-  for p in fifo baseline aryl; do run "mis-$f-$p" "$p" --set jobs.mispredict_fraction="$f" --set jobs.mispredict_error=0.25; done
+# The main table's policies; `fifo-backfill` is fifo with scheduler.backfill=true.
+policies=(baseline loan-only elastic-only aryl fifo fifo-backfill srtf las)
+policy_args() {
+  case $1 in
+    fifo-backfill) echo "fifo --set scheduler.backfill=true" ;;
+    *) echo "$1" ;;
+  esac
+}
+printf '%s\n' "${policies[@]}" > "$work/policies.txt"
+
+for i in "${!windows[@]}"; do
+  for p in "${policies[@]}"; do queue "main-w$i-$p $(policy_args "$p") $(window_args "w$i")"; done
 done
-echo "elastic fraction sweep" >&2
-for e in 0.25 0.5 0.75 1; do run "ela-$e-aryl" aryl --set jobs.elastic_fraction="$e"; done
 
-echo "robustness" >&2
-# label|extra settings: other windows, inference shapes and cluster sizes than the main setup.
+# Sweeps on the first evaluation window.
+ew=$(window_args "$eval_w")
+echo "$eval_w" > "$work/sweep_window.txt"
+for f in 0 0.2 0.4 0.6; do
+  for p in fifo baseline aryl; do
+    queue "mis-$f-$p $p $ew --set jobs.mispredict_fraction=$f --set jobs.mispredict_error=0.25"
+  done
+done
+for e in 0.25 0.5 0.75 1; do queue "ela-$e-aryl aryl $ew --set jobs.elastic_fraction=$e"; done
+
+# Robustness: one setting changed from the first evaluation window's setup. label|settings
 variants=(
-  "window 2017-11-01..11-16|--set trace.from=2017-11-01 --set trace.to=2017-11-16"
-  "window 2017-09-15..09-30|--set trace.from=2017-09-15 --set trace.to=2017-09-30"
-  "inference ServeGen m-mid|--set inference.trace=../shared/traces/servegen/derived/language_m-mid_total_rate.csv"
-  "inference ServeGen m-large|--set inference.trace=../shared/traces/servegen/derived/language_m-large_total_rate.csv"
+  "inference ServeGen m-mid|--set inference.format=servegen --set inference.trace=../shared/traces/servegen/derived/language_m-mid_total_rate.csv"
+  "inference ServeGen m-large|--set inference.format=servegen --set inference.trace=../shared/traces/servegen/derived/language_m-large_total_rate.csv"
   "inference synthetic daily cycle|--set inference.trace="
   "training 48 servers|--set cluster.training.servers=48"
   "training 80 servers|--set cluster.training.servers=80"
   "inference 32 servers|--set cluster.inference.servers=32"
-  "window 2017-11-01..11-16, VC 6214e9 alone on 6 + 6 servers|--set trace.vc=6214e9 --set trace.from=2017-11-01 --set trace.to=2017-11-16 --set cluster.training.servers=6 --set cluster.inference.servers=6"
+  "VC 6214e9 alone on 6 + 6 servers|--set trace.vc=6214e9 --set cluster.training.servers=6 --set cluster.inference.servers=6"
   "scaling eff(w) = w^-0.15 (profiles' median)|--set model.eff_exponent=-0.15"
   "scaling eff(w) = w^-0.3|--set model.eff_exponent=-0.3"
   "T4 speed 0.41 (profiles' median)|--set gpu_speed.T4=0.41"
+  "no cross-server cost (locality off)|--set model.cross_server_eff=1"
+  "cross-server 0.94 (8-GPU servers' figure)|--set model.cross_server_eff=0.94"
 )
 : > "$work/variants.txt"
 for i in "${!variants[@]}"; do
   label=${variants[$i]%%|*}
-  [ "$FORMAT" != philly ] && [[ $label == window* ]] && continue
-  read -r -a extra <<< "${variants[$i]#*|}"
+  [ "$FORMAT" != philly ] && [[ $label == VC* ]] && continue
   echo "$i|$label" >> "$work/variants.txt"
-  for p in fifo baseline aryl; do run "rob-$i-$p" "$p" "${extra[@]}"; done
+  for p in fifo baseline aryl; do queue "rob-$i-$p $p $ew ${variants[$i]#*|}"; done
 done
 
-echo "ablations" >&2
-# label|settings of aryl's design choices, on the main setup and on one VC alone.
+# Design choices (aryl with one knob changed) on the tuning window, the first evaluation
+# window and one VC alone. label|settings
 ablations=(
   "defaults|"
   "free_gpus_first=false|--set scheduler.free_gpus_first=false"
@@ -78,44 +124,91 @@ ablations=(
   "inelastic_on_loaned=true|--set scheduler.inelastic_on_loaned=true"
   "short_job_s=3600|--set scheduler.short_job_s=3600"
 )
-small=(--set cluster.training.servers=6 --set cluster.inference.servers=6)
-[ "$FORMAT" = philly ] && small+=(--set trace.vc=6214e9 --set trace.from=2017-11-01 --set trace.to=2017-11-16)
+small="--set cluster.training.servers=6 --set cluster.inference.servers=6"
+[ "$FORMAT" = philly ] && small+=" --set trace.vc=6214e9 --set trace.from=2017-11-01 --set trace.to=2017-11-16"
 : > "$work/ablations.txt"
 for i in "${!ablations[@]}"; do
   echo "$i|${ablations[$i]%%|*}" >> "$work/ablations.txt"
-  read -r -a extra <<< "${ablations[$i]#*|}"
-  run "abl-$i-main" aryl "${extra[@]}"
-  run "abl-$i-small" aryl "${small[@]}" "${extra[@]}"
+  extra=${ablations[$i]#*|}
+  if [ "$i" -gt 0 ]; then  # the defaults are main-w<i>-aryl
+    queue "abl-$i-tune aryl $(window_args w0) $extra"
+    [ "$eval_w" != w0 ] && queue "abl-$i-eval aryl $ew $extra"
+  fi
+  queue "abl-$i-small aryl $small $extra"
 done
-for p in baseline elastic-only; do run "abl-$p-small" "$p" "${small[@]}"; done
+for p in baseline elastic-only; do queue "abl-$p-small $p $small"; done
 
-python3 scripts/results_table.py "$work" "$OUT/results.md" "$TRACE" "$FROM" "$TO" "$TRAIN" "$INFER" "$INFERENCE" "$FORMAT"
+# Many multi-GPU jobs: Philly's jobs of >= 4 GPUs (the pooled mix is 93% one-GPU jobs), two
+# months on 48 + 48 servers (offered load about 0.95), where spanning servers and placement
+# decide how fast jobs run.
+if [ "$FORMAT" = philly ]; then
+  awk -F, 'NR == 1 || $3 >= 4' "$TRACE" > "$work/philly_ge4.csv"
+  multi="--set trace.file=$work/philly_ge4.csv --set trace.from=2017-10-01 --set trace.to=2017-12-01 --set cluster.training.servers=48 --set cluster.inference.servers=48"
+  multi_runs=(
+    "strict FIFO|fifo"
+    "FIFO + backfill|fifo --set scheduler.backfill=true"
+    "SJF (baseline)|baseline"
+    "LAS|las"
+    "aryl|aryl"
+    "SJF (baseline), locality off|baseline --set model.cross_server_eff=1"
+    "aryl, locality off|aryl --set model.cross_server_eff=1"
+    "aryl, count placement|aryl --set placement=count"
+  )
+  : > "$work/multi.txt"
+  for i in "${!multi_runs[@]}"; do
+    echo "$i|${multi_runs[$i]%%|*}" >> "$work/multi.txt"
+    queue "multi-$i ${multi_runs[$i]#*|} $multi"
+  done
+fi
 
-# Plots from jobs.csv and timeline.csv.
-for p in baseline loan-only elastic-only aryl fifo srtf las; do
-  python3 - "$work/main-$p/jobs.csv" > "$work/cdf-$p.dat" <<'PY'
+echo "$(wc -l < "$work/runs.txt") runs, $JOBS at a time, in $work" >&2
+# TABLES_ONLY=1 with WORK set: rewrite results.md and the plots from that folder's runs;
+# ONLY=REGEX: make only the runs whose name matches (e.g. ONLY='multi-.*'), keep the others.
+[ "${TABLES_ONLY:-0}" = 1 ] || grep -E "^(${ONLY:-.*}) " "$work/runs.txt" | xargs -P "$JOBS" -L 1 bash -c 'run "$@"' _
+
+/usr/bin/python3 scripts/results_table.py "$work" "$OUT/results.md"
+
+# Plots from jobs.csv and timeline.csv of the first evaluation window's main runs.
+for p in "${policies[@]}"; do
+  /usr/bin/python3 - "$work/main-$eval_w-$p/jobs.csv" > "$work/cdf-$p.dat" <<'PY'
 import csv, sys
 v = sorted(float(r["jct_s"]) / 3600 for r in csv.DictReader(open(sys.argv[1])))
 step = max(1, len(v) // 2000)
 for i in range(0, len(v), step): print(v[i], (i + 1) / len(v))
 print(v[-1], 1.0)
 PY
+  /usr/bin/python3 - "$work/main-$eval_w-$p/jobs.csv" > "$work/sd-$p.dat" <<'PY'
+import csv, sys
+v = sorted(float(r["slowdown"]) for r in csv.DictReader(open(sys.argv[1])))
+step = max(1, len(v) // 2000)
+for i in range(0, len(v), step): print(v[i], (i + 1) / len(v))
+print(v[-1], 1.0)
+PY
 done
+title=$(/usr/bin/python3 scripts/results_table.py --describe "$work/main-$eval_w-aryl")
 gnuplot <<GP
 set terminal pngcairo size 900,560
 set output "$OUT/plots/jct_cdf.png"
-set title "JCT CDF (Philly $FROM..$TO, $TRAIN x 8 V100 + $INFER x 8 T4 loanable)"
+set title "JCT CDF ($title)"
 set xlabel "job completion time (hours, log scale)"; set ylabel "fraction of jobs"; set logscale x
 set key bottom right; set grid
-plot for [p in "baseline loan-only elastic-only aryl fifo srtf las"] "$work/cdf-".p.".dat" using 1:2 with lines lw 2 title p
+plot for [p in "${policies[*]}"] "$work/cdf-".p.".dat" using 1:2 with lines lw 2 title p
+GP
+gnuplot <<GP
+set terminal pngcairo size 900,560
+set output "$OUT/plots/slowdown_cdf.png"
+set title "Slowdown CDF ($title)"
+set xlabel "slowdown (log scale)"; set ylabel "fraction of jobs"; set logscale x
+set key bottom right; set grid
+plot for [p in "${policies[*]}"] "$work/sd-".p.".dat" using 1:2 with lines lw 2 title p
 GP
 for p in baseline aryl; do
-  awk -F, 'NR>1 {print $1/86400, $9, ($2+$4)/$3, $5, ($2+$4+$11)/($3+$8)}' "$work/main-$p/timeline.csv" > "$work/tl-$p.dat"
+  awk -F, 'NR>1 {print $1/86400, $9, ($2+$4)/$3, $5, ($2+$4+$11)/($3+$8)}' "$work/main-$eval_w-$p/timeline.csv" > "$work/tl-$p.dat"
 done
 gnuplot <<GP
 set terminal pngcairo size 900,900
 set output "$OUT/plots/timeline.png"
-set multiplot layout 3,1 title "baseline (SJF) vs aryl over time"
+set multiplot layout 3,1 title "baseline (SJF) vs aryl over time ($title)"
 set grid; set key top right; set xlabel "day"
 set ylabel "queued jobs"
 plot "$work/tl-baseline.dat" using 1:2 with steps title "baseline", "$work/tl-aryl.dat" using 1:2 with steps title "aryl"

@@ -1,5 +1,6 @@
 #include "solvers/cluster_ledger.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -14,14 +15,47 @@ int count_workers(const allocation& alloc) {
 
 [[noreturn]] void broken(const std::string& what) { throw std::logic_error("ledger: " + what); }
 
+/// Speed of a job's home type: its required type, else the fastest type of the training
+/// servers (of any server when there are none).
+double home_speed(const cluster_ledger& l, const job_entry& j) {
+  auto speed = [&](int type) {
+    auto t = static_cast<size_t>(type);
+    return type >= 0 && t < l.params.type_speed.size() ? l.params.type_speed[t] : 0.0;
+  };
+  if (j.gpu_type >= 0 && speed(j.gpu_type) > 0) return speed(j.gpu_type);
+  double best = 0, any = 0;
+  for (auto& s : l.servers) {
+    any = std::max(any, speed(s.gpu_type));
+    if (s.home == server_home::training) best = std::max(best, speed(s.gpu_type));
+  }
+  if (best > 0) return best;
+  return any > 0 ? any : 1.0;
+}
+
 } // namespace
 
-double cluster_ledger::rate(const job_entry& j, int workers, int type) const {
-  return work_rate(params.model, j.gpus, workers, params.type_speed.at(static_cast<size_t>(type)));
+double cluster_ledger::rate(const job_entry& j, const allocation& alloc, int type) const {
+  return work_rate(params.model, j.gpus, count_workers(alloc), servers_spanned(alloc),
+                   params.type_speed.at(static_cast<size_t>(type)));
 }
 
 void cluster_ledger::settle_attained(job_entry& j, sim_time now) {
-  if (j.workers > 0 && now > j.attained_since) j.attained_gpu_s += j.workers * (now - j.attained_since).seconds();
+  if (j.workers > 0 && now > j.attained_since) {
+    double dt = (now - j.attained_since).seconds();
+    j.attained_gpu_s += j.workers * dt;
+    for (auto& [sid, w] : j.alloc)
+      if (servers.at(static_cast<size_t>(sid)).home == server_home::inference) {
+        j.on_loaned_s += dt;
+        break;
+      }
+    // Called before any rate change, so `progress` still holds this interval's rate, and a
+    // `since` past attained_since is an overhead being paid: no progress until then.
+    double slow = j.progress.rate < j.requested_rate
+                      ? dt
+                      : std::clamp((j.progress.since - j.attained_since).seconds(), 0.0, dt);
+    j.below_speed_s += slow;
+    j.below_speed_gpu_s += j.workers * slow;
+  }
   j.attained_since = now;
 }
 
@@ -52,6 +86,7 @@ void cluster_ledger::submit(uint32_t index, sim_time now) {
   auto& j = jobs.at(index);
   if (j.status != job_status::unsubmitted) broken("job " + std::to_string(index) + " submitted twice");
   j.status = job_status::queued;
+  j.requested_rate = work_rate(params.model, j.gpus, j.gpus, 1, home_speed(*this, j));
   j.progress.since = now;
   j.attained_since = now;
   j.queued_since = now;
@@ -66,7 +101,7 @@ void cluster_ledger::start(uint32_t index, const allocation& alloc, int type, si
   j.workers = count_workers(alloc);
   j.alloc_type = type;
   double overhead = j.preemptions > 0 ? params.restart_overhead_s : 0.0;
-  j.progress.change_rate(now, rate(j, j.workers, type), overhead);
+  j.progress.change_rate(now, rate(j, j.alloc, type), overhead);
   j.attained_since = now;
   j.queued_s += (now - j.queued_since).seconds();
   if (!j.started_once) {
@@ -104,7 +139,7 @@ void cluster_ledger::rescale(uint32_t index, const allocation& alloc, sim_time n
   j.workers = count_workers(alloc);
   if (j.workers < before) ++j.scale_ins;
   if (j.workers > before) ++j.scale_outs;
-  j.progress.change_rate(now, rate(j, j.workers, j.alloc_type), params.scale_overhead_s);
+  j.progress.change_rate(now, rate(j, j.alloc, j.alloc_type), params.scale_overhead_s);
   ++j.generation;
 }
 
@@ -128,7 +163,7 @@ void cluster_ledger::reassign(const std::vector<reassignment>& changes, sim_time
     if (j.workers < before[i]) ++j.scale_ins;
     if (j.workers > before[i]) ++j.scale_outs;
     if (moved) ++j.migrations;
-    j.progress.change_rate(now, rate(j, j.workers, j.alloc_type),
+    j.progress.change_rate(now, rate(j, j.alloc, j.alloc_type),
                            moved ? params.restart_overhead_s : params.scale_overhead_s);
     ++j.generation;
   }

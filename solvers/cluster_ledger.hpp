@@ -16,7 +16,8 @@ namespace aryl {
 
 enum class server_home { training, inference };
 /// training: a training server. serving -> loaned -> reclaiming -> serving: an inference one.
-enum class server_mode { training, serving, loaned, reclaiming };
+/// down: a training server whose machine was lost (until it registers again); holds no job.
+enum class server_mode { training, serving, loaned, reclaiming, down };
 
 struct server_entry {
   int id = 0;
@@ -60,6 +61,16 @@ struct job_entry {
   sim_time queued_since;
   /// 0 = first dispatch; bumped on every allocation change so stale acks can be told apart.
   uint64_t generation = 0;
+  /// Rate (work units/s) at its requested workers on one server of its home type (its required
+  /// type, else the fastest training type): the speed its trace duration was measured at. Set
+  /// at submit; measurement only, no decision reads it.
+  double requested_rate = 1;
+  /// Seconds running with any worker on an inference server; seconds and GPU-seconds running
+  /// below `requested_rate` (fewer workers, a slower type, spread over servers, or paying a
+  /// restart or scaling overhead). Measurement only.
+  double on_loaned_s = 0;
+  double below_speed_s = 0;
+  double below_speed_gpu_s = 0;
 
   double predicted_remaining() const { return std::max(0.0, predicted_work - progress.work_done); }
 };
@@ -101,8 +112,9 @@ public:
   /// completion crossed a preemption in flight (live mode): its work is done all the same.
   void finish(uint32_t index, sim_time now);
 
-  /// Rate of a job at `workers` on GPUs of `type`.
-  double rate(const job_entry& j, int workers, int type) const;
+  /// Rate of a job on `alloc` (its workers and the servers they span) of GPU type `type`:
+  /// the rate its job actor runs at for the same allocation.
+  double rate(const job_entry& j, const allocation& alloc, int type) const;
 
 private:
   void take(uint32_t index, const allocation& alloc);

@@ -6,12 +6,14 @@
 //     the move pays for its restart;
 //  3. the free GPUs of each type go to elastic jobs by the multiple-choice knapsack on JCT
 //     reductions, where keeping a job's current size costs nothing and changing it costs the
-//     scaling overhead;
-//  4. the result is diffed against the ledger: only jobs whose allocation changes get a
+//     scaling overhead, each size valued at the rate of the servers its extras will span;
+//  4. extra workers go on the fewest servers that hold them;
+//  5. the result is diffed against the ledger: only jobs whose allocation changes get a
 //     decision, applied as one batch.
 #include <algorithm>
 #include <optional>
 
+#include "solvers/extra_placement.hpp"
 #include "solvers/jct_value.hpp"
 #include "solvers/round_planner.hpp"
 
@@ -100,6 +102,24 @@ struct elastic_plan {
   allocation final;     ///< its allocation after this round
 };
 
+/// Server ids of `a`, most workers first, ties lowest id.
+std::vector<int> by_workers(const allocation& a) {
+  auto order = a;
+  std::stable_sort(order.begin(), order.end(), [](auto& x, auto& y) { return x.second > y.second; });
+  std::vector<int> out;
+  for (auto& [sid, w] : order) out.push_back(sid);
+  return out;
+}
+
+/// Where `extra` workers of plan `e` may go: filling its base servers spans nothing new;
+/// among new servers, those its current extras are on (same type) keep workers in place.
+extras_request extras_for(const elastic_plan& e, const job_entry& j, int extra) {
+  allocation extras;
+  if (!e.started && e.type == j.alloc_type)
+    for_each_extra(j.alloc, e.base, [&](int sid, int w) { extras.emplace_back(sid, w); });
+  return {extra, e.type, by_workers(e.base), by_workers(extras)};
+}
+
 } // namespace
 
 void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
@@ -180,17 +200,21 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       auto id = e.job;
       auto& j = l.jobs[id];
       double rem = -neg_rem;
-      double t_now = remaining_time_s(l.params.model, rem, j.gpus, e.current, speed(l, e.type));
+      double t_now = remaining_time_s(l.params.model, rem, j.gpus, e.current, servers_spanned(j.alloc),
+                                      speed(l, e.type));
+      auto t_new = [&](int type, int servers) {
+        return l.params.restart_overhead_s +
+               remaining_time_s(l.params.model, rem, j.gpus, base_workers(j), servers, speed(l, type));
+      };
       for (size_t t = 0; t < l.params.type_speed.size(); ++t) {
         int type = static_cast<int>(t);
         if (speed(l, type) <= speed(l, e.type)) continue;
-        double t_new = l.params.restart_overhead_s +
-                       remaining_time_s(l.params.model, rem, j.gpus, base_workers(j), speed(l, type));
-        if (t_now - t_new <= o.migrate_min_gain_s) continue;
+        // One server is the best any placement gives: no need to place where that cannot pay.
+        if (t_now - t_new(type, 1) <= o.migrate_min_gain_s) continue;
         // Only onto GPUs that are really free: a move never takes GPUs from other jobs.
         auto slots = (o.migrate_onto_extras ? view : hard).slots(j, p, o, type);
         auto a = place_one(o.placement, slots, {static_cast<int>(id), base_workers(j), type, {}});
-        if (!a) continue;
+        if (!a || t_now - t_new(type, servers_spanned(*a)) <= o.migrate_min_gain_s) continue;
         view.give(e.base);
         view.take(*a);
         for (auto& [sid, w] : *a) hard.free[static_cast<size_t>(sid)] = std::max(0, hard.free[static_cast<size_t>(sid)] - w);
@@ -225,14 +249,21 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         if (view.free[static_cast<size_t>(sid)] < w) intact = false;
       });
     int current = e.current;
-    double t_min = remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, sp);
+    double t_min = remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, servers_spanned(e.base), sp);
     mckp_class c;
     c.gpu_type = e.type;
     // No job can take more extra workers than its type has free GPUs: items past that could
     // never be chosen, and a trace's max_workers may be far beyond the cluster.
     const int top = std::min(j.max_workers, j.min_workers + in.capacity[static_cast<size_t>(e.type)]);
+    // Each size at the span step 4 gives it: the job's current allocation when it keeps its
+    // size, else its extras on the fewest servers that hold them. Planned as if alone: when
+    // other jobs' extras take the same servers it can end up on more (the ledger then runs
+    // it at the rate of the servers it really gets).
+    auto spans = spans_with_extras(view.slots(j, p, o, e.type), extras_for(e, j, 0), top - j.min_workers);
     for (int w = j.min_workers + 1; w <= top; ++w) {
-      double v = t_min - remaining_time_s(l.params.model, rem, j.gpus, w, sp);
+      bool kept = !e.started && intact && w == current;
+      int servers = kept ? servers_spanned(j.alloc) : spans[static_cast<size_t>(w - j.min_workers)];
+      double v = t_min - remaining_time_s(l.params.model, rem, j.gpus, w, std::max(servers, 1), sp);
       // Relative to staying at min: a change of size costs the overhead, keeping it does not.
       // A job starting now pays nothing for its size.
       if (!e.started && intact) {
@@ -246,38 +277,38 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   }
   auto sol = solve_mckp(in);
 
-  // 4. Extra workers: first back where each job has them now (all jobs, before any moves),
-  // then the rest on the servers the job already uses, then anywhere of its type.
+  // 4. Extra workers. A job that keeps its size and still has all its GPUs keeps exactly its
+  // allocation (the knapsack charged it no overhead, and any other change costs one). The
+  // others' extras go on the fewest servers that hold them, largest first (ties: class
+  // order), so that big demands find room before small ones split the free servers.
   std::vector<std::pair<size_t, int>> still_needed;  // (plan, extra workers)
   for (auto& e : plans) e.final = e.base;
   for (size_t c = 0; c < class_plan.size(); ++c) {
     if (sol.choice[c] < 0) continue;
     auto& e = plans[class_plan[c]];
-    auto id = e.job;
+    auto& j = l.jobs[e.job];
     int extra = in.classes[c].items[static_cast<size_t>(sol.choice[c])].weight;
-    if (!e.started && e.type == l.jobs[id].alloc_type) {
+    if (!e.started && e.type == j.alloc_type && j.min_workers + extra == e.current) {
       allocation kept;
-      for_each_extra(l.jobs[id].alloc, e.base, [&](int sid, int w) {
-        int k = std::min({w, extra, view.free[static_cast<size_t>(sid)]});
-        if (k <= 0) return;
-        kept.emplace_back(sid, k);
-        extra -= k;
+      bool fits = true;
+      for_each_extra(j.alloc, e.base, [&](int sid, int w) {
+        kept.emplace_back(sid, w);
+        fits = fits && view.free[static_cast<size_t>(sid)] >= w;
       });
-      view.take(kept);
-      e.final = merge(e.final, kept);
+      if (fits) {
+        view.take(kept);
+        e.final = merge(e.final, kept);
+        continue;
+      }
     }
-    if (extra > 0) still_needed.emplace_back(class_plan[c], extra);
+    still_needed.emplace_back(class_plan[c], extra);
   }
+  std::stable_sort(still_needed.begin(), still_needed.end(), [](auto& x, auto& y) { return x.second > y.second; });
   for (auto& [i, extra] : still_needed) {
     auto& e = plans[i];
-    auto id = e.job;
-    auto& j = l.jobs[id];
-    std::vector<int> prefer;
-    auto by_workers = e.final;
-    std::stable_sort(by_workers.begin(), by_workers.end(), [](auto& x, auto& y) { return x.second > y.second; });
-    for (auto& [sid, w] : by_workers) prefer.push_back(sid);
+    auto& j = l.jobs[e.job];
     auto slots = view.slots(j, p, o, e.type);
-    auto a = place_one(placement_mode::count, slots, {static_cast<int>(id), extra, e.type, prefer});
+    auto a = place_extras(slots, extras_for(e, j, extra));
     if (!a) continue;  // cannot happen: the capacity counted these GPUs
     view.take(*a);
     e.final = merge(e.final, *a);

@@ -1,5 +1,6 @@
 #include "solvers/jct_value.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -12,11 +13,21 @@ void check(const scale_out_job& job) {
   if (!(job.type_speed > 0)) throw std::invalid_argument("scale_out: type_speed <= 0");
 }
 
+int span_at(const scale_out_job& job, int k) {
+  if (job.span.empty()) return 1;
+  return job.span[std::min(static_cast<size_t>(k), job.span.size() - 1)];
+}
+
+double time_at(const throughput_model& m, const scale_out_job& job, int k) {
+  return remaining_time_s(m, job.remaining_work, job.requested, job.current_workers + k, span_at(job, k),
+                          job.type_speed);
+}
+
 } // namespace
 
 double remaining_time_s(const throughput_model& m, double remaining_work, int requested,
-                        int workers, double type_speed) {
-  double rate = work_rate(m, requested, workers, type_speed);
+                        int workers, int servers, double type_speed) {
+  double rate = work_rate(m, requested, workers, servers, type_speed);
   if (rate <= 0) return std::numeric_limits<double>::infinity();
   return remaining_work / rate;
 }
@@ -24,24 +35,16 @@ double remaining_time_s(const throughput_model& m, double remaining_work, int re
 double scale_out_value(const throughput_model& m, const scale_out_job& job, int k) {
   check(job);
   if (k < 1) throw std::invalid_argument("scale_out: k < 1");
-  double now = remaining_time_s(m, job.remaining_work, job.requested, job.current_workers,
-                                job.type_speed);
-  double after = remaining_time_s(m, job.remaining_work, job.requested,
-                                  job.current_workers + k, job.type_speed);
-  return now - after - job.scale_overhead_s;
+  return time_at(m, job, 0) - time_at(m, job, k) - job.scale_overhead_s;
 }
 
 mckp_class scale_out_class(const throughput_model& m, const scale_out_job& job, int gpu_type) {
   check(job);
   mckp_class c;
   c.gpu_type = gpu_type;
-  double now = remaining_time_s(m, job.remaining_work, job.requested, job.current_workers,
-                                job.type_speed);
-  for (int k = 1; job.current_workers + k <= job.max_workers; ++k) {
-    double after = remaining_time_s(m, job.remaining_work, job.requested,
-                                    job.current_workers + k, job.type_speed);
-    c.items.push_back({k, now - after - job.scale_overhead_s});
-  }
+  double now = time_at(m, job, 0);
+  for (int k = 1; job.current_workers + k <= job.max_workers; ++k)
+    c.items.push_back({k, now - time_at(m, job, k) - job.scale_overhead_s});
   return c;
 }
 

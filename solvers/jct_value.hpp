@@ -1,6 +1,8 @@
 #pragma once
 /// Values for the scale-out knapsack: how much adding workers shortens a job's remaining
 /// time (DESIGN.md section 3, phase 2). Pure functions of the throughput model.
+#include <vector>
+
 #include "solvers/mckp.hpp"
 #include "solvers/throughput.hpp"
 
@@ -14,14 +16,18 @@ struct scale_out_job {
   int max_workers = 1;            ///< upper limit on workers
   double type_speed = 1.0;        ///< relative speed of the job's GPU type, > 0
   double scale_overhead_s = 0;    ///< seconds lost to one scaling operation, >= 0
+  /// span[k] = servers its workers span with k workers added (k = 0: now), e.g. from
+  /// spans_with_extras; past the end the last entry holds; empty: one server throughout.
+  std::vector<int> span = {};
 };
 
-/// Remaining seconds = remaining_work / work_rate(model, requested, workers, type_speed).
-/// +infinity when `workers` is 0 (no progress).
+/// Remaining seconds = remaining_work / work_rate(model, requested, workers, servers,
+/// type_speed). +infinity when `workers` is 0 (no progress).
 double remaining_time_s(const throughput_model& m, double remaining_work, int requested,
-                        int workers, double type_speed);
+                        int workers, int servers, double type_speed);
 
-/// Value in seconds of adding `k` (>= 1) workers: T(cur) - T(cur + k) - scale overhead.
+/// Value in seconds of adding `k` (>= 1) workers: T(cur) - T(cur + k) - scale overhead,
+/// each T at the span the job has with that many workers.
 /// Negative when the job is too close to done for the overhead to pay off.
 /// Throws std::invalid_argument if current_workers < 1, k < 1, requested < 1 or
 /// type_speed <= 0.

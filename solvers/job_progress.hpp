@@ -22,11 +22,13 @@ struct job_progress {
     }
   }
 
-  /// Settles, then runs at `new_rate` after `overhead_s` seconds of no progress.
+  /// Settles, then runs at `new_rate` after `overhead_s` seconds of no progress. A change
+  /// while an earlier overhead is still being paid aborts that restart: its time so far is
+  /// lost and the new overhead starts now, as when real workers are stopped mid-start.
   void change_rate(sim_time now, double new_rate, double overhead_s) {
     settle(now);
     rate = new_rate;
-    since = std::max(now, since) + sim_time::from_seconds(overhead_s);
+    since = now + sim_time::from_seconds(overhead_s);
   }
 
   /// Work done by `now`, without settling.

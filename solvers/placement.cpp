@@ -430,6 +430,15 @@ placement_result place_all(View& v, placement_mode mode, const std::vector<place
 
 } // namespace
 
+int servers_spanned(const allocation& a) {
+  std::vector<int> ids;
+  ids.reserve(a.size());
+  for (auto& [sid, w] : a)
+    if (w > 0) ids.push_back(sid);
+  std::sort(ids.begin(), ids.end());
+  return static_cast<int>(std::unique(ids.begin(), ids.end()) - ids.begin());
+}
+
 std::optional<allocation> place_one(placement_mode mode, std::vector<server_slot>& servers,
                                     const place_request& req) {
   linear_view v(servers);

@@ -31,6 +31,9 @@ struct place_request {
 /// (server id, GPUs) pairs, sorted by server id, GPUs > 0.
 using allocation = std::vector<std::pair<int, int>>;
 
+/// Distinct servers holding at least one GPU of `a` (the throughput model's locality input).
+int servers_spanned(const allocation& a);
+
 /// Places one request; on success subtracts its GPUs from `servers` and returns where.
 /// On failure leaves `servers` unchanged. Rules (docs/solvers.md, "Placement"):
 /// - consolidated, gpus <= the largest server of the type: one server: the first preferred

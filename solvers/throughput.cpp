@@ -16,6 +16,10 @@ double efficiency(const throughput_model& m, int workers) {
   return std::pow(static_cast<double>(workers), m.eff_exponent);
 }
 
+double locality_efficiency(const throughput_model& m, int servers) {
+  return servers >= 2 ? m.cross_server_eff : 1.0;
+}
+
 throughput_model power_law_model(double exponent, int cached) {
   throughput_model m;
   m.eff_exponent = exponent;
@@ -25,10 +29,10 @@ throughput_model power_law_model(double exponent, int cached) {
   return m;
 }
 
-double work_rate(const throughput_model& m, int requested, int workers, double type_speed) {
+double work_rate(const throughput_model& m, int requested, int workers, int servers, double type_speed) {
   if (workers <= 0 || requested <= 0) return 0;
   double base = requested * efficiency(m, requested);
-  return type_speed * workers * efficiency(m, workers) / base;
+  return type_speed * workers * efficiency(m, workers) / base * locality_efficiency(m, servers);
 }
 
 } // namespace aryl

@@ -1,10 +1,17 @@
 #pragma once
-/// Throughput model of a data-parallel training job (DESIGN.md section 1).
-/// speed(w, type) = w * type_speed * eff(w); eff from a table or a power law.
+/// Throughput model of a data-parallel training job (DESIGN.md section 1,
+/// docs/throughput_model.md). speed(w, s, type) = w * type_speed * eff(w) * loc(s) for w
+/// workers spanning s servers; eff from a table or a power law, loc(1) = 1 and
+/// loc(s >= 2) = cross_server_eff.
 #include <memory>
 #include <vector>
 
 namespace aryl {
+
+/// The cross-server efficiency measured in Pollux's T4 profiles (4 GPUs per node, Ethernet):
+/// median over six models of t(one node) / t(two nodes) at equal GPUs and per-GPU batch.
+/// Derivation and the 8-GPU-server figures in docs/throughput_model.md, "Locality".
+inline constexpr double profiled_cross_server_eff = 0.66;
 
 struct throughput_model {
   /// eff(w) = w^eff_exponent when eff_table is empty (default: mildly sublinear).
@@ -14,17 +21,28 @@ struct throughput_model {
   /// (*power_cache)[w] = w^eff_exponent for small w: the same values as std::pow, without its
   /// cost in every scheduling round. Shared, so copies of the model stay cheap.
   std::shared_ptr<const std::vector<double>> power_cache;
+  /// Per-worker efficiency multiplier of a job whose workers span two or more servers, in
+  /// (0, 1]. A step, not a curve: the profiles show the cost at the first server boundary
+  /// and none added by a third or fourth server. 1 = no cross-server cost (the model before
+  /// locality, exactly).
+  double cross_server_eff = 1.0;
 };
 
 /// The power-law model eff(w) = w^exponent, with its cache filled up to `cached` workers.
 throughput_model power_law_model(double exponent, int cached = 1024);
 
-/// Per-worker efficiency at `workers` (>= 1) workers.
+/// Per-worker efficiency at `workers` (>= 1) workers, all on one server.
 double efficiency(const throughput_model& m, int workers);
 
-/// Work units done per second. One work unit is one second of the job running at its
-/// `requested` workers on speed-1.0 GPUs, so a trace duration is the work in units.
-/// Returns 0 when `workers` is 0.
-double work_rate(const throughput_model& m, int requested, int workers, double type_speed);
+/// Per-worker efficiency multiplier for workers spread over `servers` servers: 1 for one
+/// server (or none), cross_server_eff for more.
+double locality_efficiency(const throughput_model& m, int servers);
+
+/// Work units done per second by `workers` workers spanning `servers` servers. One work
+/// unit is one second of the job running at its `requested` workers on speed-1.0 GPUs of
+/// one server, so a trace duration is the work in units, and a job whose requested
+/// workers must span servers runs slower than its duration says. Returns 0 when `workers`
+/// is 0.
+double work_rate(const throughput_model& m, int requested, int workers, int servers, double type_speed);
 
 } // namespace aryl

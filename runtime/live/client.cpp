@@ -87,12 +87,30 @@ const char* state_text(wire::job_state s) {
 
 } // namespace
 
-std::optional<wire::message> ask(const client_options& o, const wire::message& request, bool expect_reply) {
-  connection c(o);
+namespace {
+
+void greet(connection& c, const client_options& o) {
   c.send(wire::hello{wire::peer_role::client, o.token, "aryl-cli"});
   auto ok = c.receive();
   if (!std::holds_alternative<wire::hello_ok>(ok))
     throw input_error(fmt::format("{}:{}: expected hello_ok, got '{}'", o.host, o.port, wire::type_of(ok)));
+}
+
+} // namespace
+
+void cancel(const client_options& o, uint64_t job) {
+  connection c(o);
+  greet(c, o);
+  c.send(wire::cancel{job});
+  // cancel has no reply; a refusal arrives before the answer to the next request.
+  c.send(wire::status_request{});
+  c.receive();
+  c.send(wire::bye{});
+}
+
+std::optional<wire::message> ask(const client_options& o, const wire::message& request, bool expect_reply) {
+  connection c(o);
+  greet(c, o);
   c.send(request);
   std::optional<wire::message> reply;
   if (expect_reply) reply = c.receive();

@@ -1,5 +1,5 @@
 #pragma once
-/// Live mode's client commands (`aryl status`, `aryl demand`): one connection to `aryl serve`,
+/// Live mode's client commands (`aryl status`, `demand`, `submit`, `cancel`): one connection to `aryl serve`,
 /// a hello with the cluster token, one request, its answer.
 #include <cstdint>
 #include <optional>
@@ -21,6 +21,10 @@ struct client_options {
 /// Throws aryl::input_error naming the scheduler's address for a refused connection, a
 /// refusal (the scheduler's reason), a timeout or a malformed answer.
 std::optional<wire::message> ask(const client_options& o, const wire::message& request, bool expect_reply);
+
+/// Cancels a job; throws aryl::input_error with the scheduler's reason (naming the job) if
+/// it refuses.
+void cancel(const client_options& o, uint64_t job);
 
 /// squeue/sinfo-like tables of a status reply.
 void print_status(std::ostream& out, const wire::status_reply& s);

@@ -299,8 +299,51 @@ class session : public std::enable_shared_from_this<session> {
       g_->log(fmt::format("{}: inference demand {} servers", peer_, d->servers_needed));
       return;
     }
+    if (auto* j = std::get_if<wire::submit>(&msg)) {
+      std::optional<submit_result> result;
+      g_->with_router([&](worker_router& r) {
+        if (r.submit) result = r.submit(to_spec(*j));
+      });
+      if (!result) return close("no run in progress");
+      if (result->job < 0) {
+        g_->log(fmt::format("{}: submit refused: {}", peer_, result->error));
+        return close(result->error);
+      }
+      g_->log(fmt::format("{}: submitted job {} ({})", peer_, result->job, j->name));
+      return send(wire::submit_ok{static_cast<uint64_t>(result->job)});
+    }
+    if (auto* x = std::get_if<wire::cancel>(&msg)) {
+      std::optional<std::string> why;
+      g_->with_router([&](worker_router& r) {
+        if (!r.cancel) return;
+        why = x->job_id > UINT32_MAX ? fmt::format("job {}: no such job", x->job_id)
+                                     : r.cancel(static_cast<uint32_t>(x->job_id));
+      });
+      if (!why) return close("no run in progress");
+      if (!why->empty()) {
+        g_->log(fmt::format("{}: cancel refused: {}", peer_, *why));
+        return close(*why);
+      }
+      g_->log(fmt::format("{}: cancelled job {}", peer_, x->job_id));
+      return;
+    }
     if (std::holds_alternative<wire::bye>(msg)) return close("the client said bye");
     close(fmt::format("a client cannot send '{}'", wire::type_of(msg)));
+  }
+
+  static job_spec to_spec(const wire::submit& j) {
+    job_spec out;
+    out.name = j.name;
+    // Wider than int on the wire: the scheduler's range check sees the value, not a wrap.
+    auto narrow = [](uint32_t v) { return static_cast<int>(std::min<uint32_t>(v, INT32_MAX)); };
+    out.gpus = narrow(j.gpus);
+    out.min_workers = narrow(j.min_workers);
+    out.max_workers = narrow(j.max_workers);
+    out.elastic = j.min_workers != j.max_workers;
+    out.duration_s = j.expected_duration_s;
+    out.gpu_type = j.gpu_type.value_or("");
+    out.command = j.command;
+    return out;
   }
 
   static wire::status_reply to_wire(const cluster_status& s) {
@@ -369,6 +412,7 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
     w.command = l.command;
     if (l.startup_s > 0) w.env["ARYL_STARTUP_S"] = fmt::format("{:.6f}", l.startup_s);
     w.env["ARYL_JOB_NAME"] = l.job_name;
+    if (l.decided_unix_ns > 0) w.env["ARYL_DECIDED_UNIX_NS"] = std::to_string(l.decided_unix_ns);
     w.work_s = l.work_s;
     w.rate = l.rate;
     deliver(server, std::move(w));

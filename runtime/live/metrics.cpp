@@ -62,6 +62,16 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
                      s.reclaim_latency_s.size());
   family("aryl_reclaim_slo_misses_total", "counter", "Inference servers returned after their reclaim deadline.");
   out += fmt::format("aryl_reclaim_slo_misses_total {}\n", s.reclaim_slo_misses);
+  family("aryl_round_latency_seconds", "histogram",
+         "Wall-clock seconds from the event that asked for a scheduling round to its last decision sent.");
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < std::size(latency_histogram::bounds); ++i) {
+    cumulative += s.rounds.counts[i];
+    out += fmt::format("aryl_round_latency_seconds_bucket{{le=\"{}\"}} {}\n", latency_histogram::bounds[i], cumulative);
+  }
+  out += fmt::format("aryl_round_latency_seconds_bucket{{le=\"+Inf\"}} {}\n", s.rounds.count);
+  out += fmt::format("aryl_round_latency_seconds_sum {}\naryl_round_latency_seconds_count {}\n", s.rounds.sum_s,
+                     s.rounds.count);
   family("aryl_agents", "gauge", "Node agents configured and connected now.");
   out += fmt::format("aryl_agents{{state=\"configured\"}} {}\naryl_agents{{state=\"connected\"}} {}\n",
                      f.agents_configured, f.agents_connected);

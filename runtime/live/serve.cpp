@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -15,6 +17,15 @@
 
 namespace aryl::live {
 namespace {
+
+std::atomic<bool> told_to_stop{false};
+
+extern "C" void on_stop_signal(int) {
+  told_to_stop.store(true);
+  // A second signal is not caught: the process ends at once.
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+}
 
 /// Written under another name and renamed, so a reader never sees half a number.
 void write_port_file(const std::string& path, uint16_t port) {
@@ -32,7 +43,9 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   if (o.token_file.empty()) throw input_error("serve: --token-file is required (the cluster token)");
   c.mode = "wallclock";
   std::string note;
-  auto inputs = load_inputs(c, &note);
+  run_inputs inputs;
+  if (!o.no_workload) inputs = load_inputs(c, &note);
+  else inputs.demand = load_inputs(c, &note).demand;
   if (!note.empty()) log << note;
 
   std::error_code ec;
@@ -59,6 +72,8 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   world.workers.speedup = c.speedup;
   world.workers.command = c.worker_command;
   world.on_ready = [&net](worker_router r) { net.set_router(std::move(r)); };
+  world.until_stopped = o.until_stopped || o.no_workload;
+  world.stop_requested = [] { return told_to_stop.load(); };
 
   std::unique_ptr<metrics_endpoint> metrics;
   if (o.metrics_port >= 0) {
@@ -83,7 +98,13 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   }
   log << "[serve] every agent registered; the run starts\n" << std::flush;
 
+  told_to_stop.store(false);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
   auto result = run_simulation(c, std::move(inputs), nullptr, &world);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (told_to_stop.load()) log << "[serve] told to stop: active jobs cancelled, outputs written\n";
   net.close();
   if (!result.ok) {
     log << "aryl: " << (result.exit_code == 3 ? "run stopped: " : "") << result.error << '\n';

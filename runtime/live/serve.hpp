@@ -1,8 +1,9 @@
 #pragma once
 /// `aryl serve`: the scheduler of live mode. The same actors as `aryl simulate`, on the wall
 /// clock, with each server actor fronting the node agent of its machine and each job following
-/// its real worker processes. Runs a workload (a trace or the synthetic one) to its end and
-/// writes the same outputs as a simulation.
+/// its real worker processes. Runs a workload (a trace or the synthetic one) and the jobs
+/// clients submit to its end, or until SIGINT/SIGTERM, and writes the same outputs as a
+/// simulation.
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -24,10 +25,15 @@ struct serve_options {
   int metrics_port = -1;
   std::string metrics_bind = "127.0.0.1";
   std::string metrics_port_file;
+  /// Serve until SIGINT/SIGTERM, not only until every known job is done.
+  bool until_stopped = false;
+  /// No trace and no synthetic jobs: only submitted ones (implies until_stopped).
+  bool no_workload = false;
 };
 
 /// Returns the process exit code (0 ok, 2 input error, 3 run stopped); `log` gets one line
-/// per connection event, `out` the summary.
+/// per connection event, `out` the summary. Once every agent has registered, SIGINT and
+/// SIGTERM stop the run in order: active jobs end as cancelled, outputs are written.
 int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream& log);
 
 } // namespace aryl::live

@@ -61,6 +61,14 @@ inline scheduler_actor::behavior_type recording_scheduler(scheduler_actor::point
       [=](reclaim_atom, int n, int64_t) { log->push_back({tb.now(self), "reclaim", 0, 0, 0, {}, n}); },
       [=](dump_atom) -> std::string { return "recording scheduler"; },
       [=](status_atom) -> cluster_status { return {}; },
+      [=](admit_atom, job_spec&) -> int64_t { return -1; },
+      [=](cancel_atom, uint32_t) -> std::string { return "recording scheduler"; },
+      [=](drain_atom) {},
+      [=](crash_atom, int, int64_t) {},
+      [=](wcrash_atom, uint32_t) {},
+      [=](lost_atom, int) {},
+      [=](back_atom, int) {},
+      [=](wfail_atom, uint32_t job) { log->push_back({tb.now(self), "wfail", job, 0, 0}); },
   };
 }
 
@@ -82,6 +90,10 @@ inline recorder_actor::behavior_type recording_recorder(recorder_actor::pointer,
       [=](serving_atom, int64_t, int) {},
       [=](failed_atom, const std::string& what, int code) { r->failures.emplace_back(what, code); },
       [=](lag_atom, int64_t) {},
+      [=](expect_atom) {},
+      [=](close_atom) {},
+      [=](lostwork_atom, double, double) {},
+      [=](rdone_atom, double, double) {},
   };
 }
 

@@ -15,6 +15,8 @@ namespace {
 void check_golden(config c, const std::string& golden) {
   c.trace_file = "tests/e2e/data/small.csv";
   c.check_invariants = true;
+  // The logs were made without a cross-server cost, as the peer simulators they mirror run.
+  c.cross_server_eff = 1;
   c.out_dir = test::temp_dir("golden-" + c.policy);
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);

@@ -231,3 +231,109 @@ TEST_CASE("live: aryl status and aryl demand work during a run, and the run stil
   CHECK(count_lines_with(events, "scheduler reclaim") >= 1);
   CHECK(completed_jobs(out + "/jobs.csv").size() == 8);
 }
+
+namespace {
+
+/// The testbed's serve process, from DIR/pids ("PID serve").
+int serve_pid(const std::string& dir) {
+  std::istringstream pids(test::slurp(dir + "/pids"));
+  int pid = 0;
+  std::string role;
+  while (pids >> pid >> role)
+    if (role == "serve") return pid;
+  return -1;
+}
+
+/// jobs.csv rows by job id: the outcome column (the last one).
+std::map<std::string, std::string> outcomes(const std::string& jobs_csv) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(test::slurp(jobs_csv));
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) out[line.substr(0, line.find(','))] = line.substr(line.rfind(',') + 1);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("live: jobs submitted and cancelled by clients, and a stop signal, end with every job recorded once") {
+  // No workload of its own: serve takes only submitted jobs, until SIGTERM. One short job
+  // runs to its end, one long job is cancelled while it runs, one is still running when the
+  // serve process is told to stop; a job too large and an unknown job are refused by name.
+  auto dir = test::temp_dir("testbed-submit");
+  auto out = test::temp_dir("testbed-submit-out");
+  std::string cmd = std::string(ARYL_SOURCE_DIR) + "/scripts/testbed.sh --dir " + dir +
+                    " --training 2 --inference 0 -- --no-workload --speedup 10 --out " + out + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string port;
+  for (int i = 0; i < 200 && port.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    port = test::slurp(dir + "/port");
+  }
+  REQUIRE(!port.empty());
+  port.pop_back();
+  auto client = [&](const std::string& what) {
+    return test::run(what + " --port " + port + " --token-file " + dir + "/token");
+  };
+  for (int i = 0; i < 100 && client("status").code != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+
+  auto job_file = dir + "-short.yaml";
+  std::ofstream(job_file) << "name: short\ngpus: 2\nexpected_duration_s: 20\n";
+  auto short_job = client("submit --file " + job_file);
+  auto long_job = client("submit --name long --gpus 4 --min-workers 2 --max-workers 8 --duration 100000");
+  auto stays = client("submit --name stays --gpus 1 --duration 100000");
+  auto too_big = client("submit --name too-big --gpus 100 --duration 10");
+  CHECK_MESSAGE(short_job.code == 0, short_job.output);
+  CHECK_MESSAGE(long_job.code == 0, long_job.output);
+  CHECK_MESSAGE(stays.code == 0, stays.output);
+  CHECK(short_job.output == "0\n");
+  CHECK(long_job.output == "1\n");
+  CHECK(stays.output == "2\n");
+  CHECK(too_big.code == 2);
+  CHECK_MESSAGE(too_big.output.find("job 'too-big'") != std::string::npos, too_big.output);
+  auto unknown = client("cancel 99");
+  CHECK(unknown.code == 2);
+  CHECK_MESSAGE(unknown.output.find("job 99: no such job") != std::string::npos, unknown.output);
+
+  // The long job runs (the two servers hold all three), then is cancelled.
+  test::result status;
+  for (int i = 0; i < 100; ++i) {
+    status = client("status --json");
+    if (status.output.find("\"name\": \"long\",\n      \"state\": \"running\"") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK_MESSAGE(status.output.find("\"name\": \"long\",\n      \"state\": \"running\"") != std::string::npos,
+                status.output);
+  auto cancelled = client("cancel 1");
+  CHECK_MESSAGE(cancelled.code == 0, cancelled.output);
+  auto again = client("cancel 1");
+  CHECK(again.code == 2);
+  CHECK_MESSAGE(again.output.find("job 1 (long) has already ended") != std::string::npos, again.output);
+  // The short job (2 s of real time at 10x) finishes; then serve is told to stop.
+  for (int i = 0; i < 150; ++i) {
+    status = client("status --json");
+    if (status.output.find("\"short\"") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK_MESSAGE(status.output.find("\"short\"") == std::string::npos, status.output);
+  int pid = serve_pid(dir);
+  REQUIRE(pid > 0);
+  kill(pid, SIGTERM);
+
+  std::string output;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) output.append(buf.data(), n);
+  int rc = pclose(p);
+  REQUIRE_MESSAGE(WIFEXITED(rc), output);
+  REQUIRE_MESSAGE(WEXITSTATUS(rc) == 0, output);
+  auto rows = outcomes(out + "/jobs.csv");
+  CHECK(rows == std::map<std::string, std::string>{{"0", "done"}, {"1", "cancelled"}, {"2", "cancelled"}});
+  auto summary = test::slurp(out + "/summary.json");
+  CHECK(summary_number(summary, "jobs_submitted") == 3);
+  CHECK(summary_number(summary, "jobs_completed") == 1);
+  CHECK(summary_number(summary, "jobs_cancelled") == 2);
+  auto events = test::slurp(out + "/events.log");
+  CHECK(events.find("cancelled by a client") != std::string::npos);
+  CHECK(events.find("the run was told to stop") != std::string::npos);
+}

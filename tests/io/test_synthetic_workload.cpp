@@ -120,3 +120,20 @@ TEST_CASE("synthetic workload: out-of-range options are input errors") {
   o.max_duration_s = 0.5;
   CHECK_THROWS_AS(generate_synthetic(o), input_error);
 }
+
+TEST_CASE("synthetic workload: scaled with the cluster, the arrival window and load stay the same") {
+  // What scripts/bench_scale.sh relies on: 20x the jobs on 20x the GPUs is the same workload,
+  // only larger, and the larger cluster admits the Philly sizes a small one excludes.
+  synthetic_options small, large;
+  small.jobs = 10'000;
+  small.cluster_gpus = 128;
+  large.jobs = 200'000;
+  large.cluster_gpus = 2'560;
+  const auto a = generate_synthetic(small);
+  const auto b = generate_synthetic(large);
+  REQUIRE(b.size() == 200'000);
+  CHECK(b.back().submit.seconds() == doctest::Approx(a.back().submit.seconds()).epsilon(0.05));
+  CHECK(offered_load(b, large.cluster_gpus) == doctest::Approx(large.target_load).epsilon(0.05));
+  CHECK(std::any_of(b.begin(), b.end(), [](const job_spec& j) { return j.gpus == 128; }));
+  CHECK(std::none_of(a.begin(), a.end(), [](const job_spec& j) { return j.gpus > 64; }));
+}

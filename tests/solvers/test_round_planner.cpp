@@ -96,7 +96,7 @@ TEST_CASE("throughput: the power-law cache gives exactly std::pow") {
   throughput_model plain;
   plain.eff_exponent = -0.15;
   for (int w = 1; w <= 100; ++w) CHECK(efficiency(cached, w) == efficiency(plain, w));
-  CHECK(work_rate(cached, 4, 4, 1.0) == doctest::Approx(1.0));
+  CHECK(work_rate(cached, 4, 4, 1, 1.0) == doctest::Approx(1.0));
 }
 
 TEST_CASE("fifo: the first job that does not fit stops the walk") {

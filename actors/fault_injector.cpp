@@ -1,0 +1,51 @@
+#include "actors/fault_injector.hpp"
+
+#include <fmt/format.h>
+
+namespace aryl {
+
+fault_actor::behavior_type fault_behavior(fault_actor::stateful_pointer<fault_injector_state> self,
+                                          std::vector<fault_event> events, std::map<std::string, int> servers,
+                                          scheduler_actor scheduler, inference_actor inference,
+                                          recorder_actor recorder, timebase tb) {
+  self->state.events = std::move(events);
+  auto arm = [=] {
+    auto& st = self->state;
+    if (st.next < st.events.size())
+      self->delayed_send(self, tb.span(st.events[st.next].at - tb.now(self)), tick_atom::value,
+                         static_cast<uint64_t>(st.next));
+    else
+      self->quit();
+  };
+  arm();
+  return {
+      [=](tick_atom, uint64_t) {
+        auto& st = self->state;
+        auto now = tb.now(self);
+        while (st.next < st.events.size() && st.events[st.next].at <= now) {
+          auto& e = st.events[st.next++];
+          std::string detail;
+          switch (e.what) {
+            case fault_event::kind::server_crash:
+              self->send(scheduler, crash_atom::value, servers.at(e.server),
+                         e.down_s < 0 ? int64_t{-1} : sim_time::from_seconds(e.down_s).us);
+              detail = e.down_s < 0 ? fmt::format("server_crash {} for good", e.server)
+                                    : fmt::format("server_crash {} down_for={:.0f}", e.server, e.down_s);
+              break;
+            case fault_event::kind::worker_crash:
+              self->send(scheduler, wcrash_atom::value, e.job);
+              detail = fmt::format("worker_crash job-{}", e.job);
+              break;
+            case fault_event::kind::surge:
+              if (inference) self->send(inference, push_atom::value, e.servers);
+              detail = fmt::format("surge servers={}", e.servers);
+              break;
+          }
+          self->send(recorder, event_atom::value, event_record{now.us, "faults", "fault", detail, e.source});
+        }
+        arm();
+      },
+  };
+}
+
+} // namespace aryl

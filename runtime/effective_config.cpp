@@ -1,0 +1,93 @@
+#include "runtime/effective_config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "runtime/input_error.hpp"
+
+namespace aryl {
+
+std::string effective_config_json(const config& c) {
+  nlohmann::ordered_json j;
+  auto& s = c.scheduler;
+  j["policy"] = c.policy;
+  j["placement"] = s.placement == placement_mode::count ? "count" : "consolidated";
+  j["seed"] = c.seed;
+  j["scheduler.backfill"] = s.backfill;
+  j["scheduler.migrate"] = s.migrate;
+  j["scheduler.migrate_min_gain_s"] = s.migrate_min_gain_s;
+  j["scheduler.migrate_only_when_queue_empty"] = s.migrate_only_when_queue_empty;
+  j["scheduler.migrate_onto_extras"] = s.migrate_onto_extras;
+  j["scheduler.free_gpus_first"] = s.free_gpus_first;
+  j["scheduler.short_job_s"] = s.short_job_s;
+  j["scheduler.inelastic_on_loaned"] = s.inelastic_on_loaned;
+  j["scheduler.reclaim"] = c.reclaim_method;
+  // The key sets one threshold; a config holding more came from code, not from keys.
+  if (!s.las_thresholds.empty()) j["scheduler.las_threshold_gpu_s"] = s.las_thresholds.front();
+  for (auto [name, cl] : {std::pair{"training", &c.training}, std::pair{"inference", &c.inference}}) {
+    auto prefix = std::string("cluster.") + name;
+    j[prefix + ".servers"] = cl->servers;
+    j[prefix + ".gpus_per_server"] = cl->gpus_per_server;
+    j[prefix + ".gpu_type"] = cl->gpu_type;
+  }
+  for (auto& [type, speed] : c.gpu_speed) j["gpu_speed." + type] = speed;
+  j["model.eff_exponent"] = c.eff_exponent;
+  j["model.cross_server_eff"] = c.cross_server_eff;
+  j["trace.file"] = c.trace_file;
+  j["trace.format"] = c.trace_format;
+  j["trace.vc"] = c.trace_vc;
+  j["trace.from"] = c.trace_from;
+  j["trace.to"] = c.trace_to;
+  j["trace.skip_bad_rows"] = c.skip_bad_rows;
+  j["synthetic.jobs"] = c.synthetic_jobs;
+  j["synthetic.load"] = c.synthetic_load;
+  j["jobs.restart_overhead_s"] = c.restart_overhead_s;
+  j["jobs.scale_overhead_s"] = c.scale_overhead_s;
+  j["jobs.elastic_fraction"] = c.elastic_fraction;
+  j["jobs.min_workers_fraction"] = c.min_workers_fraction;
+  j["jobs.max_workers_factor"] = c.max_workers_factor;
+  j["jobs.mispredict_fraction"] = c.mispredict_fraction;
+  j["jobs.mispredict_error"] = c.mispredict_error;
+  j["jobs.checkpoint_interval_s"] = c.checkpoint_interval_s;
+  j["jobs.checkpoint_s"] = c.checkpoint_s;
+  j["jobs.checkpoint_per_gpu_s"] = c.checkpoint_per_gpu_s;
+  j["jobs.checkpoint_jitter"] = c.checkpoint_jitter;
+  j["faults.file"] = c.faults_file;
+  j["faults.heartbeat_s"] = c.heartbeat_s;
+  j["faults.missed_heartbeats"] = c.missed_heartbeats;
+  j["faults.max_retries"] = c.max_retries;
+  j["faults.random.server_crash_per_day"] = c.random_faults.server_crash_per_day;
+  j["faults.random.mean_down_s"] = c.random_faults.mean_down_s;
+  j["faults.random.permanent_fraction"] = c.random_faults.permanent_fraction;
+  j["faults.random.worker_crash_per_day"] = c.random_faults.worker_crash_per_day;
+  j["faults.random.surge_per_day"] = c.random_faults.surge_per_day;
+  j["inference.trace"] = c.inference_trace;
+  j["inference.format"] = c.inference_format;
+  j["inference.peak_utilisation"] = c.inference_peak_utilisation;
+  j["inference.interval_s"] = c.inference_interval_s;
+  j["inference.headroom"] = c.inference_headroom;
+  j["inference.grace_s"] = c.inference_grace_s;
+  j["run.mode"] = c.mode;
+  j["run.speedup"] = c.speedup;
+  j["run.check_invariants"] = c.check_invariants;
+  j["run.progress"] = c.progress;
+  j["run.stall_limit_s"] = c.stall_limit_s;
+  j["run.max_lag_s"] = c.max_lag_s;
+  j["run.out"] = c.out_dir;
+  std::string argv;
+  for (auto& w : c.worker_command) argv += (argv.empty() ? "" : " ") + w;
+  j["live.worker_command"] = argv;
+  return j.dump(2);
+}
+
+void write_effective_config(const config& c, const std::string& path) {
+  std::ofstream out(path);
+  out << effective_config_json(c) << '\n';
+  out.close();
+  if (!out) throw input_error(path + ": cannot write: " + std::strerror(errno));
+}
+
+} // namespace aryl

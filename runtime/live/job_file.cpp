@@ -1,0 +1,71 @@
+#include "runtime/live/job_file.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <limits>
+
+#include "runtime/input_error.hpp"
+
+namespace aryl::live {
+namespace {
+
+std::string where(const std::string& path, const YAML::Mark& m) {
+  return m.line >= 0 ? fmt::format("{}:{}", path, m.line + 1) : path;
+}
+
+} // namespace
+
+void read_job_file(const std::string& path, wire::submit& job) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw input_error(path + ": cannot open");
+  } catch (const YAML::Exception& e) {
+    throw input_error(where(path, e.mark) + ": " + e.msg);
+  }
+  if (!root.IsMap()) throw input_error(path + ": expected a map of job keys (name, gpus, ...)");
+  for (const auto& kv : root) {
+    auto at = where(path, kv.first.Mark());
+    if (!kv.first.IsScalar()) throw input_error(at + ": a key must be a plain name");
+    auto key = kv.first.Scalar();
+    const auto& v = kv.second;
+    auto count = [&] {
+      uint64_t n = 0;
+      if (!v.IsScalar() || !YAML::convert<uint64_t>::decode(v, n) || n > std::numeric_limits<uint32_t>::max())
+        throw input_error(fmt::format("{}: {} must be a whole number up to {}", at, key,
+                                      std::numeric_limits<uint32_t>::max()));
+      return static_cast<uint32_t>(n);
+    };
+    auto text = [&] {
+      if (!v.IsScalar()) throw input_error(fmt::format("{}: {} must be a string", at, key));
+      return v.Scalar();
+    };
+    if (key == "name") job.name = text();
+    else if (key == "gpus") job.gpus = count();
+    else if (key == "min_workers") job.min_workers = count();
+    else if (key == "max_workers") job.max_workers = count();
+    else if (key == "gpu_type") job.gpu_type = text();
+    else if (key == "expected_duration_s") {
+      double d = 0;
+      if (!v.IsScalar() || !YAML::convert<double>::decode(v, d) || !std::isfinite(d))
+        throw input_error(fmt::format("{}: {} must be a number", at, key));
+      job.expected_duration_s = d;
+    } else if (key == "command") {
+      if (!v.IsSequence()) throw input_error(fmt::format("{}: command must be a list of strings (argv)", at));
+      job.command.clear();
+      for (const auto& a : v) {
+        if (!a.IsScalar()) throw input_error(fmt::format("{}: command must be a list of strings (argv)", at));
+        job.command.push_back(a.Scalar());
+      }
+    } else {
+      throw input_error(fmt::format("{}: unknown key '{}' (name, gpus, min_workers, max_workers, command, "
+                                    "expected_duration_s, gpu_type)",
+                                    at, key));
+    }
+  }
+}
+
+} // namespace aryl::live

@@ -1,0 +1,16 @@
+#pragma once
+/// `aryl submit --file F`: a job described in YAML or JSON (JSON is YAML), with the keys of
+/// the protocol's submit message: name, gpus, min_workers, max_workers, command,
+/// expected_duration_s, gpu_type.
+#include <string>
+
+#include "runtime/wire/messages.hpp"
+
+namespace aryl::live {
+
+/// Fills `job` from the file's keys (the ones absent keep their values). Throws
+/// aryl::input_error naming the file, the line and the key for an unreadable file, an
+/// unknown key or a value of the wrong type or range.
+void read_job_file(const std::string& path, wire::submit& job);
+
+} // namespace aryl::live

@@ -1,0 +1,118 @@
+#include "solvers/extra_placement.hpp"
+
+#include <algorithm>
+
+namespace aryl {
+namespace {
+
+bool contains(const std::vector<int>& ids, int id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
+
+int distinct(std::vector<int> ids) {
+  std::sort(ids.begin(), ids.end());
+  return static_cast<int>(std::unique(ids.begin(), ids.end()) - ids.begin());
+}
+
+/// Positions of the type's servers outside `home` with free GPUs, most free first, ties
+/// lowest id: the order in which the fewest new servers are counted.
+std::vector<size_t> others_most_free_first(const std::vector<server_slot>& s, const extras_request& req) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i].gpu_type == req.gpu_type && s[i].free > 0 && !contains(req.home, s[i].id)) out.push_back(i);
+  std::sort(out.begin(), out.end(), [&](size_t a, size_t b) {
+    if (s[a].free != s[b].free) return s[a].free > s[b].free;
+    return s[a].id < s[b].id;
+  });
+  return out;
+}
+
+long home_free(const std::vector<server_slot>& s, const extras_request& req) {
+  long total = 0;
+  for (auto& x : s)
+    if (x.gpu_type == req.gpu_type && contains(req.home, x.id)) total += x.free;
+  return total;
+}
+
+} // namespace
+
+std::vector<int> spans_with_extras(const std::vector<server_slot>& servers, const extras_request& req,
+                                   int max_extra) {
+  std::vector<int> out(static_cast<size_t>(std::max(max_extra, 0)) + 1, -1);
+  const int home_span = distinct(req.home);
+  const auto others = others_most_free_first(servers, req);
+  long room = home_free(servers, req);
+  size_t used = 0;
+  for (int k = 0; k <= max_extra; ++k) {
+    // The fewest new servers that hold what the home servers cannot: the largest ones.
+    while (room < k && used < others.size()) room += servers[others[used++]].free;
+    if (room < k) break;
+    out[static_cast<size_t>(k)] = home_span + static_cast<int>(used);
+  }
+  return out;
+}
+
+std::optional<allocation> place_extras(std::vector<server_slot>& servers, const extras_request& req) {
+  if (req.gpus < 0) return std::nullopt;
+  if (req.gpus == 0) return allocation{};
+  long total = 0;
+  for (auto& x : servers)
+    if (x.gpu_type == req.gpu_type) total += x.free;
+  if (total < req.gpus) return std::nullopt;
+
+  allocation out;
+  int remaining = req.gpus;
+  auto take = [&](server_slot& s, int n) {
+    s.free -= n;
+    out.emplace_back(s.id, n);
+    remaining -= n;
+  };
+  for (int id : req.home)
+    for (auto& s : servers)
+      if (remaining > 0 && s.id == id && s.gpu_type == req.gpu_type && s.free > 0) take(s, std::min(s.free, remaining));
+
+  auto left = others_most_free_first(servers, req);
+  // Picks left: the fewest new servers that hold the rest. Each pick below keeps the rest
+  // within the picks that remain, so the count never grows past this.
+  int picks = 0;
+  for (long room = 0; room < remaining; ++picks) room += servers[left[static_cast<size_t>(picks)]].free;
+  while (remaining > 0) {
+    // Could the rest fit with `c` picked now and picks - 1 of the others (the largest)?
+    auto keeps_fit = [&](size_t c) {
+      long room = servers[c].free;
+      int more = picks - 1;
+      for (size_t i = 0; i < left.size() && more > 0; ++i) {
+        if (left[i] == c) continue;
+        room += servers[left[i]].free;
+        --more;
+      }
+      return room >= remaining;
+    };
+    long pick = -1;
+    for (int id : req.occupied)
+      for (size_t c : left)
+        if (pick < 0 && servers[c].id == id && keeps_fit(c)) pick = static_cast<long>(c);
+    if (pick < 0)
+      for (size_t c : left) {
+        if (servers[c].free < remaining) continue;
+        if (pick >= 0) {
+          auto& best = servers[static_cast<size_t>(pick)];
+          if (servers[c].free > best.free || (servers[c].free == best.free && servers[c].id > best.id)) continue;
+        }
+        pick = static_cast<long>(c);
+      }
+    if (pick < 0) pick = static_cast<long>(left.front());
+    auto& s = servers[static_cast<size_t>(pick)];
+    take(s, std::min(s.free, remaining));
+    left.erase(std::find(left.begin(), left.end(), static_cast<size_t>(pick)));
+    --picks;
+  }
+  std::sort(out.begin(), out.end());
+  // A home id listed twice is taken twice: one entry per server.
+  allocation merged;
+  for (auto& p : out) {
+    if (!merged.empty() && merged.back().first == p.first) merged.back().second += p.second;
+    else merged.push_back(p);
+  }
+  return merged;
+}
+
+} // namespace aryl
