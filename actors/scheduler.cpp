@@ -499,10 +499,22 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
       [=](back_atom, int server) {
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
-        st.crashed[static_cast<size_t>(server)] = 0;
         auto& s = st.ledger.servers.at(static_cast<size_t>(server));
-        // Back before it was noticed: the lost message finds it alive and does nothing.
-        if (s.mode != server_mode::down) return;
+        if (s.mode != server_mode::down) {
+          // Back before its loss was noticed: the agent registers again with no workers, which
+          // is how the scheduler learns that the ones it placed there died.
+          if (st.crashed[static_cast<size_t>(server)]) {
+            std::vector<uint32_t> ids(s.jobs.begin(), s.jobs.end());
+            std::sort(ids.begin(), ids.end());
+            log(self, now, "rebooted", fmt::format("server={} jobs={}", s.name, ids.size()),
+                "its agent registered again without its workers");
+            for (auto id : ids) recover_job(self, id, server, now, fmt::format("server {} restarted", s.name));
+            mark_dirty(self);
+          }
+          st.crashed[static_cast<size_t>(server)] = 0;  // the pending loss finds it alive
+          return;
+        }
+        st.crashed[static_cast<size_t>(server)] = 0;
         s.mode = server_mode::training;
         self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(server_mode::training));
         log(self, now, "back", fmt::format("server={}", s.name), "its agent registered again");

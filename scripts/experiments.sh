@@ -161,6 +161,24 @@ if [ "$FORMAT" = philly ]; then
   done
 fi
 
+# Faults on the first evaluation window: server crashes (seeded, each back after an hour on
+# average), slow checkpoints (what loaning costs when reclaims are slow) and inference surges,
+# aryl against SJF. label|settings
+faults=(
+  "no faults|"
+  "1 crash per server-day|--set faults.random.server_crash_per_day=1"
+  "4 crashes per server-day|--set faults.random.server_crash_per_day=4"
+  "100 worker crashes per day|--set faults.random.worker_crash_per_day=100"
+  "checkpoints 60 s + 5 s per worker|--set jobs.checkpoint_s=60 --set jobs.checkpoint_per_gpu_s=5"
+  "checkpoints 300 s + 10 s per worker|--set jobs.checkpoint_s=300 --set jobs.checkpoint_per_gpu_s=10"
+  "12 inference surges per day|--set faults.random.surge_per_day=12"
+)
+: > "$work/faults.txt"
+for i in "${!faults[@]}"; do
+  echo "$i|${faults[$i]%%|*}" >> "$work/faults.txt"
+  for p in baseline aryl; do queue "flt-$i-$p $p $ew ${faults[$i]#*|}"; done
+done
+
 echo "$(wc -l < "$work/runs.txt") runs, $JOBS at a time, in $work" >&2
 # TABLES_ONLY=1 with WORK set: rewrite results.md and the plots from that folder's runs;
 # ONLY=REGEX: make only the runs whose name matches (e.g. ONLY='multi-.*'), keep the others.

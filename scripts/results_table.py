@@ -210,6 +210,10 @@ def main(work, out):
     w(f"- Jobs: {100 * c0['jobs.elastic_fraction']:.0f}% elastic (seeded), elastic min = max(1, floor(n x "
       f"{c0['jobs.min_workers_fraction']:g})), max = ceil(n x {c0['jobs.max_workers_factor']:g}) workers; restart overhead "
       f"{c0['jobs.restart_overhead_s']:g} s, scaling overhead {c0['jobs.scale_overhead_s']:g} s.")
+    w(f"- Checkpoints: every {c0['jobs.checkpoint_interval_s']:g} s of a job's run and at every stop; a stop's"
+      f" checkpoint takes {c0['jobs.checkpoint_s']:g} s + {c0['jobs.checkpoint_per_gpu_s']:g} s per worker"
+      f" (+-{100 * c0['jobs.checkpoint_jitter']:.0f}%), and a reclaimed server returns only once every job on it"
+      " has checkpointed: reclaims take time and can miss their deadline.")
     w(f"- Throughput: eff(w) = w^{c0['model.eff_exponent']:g}, times {c0['model.cross_server_eff']:g} when a job's"
       f" workers span two or more servers (docs/throughput_model.md); {c0['placement']} placement; seed {c0['seed']}.")
     w("- JCT = end - submit; queuing = total time queued (including after preemptions). **Slowdown** = JCT")
@@ -232,13 +236,14 @@ def main(work, out):
         w("")
 
     def resource_table(wid):
-        w("| policy | usage | usage while arriving | training GPU-h | loaned GPU-h | serving GPU-h | below-speed GPU-h | preemptions | scale-ins | reclaim SLO misses |")
-        w("|---|---|---|---|---|---|---|---|---|---|")
+        w("| policy | usage | usage while arriving | training GPU-h | loaned GPU-h | serving GPU-h | below-speed GPU-h | preemptions | scale-ins | reclaim latency p50 / p99 (s) | reclaim SLO misses (latest, s) |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|")
         for p in policies:
             s = S[(wid, p)]
             w(f"| {NAMES.get(p, p)} | {s['gpu_usage']:.3f} | {s['window_gpu_usage']:.3f} | {fmt_s(s['training_gpu_hours'])} | "
               f"{fmt_s(s['loaned_gpu_hours'])} | {fmt_s(s['serving_gpu_hours'])} | {fmt_s(s['below_speed_gpu_hours'])} | "
-              f"{s['preemptions']:,} | {s['scale_ins']:,} | {s['reclaim_slo_misses']} |")
+              f"{s['preemptions']:,} | {s['scale_ins']:,} | {s['reclaim_latency_p50_s']:.1f} / {s['reclaim_latency_p99_s']:.1f} | "
+              f"{s['reclaim_slo_misses']} ({s['reclaim_max_late_s']:.1f}) |")
         w("")
 
     def rival_table(wid):
@@ -434,6 +439,28 @@ def main(work, out):
         for p in ["baseline", "elastic-only"]:
             row = [S[(wid, p)] for _, wid, _ in cols] + [summary(d.run(f"abl-{p}-small"))]
             w(f"| ({NAMES[p]}, for reference) | " + " | ".join(cells(s) for s in row) + " |")
+        w("")
+
+    fault_runs = d.listing("faults.txt")
+    if fault_runs:
+        fc = config(d.run("flt-0-aryl"))
+        w("## Faults: server and worker crashes, slow checkpoints, inference surges")
+        w(f"{describe(fc)}, with seeded random faults (docs/reliability.md): a crashed training server is back")
+        w(f"after an exponential time of mean {fc['faults.random.mean_down_s']:g} s; its loss is noticed after "
+          f"{fc['faults.missed_heartbeats']} missed heartbeats of {fc['faults.heartbeat_s']:g} s; jobs restart from their")
+        w(f"last checkpoint (every {fc['jobs.checkpoint_interval_s']:g} s) and fail after {fc['faults.max_retries']} restarts.")
+        w("Lost GPU-h: work since the last checkpoint plus GPUs held while stalled. Recovery: a crashed")
+        w("job's time from its first crash to running again (queuing included).")
+        w("")
+        w("| faults | policy | mean queuing (s) | mean JCT (s) | failed jobs | lost GPU-h | recovery p50 / max (s) | reclaim latency p50 / p99 (s) | reclaim SLO misses (latest, s) |")
+        w("|---|---|---|---|---|---|---|---|---|")
+        for i, lab in fault_runs:
+            for p in ("baseline", "aryl"):
+                s = summary(d.run(f"flt-{i}-{p}"))
+                w(f"| {lab} | {NAMES.get(p, p)} | {fmt_s(s['mean_queue_s'])} | {fmt_s(s['mean_jct_s'])} | "
+                  f"{s['jobs_failed']} | {s['lost_gpu_hours']:.1f} | {fmt_s(s['recovery_p50_s'])} / {fmt_s(s['recovery_max_s'])} | "
+                  f"{s['reclaim_latency_p50_s']:.1f} / {s['reclaim_latency_p99_s']:.1f} | "
+                  f"{s['reclaim_slo_misses']} ({s['reclaim_max_late_s']:.1f}) |")
         w("")
 
     multi = d.listing("multi.txt")

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 
+TIMEOUT_S = 120  # a run that takes longer than this is hung (they take well under a second)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAULTS = ["--set", "faults.random.server_crash_per_day=2", "--set", "faults.random.mean_down_s=3600",
           "--set", "faults.random.worker_crash_per_day=40", "--set", "faults.random.surge_per_day=6"]
@@ -43,7 +44,11 @@ def command(aryl, workload, seed, out):
 def run_one(aryl, workload, seed, base):
     out = os.path.join(base, f"{workload}-{seed}")
     cmd = command(aryl, workload, seed, out)
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"workload": workload, "seed": seed, "cmd": cmd, "out": out, "code": -2,
+                "error": f"hung: no result within {TIMEOUT_S} s"}
     result = {"workload": workload, "seed": seed, "cmd": cmd, "out": out, "code": p.returncode,
               "error": p.stderr.strip()[-2000:]}
     if p.returncode == 0:

@@ -157,3 +157,18 @@ TEST_CASE("a bad fault plan is refused naming the file, the line and the problem
   c.faults_file = write_file("typo.yaml", "faults:\n  - {at: 1, server_crsh: t0}\n");
   CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("unknown key 'server_crsh'"), input_error);
 }
+
+TEST_CASE("a server back before its loss is noticed restarts the jobs whose workers died there, and the run ends") {
+  // Down for 5 s, noticed only after 20-30 s: its agent registers again first, without the
+  // workers the scheduler placed there. (This once left those jobs stalled for ever.)
+  auto c = small_run("reboot");
+  c.faults_file = write_file("reboot.yaml", "faults:\n  - {at: 35, server_crash: t1, down_for: 5}\n");
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  CHECK(out.summary.jobs_completed == 8);
+  auto log = test::slurp(c.out_dir + "/events.log");
+  REQUIRE(lines_with(log, "scheduler rebooted server=t1").size() == 1);
+  CHECK(std::stod(lines_with(log, "scheduler rebooted server=t1")[0]) == doctest::Approx(40));
+  CHECK(lines_with(log, "server t1 restarted").size() >= 1);
+  CHECK(lines_with(log, "scheduler lost").empty());
+}
