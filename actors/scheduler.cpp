@@ -293,8 +293,10 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   st.ledger.finish(job, now);
   ++st.jobs_finished;
   for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
-  bool done = std::string_view(outcome) == "done";
-  log(self, now, done ? "finish" : "cancel", fmt::format("{} workers={}", job_name(job), workers), why);
+  std::string_view what = outcome;
+  bool done = what == "done";
+  log(self, now, done ? "finish" : what == "failed" ? "fail" : "cancel",
+      fmt::format("{} workers={}", job_name(job), workers), why);
   self->send(st.jenv.recorder, jobrec_atom::value, make_record(st, j, now, workers, outcome));
   if (!done) self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
   st.jobs[job] = nullptr;

@@ -462,6 +462,14 @@ def main(work, out):
                   f"{s['reclaim_latency_p50_s']:.1f} / {s['reclaim_latency_p99_s']:.1f} | "
                   f"{s['reclaim_slo_misses']} ({s['reclaim_max_late_s']:.1f}) |")
         w("")
+        w("- Means are over the jobs that completed. Under crashes the jobs that exhaust their restarts")
+        w("  are mostly the long ones (they meet the most crashes), so mean JCT over the survivors falls:")
+        w("  compare failed jobs and lost GPU-hours across rows, not the means.")
+        w("- Most reclaims hand back servers no job runs on, at once, so reclaim latency percentiles are")
+        w("  often 0; the SLO column counts the reclaims that waited for checkpoints past the grace period")
+        w(f"  ({fc['inference.grace_s']} s), with the latest return past its deadline. Slow checkpoints cost aryl")
+        w("  inference SLO misses, not training time; SJF lends nothing, so it has none to miss.")
+        w("")
 
     multi = d.listing("multi.txt")
     if multi:
