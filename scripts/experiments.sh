@@ -236,4 +236,30 @@ set autoscale y; set ylabel "loaned inference servers"
 plot "$work/tl-aryl.dat" using 1:4 with steps title "aryl"
 unset multiplot
 GP
+# Faults: per scenario, SJF and aryl side by side.
+/usr/bin/python3 - "$work" > "$work/faults.dat" <<'PY'
+import json, os, sys
+work = sys.argv[1]
+for line in open(os.path.join(work, "faults.txt")):
+    i, label = line.rstrip("\n").split("|", 1)
+    s = {p: json.load(open(os.path.join(work, f"flt-{i}-{p}", "summary.json"))) for p in ("baseline", "aryl")}
+    print(f'"{label}"', *(s[p][k] for k in ("lost_gpu_hours", "jobs_failed", "reclaim_slo_misses", "mean_jct_s")
+                          for p in ("baseline", "aryl")))
+PY
+gnuplot <<GP
+set terminal pngcairo size 1000,1000
+set output "$OUT/plots/faults.png"
+set multiplot layout 4,1 title "Faults: SJF (baseline) vs aryl ($title)"
+set style data histogram; set style histogram cluster gap 1; set style fill solid 0.8 border -1
+set boxwidth 0.9; set grid ytics; set key top right; set yrange [0:*]; set xtics rotate by -12 font ",8"
+set ylabel "lost GPU-hours"
+plot "$work/faults.dat" using 2:xtic(1) title "SJF", "" using 3 title "aryl"
+set ylabel "failed jobs"
+plot "$work/faults.dat" using 4:xtic(1) title "SJF", "" using 5 title "aryl"
+set ylabel "reclaim SLO misses"
+plot "$work/faults.dat" using 6:xtic(1) title "SJF", "" using 7 title "aryl"
+set ylabel "mean JCT (s, survivors)"
+plot "$work/faults.dat" using 8:xtic(1) title "SJF", "" using 9 title "aryl"
+unset multiplot
+GP
 echo "wrote $OUT/results.md and $OUT/plots/" >&2

@@ -470,6 +470,8 @@ def main(work, out):
         w(f"  ({fc['inference.grace_s']} s), with the latest return past its deadline. Slow checkpoints cost aryl")
         w("  inference SLO misses, not training time; SJF lends nothing, so it has none to miss.")
         w("")
+        w("![Faults: lost GPU-hours, failed jobs, SLO misses and mean JCT per scenario](plots/faults.png)")
+        w("")
 
     multi = d.listing("multi.txt")
     if multi:
