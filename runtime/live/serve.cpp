@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "runtime/driver.hpp"
+#include "runtime/effective_config.hpp"
 #include "runtime/input_error.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/live/gateway.hpp"
@@ -104,6 +105,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   auto result = run_simulation(c, std::move(inputs), nullptr, &world);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  write_effective_config(c, c.out_dir + "/config.json");  // as simulate does
   if (told_to_stop.load()) log << "[serve] told to stop: active jobs cancelled, outputs written\n";
   net.close();
   if (!result.ok) {

@@ -336,4 +336,5 @@ TEST_CASE("live: jobs submitted and cancelled by clients, and a stop signal, end
   auto events = test::slurp(out + "/events.log");
   CHECK(events.find("cancelled by a client") != std::string::npos);
   CHECK(events.find("the run was told to stop") != std::string::npos);
+  CHECK(test::slurp(out + "/config.json").find("\"run.mode\": \"wallclock\"") != std::string::npos);
 }
