@@ -32,13 +32,15 @@ struct job_state {
 };
 
 /// Spawn with `spawn(job_behavior, spec, env)`. On each assignment it settles progress to
-/// now, pays the overhead, re-arms its completion timer and acknowledges; when the timer of
-/// the current generation fires it reports `finished` and quits.
+/// now, pays the overhead, re-arms its completion timer and acknowledges (after the stopped
+/// workers' checkpoint is written); when the timer of the current generation fires it reports
+/// `finished` and quits. A crash rolls it back to its latest checkpoint and stalls it until an
+/// assignment without the dead servers; a worker crash is reported to the scheduler at once.
 /// Live mode (env.workers.follow_workers): instead of a timer, real workers. On an
 /// assignment it waits until the workers of the previous one have exited (the scheduler's
 /// removal stops them), launches the new ones through the server actors, and acknowledges;
 /// progress is what rank 0 reports; it is done when every worker exits 0. A worker that
-/// fails on its own ends the run (recovery from faults is not built yet).
+/// fails on its own ends the run (live recovery from faults is not built yet).
 job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> self, job_spec spec,
                                       job_env env);
 
