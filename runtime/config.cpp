@@ -4,7 +4,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
-#include <filesystem>
 #include <cmath>
 #include <functional>
 #include <set>
@@ -12,6 +11,7 @@
 
 #include "runtime/input_error.hpp"
 #include "runtime/input_limits.hpp"
+#include "runtime/yaml_file.hpp"
 #include "solvers/policy.hpp"
 #include "solvers/reclaim.hpp"
 
@@ -169,13 +169,9 @@ constexpr const char* gpu_speed_prefix = "gpu_speed.";
 /// also ends the walk on an alias that refers to its own mapping.
 constexpr int max_depth = 4;
 
-std::string line_of(const std::string& path, const YAML::Mark& m) {
-  return m.is_null() ? path : path + ":" + std::to_string(m.line + 1);
-}
-
 void flatten(const YAML::Node& node, const std::string& prefix, config& c, const std::string& path, int depth) {
   for (const auto& kv : node) {
-    auto where = line_of(path, kv.first.Mark());
+    auto where = yaml_where(path, kv.first.Mark());
     if (!kv.first.IsScalar())
       throw input_error(where + ": a key " + (prefix.empty() ? "" : "under '" + prefix + "' ") +
                         "is not a plain name (complex keys are not config keys)");
@@ -219,22 +215,13 @@ void apply_override(config& c, const std::string& assignment) {
 }
 
 void load_config_file(config& c, const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw input_error(path + ": is a directory, not a config file");
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw input_error(path + ": cannot open config file");
-  } catch (const YAML::Exception& e) {
-    throw input_error(line_of(path, e.mark) + ": " + e.msg);
-  }
+  auto root = load_yaml_file(path, "config file");
   if (root.IsNull()) return;
   if (!root.IsMap()) throw input_error(path + ": top level must be a mapping of keys");
   try {
     flatten(root, "", c, path, 0);
   } catch (const YAML::Exception& e) {
-    throw input_error(line_of(path, e.mark) + ": " + e.msg);
+    throw input_error(yaml_where(path, e.mark) + ": " + e.msg);
   }
 }
 

@@ -1,21 +1,17 @@
 #include "runtime/fault_plan.hpp"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
 #include "runtime/input_error.hpp"
+#include "runtime/yaml_file.hpp"
 #include "runtime/input_limits.hpp"
 
 namespace aryl {
 namespace {
-
-std::string where(const std::string& path, const YAML::Mark& m) {
-  return m.line >= 0 ? fmt::format("{}:{}", path, m.line + 1) : path;
-}
 
 double number(const YAML::Node& v, const std::string& at, const std::string& key, double lo, double hi) {
   double d = 0;
@@ -27,26 +23,19 @@ double number(const YAML::Node& v, const std::string& at, const std::string& key
 } // namespace
 
 std::vector<fault_event> read_fault_plan(const std::string& path, const std::vector<std::string>& servers) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw input_error(path + ": cannot open");
-  } catch (const YAML::Exception& e) {
-    throw input_error(where(path, e.mark) + ": " + e.msg);
-  }
+  auto root = load_yaml_file(path, "fault plan");
   if (!root.IsMap() || !root["faults"] || !root["faults"].IsSequence())
     throw input_error(path + ": expected a map with a `faults:` list");
   std::vector<fault_event> out;
   for (const auto& item : root["faults"]) {
-    auto at = where(path, item.Mark());
+    auto at = yaml_where(path, item.Mark());
     if (!item.IsMap()) throw input_error(at + ": each fault is a map (at, and one of server_crash, worker_crash, surge)");
     fault_event e;
     e.source = at;
     bool have_time = false;
     int kinds = 0;
     for (const auto& kv : item) {
-      auto key_at = where(path, kv.first.Mark());
+      auto key_at = yaml_where(path, kv.first.Mark());
       auto key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
       const auto& v = kv.second;
       if (key == "at") {

@@ -1,34 +1,20 @@
 #include "runtime/live/job_file.hpp"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <cmath>
 #include <limits>
 
 #include "runtime/input_error.hpp"
+#include "runtime/yaml_file.hpp"
 
 namespace aryl::live {
-namespace {
-
-std::string where(const std::string& path, const YAML::Mark& m) {
-  return m.line >= 0 ? fmt::format("{}:{}", path, m.line + 1) : path;
-}
-
-} // namespace
 
 void read_job_file(const std::string& path, wire::submit& job) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw input_error(path + ": cannot open");
-  } catch (const YAML::Exception& e) {
-    throw input_error(where(path, e.mark) + ": " + e.msg);
-  }
+  auto root = load_yaml_file(path, "job file");
   if (!root.IsMap()) throw input_error(path + ": expected a map of job keys (name, gpus, ...)");
   for (const auto& kv : root) {
-    auto at = where(path, kv.first.Mark());
+    auto at = yaml_where(path, kv.first.Mark());
     if (!kv.first.IsScalar()) throw input_error(at + ": a key must be a plain name");
     auto key = kv.first.Scalar();
     const auto& v = kv.second;

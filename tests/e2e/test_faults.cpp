@@ -156,6 +156,8 @@ TEST_CASE("a bad fault plan is refused naming the file, the line and the problem
   CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("exactly one of"), input_error);
   c.faults_file = write_file("typo.yaml", "faults:\n  - {at: 1, server_crsh: t0}\n");
   CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("unknown key 'server_crsh'"), input_error);
+  c.faults_file = std::filesystem::temp_directory_path().string();
+  CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("is a directory, not a fault plan"), input_error);
 }
 
 TEST_CASE("a server back before its loss is noticed restarts the jobs whose workers died there, and the run ends") {

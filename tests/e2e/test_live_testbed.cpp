@@ -185,53 +185,6 @@ TEST_CASE("live: serve with emulated workers makes the simulation's decisions, w
   check_cleaned_up(r);
 }
 
-TEST_CASE("live: aryl status and aryl demand work during a run, and the run still ends") {
-  // Demand starts at nothing (every inference server is lent); a client then asks for both
-  // back, which the run must turn into a reclaim.
-  auto dir = test::temp_dir("testbed-clients");
-  auto out = test::temp_dir("testbed-clients-out");
-  auto demand = test::temp_dir("testbed-clients-demand") + ".csv";
-  std::ofstream(demand) << "t_s,servers_needed\n0,0\n";
-  std::string cmd = std::string(ARYL_SOURCE_DIR) + "/scripts/testbed.sh --dir " + dir +
-                    " --training 2 --inference 2 -- --trace " + ARYL_SOURCE_DIR +
-                    "/tests/e2e/data/small.csv --speedup 10 --set inference.trace=" + demand + " --out " + out +
-                    " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  // The port file appears once serve listens; the run starts once the agents registered.
-  std::string port;
-  for (int i = 0; i < 200 && port.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    port = test::slurp(dir + "/port");
-  }
-  REQUIRE(!port.empty());
-  port.pop_back();  // newline
-  auto run_client = [&](const std::string& what) {
-    return test::run(what + " --port " + port + " --token-file " + dir + "/token");
-  };
-  test::result status;
-  for (int i = 0; i < 100; ++i) {  // refused until the run has started
-    status = run_client("status --json");
-    if (status.code == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  REQUIRE_MESSAGE(status.code == 0, status.output);
-  CHECK(status.output.find("\"servers\"") != std::string::npos);
-  CHECK(status.output.find("\"name\": \"i1\"") != std::string::npos);
-  auto pushed = run_client("demand 2");
-  CHECK_MESSAGE(pushed.code == 0, pushed.output);
-  std::string output;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) output.append(buf.data(), n);
-  int rc = pclose(p);
-  REQUIRE_MESSAGE(WIFEXITED(rc), output);
-  REQUIRE_MESSAGE(WEXITSTATUS(rc) == 0, output);
-  auto events = test::slurp(out + "/events.log");
-  CHECK(events.find("inference push demand=2") != std::string::npos);
-  CHECK(count_lines_with(events, "scheduler reclaim") >= 1);
-  CHECK(completed_jobs(out + "/jobs.csv").size() == 8);
-}
-
 namespace {
 
 /// The testbed's serve process, from DIR/pids ("PID serve").
@@ -243,6 +196,83 @@ int serve_pid(const std::string& dir) {
     if (role == "serve") return pid;
   return -1;
 }
+
+/// scripts/testbed.sh running in the background while the test acts as its clients. If the
+/// test ends early, its serve is stopped (the testbed then stops the agents) and waited for.
+class background_testbed {
+ public:
+  background_testbed(const std::string& name, const std::string& args) : dir_(test::temp_dir(name)) {
+    auto cmd = std::string(ARYL_SOURCE_DIR) + "/scripts/testbed.sh --dir " + dir_ + " " + args + " 2>&1";
+    pipe_ = popen(cmd.c_str(), "r");
+    REQUIRE(pipe_);
+    // The port file appears once serve listens; the run starts once the agents registered.
+    for (int i = 0; i < 200 && port_.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      port_ = test::slurp(dir_ + "/port");
+    }
+    REQUIRE(!port_.empty());
+    port_.pop_back();  // newline
+  }
+  ~background_testbed() {
+    if (!pipe_) return;
+    if (int pid = serve_pid(dir_); pid > 0) kill(pid, SIGTERM);
+    finish();
+  }
+  background_testbed(const background_testbed&) = delete;
+  background_testbed& operator=(const background_testbed&) = delete;
+
+  const std::string& dir() const { return dir_; }
+  /// `aryl WHAT` against this testbed's serve.
+  test::result client(const std::string& what) const {
+    return test::run(what + " --port " + port_ + " --token-file " + dir_ + "/token");
+  }
+  /// Waits until the testbed ends: its exit code (-1 if killed by a signal) and output.
+  test::result finish() {
+    test::result r;
+    std::array<char, 4096> buf{};
+    while (size_t n = fread(buf.data(), 1, buf.size(), pipe_)) r.output.append(buf.data(), n);
+    int rc = pclose(pipe_);
+    pipe_ = nullptr;
+    r.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    return r;
+  }
+
+ private:
+  std::string dir_, port_;
+  FILE* pipe_ = nullptr;
+};
+
+} // namespace
+
+TEST_CASE("live: aryl status and aryl demand work during a run, and the run still ends") {
+  // Demand starts at nothing (every inference server is lent); a client then asks for both
+  // back, which the run must turn into a reclaim.
+  auto out = test::temp_dir("testbed-clients-out");
+  auto demand = test::temp_dir("testbed-clients-demand") + ".csv";
+  std::ofstream(demand) << "t_s,servers_needed\n0,0\n";
+  background_testbed bed("testbed-clients", std::string("--training 2 --inference 2 -- --trace ") + ARYL_SOURCE_DIR +
+                                                "/tests/e2e/data/small.csv --speedup 10 --set inference.trace=" +
+                                                demand + " --out " + out);
+  test::result status;
+  for (int i = 0; i < 100; ++i) {  // refused until the run has started
+    status = bed.client("status --json");
+    if (status.code == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE_MESSAGE(status.code == 0, status.output);
+  CHECK(status.output.find("\"servers\"") != std::string::npos);
+  CHECK(status.output.find("\"name\": \"i1\"") != std::string::npos);
+  auto pushed = bed.client("demand 2");
+  CHECK_MESSAGE(pushed.code == 0, pushed.output);
+  auto ended = bed.finish();
+  REQUIRE_MESSAGE(ended.code == 0, ended.output);
+  auto events = test::slurp(out + "/events.log");
+  CHECK(events.find("inference push demand=2") != std::string::npos);
+  CHECK(count_lines_with(events, "scheduler reclaim") >= 1);
+  CHECK(completed_jobs(out + "/jobs.csv").size() == 8);
+}
+
+namespace {
 
 /// jobs.csv rows by job id: the outcome column (the last one).
 std::map<std::string, std::string> outcomes(const std::string& jobs_csv) {
@@ -260,30 +290,17 @@ TEST_CASE("live: jobs submitted and cancelled by clients, and a stop signal, end
   // No workload of its own: serve takes only submitted jobs, until SIGTERM. One short job
   // runs to its end, one long job is cancelled while it runs, one is still running when the
   // serve process is told to stop; a job too large and an unknown job are refused by name.
-  auto dir = test::temp_dir("testbed-submit");
   auto out = test::temp_dir("testbed-submit-out");
-  std::string cmd = std::string(ARYL_SOURCE_DIR) + "/scripts/testbed.sh --dir " + dir +
-                    " --training 2 --inference 0 -- --no-workload --speedup 10 --out " + out + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string port;
-  for (int i = 0; i < 200 && port.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    port = test::slurp(dir + "/port");
-  }
-  REQUIRE(!port.empty());
-  port.pop_back();
-  auto client = [&](const std::string& what) {
-    return test::run(what + " --port " + port + " --token-file " + dir + "/token");
-  };
-  for (int i = 0; i < 100 && client("status").code != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  background_testbed bed("testbed-submit", "--training 2 --inference 0 -- --no-workload --speedup 10 --out " + out);
+  for (int i = 0; i < 100 && bed.client("status").code != 0; ++i)  // refused until the run has started
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
 
-  auto job_file = dir + "-short.yaml";
+  auto job_file = bed.dir() + "-short.yaml";
   std::ofstream(job_file) << "name: short\ngpus: 2\nexpected_duration_s: 20\n";
-  auto short_job = client("submit --file " + job_file);
-  auto long_job = client("submit --name long --gpus 4 --min-workers 2 --max-workers 8 --duration 100000");
-  auto stays = client("submit --name stays --gpus 1 --duration 100000");
-  auto too_big = client("submit --name too-big --gpus 100 --duration 10");
+  auto short_job = bed.client("submit --file " + job_file);
+  auto long_job = bed.client("submit --name long --gpus 4 --min-workers 2 --max-workers 8 --duration 100000");
+  auto stays = bed.client("submit --name stays --gpus 1 --duration 100000");
+  auto too_big = bed.client("submit --name too-big --gpus 100 --duration 10");
   CHECK_MESSAGE(short_job.code == 0, short_job.output);
   CHECK_MESSAGE(long_job.code == 0, long_job.output);
   CHECK_MESSAGE(stays.code == 0, stays.output);
@@ -292,41 +309,36 @@ TEST_CASE("live: jobs submitted and cancelled by clients, and a stop signal, end
   CHECK(stays.output == "2\n");
   CHECK(too_big.code == 2);
   CHECK_MESSAGE(too_big.output.find("job 'too-big'") != std::string::npos, too_big.output);
-  auto unknown = client("cancel 99");
+  auto unknown = bed.client("cancel 99");
   CHECK(unknown.code == 2);
   CHECK_MESSAGE(unknown.output.find("job 99: no such job") != std::string::npos, unknown.output);
 
   // The long job runs (the two servers hold all three), then is cancelled.
   test::result status;
   for (int i = 0; i < 100; ++i) {
-    status = client("status --json");
+    status = bed.client("status --json");
     if (status.output.find("\"name\": \"long\",\n      \"state\": \"running\"") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   CHECK_MESSAGE(status.output.find("\"name\": \"long\",\n      \"state\": \"running\"") != std::string::npos,
                 status.output);
-  auto cancelled = client("cancel 1");
+  auto cancelled = bed.client("cancel 1");
   CHECK_MESSAGE(cancelled.code == 0, cancelled.output);
-  auto again = client("cancel 1");
+  auto again = bed.client("cancel 1");
   CHECK(again.code == 2);
   CHECK_MESSAGE(again.output.find("job 1 (long) has already ended") != std::string::npos, again.output);
   // The short job (2 s of real time at 10x) finishes; then serve is told to stop.
   for (int i = 0; i < 150; ++i) {
-    status = client("status --json");
+    status = bed.client("status --json");
     if (status.output.find("\"short\"") == std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   CHECK_MESSAGE(status.output.find("\"short\"") == std::string::npos, status.output);
-  int pid = serve_pid(dir);
+  int pid = serve_pid(bed.dir());
   REQUIRE(pid > 0);
   kill(pid, SIGTERM);
-
-  std::string output;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) output.append(buf.data(), n);
-  int rc = pclose(p);
-  REQUIRE_MESSAGE(WIFEXITED(rc), output);
-  REQUIRE_MESSAGE(WEXITSTATUS(rc) == 0, output);
+  auto ended = bed.finish();
+  REQUIRE_MESSAGE(ended.code == 0, ended.output);
   auto rows = outcomes(out + "/jobs.csv");
   CHECK(rows == std::map<std::string, std::string>{{"0", "done"}, {"1", "cancelled"}, {"2", "cancelled"}});
   auto summary = test::slurp(out + "/summary.json");

@@ -1,0 +1,17 @@
+#pragma once
+/// Reading a YAML (or JSON) input file with errors that name the file and line: the config,
+/// fault plans, `aryl submit --file`.
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+namespace aryl {
+
+/// "FILE:LINE" of a mark, or FILE when the mark has no line.
+std::string yaml_where(const std::string& path, const YAML::Mark& m);
+
+/// The parsed file. Throws input_error naming the file (and the line of a syntax error) for a
+/// directory, a file that cannot be opened ("cannot open WHAT") or one that does not parse.
+YAML::Node load_yaml_file(const std::string& path, const std::string& what);
+
+} // namespace aryl
