@@ -59,6 +59,21 @@ void cluster_ledger::settle_attained(job_entry& j, sim_time now) {
   j.attained_since = now;
 }
 
+void cluster_ledger::enqueue(job_entry& j) {
+  j.status = job_status::queued;
+  queued.insert(j.index);
+  queued_by_submit.emplace(j.submit.us, j.index);
+  queued_by_remaining.emplace(j.predicted_remaining(), j.index);
+}
+
+void cluster_ledger::dequeue(const job_entry& j) {
+  // A queued job's keys cannot change while it waits; if one did, its entry would be stale.
+  if (queued.erase(j.index) + queued_by_submit.erase({j.submit.us, j.index}) +
+          queued_by_remaining.erase({j.predicted_remaining(), j.index}) !=
+      3)
+    broken("job " + std::to_string(j.index) + " left the queue with keys it was not queued under");
+}
+
 void cluster_ledger::take(uint32_t index, const allocation& alloc) {
   for (auto& [sid, w] : alloc) {
     auto& s = servers.at(static_cast<size_t>(sid));
@@ -85,12 +100,11 @@ void cluster_ledger::release(uint32_t index) {
 void cluster_ledger::submit(uint32_t index, sim_time now) {
   auto& j = jobs.at(index);
   if (j.status != job_status::unsubmitted) broken("job " + std::to_string(index) + " submitted twice");
-  j.status = job_status::queued;
   j.requested_rate = work_rate(params.model, j.gpus, j.gpus, 1, home_speed(*this, j));
   j.progress.since = now;
   j.attained_since = now;
   j.queued_since = now;
-  queued.insert(index);
+  enqueue(j);
 }
 
 void cluster_ledger::start(uint32_t index, const allocation& alloc, int type, sim_time now) {
@@ -110,7 +124,7 @@ void cluster_ledger::start(uint32_t index, const allocation& alloc, int type, si
   }
   ++j.generation;
   j.status = job_status::running;
-  queued.erase(index);
+  dequeue(j);
   running.insert(index);
 }
 
@@ -123,9 +137,8 @@ void cluster_ledger::preempt(uint32_t index, sim_time now) {
   ++j.preemptions;
   ++j.generation;
   j.queued_since = now;
-  j.status = job_status::queued;
   running.erase(index);
-  queued.insert(index);
+  enqueue(j);
 }
 
 void cluster_ledger::rescale(uint32_t index, const allocation& alloc, sim_time now) {
@@ -173,7 +186,7 @@ void cluster_ledger::finish(uint32_t index, sim_time now) {
   auto& j = jobs.at(index);
   if (j.status == job_status::queued) {
     j.queued_s += (now - j.queued_since).seconds();
-    queued.erase(index);
+    dequeue(j);
     j.status = job_status::done;
     return;
   }

@@ -87,8 +87,13 @@ public:
   ledger_params params;
   std::vector<server_entry> servers;   ///< by server id
   std::vector<job_entry> jobs;         ///< by job index
-  std::set<uint32_t> queued;           ///< queued job indices (index order = submit order)
+  std::set<uint32_t> queued;           ///< queued job indices
   std::set<uint32_t> running;
+  /// The queued jobs again, in the orders non-preemptive rounds take them: by submit time and
+  /// by predicted remaining work (ties: index). A queued job makes no progress, so both keys
+  /// hold while it waits, and a round walks the queue without sorting it.
+  std::set<std::pair<int64_t, uint32_t>> queued_by_submit;
+  std::set<std::pair<double, uint32_t>> queued_by_remaining;
 
   /// Brings a job in (status queued).
   void submit(uint32_t index, sim_time now);
@@ -117,6 +122,8 @@ public:
   double rate(const job_entry& j, const allocation& alloc, int type) const;
 
 private:
+  void enqueue(job_entry& j);
+  void dequeue(const job_entry& j);
   void take(uint32_t index, const allocation& alloc);
   void release(uint32_t index);
   void settle_attained(job_entry& j, sim_time now);

@@ -67,6 +67,12 @@ struct work_view {
   }
 };
 
+int count_workers(const allocation& a) {
+  int n = 0;
+  for (auto& [sid, w] : a) n += w;
+  return n;
+}
+
 int type_of(const cluster_ledger& l, const allocation& a) {
   return l.servers.at(static_cast<size_t>(a.front().first)).gpu_type;
 }
@@ -145,9 +151,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   for (auto& s : l.servers) hard.free.push_back(s.free);
   struct start { uint32_t job; allocation alloc; long plan; };
   std::vector<start> starts;
-  std::vector<uint32_t> queued(l.queued.begin(), l.queued.end());
   bool queue_cleared = true;
-  for (auto id : ranked(l, queued, p, o, now)) {
+  walk_queue(l, p, [&](uint32_t id) {
     auto& j = l.jobs[id];
     // Fastest GPU type first; on each, really free GPUs before those of extra workers.
     std::optional<allocation> a;
@@ -173,8 +178,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     }
     if (!a) {
       queue_cleared = false;
-      if (o.backfill) continue;
-      break;
+      return o.backfill;
     }
     view.take(*a);
     for (auto& [sid, w] : *a) hard.free[static_cast<size_t>(sid)] = std::max(0, hard.free[static_cast<size_t>(sid)] - w);
@@ -184,7 +188,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       plans.push_back(elastic_plan{id, *a, type_of(l, *a), base_workers(j), true, {}});
     }
     starts.push_back({id, std::move(*a), plan});
-  }
+    return true;
+  });
 
   // 2. Moves off slower GPU types, longest predicted remaining time first.
   if (o.migrate && (queue_cleared || !o.migrate_only_when_queue_empty)) {
@@ -195,6 +200,17 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       if (!plans[i].started && speed(l, plans[i].type) < best)
         slow.emplace_back(-l.jobs[plans[i].job].predicted_remaining(), i);
     std::sort(slow.begin(), slow.end());
+    // Free GPUs per type on the servers elastic jobs may use, kept as moves take them.
+    std::vector<long> hard_type_free(l.params.type_speed.size(), 0), view_type_free(hard_type_free);
+    if (!slow.empty()) {
+      job_entry any_elastic;
+      any_elastic.elastic = true;
+      for (auto& s : l.servers)
+        if (usable_for(s, any_elastic, p, o)) {
+          hard_type_free[static_cast<size_t>(s.gpu_type)] += hard.free[static_cast<size_t>(s.id)];
+          view_type_free[static_cast<size_t>(s.gpu_type)] += view.free[static_cast<size_t>(s.id)];
+        }
+    }
     for (auto& [neg_rem, i] : slow) {
       auto& e = plans[i];
       auto id = e.job;
@@ -212,12 +228,21 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         // One server is the best any placement gives: no need to place where that cannot pay.
         if (t_now - t_new(type, 1) <= o.migrate_min_gain_s) continue;
         // Only onto GPUs that are really free: a move never takes GPUs from other jobs.
-        auto slots = (o.migrate_onto_extras ? view : hard).slots(j, p, o, type);
+        auto& target = o.migrate_onto_extras ? view : hard;
+        auto& target_free = o.migrate_onto_extras ? view_type_free : hard_type_free;
+        if (target_free[t] < base_workers(j)) continue;  // most rounds: the fast GPUs are all busy
+        auto slots = target.slots(j, p, o, type);
         auto a = place_one(o.placement, slots, {static_cast<int>(id), base_workers(j), type, {}});
         if (!a || t_now - t_new(type, servers_spanned(*a)) <= o.migrate_min_gain_s) continue;
         view.give(e.base);
         view.take(*a);
-        for (auto& [sid, w] : *a) hard.free[static_cast<size_t>(sid)] = std::max(0, hard.free[static_cast<size_t>(sid)] - w);
+        view_type_free[static_cast<size_t>(e.type)] += count_workers(e.base);
+        view_type_free[t] -= count_workers(*a);
+        for (auto& [sid, w] : *a) {
+          auto& f = hard.free[static_cast<size_t>(sid)];
+          hard_type_free[t] -= std::min(f, w);
+          f = std::max(0, f - w);
+        }
         e.base = std::move(*a);
         e.type = type;
         break;
@@ -228,12 +253,15 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   // 3. Scale-out knapsack over what is left, per GPU type.
   mckp_input in;
   in.capacity.assign(l.params.type_speed.size(), 0);
-  {
-    job_entry any_elastic;
-    any_elastic.elastic = true;
-    for (auto& s : l.servers)
-      if (usable_for(s, any_elastic, p, o)) in.capacity[static_cast<size_t>(s.gpu_type)] += view.free[static_cast<size_t>(s.id)];
-  }
+  job_entry any_elastic;
+  any_elastic.elastic = true;
+  for (auto& s : l.servers)
+    if (usable_for(s, any_elastic, p, o)) in.capacity[static_cast<size_t>(s.gpu_type)] += view.free[static_cast<size_t>(s.id)];
+  // Every elastic job may use the same servers: one ranking of their free GPUs per type
+  // serves all the jobs' spans.
+  std::vector<std::vector<server_slot>> ranking(l.params.type_speed.size());
+  for (size_t t = 0; t < ranking.size(); ++t)
+    if (in.capacity[t] > 0) ranking[t] = most_free_first(view.slots(any_elastic, p, o, static_cast<int>(t)), static_cast<int>(t));
   std::vector<size_t> class_plan;
   for (size_t i = 0; i < plans.size(); ++i) {
     auto& e = plans[i];
@@ -259,7 +287,13 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     // size, else its extras on the fewest servers that hold them. Planned as if alone: when
     // other jobs' extras take the same servers it can end up on more (the ledger then runs
     // it at the rate of the servers it really gets).
-    auto spans = spans_with_extras(view.slots(j, p, o, e.type), extras_for(e, j, 0), top - j.min_workers);
+    extras_request req{0, e.type, {}, {}};  // spans need the home servers only, in any order
+    long home_free = 0;
+    for (auto& [sid, w] : e.base) {  // a base has each server once
+      req.home.push_back(sid);
+      home_free += view.free[static_cast<size_t>(sid)];
+    }
+    auto spans = spans_from_ranking(ranking[static_cast<size_t>(e.type)], home_free, req, top - j.min_workers);
     for (int w = j.min_workers + 1; w <= top; ++w) {
       bool kept = !e.started && intact && w == current;
       int servers = kept ? servers_spanned(j.alloc) : spans[static_cast<size_t>(w - j.min_workers)];

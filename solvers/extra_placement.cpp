@@ -34,20 +34,39 @@ long home_free(const std::vector<server_slot>& s, const extras_request& req) {
 
 } // namespace
 
-std::vector<int> spans_with_extras(const std::vector<server_slot>& servers, const extras_request& req,
-                                   int max_extra) {
+std::vector<server_slot> most_free_first(const std::vector<server_slot>& servers, int gpu_type) {
+  std::vector<server_slot> out;
+  for (auto& s : servers)
+    if (s.gpu_type == gpu_type && s.free > 0) out.push_back(s);
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.free != b.free ? a.free > b.free : a.id < b.id; });
+  return out;
+}
+
+std::vector<int> spans_from_ranking(const std::vector<server_slot>& ranking, long home_free,
+                                    const extras_request& req, int max_extra) {
   std::vector<int> out(static_cast<size_t>(std::max(max_extra, 0)) + 1, -1);
   const int home_span = distinct(req.home);
-  const auto others = others_most_free_first(servers, req);
-  long room = home_free(servers, req);
-  size_t used = 0;
+  long room = home_free;
+  int used = 0;
+  auto next = ranking.begin();
   for (int k = 0; k <= max_extra; ++k) {
     // The fewest new servers that hold what the home servers cannot: the largest ones.
-    while (room < k && used < others.size()) room += servers[others[used++]].free;
+    while (room < k && next != ranking.end()) {
+      if (next->gpu_type == req.gpu_type && !contains(req.home, next->id)) {
+        room += next->free;
+        ++used;
+      }
+      ++next;
+    }
     if (room < k) break;
-    out[static_cast<size_t>(k)] = home_span + static_cast<int>(used);
+    out[static_cast<size_t>(k)] = home_span + used;
   }
   return out;
+}
+
+std::vector<int> spans_with_extras(const std::vector<server_slot>& servers, const extras_request& req,
+                                   int max_extra) {
+  return spans_from_ranking(most_free_first(servers, req.gpu_type), home_free(servers, req), req, max_extra);
 }
 
 std::optional<allocation> place_extras(std::vector<server_slot>& servers, const extras_request& req) {

@@ -26,6 +26,16 @@ struct extras_request {
 std::vector<int> spans_with_extras(const std::vector<server_slot>& servers, const extras_request& req,
                                    int max_extra);
 
+/// The servers of type `gpu_type` with free GPUs, most free first (ties lowest id): the order
+/// in which spans_with_extras counts new servers. One ranking serves every job of the type
+/// in a round.
+std::vector<server_slot> most_free_first(const std::vector<server_slot>& servers, int gpu_type);
+
+/// spans_with_extras from that ranking of the servers (the request's home servers may be in
+/// it) and the free GPUs on the home servers. O(home * new servers counted).
+std::vector<int> spans_from_ranking(const std::vector<server_slot>& ranking, long home_free,
+                                    const extras_request& req, int max_extra);
+
 /// Places req.gpus extra workers so that the job spans the fewest servers: home servers are
 /// filled first (home order), then the rest goes on the fewest other servers of the type
 /// that hold it, picked one at a time among those that still let the rest fit on the picks

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 
 namespace aryl {
 
@@ -76,16 +77,12 @@ void start_job(cluster_ledger& l, std::vector<decision>& out, uint32_t id, alloc
 /// rest unless backfilling is on.
 void place_queue(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
                  std::vector<decision>& out) {
-  std::vector<uint32_t> ids(l.queued.begin(), l.queued.end());
-  auto order = p.order == queue_order::fifo ? ids : ranked(l, ids, p, o, now);
-  for (auto id : order) {
+  detail::walk_queue(l, p, [&](uint32_t id) {
     auto placed = try_place(l, l.jobs[id], p, o);
-    if (!placed) {
-      if (o.backfill) continue;
-      break;
-    }
+    if (!placed) return o.backfill;
     start_job(l, out, id, std::move(placed->first), placed->second, now, policy_reason(p));
-  }
+    return true;
+  });
 }
 
 /// Preemptive phase 1: rank queued and running jobs together, choose the set that fits an
@@ -169,6 +166,9 @@ double priority_key(const job_entry& j, const policy_spec& p,
 std::vector<decision> plan_round(cluster_ledger& l, const policy_spec& p, const planner_options& o,
                                  sim_time now) {
   std::vector<decision> out;
+  // walk_queue knows the orders of the non-preemptive policies only.
+  if (!p.preemptive && p.order != queue_order::fifo && p.order != queue_order::sjf)
+    throw std::invalid_argument("policy " + p.name + ": a non-preemptive policy must rank by fifo or sjf");
   if ((p.elastic || p.loaning) && !p.preemptive)
     detail::plan_elastic(l, p, o, now, out);
   else if (p.preemptive)

@@ -34,6 +34,21 @@ bool usable_for(const server_entry& s, const job_entry& j, const policy_spec& p,
 /// Queued or running job ids ranked by the policy (ties: job index).
 std::vector<uint32_t> ranked(const cluster_ledger& l, const std::vector<uint32_t>& ids, const policy_spec& p,
                              const planner_options& o, sim_time now);
+
+/// Calls `f(id)` for the queued jobs in the non-preemptive policy's order until it returns
+/// false. The queue is read from the ledger's index for that order, so a round that stops
+/// early costs nothing for the jobs behind. `f` may start the job it is given, no other.
+template <class F>
+void walk_queue(const cluster_ledger& l, const policy_spec& p, F f) {
+  auto walk = [&](const auto& index) {
+    for (auto it = index.begin(); it != index.end();) {
+      auto id = (it++)->second;  // advanced first: starting the job erases its entry
+      if (!f(id)) return;
+    }
+  };
+  if (p.order == queue_order::fifo) walk(l.queued_by_submit);
+  else walk(l.queued_by_remaining);
+}
 } // namespace detail
 
 /// The policy's rank of a job at `now` (smaller first); ties are broken by job index.
