@@ -22,11 +22,14 @@ namespace {
 
 /// The `min` workers a job keeps when it shrinks to its base: from the servers holding most
 /// of its workers (fewest servers), ties lowest id.
-allocation keep_min(const allocation& a, int min) {
-  if (a.size() == 1) return {{a[0].first, std::min(a[0].second, min)}};  // the common case
+void keep_min(const allocation& a, int min, allocation& out) {
+  out.clear();
+  if (a.size() == 1) {  // the common case
+    out.emplace_back(a[0].first, std::min(a[0].second, min));
+    return;
+  }
   auto order = a;
   std::stable_sort(order.begin(), order.end(), [](auto& x, auto& y) { return x.second > y.second; });
-  allocation out;
   for (auto& [sid, w] : order) {
     if (min <= 0) break;
     int k = std::min(w, min);
@@ -34,7 +37,6 @@ allocation keep_min(const allocation& a, int min) {
     min -= k;
   }
   std::sort(out.begin(), out.end());
-  return out;
 }
 
 allocation merge(allocation a, const allocation& b) {
@@ -49,7 +51,7 @@ allocation merge(allocation a, const allocation& b) {
 
 struct work_view {
   const cluster_ledger& l;
-  std::vector<int> free;  ///< by server id
+  std::vector<int>& free;  ///< by server id
 
   std::vector<server_slot> slots(const job_entry& j, const policy_spec& p, const planner_options& o,
                                  int only_type = -1) const {
@@ -126,20 +128,74 @@ extras_request extras_for(const elastic_plan& e, const job_entry& j, int extra) 
   return {extra, e.type, by_workers(e.base), by_workers(extras)};
 }
 
+struct start {
+  uint32_t job;
+  allocation alloc;
+  long plan;  ///< its elastic plan, or -1
+};
+
+/// A round's working arrays, kept between rounds (one set per thread) so that an instant
+/// does not allocate and free arrays the size of the cluster and of the running jobs. No
+/// content outlives its round: every use starts from clear().
+struct round_buffers {
+  std::vector<int> free_view, free_hard;
+  std::vector<elastic_plan> plans;
+  std::vector<start> starts;
+  mckp_input in;
+  std::vector<size_t> class_plan;
+  std::vector<std::pair<size_t, int>> still_needed;
+  std::vector<cluster_ledger::reassignment> changes;
+  std::vector<decision> rescales;
+  extras_request home_only;
+  std::vector<int> spans;
+  /// Vectors of last round's plans and knapsack classes, emptied, for this round's.
+  std::vector<allocation> spare_allocs;
+  std::vector<std::vector<mckp_item>> spare_items;
+
+  allocation spare_alloc() {
+    if (spare_allocs.empty()) return {};
+    auto a = std::move(spare_allocs.back());
+    spare_allocs.pop_back();
+    a.clear();
+    return a;
+  }
+  std::vector<mckp_item> spare_item_list() {
+    if (spare_items.empty()) return {};
+    auto v = std::move(spare_items.back());
+    spare_items.pop_back();
+    v.clear();
+    return v;
+  }
+  void recycle() {
+    for (auto& e : plans) {
+      spare_allocs.push_back(std::move(e.base));
+      spare_allocs.push_back(std::move(e.final));
+    }
+    plans.clear();
+    for (auto& c : in.classes) spare_items.push_back(std::move(c.items));
+    in.classes.clear();
+  }
+};
+thread_local round_buffers buffers;
+
 } // namespace
 
 void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
                   std::vector<decision>& out) {
-  work_view view{l, {}};
+  auto& b = buffers;
+  work_view view{l, b.free_view};
+  view.free.clear();
   for (auto& s : l.servers) view.free.push_back(s.free);
 
   // Without elastic scaling (loan-only) a job's base is its whole allocation: it only moves.
   auto base_workers = [&](const job_entry& j) { return p.elastic ? j.min_workers : j.gpus; };
-  std::vector<elastic_plan> plans;
+  b.recycle();
+  auto& plans = b.plans;
   for (auto id : l.running) {
     auto& j = l.jobs[id];
     if (!j.elastic) continue;
-    elastic_plan e{id, keep_min(j.alloc, base_workers(j)), j.alloc_type, j.workers, false, {}};
+    elastic_plan e{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()};
+    keep_min(j.alloc, base_workers(j), e.base);
     view.give(j.alloc);
     view.take(e.base);
     plans.push_back(std::move(e));
@@ -147,10 +203,11 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
 
   // 1. Base demand in queue order: on GPUs that are really free if it fits there, so that
   // running jobs are disturbed only when they must be; else on GPUs held by extra workers.
-  work_view hard{l, {}};
+  work_view hard{l, b.free_hard};
+  hard.free.clear();
   for (auto& s : l.servers) hard.free.push_back(s.free);
-  struct start { uint32_t job; allocation alloc; long plan; };
-  std::vector<start> starts;
+  auto& starts = b.starts;
+  starts.clear();
   bool queue_cleared = true;
   walk_queue(l, p, [&](uint32_t id) {
     auto& j = l.jobs[id];
@@ -251,7 +308,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   }
 
   // 3. Scale-out knapsack over what is left, per GPU type.
-  mckp_input in;
+  auto& in = b.in;
   in.capacity.assign(l.params.type_speed.size(), 0);
   job_entry any_elastic;
   any_elastic.elastic = true;
@@ -262,7 +319,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   std::vector<std::vector<server_slot>> ranking(l.params.type_speed.size());
   for (size_t t = 0; t < ranking.size(); ++t)
     if (in.capacity[t] > 0) ranking[t] = most_free_first(view.slots(any_elastic, p, o, static_cast<int>(t)), static_cast<int>(t));
-  std::vector<size_t> class_plan;
+  auto& class_plan = b.class_plan;
+  class_plan.clear();
   for (size_t i = 0; i < plans.size(); ++i) {
     auto& e = plans[i];
     auto& j = l.jobs[e.job];
@@ -278,8 +336,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       });
     int current = e.current;
     double t_min = remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, servers_spanned(e.base), sp);
-    mckp_class c;
-    c.gpu_type = e.type;
+    mckp_class c{b.spare_item_list(), e.type};
     // No job can take more extra workers than its type has free GPUs: items past that could
     // never be chosen, and a trace's max_workers may be far beyond the cluster.
     const int top = std::min(j.max_workers, j.min_workers + in.capacity[static_cast<size_t>(e.type)]);
@@ -287,13 +344,16 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     // size, else its extras on the fewest servers that hold them. Planned as if alone: when
     // other jobs' extras take the same servers it can end up on more (the ledger then runs
     // it at the rate of the servers it really gets).
-    extras_request req{0, e.type, {}, {}};  // spans need the home servers only, in any order
+    auto& req = b.home_only;  // spans need the home servers only, in any order
+    req.gpu_type = e.type;
+    req.home.clear();
     long home_free = 0;
     for (auto& [sid, w] : e.base) {  // a base has each server once
       req.home.push_back(sid);
       home_free += view.free[static_cast<size_t>(sid)];
     }
-    auto spans = spans_from_ranking(ranking[static_cast<size_t>(e.type)], home_free, req, top - j.min_workers);
+    auto& spans = b.spans;
+    spans_from_ranking(ranking[static_cast<size_t>(e.type)], home_free, req, top - j.min_workers, spans);
     for (int w = j.min_workers + 1; w <= top; ++w) {
       bool kept = !e.started && intact && w == current;
       int servers = kept ? servers_spanned(j.alloc) : spans[static_cast<size_t>(w - j.min_workers)];
@@ -315,7 +375,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   // allocation (the knapsack charged it no overhead, and any other change costs one). The
   // others' extras go on the fewest servers that hold them, largest first (ties: class
   // order), so that big demands find room before small ones split the free servers.
-  std::vector<std::pair<size_t, int>> still_needed;  // (plan, extra workers)
+  auto& still_needed = b.still_needed;  // (plan, extra workers)
+  still_needed.clear();
   for (auto& e : plans) e.final = e.base;
   for (size_t c = 0; c < class_plan.size(); ++c) {
     if (sol.choice[c] < 0) continue;
@@ -349,8 +410,10 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   }
 
   // Apply: changed running jobs as one batch, then the starts.
-  std::vector<cluster_ledger::reassignment> changes;
-  std::vector<decision> rescales;
+  auto& changes = b.changes;
+  auto& rescales = b.rescales;
+  changes.clear();
+  rescales.clear();
   for (auto& e : plans) {
     if (e.started) continue;
     auto id = e.job;

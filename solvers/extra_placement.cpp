@@ -7,9 +7,11 @@ namespace {
 
 bool contains(const std::vector<int>& ids, int id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
 
-int distinct(std::vector<int> ids) {
-  std::sort(ids.begin(), ids.end());
-  return static_cast<int>(std::unique(ids.begin(), ids.end()) - ids.begin());
+/// Distinct ids in a job's few home servers (no copy: called for every job of a round).
+int distinct(const std::vector<int>& ids) {
+  int n = 0;
+  for (auto it = ids.begin(); it != ids.end(); ++it) n += std::find(ids.begin(), it, *it) == it;
+  return n;
 }
 
 /// Positions of the type's servers outside `home` with free GPUs, most free first, ties
@@ -42,9 +44,9 @@ std::vector<server_slot> most_free_first(const std::vector<server_slot>& servers
   return out;
 }
 
-std::vector<int> spans_from_ranking(const std::vector<server_slot>& ranking, long home_free,
-                                    const extras_request& req, int max_extra) {
-  std::vector<int> out(static_cast<size_t>(std::max(max_extra, 0)) + 1, -1);
+void spans_from_ranking(const std::vector<server_slot>& ranking, long home_free, const extras_request& req,
+                        int max_extra, std::vector<int>& out) {
+  out.assign(static_cast<size_t>(std::max(max_extra, 0)) + 1, -1);
   const int home_span = distinct(req.home);
   long room = home_free;
   int used = 0;
@@ -61,12 +63,13 @@ std::vector<int> spans_from_ranking(const std::vector<server_slot>& ranking, lon
     if (room < k) break;
     out[static_cast<size_t>(k)] = home_span + used;
   }
-  return out;
 }
 
 std::vector<int> spans_with_extras(const std::vector<server_slot>& servers, const extras_request& req,
                                    int max_extra) {
-  return spans_from_ranking(most_free_first(servers, req.gpu_type), home_free(servers, req), req, max_extra);
+  std::vector<int> out;
+  spans_from_ranking(most_free_first(servers, req.gpu_type), home_free(servers, req), req, max_extra, out);
+  return out;
 }
 
 std::optional<allocation> place_extras(std::vector<server_slot>& servers, const extras_request& req) {

@@ -32,9 +32,10 @@ std::vector<int> spans_with_extras(const std::vector<server_slot>& servers, cons
 std::vector<server_slot> most_free_first(const std::vector<server_slot>& servers, int gpu_type);
 
 /// spans_with_extras from that ranking of the servers (the request's home servers may be in
-/// it) and the free GPUs on the home servers. O(home * new servers counted).
-std::vector<int> spans_from_ranking(const std::vector<server_slot>& ranking, long home_free,
-                                    const extras_request& req, int max_extra);
+/// it) and the free GPUs on the home servers, into `out` (a round reuses one vector).
+/// O(home * new servers counted).
+void spans_from_ranking(const std::vector<server_slot>& ranking, long home_free, const extras_request& req,
+                        int max_extra, std::vector<int>& out);
 
 /// Places req.gpus extra workers so that the job spans the fewest servers: home servers are
 /// filled first (home order), then the rest goes on the fewest other servers of the type
