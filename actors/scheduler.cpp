@@ -128,7 +128,18 @@ void run_round(self_ptr self) {
   auto& st = self->state;
   st.round_pending = false;
   auto now = st.jenv.tb.now(self);
-  auto decisions = plan_round(st.ledger, st.setup.policy, st.setup.planner, now);
+  // Sizes are re-planned at most every scale period; a round in between starts queued jobs
+  // on free GPUs only, and a timer brings the next full round.
+  // (Compared in whole microseconds, as the timer fires: it always finds its round due.)
+  const sim_time due = st.last_scale_round + sim_time::from_seconds(st.setup.planner.scale_period_s);
+  const bool full = now >= due;
+  if (full) st.last_scale_round = now;
+  else if (!st.scale_timer) {
+    st.scale_timer = true;
+    self->delayed_send(self, st.jenv.tb.span(due - now), scale_due_atom::value);
+  }
+  auto decisions = plan_round(st.ledger, st.setup.policy, st.setup.planner, now,
+                              full ? round_scope::full : round_scope::base_only);
   for (auto& d : decisions) dispatch_removals(self, d);
   for (auto& d : decisions) {
     dispatch_assignment(self, d);
@@ -451,6 +462,10 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         if (job < self->state.jobs.size() && self->state.jobs[job]) end_job(self, job, "done", "its work is done");
       },
       [=](round_atom) { run_round(self); },
+      [=](scale_due_atom) {
+        self->state.scale_timer = false;
+        mark_dirty(self);
+      },
       [=](loan_atom, const std::vector<int>& ids) {
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);

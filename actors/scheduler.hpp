@@ -44,6 +44,10 @@ struct scheduler_state {
   /// two strong handles would keep both alive for ever.
   caf::actor_addr inference;
   bool round_pending = false;
+  /// The last round that re-planned elastic sizes (scale_period_s), and whether a timer for
+  /// the next one is set.
+  sim_time last_scale_round = sim_time::from_us(-sim_time::horizon().us);
+  bool scale_timer = false;
   /// Wall clock when the pending round was asked for: round latency is measured, never used
   /// in a decision.
   std::chrono::steady_clock::time_point round_asked;

@@ -14,6 +14,8 @@ namespace aryl {
 
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using round_atom = caf::atom_constant<caf::atom("round")>;
+/// The scale period's timer: the next round may re-plan elastic sizes.
+using scale_due_atom = caf::atom_constant<caf::atom("scaledue")>;
 using dump_atom = caf::atom_constant<caf::atom("dump")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
 using admit_atom = caf::atom_constant<caf::atom("admit")>;
@@ -67,6 +69,7 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<ack_atom, job_ack>,
     caf::reacts_to<finished_atom, uint32_t, uint64_t>,
     caf::reacts_to<round_atom>,
+    caf::reacts_to<scale_due_atom>,
     caf::reacts_to<caf::atom_constant<caf::atom("loan")>, std::vector<int>>,
     caf::reacts_to<caf::atom_constant<caf::atom("reclaim")>, int, int64_t>,
     caf::replies_to<dump_atom>::with<std::string>,

@@ -101,6 +101,7 @@ const std::map<std::string, setter>& setters() {
       {"scheduler.migrate_only_when_queue_empty", [](config& c, const std::string& v) { c.scheduler.migrate_only_when_queue_empty = to_bool(v); }},
       {"scheduler.migrate_onto_extras", [](config& c, const std::string& v) { c.scheduler.migrate_onto_extras = to_bool(v); }},
       {"scheduler.free_gpus_first", [](config& c, const std::string& v) { c.scheduler.free_gpus_first = to_bool(v); }},
+      {"scheduler.scale_period_s", [](config& c, const std::string& v) { c.scheduler.scale_period_s = seconds(v); }},
       {"scheduler.short_job_s", [](config& c, const std::string& v) { c.scheduler.short_job_s = seconds(v); }},
       {"scheduler.inelastic_on_loaned", [](config& c, const std::string& v) { c.scheduler.inelastic_on_loaned = to_bool(v); }},
       {"scheduler.reclaim", [](config& c, const std::string& v) { c.reclaim_method = one_of(v, {"greedy", "exact"}); }},

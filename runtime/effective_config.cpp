@@ -23,6 +23,7 @@ std::string effective_config_json(const config& c) {
   j["scheduler.migrate_onto_extras"] = s.migrate_onto_extras;
   j["scheduler.free_gpus_first"] = s.free_gpus_first;
   j["scheduler.short_job_s"] = s.short_job_s;
+  j["scheduler.scale_period_s"] = s.scale_period_s;
   j["scheduler.inelastic_on_loaned"] = s.inelastic_on_loaned;
   j["scheduler.reclaim"] = c.reclaim_method;
   // The key sets one threshold; a config holding more came from code, not from keys.

@@ -147,6 +147,7 @@ struct round_buffers {
   std::vector<cluster_ledger::reassignment> changes;
   std::vector<decision> rescales;
   extras_request home_only;
+  std::vector<server_slot> slots;
   std::vector<int> spans;
   /// Vectors of last round's plans and knapsack classes, emptied, for this round's.
   std::vector<allocation> spare_allocs;
@@ -179,6 +180,30 @@ struct round_buffers {
 thread_local round_buffers buffers;
 
 } // namespace
+
+void plan_base_only(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                    std::vector<decision>& out) {
+  auto& slots = buffers.slots;
+  walk_queue(l, p, [&](uint32_t id) {
+    auto& j = l.jobs[id];
+    // The types in the order the full round tries them.
+    auto types = types_by_speed(l, j.gpu_type);
+    if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
+    const int demand = (p.elastic && j.elastic) ? j.min_workers : j.gpus;
+    for (int type : types) {
+      slots.clear();
+      for (auto& s : l.servers)
+        if (s.gpu_type == type && usable_for(s, j, p, o)) slots.push_back({s.id, s.gpu_type, s.gpus, s.free});
+      auto a = place_one(o.placement, slots, {static_cast<int>(id), demand, type, {}});
+      if (!a) continue;
+      l.start(id, *a, type, now);
+      out.push_back({decision::kind::start, id, std::move(*a), {}, type,
+                     "shortest predicted job that fits its base demand on free GPUs (sizes wait for the scale round)"});
+      return true;
+    }
+    return o.backfill;
+  });
+}
 
 void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
                   std::vector<decision>& out) {

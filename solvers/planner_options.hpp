@@ -23,6 +23,11 @@ struct planner_options {
   bool free_gpus_first = true;
   /// Elastic jobs predicted shorter than this start on the slowest GPU type that fits.
   double short_job_s = 0;
+  /// Rounds with elastic scaling or loaning re-plan elastic jobs' sizes and moves (the
+  /// knapsack, over every running elastic job) at most this often, in seconds; the rounds in
+  /// between only start queued jobs at their base demand on free GPUs. 0: every round
+  /// re-plans (docs/design.md, "Scale period").
+  double scale_period_s = 0;
   /// LAS queue thresholds in attained GPU-seconds, ascending.
   std::vector<double> las_thresholds{3600.0 * 8};
 

@@ -164,12 +164,14 @@ double priority_key(const job_entry& j, const policy_spec& p,
 }
 
 std::vector<decision> plan_round(cluster_ledger& l, const policy_spec& p, const planner_options& o,
-                                 sim_time now) {
+                                 sim_time now, round_scope scope) {
   std::vector<decision> out;
   // walk_queue knows the orders of the non-preemptive policies only.
   if (!p.preemptive && p.order != queue_order::fifo && p.order != queue_order::sjf)
     throw std::invalid_argument("policy " + p.name + ": a non-preemptive policy must rank by fifo or sjf");
-  if ((p.elastic || p.loaning) && !p.preemptive)
+  if ((p.elastic || p.loaning) && !p.preemptive && scope == round_scope::base_only)
+    detail::plan_base_only(l, p, o, now, out);
+  else if ((p.elastic || p.loaning) && !p.preemptive)
     detail::plan_elastic(l, p, o, now, out);
   else if (p.preemptive)
     place_preemptive(l, p, o, now, out);

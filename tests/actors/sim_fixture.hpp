@@ -57,6 +57,7 @@ inline scheduler_actor::behavior_type recording_scheduler(scheduler_actor::point
       [=](ack_atom, const job_ack& a) { log->push_back({tb.now(self), "ack", a.job, a.generation, a.work_done}); },
       [=](finished_atom, uint32_t job, uint64_t g) { log->push_back({tb.now(self), "finished", job, g, 0}); },
       [=](round_atom) {},
+      [=](scale_due_atom) {},
       [=](loan_atom, const std::vector<int>& ids) { log->push_back({tb.now(self), "loan", 0, 0, 0, ids}); },
       [=](reclaim_atom, int n, int64_t) { log->push_back({tb.now(self), "reclaim", 0, 0, 0, {}, n}); },
       [=](dump_atom) -> std::string { return "recording scheduler"; },

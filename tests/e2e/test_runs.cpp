@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "tests/e2e/run_helpers.hpp"
 
@@ -78,4 +80,30 @@ TEST_CASE("a job that waits for servers that are never lent stops the run with a
   CHECK_FALSE(out.ok);
   CHECK(out.error.find("stalled") != std::string::npos);
   CHECK(out.error.find("queued job-0 gpus=32") != std::string::npos);
+}
+
+TEST_CASE("with a scale period, elastic sizes change only at scale rounds that far apart, and every job completes") {
+  auto c = small_default("scale-period");
+  c.scheduler.scale_period_s = 600;
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  CHECK(out.summary.jobs_completed == 300);
+  // Instants where a round resized or moved a running job (a reclaim's scale-in is not a
+  // round's: it happens when the inference side asks).
+  std::istringstream log(test::slurp(c.out_dir + "/events.log"));
+  std::vector<double> instants;
+  int starts_between = 0;
+  for (std::string line; std::getline(log, line);) {
+    std::istringstream fields(line);
+    double t = 0;
+    std::string who, what;
+    fields >> t >> who >> what;
+    if (who != "scheduler") continue;
+    bool by_round = what == "rescale" && line.find("is reclaimed") == std::string::npos;
+    if (by_round && (instants.empty() || instants.back() != t)) instants.push_back(t);
+    if (what == "start" && line.find("sizes wait for the scale round") != std::string::npos) ++starts_between;
+  }
+  REQUIRE(instants.size() > 10);
+  for (size_t i = 1; i < instants.size(); ++i) CHECK(instants[i] - instants[i - 1] >= 600 - 1e-6);
+  CHECK(starts_between > 0);  // rounds between scale rounds did start jobs
 }
