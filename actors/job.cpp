@@ -37,6 +37,11 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
     auto& st = self->state;
     st.generation = a.generation;
     st.workers = a.workers;
+    st.stopping = false;
+    if (st.recovering && a.workers > 0) {
+      st.recovering = false;
+      self->send(env.recorder, lostwork_atom::value, 0.0, (env.tb.now(self) - st.recover_from).seconds());
+    }
     uint32_t rank = 0;
     double rate = work_rate(env.model, st.spec.gpus, a.workers, servers_spanned(a), a.type_speed) * env.workers.speedup;
     for (size_t i = 0; i < a.servers.size(); ++i) {
@@ -164,8 +169,12 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
       [=](wexit_atom, uint32_t rank, int code, int signal) {
         auto& st = self->state;
         if (!st.live_ranks.erase(rank)) return;
-        if (st.next) {  // stopped by the scheduler: any exit status is expected
-          if (st.live_ranks.empty()) {
+        if (code == worker_lost_code && !st.recovering) {  // its machine was lost
+          st.recovering = true;
+          st.recover_from = env.tb.now(self);
+        }
+        if (st.next || st.stopping) {  // stopped by the scheduler: any exit status is expected
+          if (st.next && st.live_ranks.empty()) {
             auto a = std::move(*st.next);
             st.next.reset();
             launch(a);
@@ -173,11 +182,15 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
           return;
         }
         if (code != 0 || signal != 0) {
-          self->send(env.recorder, failed_atom::value,
-                     fmt::format("job {} ({}): worker rank {} failed (exit code {}, signal {})", st.spec.index,
-                                 st.spec.name, rank, code, signal),
-                     3);
-          self->quit();
+          // A worker died on its own: as after a simulated worker crash, the scheduler
+          // reassigns the job (bounded retries); the new workers resume from the checkpoint,
+          // and the removal stops this launch's others, whose exits are then expected.
+          st.stopping = true;
+          if (!st.recovering) {
+            st.recovering = true;
+            st.recover_from = env.tb.now(self);
+          }
+          self->send(scheduler(), wfail_atom::value, st.spec.index);
           return;
         }
         if (!st.live_ranks.empty()) return;

@@ -27,6 +27,7 @@ struct job_state {
   // Live mode (env.workers.follow_workers):
   std::set<uint32_t> live_ranks;        ///< ranks of the current launch that have not exited
   std::optional<job_assignment> next;   ///< set while the previous launch's workers stop
+  bool stopping = false;                ///< a worker failed: the launch's exits are expected
   int64_t decided_unix_ns = 0;          ///< when the latest assignment arrived (system clock)
   static inline const char* name = "job";
 };
@@ -40,7 +41,8 @@ struct job_state {
 /// assignment it waits until the workers of the previous one have exited (the scheduler's
 /// removal stops them), launches the new ones through the server actors, and acknowledges;
 /// progress is what rank 0 reports; it is done when every worker exits 0. A worker that
-/// fails on its own ends the run (live recovery from faults is not built yet).
+/// fails on its own (or is given up for lost with its machine) goes the way of a simulated
+/// worker crash: `wfail` to the scheduler, which reassigns the job from its checkpoint.
 job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> self, job_spec spec,
                                       job_env env);
 

@@ -501,8 +501,15 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
       [=](lost_atom, int server) {
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
+        if (server < 0 || static_cast<size_t>(server) >= st.ledger.servers.size()) return;
         auto& s = st.ledger.servers.at(static_cast<size_t>(server));
-        if (s.mode == server_mode::down || !st.crashed[static_cast<size_t>(server)]) return;
+        // Its own detection of a simulated crash is stale once the machine is back; an outside
+        // detector (the live gateway) reports only a server whose agent is still away.
+        bool predicted = self->current_sender() == self->address();
+        if (s.mode == server_mode::down || (predicted && !st.crashed[static_cast<size_t>(server)])) return;
+        // Only training servers are lost and back: inference servers belong to the
+        // inference-load actor's accounting, which does not model their loss.
+        if (s.home != server_home::training) return;
         auto jobs = s.jobs;
         std::vector<uint32_t> ids(jobs.begin(), jobs.end());
         std::sort(ids.begin(), ids.end());
@@ -516,6 +523,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
       [=](back_atom, int server) {
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
+        if (server < 0 || static_cast<size_t>(server) >= st.ledger.servers.size()) return;
         auto& s = st.ledger.servers.at(static_cast<size_t>(server));
         if (s.mode != server_mode::down) {
           // Back before its loss was noticed: the agent registers again with no workers, which

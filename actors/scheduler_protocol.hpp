@@ -62,8 +62,9 @@ typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
 /// or -1 once the run is stopping. cancel(job): ends a queued or running job as cancelled; replies "" or why it cannot.
 /// drain: the run is told to stop: every active job ends as cancelled, then the recorder
 /// closes the outputs. Faults (actors/fault_protocol.hpp): crash(server, down µs) and
-/// wcrash(job) from the fault actor; lost and back, self-sent when a crashed server's
-/// heartbeats stop and when it registers again; wfail(job) from a job whose worker died.
+/// wcrash(job) from the fault actor; lost and back when a server's heartbeats stop and when
+/// its agent registers again (self-sent after a simulated crash; from the live gateway);
+/// wfail(job) from a job whose worker died.
 using scheduler_actor = caf::typed_actor<
     caf::reacts_to<submit_atom, job_spec>,
     caf::reacts_to<ack_atom, job_ack>,

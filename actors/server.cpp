@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+#include <set>
+#include <utility>
+
 #include "actors/end_run_on_exception.hpp"
 
 #include "solvers/cluster_ledger.hpp"
@@ -29,7 +33,33 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
       if (st.gpu_job[g] == job) l.gpus.push_back(static_cast<uint32_t>(g));
     if (static_cast<int>(l.gpus.size()) < p->second.workers) return;
     st.pending.erase(p);
+    ++st.launches;
+    for (uint32_t r = 0; r < l.gpus.size(); ++r) st.running[job][l.rank_offset + r] = st.launches;
     st.node->launch(l);
+  };
+  // Its exit will never be reported: the job hears it as lost now.
+  auto give_up = [=](uint32_t job, uint32_t rank) {
+    auto& st = self->state;
+    auto o = st.owners.find(job);
+    if (o != st.owners.end()) self->send(o->second, wexit_atom::value, rank, worker_lost_code, worker_lost_signal);
+  };
+  // Whether a report comes from a worker given up and found running on reconciling; its exit
+  // (`forget`) is the last report it makes.
+  auto stray = [=](uint32_t job, uint32_t rank, bool forget) {
+    auto& st = self->state;
+    auto it = st.strays.find(job);
+    if (it == st.strays.end() || !it->second.count(rank)) return false;
+    if (forget) {
+      it->second.erase(rank);
+      if (it->second.empty()) st.strays.erase(it);
+    }
+    return true;
+  };
+  // Whether a report of this worker is still awaited here.
+  auto expected = [=](uint32_t job, uint32_t rank) {
+    auto& st = self->state;
+    auto it = st.running.find(job);
+    return it != st.running.end() && it->second.count(rank) > 0;
   };
   auto violation = [=](std::string what) {
     self->send(recorder, violation_atom::value, fmt::format("server {}: {}", self->state.server, what));
@@ -73,6 +103,12 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
         if (m == static_cast<int>(server_mode::down) && st.used > 0)
           violation(fmt::format("marked lost with {} GPUs still held by jobs", st.used));
         st.mode = m;
+        if (m != static_cast<int>(server_mode::down)) return;
+        // A lost machine's workers report nothing more: their jobs stop waiting for them.
+        auto gone = std::move(st.running);
+        st.running.clear();
+        for (auto& [job, ranks] : gone)
+          for (auto& [r, launch] : ranks) give_up(job, r);
       },
       [=](launch_atom, launch_request& r) {
         auto& st = self->state;
@@ -83,12 +119,46 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
         try_launch(job);
       },
       [=](wprogress_atom, uint32_t job, uint32_t rank, double work_done) {
+        if (!expected(job, rank) || stray(job, rank, false)) return;
         auto it = self->state.owners.find(job);
         if (it != self->state.owners.end()) self->send(it->second, wprogress_atom::value, rank, work_done);
       },
       [=](wexit_atom, uint32_t job, uint32_t rank, int code, int signal) {
-        auto it = self->state.owners.find(job);
-        if (it != self->state.owners.end()) self->send(it->second, wexit_atom::value, rank, code, signal);
+        auto& st = self->state;
+        if (stray(job, rank, true) || !expected(job, rank)) return;  // given up for lost already
+        auto r = st.running.find(job);
+        r->second.erase(rank);
+        if (r->second.empty()) st.running.erase(r);
+        auto it = st.owners.find(job);
+        if (it != st.owners.end()) self->send(it->second, wexit_atom::value, rank, code, signal);
+      },
+      [=](reconcile_atom, const std::vector<uint32_t>& jobs, const std::vector<uint32_t>& ranks, uint64_t seen) {
+        auto& st = self->state;
+        if (!st.node) return;
+        std::set<std::pair<uint32_t, uint32_t>> there;
+        for (size_t i = 0; i < jobs.size() && i < ranks.size(); ++i) there.emplace(jobs[i], ranks[i]);
+        // Launched here before the agent registered, gone there: the agent restarted without
+        // them (its machine rebooted), or the launch went down with the old connection.
+        for (auto it = st.running.begin(); it != st.running.end();) {
+          for (auto r = it->second.begin(); r != it->second.end();) {
+            if (r->second > seen || there.count({it->first, r->first})) {
+              ++r;
+              continue;
+            }
+            give_up(it->first, r->first);
+            r = it->second.erase(r);
+          }
+          it = it->second.empty() ? st.running.erase(it) : std::next(it);
+        }
+        // Running there for a job no longer placed here (moved away while its agent was gone):
+        // stopped. The exit of one given up already is its own, not a later launch's: dropped.
+        std::set<uint32_t> stop;
+        for (auto& [job, rank] : there) {
+          if (st.workers.count(job)) continue;
+          stop.insert(job);
+          if (!expected(job, rank)) st.strays[job].insert(rank);
+        }
+        for (auto job : stop) st.node->stop(job);
       },
   };
 }

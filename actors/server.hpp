@@ -3,6 +3,7 @@
 /// machine and checks every placement against them.
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,13 @@ struct server_state {
   std::vector<int64_t> gpu_job;                  ///< GPU index -> job holding it, -1 free
   std::map<uint32_t, job_actor> owners;          ///< job -> its actor, for worker reports
   std::map<uint32_t, launch_request> pending;    ///< launches waiting for their placement
+  /// job -> rank -> the launch (1, 2, ... on this server) that started it, for the ranks
+  /// whose exit has not been reported: only their reports reach the job (a worker given up for
+  /// lost may still report, from an agent that comes back).
+  std::map<uint32_t, std::map<uint32_t, uint64_t>> running;
+  uint64_t launches = 0;  ///< launches sent to the machine so far
+  /// job -> ranks given up, then found still running when the agent came back (stopped then).
+  std::map<uint32_t, std::set<uint32_t>> strays;
   static inline const char* name = "server";
 };
 
@@ -30,7 +38,10 @@ struct server_state {
 /// training worker on a server that serves inference, and any removal of an absent job.
 /// With a `node` (live mode) it fronts the machine's agent: a placement takes GPU indices,
 /// a job's launch starts workers on them, a removal stops the job's workers there, and the
-/// workers' reports go to the job's actor.
+/// workers' reports go to the job's actor. When the server is marked down (lost), or its agent
+/// registers again without some of them, the workers launched here are reported to their
+/// jobs as exited with worker_lost_code; workers the returning agent still runs for jobs no
+/// longer placed here are stopped.
 server_actor::behavior_type server_behavior(server_actor::stateful_pointer<server_state> self,
                                             std::string name, int gpus, int mode, recorder_actor recorder,
                                             std::shared_ptr<node_link> node);

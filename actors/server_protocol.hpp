@@ -41,12 +41,14 @@ typename Inspector::result_type inspect(Inspector& f, launch_request& x) {
 
 /// From the scheduler: place(job, gpus), remove(job), mode(server_mode as int: who the
 /// server works for). Live mode only: launch from a job actor; wprogress(job, rank,
-/// work_done) and wexit(job, rank, code, signal) from the node agent's connection.
+/// work_done) and wexit(job, rank, code, signal) from the node agent's connection, and
+/// reconcile(jobs, ranks, launches) when that agent registers again.
 using server_actor = caf::typed_actor<caf::reacts_to<place_atom, uint32_t, int>,
                                       caf::reacts_to<remove_atom, uint32_t>,
                                       caf::reacts_to<mode_atom, int>,
                                       caf::reacts_to<launch_atom, launch_request>,
                                       caf::reacts_to<wprogress_atom, uint32_t, uint32_t, double>,
-                                      caf::reacts_to<wexit_atom, uint32_t, uint32_t, int, int>>;
+                                      caf::reacts_to<wexit_atom, uint32_t, uint32_t, int, int>,
+                                      caf::reacts_to<reconcile_atom, std::vector<uint32_t>, std::vector<uint32_t>, uint64_t>>;
 
 } // namespace aryl

@@ -248,7 +248,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         [servers](int s, uint32_t job, uint32_t rank, int code, int signal) {
           caf::anon_send(servers.at(static_cast<size_t>(s)), wexit_atom::value, job, rank, code, signal);
         },
-        [recorder](std::string why) { caf::anon_send(recorder, failed_atom::value, std::move(why), 3); },
+        [scheduler](int s) { caf::anon_send(scheduler, lost_atom::value, s); },
         [tasks, &sys, scheduler, status] {
           auto s = tasks->ask<cluster_status>(sys, scheduler, cluster_status{}, status_atom::value);
           s.reclaim_slo_misses = status->slo_misses.load();
@@ -273,6 +273,11 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         [tasks, &sys, scheduler](uint32_t job) {
           return tasks->ask<std::string>(sys, scheduler, fmt::format("job {}: the scheduler did not answer", job),
                                          cancel_atom::value, job);
+        },
+        [scheduler](int s) { caf::anon_send(scheduler, back_atom::value, s); },
+        [servers](int s, std::vector<uint32_t> jobs, std::vector<uint32_t> ranks, uint64_t launches) {
+          caf::anon_send(servers.at(static_cast<size_t>(s)), reconcile_atom::value, std::move(jobs), std::move(ranks),
+                         launches);
         }});
   }
   auto total_jobs = in.jobs.size();

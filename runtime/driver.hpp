@@ -46,8 +46,9 @@ struct submit_result {
 struct worker_router {
   std::function<void(int server, uint32_t job, uint32_t rank, double work_done)> progress;
   std::function<void(int server, uint32_t job, uint32_t rank, int code, int signal)> exit;
-  /// The run cannot go on (a machine vanished with work on it): it stops with this reason.
-  std::function<void(std::string why)> fail;
+  /// The server's agent stayed away for the detection grace: the scheduler's lost-server
+  /// path (its jobs roll back to their checkpoints and are reassigned).
+  std::function<void(int server)> lost;
   /// The scheduler's view now (blocks for its answer, at most 2 s).
   std::function<cluster_status()> status;
   /// Inference servers needed from now on, pushed by a client (replaces the demand trace).
@@ -56,6 +57,13 @@ struct worker_router {
   std::function<submit_result(job_spec job)> submit;
   /// Ends a queued or running job as cancelled: "" or why it cannot (naming the job).
   std::function<std::string(uint32_t job)> cancel;
+  /// The server's agent registered again: the scheduler may use the server again.
+  std::function<void(int server)> back;
+  /// The workers (jobs[i], ranks[i]) that agent runs now, and how many of the server's
+  /// launches the gateway had taken by then: the server actor gives up the ones it launched
+  /// that are missing and stops those of jobs no longer placed there.
+  std::function<void(int server, std::vector<uint32_t> jobs, std::vector<uint32_t> ranks, uint64_t launches)>
+      reconcile;
 };
 
 /// Live mode: the machines behind the server actors, and the way in for their reports.

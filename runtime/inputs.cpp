@@ -56,6 +56,10 @@ run_inputs load_inputs(const config& c, std::string* note) {
   std::vector<std::string> training;
   for (int i = 0; i < c.training.servers; ++i) training.push_back(fmt::format("t{}", i));
   if (!c.faults_file.empty()) in.faults = read_fault_plan(c.faults_file, training);
+  // Random faults are drawn inside the run; live, the testbed enacts faults from a file.
+  if (c.random_faults.any() && c.mode != "simulated")
+    throw input_error("faults.random.*: random faults run in simulated time only; live mode enacts a fault "
+                      "plan file (--faults, scripts/live_faults.py)");
   if (c.random_faults.any()) {
     // Over the submit window and as long again: faults while the queue drains count too.
     double span_s = 2 * in.jobs.back().submit.seconds() + 86400.0;
@@ -64,8 +68,6 @@ run_inputs load_inputs(const config& c, std::string* note) {
     in.faults.insert(in.faults.end(), random.begin(), random.end());
   }
   std::stable_sort(in.faults.begin(), in.faults.end(), [](auto& a, auto& b) { return a.at < b.at; });
-  if (!in.faults.empty() && c.mode != "simulated")
-    throw input_error("faults: fault plans run in simulated time only (live fault injection is not built yet)");
   return in;
 }
 

@@ -130,6 +130,8 @@ int main(int argc, char** argv) {
   aryl::live::serve_options so;
   auto* serve = app.add_subcommand("serve", "live mode: schedule a workload on node agents' machines");
   add_workload_flags(serve, vf);
+  serve->add_option("--faults", vf.faults,
+                    "a fault plan (YAML): surges enacted here, crashes by scripts/live_faults.py (docs/live.md)");
   serve->add_option("--bind", so.bind, "address to listen on (default 127.0.0.1)");
   serve->add_option("--port", so.port, "port (default 0: the OS chooses)");
   serve->add_option("--port-file", so.port_file, "write the port here once listening");

@@ -263,7 +263,15 @@ class agent {
     say("exit " + worker_label(w.job_id, w.rank) + ": code " + std::to_string(w.status->code) +
         " signal " + std::to_string(w.status->signal));
     emit(wire::exit_{w.job_id, w.rank, w.status->code, w.status->signal});
+    const std::pair<uint64_t, uint32_t> key{w.job_id, w.rank};
     workers_.erase(it);
+    if (auto d = deferred_.find(key); d != deferred_.end()) {
+      auto later = std::move(d->second);
+      deferred_.erase(d);
+      // Stopped before it could start: it ends as a stopped worker would.
+      if (later.stopped) emit(wire::exit_{later.launch.job_id, later.launch.rank, 0, SIGTERM});
+      else on_launch(later.launch);
+    }
   }
 
   void flush_progress(time_point now) {
@@ -450,9 +458,17 @@ class agent {
 
   void on_launch(const wire::launch& l) {
     const std::string label = worker_label(l.job_id, l.rank);
-    if (worker* w = find_worker(l.job_id, l.rank))
+    if (worker* w = find_worker(l.job_id, l.rank)) {
+      // A worker being stopped (or whose exit is not reported yet) is a previous launch of
+      // the same rank: the new one starts once that exit is reported, so each exit names one.
+      if (w->kill_at || w->status) {
+        say("launch " + label + " waits for pid " + std::to_string(w->proc.pid()) + " to exit");
+        deferred_[{l.job_id, l.rank}] = deferred_launch{l, false};
+        return;
+      }
       return say("launch " + label + " ignored: already running as pid " +
                  std::to_string(w->proc.pid()));
+    }
     if (shutting_down_) return say("launch " + label + " ignored: the agent is stopping");
     const fs::path ckpt = fs::path(l.checkpoint_dir).is_absolute()
                               ? fs::path(l.checkpoint_dir)
@@ -499,6 +515,8 @@ class agent {
       w->kill_at = w->kill_at ? std::min(*w->kill_at, deadline) : deadline;
       ++n;
     }
+    for (auto& [key, d] : deferred_)
+      if (key.first == s.job_id) d.stopped = true;
     say("stop job " + std::to_string(s.job_id) + ": SIGTERM to " + std::to_string(n) +
         " worker(s), SIGKILL after " + format_double(grace) + " s");
   }
@@ -560,6 +578,13 @@ class agent {
   std::shared_ptr<connection> conn_;
   /// Workers by id; each owns its child process (killed and reaped if still here at the end).
   std::map<uint64_t, std::unique_ptr<worker>> workers_;
+  /// Launches waiting for the previous worker of their (job, rank) to exit; a stop of the
+  /// job meanwhile cancels them.
+  struct deferred_launch {
+    wire::launch launch;
+    bool stopped = false;
+  };
+  std::map<std::pair<uint64_t, uint32_t>, deferred_launch> deferred_;
   uint64_t next_worker_id_ = 1;
   /// Progress and exits that happened while not registered, in order.
   std::deque<wire::message> backlog_;

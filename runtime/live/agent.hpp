@@ -55,7 +55,9 @@ struct agent_options {
 /// frame, an `error` or a `bye` from the scheduler drops the connection (logged) and the
 /// agent reconnects. Other unexpected messages are logged and ignored.
 ///
-/// launch: ignored (logged) if that (job_id, rank) still runs here. Otherwise starts
+/// launch: ignored (logged) if that (job_id, rank) still runs here; if that worker is being
+/// stopped, or has ended and its exit is not reported yet, started once its exit is reported
+/// (so every exit names one process). Otherwise starts
 /// `command` (empty: worker_program with argument "worker") in its own process group,
 /// stdin /dev/null, with the agent's environment plus ARYL_JOB_ID, ARYL_RANK,
 /// ARYL_WORLD_SIZE, CUDA_VISIBLE_DEVICES (the launch's GPU indices, comma-separated),

@@ -10,6 +10,7 @@
 #include <optional>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "runtime/input_error.hpp"
 #include "runtime/live/token.hpp"
@@ -30,6 +31,8 @@ struct gateway::impl {
     wire::pool_kind pool = wire::pool_kind::training;
     std::weak_ptr<session> agent;  ///< the registered agent's connection, if any
     bool registered = false;       ///< has registered at least once
+    uint64_t registrations = 0;    ///< a loss timer counts only if none came since it started
+    uint64_t launches = 0;         ///< launches taken for the machine (launch_on calls)
     /// Launches and stops for the machine while its agent is away, sent when it registers
     /// again (it keeps its workers meanwhile).
     std::vector<wire::message> backlog;
@@ -147,16 +150,22 @@ class session : public std::enable_shared_from_this<session> {
     });
   }
 
-  /// Restarts the silence timer: a peer that sends nothing for agent_silence_s is dropped.
+  /// Restarts the silence timer: a peer that sends nothing for agent_silence_s (a registered
+  /// agent: loss_grace_s if shorter) is dropped.
   void heard() {
-    silence_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(g_->opts.agent_silence_s)));
+    last_heard_ = std::chrono::steady_clock::now();
+    double limit = g_->opts.agent_silence_s;
+    if (stage_ == stage::agent) limit = std::min(limit, g_->opts.loss_grace_s);
+    silence_.expires_after(seconds(limit));
     std::weak_ptr<session> weak = shared_from_this();
-    silence_.async_wait([weak](boost::system::error_code ec) {
+    silence_.async_wait([weak, limit](boost::system::error_code ec) {
       if (ec) return;  // restarted or cancelled
-      if (auto self = weak.lock())
-        self->lost(fmt::format("nothing heard for {:g} s", self->g_->opts.agent_silence_s));
+      if (auto self = weak.lock()) self->lost(fmt::format("nothing heard for {:g} s", limit));
     });
+  }
+
+  static std::chrono::steady_clock::duration seconds(double s) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
   }
 
   void shut() {
@@ -176,30 +185,33 @@ class session : public std::enable_shared_from_this<session> {
     detach();
   }
 
-  /// An agent's server no longer has a connection: unless the agent is back within
-  /// agent_loss_s, the run stops naming it.
+  /// An agent's server no longer has a connection: unless the agent registers again within
+  /// loss_grace_s of when it was last heard, the server is reported lost (the scheduler's
+  /// lost-server path, as heartbeats missed in simulated time).
   void detach() {
     silence_.cancel();
     if (stage_ != stage::agent) return;
+    uint64_t registrations = 0;
     {
       std::lock_guard lock(g_->m);
       auto it = g_->slots.find(name_);
       if (it == g_->slots.end() || it->second.agent.lock().get() != this) return;
       it->second.agent.reset();
+      registrations = it->second.registrations;
     }
     auto timer = std::make_shared<asio::steady_timer>(g_->io);
-    timer->expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(g_->opts.agent_loss_s)));
-    timer->async_wait([g = g_, timer, server = name_](boost::system::error_code ec) {
+    timer->expires_at(last_heard_ + seconds(g_->opts.loss_grace_s));
+    timer->async_wait([g = g_, timer, server = name_, registrations](boost::system::error_code ec) {
       if (ec) return;
-      auto why = fmt::format("the agent of server {} vanished and did not come back within {:g} s", server,
-                             g->opts.agent_loss_s);
-      bool back = false;
+      bool away = false;
       g->with_router([&](worker_router& r) {
-        back = static_cast<bool>(g->slots.at(server).agent.lock());
-        if (!back && r.fail) r.fail(why);
+        auto& slot = g->slots.at(server);
+        away = !slot.agent.lock() && slot.registrations == registrations;
+        if (away && r.lost) r.lost(slot.id);
       });
-      if (!back) g->log(why);
+      if (away)
+        g->log(fmt::format("server {}: its agent was not heard for {:g} s: reported lost", server,
+                           g->opts.loss_grace_s));
     });
   }
 
@@ -227,6 +239,7 @@ class session : public std::enable_shared_from_this<session> {
     if (!r) return close(fmt::format("expected register after hello, got '{}'", wire::type_of(msg)));
     std::shared_ptr<session> replaced;
     std::vector<wire::message> backlog;
+    bool returning = false;
     {
       std::lock_guard lock(g_->m);
       auto it = g_->slots.find(r->server);
@@ -242,12 +255,24 @@ class session : public std::enable_shared_from_this<session> {
                                  pool_name(r->pool)));
       replaced = slot.agent.lock();
       slot.agent = shared_from_this();
+      returning = slot.registered;
       slot.registered = true;
+      ++slot.registrations;
       server_id_ = slot.id;
       backlog.swap(slot.backlog);
+      launches_seen_ = slot.launches;
+    }
+    // What runs there once the kept launches are sent; reconciled at the first heartbeat, when
+    // the exits the agent kept while away have been passed on (it sends them before).
+    if (returning) {
+      reconcile_ = std::vector<std::pair<uint32_t, uint32_t>>{};
+      for (auto& w : r->workers) reconcile_->emplace_back(static_cast<uint32_t>(w.job_id), w.rank);
+      for (auto& m : backlog)
+        if (auto* l = std::get_if<wire::launch>(&m)) reconcile_->emplace_back(static_cast<uint32_t>(l->job_id), l->rank);
     }
     name_ = r->server;
     stage_ = stage::agent;
+    heard();  // from now on silent for the detection grace at most
     g_->registered_cv.notify_all();
     if (replaced && replaced.get() != this) replaced->close("replaced by a new connection of the same agent");
     g_->log(fmt::format("{}: registered server {} ({} x {}, {}), running {} workers; {} kept messages sent", peer_,
@@ -256,7 +281,10 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_agent(const wire::message& msg) {
-    if (std::holds_alternative<wire::heartbeat>(msg)) return;
+    if (std::holds_alternative<wire::heartbeat>(msg)) {
+      if (reconcile_) reconciled();
+      return;
+    }
     if (auto* p = std::get_if<wire::progress>(&msg)) {
       g_->with_router([&](worker_router& r) {
         if (r.progress) r.progress(server_id_, static_cast<uint32_t>(p->job_id), p->rank, p->work_done);
@@ -264,6 +292,8 @@ class session : public std::enable_shared_from_this<session> {
       return;
     }
     if (auto* e = std::get_if<wire::exit_>(&msg)) {
+      if (reconcile_)  // ended since it registered: no longer running there
+        std::erase(*reconcile_, std::pair<uint32_t, uint32_t>{static_cast<uint32_t>(e->job_id), e->rank});
       g_->log(fmt::format("{}: job {} rank {} exited (code {}, signal {})", peer_, e->job_id, e->rank, e->code,
                           e->signal));
       bool routed = false;
@@ -277,6 +307,25 @@ class session : public std::enable_shared_from_this<session> {
     }
     if (std::holds_alternative<wire::bye>(msg)) return close("the agent said bye");
     close(fmt::format("unexpected message '{}' from an agent", wire::type_of(msg)));
+  }
+
+  /// A returning agent: the server actor settles its workers, then the scheduler may use the
+  /// server again (a lost one comes back; one not yet noticed lost carries on).
+  void reconciled() {
+    std::vector<uint32_t> jobs, ranks;
+    for (auto& [j, r] : *reconcile_) {
+      jobs.push_back(j);
+      ranks.push_back(r);
+    }
+    reconcile_.reset();
+    bool routed = false;
+    g_->with_router([&](worker_router& r) {
+      if (!r.reconcile || !r.back) return;
+      r.reconcile(server_id_, jobs, ranks, launches_seen_);
+      r.back(server_id_);
+      routed = true;
+    });
+    if (routed) g_->log(fmt::format("{}: back; reconciled with the {} workers it still runs", peer_, jobs.size()));
   }
 
   void on_client(const wire::message& msg) {
@@ -373,6 +422,10 @@ class session : public std::enable_shared_from_this<session> {
   stage stage_ = stage::hello;
   int server_id_ = -1;
   bool closing_ = false;
+  std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();
+  /// A returning agent's workers, until its first heartbeat (see on_register).
+  std::optional<std::vector<std::pair<uint32_t, uint32_t>>> reconcile_;
+  uint64_t launches_seen_ = 0;  ///< the server's launches taken when this agent registered
 };
 
 void gateway::impl::accept() {
@@ -399,6 +452,10 @@ void gateway::impl::deliver(const std::string& server, wire::message msg) {
 }
 
 void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
+  {
+    std::lock_guard lock(m);
+    ++slots.at(server).launches;
+  }
   for (size_t i = 0; i < l.gpus.size(); ++i) {
     wire::launch w;
     w.job_id = l.job;
@@ -463,7 +520,7 @@ std::shared_ptr<node_link> gateway::add_server(int id, const std::string& server
                                                int gpus, wire::pool_kind pool) {
   {
     std::lock_guard lock(impl_->m);
-    impl_->slots[server] = impl::server_slot{id, gpu_type, gpus, pool, {}, false, {}};
+    impl_->slots[server] = impl::server_slot{id, gpu_type, gpus, pool, {}, false, 0, 0, {}};
   }
   auto n = std::make_shared<remote_node>();
   n->g = impl_;

@@ -2,9 +2,10 @@
 /// The scheduler's network front in live mode (docs/protocol.md): a TCP listener (Boost.Asio,
 /// one thread of its own) for node agents and clients speaking length-prefixed msgpack.
 /// It checks each peer's cluster token, binds each agent to the server of the same name, and
-/// turns frames into calls: launches and stops go out through node links; worker reports and
-/// clients' status and demand requests go in through the driver's router. A bad frame, a
-/// wrong token or a vanished peer closes that one connection, with a logged reason.
+/// turns frames into calls: launches and stops go out through node links; worker reports,
+/// agents lost and back, and clients' status and demand requests go in through the driver's
+/// router. A bad frame, a wrong token or a vanished peer closes that one connection, with a
+/// logged reason.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -28,11 +29,13 @@ struct gateway_options {
   /// Where jobs keep their checkpoints (shared by every agent on a one-machine testbed).
   std::string checkpoint_root;
   double stop_grace_s = 10;        ///< SIGTERM to SIGKILL, for the agents' stops
-  /// An agent silent this long (agents heartbeat every second) is dropped as vanished.
+  /// A peer silent this long (agents heartbeat every second) is dropped as vanished; a
+  /// registered agent already after loss_grace_s if that is shorter.
   double agent_silence_s = 10;
-  /// A registered agent gone this long stops the run, naming it: its workers' reports
-  /// cannot arrive, and recovering their jobs elsewhere is not built yet.
-  double agent_loss_s = 30;
+  /// A registered agent unheard this long (silent, or disconnected and not registered again)
+  /// has its server reported lost through the router; when it registers again, the server is
+  /// reported back, after the workers it still runs are reconciled (worker_router).
+  double loss_grace_s = 30;
 };
 
 class gateway {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -38,6 +39,23 @@ void write_port_file(const std::string& path, uint16_t port) {
   if (ec) throw input_error(path + ": cannot write: " + ec.message());
 }
 
+/// Of a fault plan, what serve enacts itself: demand surges. Crashes happen to processes
+/// (scripts/live_faults.py kills and restarts them); the scheduler learns of them as it would
+/// of real ones, through the gateway's loss detection and the agents' exit reports.
+std::vector<fault_event> enacted_here(std::vector<fault_event> plan, std::ostream& log) {
+  std::vector<fault_event> here;
+  size_t outside = 0;
+  for (auto& e : plan) {
+    if (e.what == fault_event::kind::surge) here.push_back(std::move(e));
+    else ++outside;
+  }
+  if (!plan.empty())
+    log << fmt::format("[serve] fault plan: {} surges enacted here; {} crashes are the testbed's to enact "
+                       "(scripts/live_faults.py)\n",
+                       here.size(), outside);
+  return here;
+}
+
 } // namespace
 
 int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream& log) {
@@ -48,6 +66,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   if (!o.no_workload) inputs = load_inputs(c, &note);
   else inputs.demand = load_inputs(c, &note).demand;
   if (!note.empty()) log << note;
+  inputs.faults = enacted_here(std::move(inputs.faults), log);
 
   std::error_code ec;
   // Job ids start at 0 every run: a previous run's checkpoints would be resumed by mistake.
@@ -63,6 +82,10 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.token = read_token_file(o.token_file);
   g.checkpoint_root = checkpoints.string();
   g.stop_grace_s = o.stop_grace_s;
+  // The simulation's detection delay (faults.heartbeat_s x faults.missed_heartbeats simulated
+  // seconds), so that a fault plays out at the same simulated times in both clocks; at least
+  // five of the agents' 1 s heartbeats, or a busy machine would lose agents that are alive.
+  g.loss_grace_s = std::max(c.heartbeat_s * c.missed_heartbeats / c.speedup, 5.0);
   gateway net(g, log);
 
   live_world world;
