@@ -6,7 +6,8 @@
 # whose first run takes longer than MAX_RUN_S runs once. Prints wall seconds, microseconds per job
 # and peak resident memory (/usr/bin/time -v) in total and per job.
 #   scripts/bench_scale.sh [JOBS ...]          e.g. scripts/bench_scale.sh 10000 50000
-# Environment: RUNS (3), POLICIES ("fifo aryl"), JOBS_PER_SERVER (625: 10k jobs on the default
+# Environment: RUNS (3), POLICIES ("fifo aryl"; NAME@P runs NAME with scheduler.scale_period_s=P,
+# e.g. "aryl@300"), JOBS_PER_SERVER (625: 10k jobs on the default
 # 16 + 16 servers), MAX_RUN_S (180), ARYL (build/aryl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +24,10 @@ sizes = [int(n) for n in sys.argv[6:]]
 
 def run_once(jobs, servers, policy):
     work = tempfile.mkdtemp(prefix="aryl-scale-")
+    name, _, period = policy.partition("@")
     try:
-        cmd = ["/usr/bin/time", "-v", "-o", f"{work}/time.txt", aryl, "simulate", "--quiet", "--policy", policy,
+        cmd = ["/usr/bin/time", "-v", "-o", f"{work}/time.txt", aryl, "simulate", "--quiet", "--policy", name,
+               "--set", f"scheduler.scale_period_s={period or 0}",
                "--out", f"{work}/out", "--servers", str(servers), "--set", f"cluster.inference.servers={servers}",
                "--set", f"synthetic.jobs={jobs}"]
         r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

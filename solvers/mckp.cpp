@@ -72,16 +72,21 @@ struct prepared_class {
   int base_index = -1;
 };
 
-/// Two lanes of the DP layer: one SSE2 register (GCC/Clang vector extensions). Written
-/// explicitly because the auto-vectoriser turns the select into a conditional store, which
-/// SSE2 cannot vectorise.
-using lanes_d = double __attribute__((vector_size(16)));
-using lanes_i = int64_t __attribute__((vector_size(16)));
+/// Four lanes of the DP layer (GCC/Clang vector extensions): one AVX2 register, or two SSE2
+/// ones where the CPU has no AVX2. Written explicitly because the auto-vectoriser turns the
+/// select into a conditional store, which SSE2 cannot vectorise.
+using lanes_d = double __attribute__((vector_size(32)));
+using lanes_i = int64_t __attribute__((vector_size(32)));
+constexpr int lanes = 4;
 
 /// One DP layer: cur[c] = max(prev[c], prev[c - w_j] + v_j) over the class's items, for
 /// c in [0, hi]; arg[c] = the winning item's position or no_item. prev is -inf above
 /// prev_hi. Items are visited by increasing weight and only a strictly better candidate
 /// replaces the incumbent, so ties go to "none", then to the lighter item.
+/// Compiled twice, for AVX2 and for the x86-64 baseline; the loader picks the one the CPU runs.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 void dp_layer(const double* prev, int prev_hi, double* cur, int hi, const kept_item* items,
               size_t n_items, int64_t* arg) {
   for (int c = 0; c <= hi; ++c) {
@@ -96,9 +101,9 @@ void dp_layer(const double* prev, int prev_hi, double* cur, int hi, const kept_i
     double* out = cur + w;
     int64_t* who = arg + w;
     int c = 0;
-    const lanes_d vv = {v, v};
-    const lanes_i vj = {jj, jj};
-    for (; c + 2 <= n; c += 2) {
+    const lanes_d vv = {v, v, v, v};
+    const lanes_i vj = {jj, jj, jj, jj};
+    for (; c + lanes <= n; c += lanes) {
       lanes_d p, o;
       lanes_i h;
       std::memcpy(&p, prev + c, sizeof p);
