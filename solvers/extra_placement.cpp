@@ -14,16 +14,38 @@ int distinct(const std::vector<int>& ids) {
   return n;
 }
 
+/// Sorts positions `pos` of servers `s` by free GPUs descending, ties lowest id. Rounds call
+/// this on hundreds of servers whose free counts are small, listed by id: a stable counting
+/// sort by free count gives the order in linear time; other inputs are sorted by comparison.
+void sort_most_free_first(const std::vector<server_slot>& s, std::vector<size_t>& pos) {
+  int top = 0;
+  bool by_id = true;
+  for (size_t k = 0; k < pos.size(); ++k) {
+    top = std::max(top, s[pos[k]].free);
+    if (k > 0 && s[pos[k]].id < s[pos[k - 1]].id) by_id = false;
+  }
+  if (!by_id || top > 4096) {
+    std::sort(pos.begin(), pos.end(), [&](size_t a, size_t b) {
+      return s[a].free != s[b].free ? s[a].free > s[b].free : s[a].id < s[b].id;
+    });
+    return;
+  }
+  thread_local std::vector<size_t> start, sorted;
+  start.assign(static_cast<size_t>(top) + 2, 0);
+  for (size_t i : pos) ++start[static_cast<size_t>(top - s[i].free) + 1];
+  for (size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
+  sorted.resize(pos.size());
+  for (size_t i : pos) sorted[start[static_cast<size_t>(top - s[i].free)]++] = i;
+  pos.swap(sorted);
+}
+
 /// Positions of the type's servers outside `home` with free GPUs, most free first, ties
 /// lowest id: the order in which the fewest new servers are counted.
 std::vector<size_t> others_most_free_first(const std::vector<server_slot>& s, const extras_request& req) {
   std::vector<size_t> out;
   for (size_t i = 0; i < s.size(); ++i)
     if (s[i].gpu_type == req.gpu_type && s[i].free > 0 && !contains(req.home, s[i].id)) out.push_back(i);
-  std::sort(out.begin(), out.end(), [&](size_t a, size_t b) {
-    if (s[a].free != s[b].free) return s[a].free > s[b].free;
-    return s[a].id < s[b].id;
-  });
+  sort_most_free_first(s, out);
   return out;
 }
 
@@ -37,10 +59,13 @@ long home_free(const std::vector<server_slot>& s, const extras_request& req) {
 } // namespace
 
 std::vector<server_slot> most_free_first(const std::vector<server_slot>& servers, int gpu_type) {
+  std::vector<size_t> pos;
+  for (size_t i = 0; i < servers.size(); ++i)
+    if (servers[i].gpu_type == gpu_type && servers[i].free > 0) pos.push_back(i);
+  sort_most_free_first(servers, pos);
   std::vector<server_slot> out;
-  for (auto& s : servers)
-    if (s.gpu_type == gpu_type && s.free > 0) out.push_back(s);
-  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.free != b.free ? a.free > b.free : a.id < b.id; });
+  out.reserve(pos.size());
+  for (size_t i : pos) out.push_back(servers[i]);
   return out;
 }
 
