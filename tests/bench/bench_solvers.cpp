@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -15,8 +17,21 @@
 #include "solvers/mckp.hpp"
 #include "solvers/placement.hpp"
 #include "solvers/reclaim.hpp"
+#include "solvers/round_planner.hpp"
 
 using namespace aryl;
+
+// Heap allocations counted, to measure what a scheduling round allocates (single-threaded).
+namespace {
+long heap_allocations = 0;
+}
+void* operator new(size_t n) {
+  ++heap_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -189,8 +204,71 @@ void bm_baseline_place_one_loop(benchmark::State& state, placement_mode mode) {
   });
 }
 
+/// One elastic round of policy aryl as the contended Philly run sees it: 64 V100 and 64 loaned
+/// T4 8-GPU servers, every GPU busy with elastic jobs (1-8 requested workers, min half, max
+/// twice) scaled out by earlier rounds, a queue of 300 jobs; the round follows one job's
+/// completion. Reports the median and p99 latency and the median heap allocations per round.
+void bm_elastic_round(benchmark::State& state) {
+  std::mt19937_64 rng(5);
+  cluster_ledger base;
+  base.params.model = power_law_model(-0.05);
+  base.params.type_speed = {1.0, 0.35};
+  for (int i = 0; i < 128; ++i) {
+    server_entry s;
+    s.id = i;
+    s.name = std::to_string(i);
+    s.gpus = s.free = 8;
+    s.gpu_type = i < 64 ? 0 : 1;
+    s.home = i < 64 ? server_home::training : server_home::inference;
+    s.mode = i < 64 ? server_mode::training : server_mode::loaned;
+    base.servers.push_back(s);
+  }
+  const int sizes[] = {1, 1, 1, 2, 2, 4, 8};
+  auto add = [&](double at_s) {
+    job_entry j;
+    j.index = static_cast<uint32_t>(base.jobs.size());
+    j.submit = sim_time::from_seconds(at_s);
+    j.gpus = sizes[std::uniform_int_distribution<int>(0, 6)(rng)];
+    j.elastic = std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+    j.min_workers = j.elastic ? std::max(1, j.gpus / 2) : j.gpus;
+    j.max_workers = j.elastic ? 2 * j.gpus : j.gpus;
+    j.predicted_work = std::exp(std::uniform_real_distribution<double>(std::log(600), std::log(86400))(rng));
+    base.jobs.push_back(j);
+    base.submit(j.index, j.submit);
+  };
+  const auto& aryl_policy = *find_policy("aryl");
+  planner_options o;
+  double t = 0;
+  while (base.running.size() < 150 && t < 5000) {
+    add(t);
+    plan_round(base, aryl_policy, o, sim_time::from_seconds(t));
+    t += 10;
+  }
+  for (int i = 0; i < 300; ++i) add(t);
+  plan_round(base, aryl_policy, o, sim_time::from_seconds(t));
+  const uint32_t ending = *base.running.begin();
+  const auto now = sim_time::from_seconds(t + 600);
+  cluster_ledger l;
+  std::vector<long> allocs;
+  timed_loop(
+      state,
+      [&] {
+        l = base;
+        l.finish(ending, now);
+      },
+      [&] {
+        long before = heap_allocations;
+        benchmark::DoNotOptimize(plan_round(l, aryl_policy, o, now));
+        allocs.push_back(heap_allocations - before);
+      });
+  std::sort(allocs.begin(), allocs.end());
+  state.counters["allocs"] = static_cast<double>(allocs[allocs.size() / 2]);
+  state.counters["running"] = static_cast<double>(base.running.size());
+}
+
 } // namespace
 
+BENCHMARK(bm_elastic_round)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(bm_mckp, jct, shape::jct)
     ->Args({512, 100})->Args({4096, 500})->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(bm_mckp, nonconcave, shape::nonconcave)
