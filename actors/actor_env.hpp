@@ -7,6 +7,7 @@
 
 #include "actors/inference_protocol.hpp"
 #include "actors/job_protocol.hpp"
+#include "actors/journal_protocol.hpp"
 #include "actors/recorder_protocol.hpp"
 #include "actors/scheduler_protocol.hpp"
 #include "actors/server_protocol.hpp"
@@ -37,6 +38,8 @@ struct job_env {
   /// Server actors by id (live mode: a job launches its workers through them).
   std::shared_ptr<const std::vector<server_actor>> servers = {};
   checkpoint_settings checkpoints = {};
+  /// `aryl serve --state`: where rank 0's progress is journaled; null: nowhere.
+  journal_actor journal = {};
 };
 
 } // namespace aryl

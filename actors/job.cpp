@@ -164,7 +164,17 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
       },
       [=](wprogress_atom, uint32_t rank, double work_done) {
         auto& st = self->state;
-        if (rank == 0 && !st.next) st.progress.work_done = work_done;
+        if (rank != 0 || st.next) return;
+        st.progress.work_done = work_done;
+        if (env.journal) self->send(env.journal, jprogress_atom::value, st.spec.index, work_done);
+      },
+      [=](adopt_atom, const job_assignment& a) {
+        // Nothing to launch: the workers run already, and report from now on.
+        auto& st = self->state;
+        st.generation = a.generation;
+        st.workers = a.workers;
+        st.stopping = false;
+        for (uint32_t r = 0; r < static_cast<uint32_t>(a.workers); ++r) st.live_ranks.insert(r);
       },
       [=](wexit_atom, uint32_t rank, int code, int signal) {
         auto& st = self->state;

@@ -17,6 +17,8 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;
 /// Live mode, server -> job: what its real workers report (through the node agent).
 using wprogress_atom = caf::atom_constant<caf::atom("wprogress")>;
 using wexit_atom = caf::atom_constant<caf::atom("wexit")>;
+/// After a scheduler restart (`aryl serve --state`): workers still running, taken over.
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 
 /// A job's whole allocation after a decision. workers == 0 means stop (preempt): the job
 /// checkpoints and waits. Every assignment carries a new generation; a completion timer
@@ -59,12 +61,14 @@ typename Inspector::result_type inspect(Inspector& f, job_ack& x) {
 
 /// assign, tick (its own completion timer), crash(server or -1), ckpt (its own: a stop's
 /// checkpoint is written); live mode: wprogress(rank, work_done) and
-/// wexit(rank, exit code, signal) from the workers of its current launch.
+/// wexit(rank, exit code, signal) from the workers of its current launch; adopt(assignment):
+/// after a scheduler restart, the workers of `assignment` still run: they are its launch.
 using job_actor = caf::typed_actor<caf::reacts_to<assign_atom, job_assignment>,
                                    caf::reacts_to<tick_atom, uint64_t>,
                                    caf::reacts_to<crash_atom, int>,
                                    caf::reacts_to<ckpt_atom, uint64_t, double>,
                                    caf::reacts_to<wprogress_atom, uint32_t, double>,
-                                   caf::reacts_to<wexit_atom, uint32_t, int, int>>;
+                                   caf::reacts_to<wexit_atom, uint32_t, int, int>,
+                                   caf::reacts_to<adopt_atom, job_assignment>>;
 
 } // namespace aryl

@@ -1,5 +1,7 @@
 #include "actors/recorder.hpp"
 
+#include <algorithm>
+
 namespace aryl {
 namespace {
 
@@ -15,13 +17,13 @@ void close_outputs(recorder_state& s) {
 recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer<recorder_state> self,
                                                 std::shared_ptr<run_writer> writer,
                                                 std::shared_ptr<run_status> status, uint64_t expected,
-                                                run_summary header, bool keep_open) {
+                                                run_summary header, bool keep_open, uint64_t index_space) {
   auto& st = self->state;
   st.keep_open = keep_open;
   st.writer = std::move(writer);
   st.status = std::move(status);
   st.expected = expected;
-  st.completed.assign(expected, 0);
+  st.completed.assign(std::max(expected, index_space), 0);
   st.header = std::move(header);
   return {
       // Once every job has finished the outputs are closed; later messages (the last

@@ -22,9 +22,12 @@ struct recorder_state {
   static inline const char* name = "recorder";
 };
 
+/// `index_space`: job indices in use at the start, if more than `expected` (a restarted
+/// serve whose journal lacks a job a client was given an index for: never recorded).
 recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer<recorder_state> self,
                                                 std::shared_ptr<run_writer> writer,
                                                 std::shared_ptr<run_status> status, uint64_t expected,
-                                                run_summary header, bool keep_open = false);
+                                                run_summary header, bool keep_open = false,
+                                                uint64_t index_space = 0);
 
 } // namespace aryl

@@ -77,6 +77,42 @@ void dispatch_removals(self_ptr self, const decision& d) {
   for (auto& [sid, w] : d.before) self->send(self->state.servers[static_cast<size_t>(sid)], remove_atom::value, d.job);
 }
 
+job_record make_record(const scheduler_state& st, const job_entry& j, sim_time now, int last_workers,
+                       const char* outcome);
+
+/// "t0:4 t1:2": where a job's workers are, by server name.
+std::string alloc_text(const scheduler_state& st, const allocation& a) {
+  std::string out;
+  for (auto& [sid, w] : a)
+    out += fmt::format("{}{}:{}", out.empty() ? "" : " ", st.ledger.servers[static_cast<size_t>(sid)].name, w);
+  return out;
+}
+
+/// `aryl serve --state`: the job's row as the ledger has it now (`ended`: its final record).
+void journal_job(self_ptr self, uint32_t job, sim_time now, const job_record* ended = nullptr) {
+  auto& st = self->state;
+  if (!st.setup.journal) return;
+  auto& j = st.ledger.jobs[job];
+  saved_job r;
+  r.spec = st.specs[job];
+  r.spec.submit = j.submit;
+  r.status = ended ? "ended" : j.status == job_status::running ? "running" : "queued";
+  r.generation = j.generation;
+  r.workers = j.workers;
+  r.alloc = alloc_text(st, j.alloc);
+  r.retries = st.retries[job];
+  r.record = ended ? *ended : make_record(st, j, now, j.workers, "");
+  if (!ended && !j.started_once) r.record.first_start_us = -1;
+  self->send(st.setup.journal, jjob_atom::value, std::move(r));
+}
+
+void journal_server(self_ptr self, int sid, const char* mode) {
+  auto& st = self->state;
+  if (st.setup.journal)
+    self->send(st.setup.journal, jserver_atom::value, st.ledger.servers[static_cast<size_t>(sid)].name,
+               std::string(mode));
+}
+
 /// Tells the job its new assignment and the servers its new workers.
 void dispatch_assignment(self_ptr self, const decision& d) {
   auto& st = self->state;
@@ -108,6 +144,7 @@ void dispatch_assignment(self_ptr self, const decision& d) {
   // Workers sent to a machine that died unnoticed die with it.
   for (int sid : a.servers)
     if (st.crashed[static_cast<size_t>(sid)]) self->send(st.jobs[d.job], crash_atom::value, sid);
+  journal_job(self, d.job, st.jenv.tb.now(self));
 }
 
 void dispatch(self_ptr self, const decision& d) {
@@ -203,7 +240,10 @@ void start_reclaim(self_ptr self, sim_time now) {
   rf.started = now;
   rf.deadline = st.reclaim_deadline;
   std::set<int> returned(res.returned.begin(), res.returned.end());
-  for (int sid : res.returned) l.servers[static_cast<size_t>(sid)].mode = server_mode::reclaiming;
+  for (int sid : res.returned) {
+    l.servers[static_cast<size_t>(sid)].mode = server_mode::reclaiming;
+    journal_server(self, sid, "reclaiming");
+  }
   for (int id : res.preempted) {
     auto job = static_cast<uint32_t>(id);
     auto before = l.jobs[job].alloc;
@@ -243,6 +283,7 @@ void complete_reclaims(self_ptr self, sim_time now) {
     st.reclaims.pop_front();
     for (int sid : rf.servers) {
       st.ledger.servers[static_cast<size_t>(sid)].mode = server_mode::serving;
+      journal_server(self, sid, "serving");
       self->send(st.servers[static_cast<size_t>(sid)], mode_atom::value, static_cast<int>(server_mode::serving));
     }
     log(self, now, "return", fmt::format("servers={}", rf.servers.size()), "every affected job acknowledged");
@@ -308,7 +349,9 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   bool done = what == "done";
   log(self, now, done ? "finish" : what == "failed" ? "fail" : "cancel",
       fmt::format("{} workers={}", job_name(job), workers), why);
-  self->send(st.jenv.recorder, jobrec_atom::value, make_record(st, j, now, workers, outcome));
+  auto record = make_record(st, j, now, workers, outcome);
+  journal_job(self, job, now, &record);
+  self->send(st.jenv.recorder, jobrec_atom::value, std::move(record));
   if (!done) self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
   st.jobs[job] = nullptr;
   bool any = false;
@@ -317,8 +360,11 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   mark_dirty(self);  // the round at this instant sends the snapshot
 }
 
-/// Takes a submitted job into the queue and spawns its actor.
-void accept_job(self_ptr self, job_spec& spec) {
+/// Takes a submitted job into the queue and spawns its actor. `restored`: the job as the
+/// journal of a scheduler that went away had it; it keeps its submit time, measurements and
+/// retries, and counts the restart as a preemption (its workers were stopped, its next
+/// start pays the restart overhead and resumes from the checkpoint).
+void accept_job(self_ptr self, job_spec& spec, const saved_job* restored = nullptr) {
   auto& st = self->state;
   auto now = st.jenv.tb.now(self);
   auto& l = st.ledger;
@@ -328,7 +374,9 @@ void accept_job(self_ptr self, job_spec& spec) {
     st.names.resize(spec.index + 1);
     st.durations.resize(spec.index + 1);
     st.retries.resize(spec.index + 1);
+    if (st.setup.journal) st.specs.resize(spec.index + 1);
   }
+  if (st.setup.journal) st.specs[spec.index] = spec;
   st.names[spec.index] = spec.name;
   st.durations[spec.index] = spec.duration_s;
   auto& j = l.jobs[spec.index];
@@ -342,12 +390,112 @@ void accept_job(self_ptr self, job_spec& spec) {
   for (size_t t = 0; t < st.setup.type_names.size(); ++t)
     if (st.setup.type_names[t] == spec.gpu_type) j.gpu_type = static_cast<int>(t);
   j.predicted_work = spec.duration_s * spec.predict_factor;
+  // The queue is ordered by submit time and remaining work: a restored job's are set first.
+  if (restored) {
+    auto& r = restored->record;
+    bool was_running = restored->status == "running";
+    j.submit = restored->spec.submit;
+    j.queued_s = r.queued_s;
+    j.attained_gpu_s = r.gpu_seconds;
+    j.started_once = r.first_start_us >= 0;
+    if (j.started_once) j.first_start = sim_time::from_us(r.first_start_us);
+    j.preemptions = r.preemptions + (was_running && restored->adopt.empty() ? 1 : 0);
+    j.scale_ins = r.scale_ins;
+    j.scale_outs = r.scale_outs;
+    j.on_loaned_s = r.on_loaned_s;
+    j.below_speed_s = r.below_speed_s;
+    j.below_speed_gpu_s = r.below_speed_gpu_s;
+    j.progress.work_done = restored->work_done;
+    st.retries[spec.index] = restored->retries;
+  }
   l.submit(spec.index, now);
-  log(self, now, "submit",
-      fmt::format("{} gpus={} elastic={} name={}", job_name(spec.index), spec.gpus, spec.elastic ? 1 : 0, spec.name),
-      "");
+  if (restored) {
+    bool was_running = restored->status == "running";
+    log(self, now, "restore",
+        fmt::format("{} gpus={} elastic={} name={} was={} work_done={:.1f}", job_name(spec.index), spec.gpus,
+                    spec.elastic ? 1 : 0, spec.name, restored->status, restored->work_done),
+        !restored->adopt.empty() ? "the scheduler restarted; its workers all still run: adopted"
+        : was_running            ? "the scheduler restarted; its workers were stopped: it restarts from its checkpoint"
+                                 : "the scheduler restarted; queued again");
+  } else {
+    log(self, now, "submit",
+        fmt::format("{} gpus={} elastic={} name={}", job_name(spec.index), spec.gpus, spec.elastic ? 1 : 0, spec.name),
+        "");
+  }
+  journal_job(self, spec.index, now);
   st.jobs[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
   mark_dirty(self);
+}
+
+/// After a restart: starts a restored (queued) job on the workers found still running, in
+/// rank order (the order its launch numbered them across its servers), without a launch.
+void adopt_job(self_ptr self, const saved_job& row) {
+  auto& st = self->state;
+  auto now = st.jenv.tb.now(self);
+  auto& l = st.ledger;
+  auto job = row.spec.index;
+  auto found = row.adopt;
+  std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
+  allocation alloc;
+  std::vector<std::vector<uint32_t>> ranks, gpus;
+  for (auto& w : found) {
+    if (alloc.empty() || alloc.back().first != w.server) {
+      alloc.emplace_back(w.server, 0);
+      ranks.emplace_back();
+      gpus.emplace_back();
+    }
+    ++alloc.back().second;
+    ranks.back().push_back(w.rank);
+    gpus.back().push_back(w.gpu);
+  }
+  int type = l.servers.at(static_cast<size_t>(alloc.front().first)).gpu_type;
+  l.start(job, alloc, type, now);
+  auto& j = l.jobs[job];
+  job_assignment a;
+  a.generation = j.generation;
+  a.workers = j.workers;
+  a.type_speed = l.params.type_speed.at(static_cast<size_t>(type));
+  for (auto& [sid, w] : alloc) {
+    a.servers.push_back(sid);
+    a.server_workers.push_back(w);
+  }
+  self->send(st.jobs[job], adopt_atom::value, a);
+  for (size_t i = 0; i < alloc.size(); ++i)
+    self->send(st.servers[static_cast<size_t>(alloc[i].first)], adopt_atom::value, job, ranks[i], gpus[i],
+               st.jobs[job]);
+  log(self, now, "adopt",
+      fmt::format("{} workers={} {} {}", job_name(job), j.workers, st.setup.type_names[static_cast<size_t>(type)],
+                  describe(st, alloc)),
+      "its workers still run where the journal placed them");
+  journal_job(self, job, now);
+}
+
+/// One job of a restarted scheduler's journal (see restore in scheduler_protocol.hpp).
+void restore_job(self_ptr self, saved_job& row) {
+  auto& st = self->state;
+  auto now = st.jenv.tb.now(self);
+  auto index = row.spec.index;
+  if (row.status != "ended") {
+    auto spec = row.spec;
+    accept_job(self, spec, &row);
+    if (!row.adopt.empty()) adopt_job(self, row);
+    return;
+  }
+  // Ended before the scheduler went away: recorded as it ended, once.
+  if (st.ledger.jobs.size() <= index) {
+    st.ledger.jobs.resize(index + 1);
+    st.jobs.resize(index + 1);
+    st.names.resize(index + 1);
+    st.durations.resize(index + 1);
+    st.retries.resize(index + 1);
+    if (st.setup.journal) st.specs.resize(index + 1);
+  }
+  st.names[index] = row.spec.name;
+  st.durations[index] = row.spec.duration_s;
+  ++st.jobs_finished;
+  log(self, now, "restore", fmt::format("{} name={} outcome={}", job_name(index), row.spec.name, row.record.outcome),
+      "ended before the scheduler restarted");
+  self->send(st.jenv.recorder, jobrec_atom::value, std::move(row.record));
 }
 
 /// A job whose workers died restarts from its checkpoint: it shrinks onto its surviving
@@ -407,7 +555,8 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
   st.crashed.assign(st.ledger.servers.size(), 0);
   st.jenv = job_env{tb, std::move(model), self->address(), recorder,
                     st.setup.check_invariants, st.setup.workers,
-                    std::make_shared<const std::vector<server_actor>>(st.servers), st.setup.checkpoints};
+                    std::make_shared<const std::vector<server_actor>>(st.servers), st.setup.checkpoints,
+                    st.setup.journal};
   return {
       [=](submit_atom, job_spec& spec) {
         auto& st = self->state;
@@ -422,6 +571,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         auto& st = self->state;
         if (st.drained) return -1;
         spec.index = st.next_index++;
+        if (st.setup.journal) self->send(st.setup.journal, jindex_atom::value, st.next_index);
         // Before anything else about the job reaches the recorder: the run now waits for it.
         self->send(st.jenv.recorder, expect_atom::value);
         accept_job(self, spec);
@@ -472,6 +622,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         st.inference = caf::actor_cast<caf::actor_addr>(self->current_sender());
         for (int sid : ids) {
           st.ledger.servers.at(static_cast<size_t>(sid)).mode = server_mode::loaned;
+          journal_server(self, sid, "loaned");
           self->send(st.servers[static_cast<size_t>(sid)], mode_atom::value, static_cast<int>(server_mode::loaned));
         }
         log(self, now, "loan", fmt::format("servers={}", ids.size()), "inference demand fell below serving capacity");
@@ -555,6 +706,10 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         if (job >= st.jobs.size() || !st.jobs[job] || st.ledger.jobs[job].workers == 0) return;
         recover_job(self, job, -1, st.jenv.tb.now(self), "a worker process died");
         mark_dirty(self);
+      },
+      [=](restore_atom, std::vector<saved_job>& rows) -> int {
+        for (auto& row : rows) restore_job(self, row);
+        return static_cast<int>(rows.size());
       },
       [=](dump_atom) -> std::string { return dump_state(self->state, self->state.jenv.tb.now(self)); },
       [=](status_atom) -> cluster_status { return status_of(self->state, self->state.jenv.tb.now(self)); },

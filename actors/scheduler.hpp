@@ -29,6 +29,8 @@ struct scheduler_setup {
   int missed_heartbeats = 3;
   int max_retries = 3;                    ///< restarts after faults before a job fails
   checkpoint_settings checkpoints;        ///< handed to every job
+  /// `aryl serve --state`: every job change and loan is journaled there; null: none.
+  journal_actor journal;
 };
 
 struct scheduler_state {
@@ -57,6 +59,8 @@ struct scheduler_state {
   // Faults: the world's truth (a crashed machine) and what the scheduler knows (mode down).
   std::vector<char> crashed;  ///< by server id: its machine is dead now
   std::vector<int> retries;   ///< by job: restarts after faults so far
+  /// By job, while journaling: the specs, for the journal's rows.
+  std::vector<job_spec> specs;
 
   /// A reclaim in negotiation: servers chosen, acknowledgements still awaited.
   struct reclaim_in_flight {

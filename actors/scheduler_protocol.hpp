@@ -8,6 +8,7 @@
 
 #include "actors/cluster_status.hpp"
 #include "actors/job_protocol.hpp"
+#include "actors/journal_protocol.hpp"
 #include "runtime/job_spec.hpp"
 
 namespace aryl {
@@ -21,6 +22,7 @@ using status_atom = caf::atom_constant<caf::atom("status")>;
 using admit_atom = caf::atom_constant<caf::atom("admit")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using restore_atom = caf::atom_constant<caf::atom("restore")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, active_job& x) {
@@ -64,7 +66,11 @@ typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
 /// closes the outputs. Faults (actors/fault_protocol.hpp): crash(server, down µs) and
 /// wcrash(job) from the fault actor; lost and back when a server's heartbeats stop and when
 /// its agent registers again (self-sent after a simulated crash; from the live gateway);
-/// wfail(job) from a job whose worker died.
+/// wfail(job) from a job whose worker died. restore(rows): the jobs of the journal of a
+/// scheduler that went away (`aryl serve --state`), before anything else; replies how many
+/// it took. An ended one is recorded as it ended; one whose workers all still run
+/// (rows[i].adopt) is started on them, adopted; any other active one is queued again (its
+/// workers were stopped) and restarts from its checkpoint.
 using scheduler_actor = caf::typed_actor<
     caf::reacts_to<submit_atom, job_spec>,
     caf::reacts_to<ack_atom, job_ack>,
@@ -82,6 +88,7 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<wcrash_atom, uint32_t>,
     caf::reacts_to<lost_atom, int>,
     caf::reacts_to<back_atom, int>,
-    caf::reacts_to<wfail_atom, uint32_t>>;
+    caf::reacts_to<wfail_atom, uint32_t>,
+    caf::replies_to<restore_atom, std::vector<saved_job>>::with<int>>;
 
 } // namespace aryl

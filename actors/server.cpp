@@ -132,6 +132,22 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
         auto it = st.owners.find(job);
         if (it != st.owners.end()) self->send(it->second, wexit_atom::value, rank, code, signal);
       },
+      [=](adopt_atom, uint32_t job, const std::vector<uint32_t>& ranks, const std::vector<uint32_t>& gpus,
+          job_actor owner) {
+        auto& st = self->state;
+        int n = static_cast<int>(ranks.size());
+        if (st.used + n > st.gpus) violation(fmt::format("job {} adopted on {} GPUs with only {} free", job, n, st.gpus - st.used));
+        st.used += n;
+        st.workers[job] += n;
+        if (!st.node) return;
+        st.owners[job] = std::move(owner);
+        for (size_t i = 0; i < ranks.size() && i < gpus.size(); ++i) {
+          if (gpus[i] >= st.gpu_job.size() || st.gpu_job[gpus[i]] >= 0)
+            violation(fmt::format("job {} adopted on GPU {}, which is not free", job, gpus[i]));
+          else st.gpu_job[gpus[i]] = job;
+          st.running[job][ranks[i]] = 0;  // before any launch: a returning agent still lists it
+        }
+      },
       [=](reconcile_atom, const std::vector<uint32_t>& jobs, const std::vector<uint32_t>& ranks, uint64_t seen) {
         auto& st = self->state;
         if (!st.node) return;

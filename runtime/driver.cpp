@@ -14,6 +14,7 @@
 #include "actors/fault_injector.hpp"
 #include "actors/feeder.hpp"
 #include "actors/inference_load.hpp"
+#include "actors/journal.hpp"
 #include "actors/recorder.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/server.hpp"
@@ -210,20 +211,34 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   sys.await_actors_before_shutdown(false);
 
   timebase tb{sys.clock().now(), simulated ? 1.0 : c.speedup};
+  // A run carried on after a restart goes on at the simulated time it has reached.
+  if (live && live->start_at_us > 0) tb.origin -= tb.span(sim_time::from_us(live->start_at_us));
   run_summary header;
   header.policy = c.policy;
   header.placement = c.scheduler.placement == placement_mode::count ? "count" : "consolidated";
   header.seed = c.seed;
+  uint64_t restored_jobs = 0, index_space = in.jobs.size();
+  if (live) {
+    header.scheduler_restarts = live->scheduler_restarts;
+    header.restarts_after_scheduler_restart = live->restarted_jobs;
+    header.adopted_after_scheduler_restart = live->adopted_jobs;
+    restored_jobs = live->restored.size();
+    index_space = std::max<uint64_t>(index_space, live->first_free_index);
+  }
 
   auto start_wall = wall::now();
-  auto recorder = sys.spawn(recorder_behavior, writer, status, static_cast<uint64_t>(in.jobs.size()), header,
-                            live && live->until_stopped);
+  auto recorder = sys.spawn(recorder_behavior, writer, status, static_cast<uint64_t>(in.jobs.size()) + restored_jobs,
+                            header, live && live->until_stopped, index_space);
+  journal_actor journal;
+  if (live && live->journal)
+    journal = sys.spawn(journal_behavior, live->journal, recorder, std::chrono::milliseconds(2000));
   std::vector<server_actor> servers;
   for (auto& s : plan.setup.servers)
     servers.push_back(sys.spawn(server_behavior, s.name, s.gpus, static_cast<int>(s.mode), recorder,
                                 live ? live->nodes.at(static_cast<size_t>(s.id)) : nullptr));
   if (live) plan.setup.workers = live->workers;
-  plan.setup.first_free_index = static_cast<uint32_t>(in.jobs.size());
+  plan.setup.first_free_index = static_cast<uint32_t>(index_space);
+  plan.setup.journal = journal;
   auto scheduler = sys.spawn(scheduler_behavior, plan.setup, servers, recorder, tb, plan.setup.params.model);
   inference_actor inference;
   if (!plan.inference_ids.empty()) {
@@ -240,6 +255,18 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
       if (live && live->on_ready) live->on_ready(worker_router{});
     }
   } guard{live};
+  // A restarted scheduler takes its journal's jobs before any worker report can reach a
+  // server actor: the adopted workers' servers and jobs know them by then (their messages
+  // are queued before the answer, the router is set after it).
+  if (live && !live->restored.empty()) {
+    caf::scoped_actor asker{sys};
+    bool restored = false;
+    asker->request(scheduler, std::chrono::seconds(30), restore_atom::value, live->restored)
+        .receive([&](int) { restored = true; }, [](caf::error&) {});
+    if (!restored)
+      caf::anon_send(recorder, failed_atom::value, std::string("the scheduler did not take its journal's jobs within 30 s"),
+                     4);
+  }
   if (live && live->on_ready) {
     live->on_ready(worker_router{
         [servers](int s, uint32_t job, uint32_t rank, double work) {
@@ -280,7 +307,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
                          launches);
         }});
   }
-  auto total_jobs = in.jobs.size();
+  auto total_jobs = in.jobs.size() + restored_jobs;
   auto last_submit = in.jobs.empty() ? sim_time{} : in.jobs.back().submit;
   auto feeder = sys.spawn(feeder_behavior, std::move(in.jobs), scheduler, tb);
   fault_actor faults;
@@ -307,7 +334,8 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
     ~stopper() { run(); }
   } stop_actors{sys, simulated, {caf::actor_cast<caf::actor>(faults), caf::actor_cast<caf::actor>(scheduler),
                                  caf::actor_cast<caf::actor>(recorder),
-                                 caf::actor_cast<caf::actor>(feeder), caf::actor_cast<caf::actor>(inference)}};
+                                 caf::actor_cast<caf::actor>(feeder), caf::actor_cast<caf::actor>(inference),
+                                 caf::actor_cast<caf::actor>(journal)}};
   for (auto& s : servers) stop_actors.actors.push_back(caf::actor_cast<caf::actor>(s));
 
   run_outcome out;

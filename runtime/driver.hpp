@@ -16,6 +16,7 @@
 #include "runtime/inference_demand.hpp"
 #include "runtime/job_spec.hpp"
 #include "runtime/run_records.hpp"
+#include "runtime/state_records.hpp"
 
 namespace aryl {
 
@@ -77,6 +78,18 @@ struct live_world {
   /// Polled by the run: true once it is told to stop (a signal). Every active job then ends
   /// as cancelled, trace jobs not yet submitted are dropped, and the outputs are written.
   std::function<bool()> stop_requested;
+  /// `aryl serve --state`: every job change is journaled here (null: nowhere).
+  std::shared_ptr<state_sink> journal;
+  /// A run carried on after a scheduler restart: the journal's jobs (run_inputs then holds
+  /// only the trace jobs it lacks), given to the scheduler before anything else; the
+  /// simulated time the run starts at; the next free job index; the restart counters for
+  /// summary.json.
+  std::vector<saved_job> restored;
+  int64_t start_at_us = 0;
+  uint32_t first_free_index = 0;
+  uint32_t scheduler_restarts = 0;
+  uint64_t restarted_jobs = 0;
+  uint64_t adopted_jobs = 0;
 };
 
 struct run_outcome {

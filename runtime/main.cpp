@@ -138,6 +138,8 @@ int main(int argc, char** argv) {
   serve->add_option("--token-file", so.token_file, "file holding the cluster token")->required();
   serve->add_option("--agent-wait", so.agent_wait_s, "seconds to wait for every agent (default 60)");
   serve->add_option("--work-dir", so.work_dir, "folder for the jobs' checkpoints (default live/)");
+  serve->add_option("--state", so.state_file,
+                    "journal the run in this SQLite file; an existing one's run is carried on after a restart");
   serve->add_option("--stop-grace", so.stop_grace_s, "seconds from SIGTERM to SIGKILL for stopped workers");
   serve->add_option("--metrics-port", so.metrics_port, "serve Prometheus metrics on this port (0: the OS chooses)");
   serve->add_option("--metrics-bind", so.metrics_bind, "address for metrics (default 127.0.0.1)");

@@ -280,6 +280,11 @@ std::string summary_json(const run_summary& s) {
   j["events"] = s.events;
   j["sim_wall_s"] = s.sim_wall_s;
   j["max_timer_lag_s"] = s.max_timer_lag_s;
+  if (s.scheduler_restarts > 0) {
+    j["scheduler_restarts"] = s.scheduler_restarts;
+    j["restarts_after_scheduler_restart"] = s.restarts_after_scheduler_restart;
+    j["adopted_after_scheduler_restart"] = s.adopted_after_scheduler_restart;
+  }
   return j.dump(2);
 }
 

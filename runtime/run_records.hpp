@@ -92,6 +92,12 @@ struct run_summary {
   /// Wall clock only: how late (simulated seconds) the latest job completion timer fired.
   /// Large values mean the machine could not keep up with the speedup.
   double max_timer_lag_s = 0;
+  /// `aryl serve --state`: times the scheduler was started again on its journal; of the jobs
+  /// running then, those that restarted from their checkpoints and those whose workers it
+  /// adopted, still running (summary.json lists these only after a restart).
+  uint32_t scheduler_restarts = 0;
+  uint64_t restarts_after_scheduler_restart = 0;
+  uint64_t adopted_after_scheduler_restart = 0;
   std::string policy;
   std::string placement;
   uint64_t seed = 0;

@@ -8,8 +8,10 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "runtime/input_error.hpp"
@@ -36,7 +38,16 @@ struct gateway::impl {
     /// Launches and stops for the machine while its agent is away, sent when it registers
     /// again (it keeps its workers meanwhile).
     std::vector<wire::message> backlog;
+    /// Workers listed at its first registration and told to stop, until their exits.
+    std::set<std::pair<uint32_t, uint32_t>> found;
+    /// hold_found_workers: the ones listed and not exited since, until settled; then the
+    /// adopted ones, until a router takes their reports.
+    std::vector<wire::running_worker> listed;
+    std::set<std::pair<uint32_t, uint32_t>> held;
   };
+  /// Exits of listed (then held) workers that came while no router was set, passed on when
+  /// one is: (server id, job, rank, code, signal).
+  std::vector<std::tuple<int, uint32_t, uint32_t, int, int>> early_exits;
 
   gateway_options opts;
   std::ostream& log_stream;
@@ -240,6 +251,7 @@ class session : public std::enable_shared_from_this<session> {
     std::shared_ptr<session> replaced;
     std::vector<wire::message> backlog;
     bool returning = false;
+    std::set<uint32_t> stop_jobs;
     {
       std::lock_guard lock(g_->m);
       auto it = g_->slots.find(r->server);
@@ -261,6 +273,12 @@ class session : public std::enable_shared_from_this<session> {
       server_id_ = slot.id;
       backlog.swap(slot.backlog);
       launches_seen_ = slot.launches;
+      if (!returning && g_->opts.hold_found_workers) slot.listed = r->workers;
+      else if (!returning && g_->opts.stop_found_workers)
+        for (auto& w : r->workers) {
+          slot.found.emplace(static_cast<uint32_t>(w.job_id), w.rank);
+          stop_jobs.insert(static_cast<uint32_t>(w.job_id));
+        }
     }
     // What runs there once the kept launches are sent; reconciled at the first heartbeat, when
     // the exits the agent kept while away have been passed on (it sends them before).
@@ -278,6 +296,12 @@ class session : public std::enable_shared_from_this<session> {
     g_->log(fmt::format("{}: registered server {} ({} x {}, {}), running {} workers; {} kept messages sent", peer_,
                         r->server, r->gpus, r->gpu_type, pool_name(r->pool), r->workers.size(), backlog.size()));
     for (auto& m : backlog) send(m);
+    if (stop_jobs.empty()) return;
+    std::string jobs;
+    for (auto j : stop_jobs) jobs += (jobs.empty() ? "" : ", ") + std::to_string(j);
+    g_->log(fmt::format("{}: its {} workers (jobs {}) are from before this serve started: stopped", peer_,
+                        r->workers.size(), jobs));
+    for (auto j : stop_jobs) send(wire::stop{j, g_->opts.stop_grace_s});
   }
 
   void on_agent(const wire::message& msg) {
@@ -296,13 +320,26 @@ class session : public std::enable_shared_from_this<session> {
         std::erase(*reconcile_, std::pair<uint32_t, uint32_t>{static_cast<uint32_t>(e->job_id), e->rank});
       g_->log(fmt::format("{}: job {} rank {} exited (code {}, signal {})", peer_, e->job_id, e->rank, e->code,
                           e->signal));
-      bool routed = false;
-      g_->with_router([&](worker_router& r) {
-        if (!r.exit) return;
-        r.exit(server_id_, static_cast<uint32_t>(e->job_id), e->rank, e->code, static_cast<int>(e->signal));
-        routed = true;
-      });
-      if (!routed) g_->log(fmt::format("{}: no run in progress: exit of job {} dropped", peer_, e->job_id));
+      // After the line above: a serve waiting for this exit logs only after it. One locked
+      // section, so an exit is either passed on or kept for the router, never both.
+      bool routed = false, kept = false;
+      {
+        std::lock_guard lock(g_->m);
+        auto& slot = g_->slots.at(name_);
+        std::pair<uint32_t, uint32_t> worker{static_cast<uint32_t>(e->job_id), e->rank};
+        if (slot.found.erase(worker) && slot.found.empty()) g_->registered_cv.notify_all();
+        bool was_listed = std::erase_if(slot.listed, [&](const wire::running_worker& w) {
+                            return w.job_id == e->job_id && w.rank == e->rank;
+                          }) > 0;
+        if (g_->router.exit) {
+          g_->router.exit(server_id_, worker.first, worker.second, e->code, static_cast<int>(e->signal));
+          routed = true;
+        } else if (was_listed || slot.held.count(worker)) {
+          g_->early_exits.emplace_back(server_id_, worker.first, worker.second, e->code, static_cast<int>(e->signal));
+          kept = true;
+        }
+      }
+      if (!routed && !kept) g_->log(fmt::format("{}: no run in progress: exit of job {} dropped", peer_, e->job_id));
       return;
     }
     if (std::holds_alternative<wire::bye>(msg)) return close("the agent said bye");
@@ -520,7 +557,12 @@ std::shared_ptr<node_link> gateway::add_server(int id, const std::string& server
                                                int gpus, wire::pool_kind pool) {
   {
     std::lock_guard lock(impl_->m);
-    impl_->slots[server] = impl::server_slot{id, gpu_type, gpus, pool, {}, false, 0, 0, {}};
+    impl::server_slot slot;
+    slot.id = id;
+    slot.gpu_type = gpu_type;
+    slot.gpus = gpus;
+    slot.pool = pool;
+    impl_->slots[server] = std::move(slot);
   }
   auto n = std::make_shared<remote_node>();
   n->g = impl_;
@@ -540,9 +582,61 @@ std::vector<std::string> gateway::wait_for_agents(std::chrono::milliseconds time
   return missing();
 }
 
+std::vector<std::string> gateway::wait_for_found_workers(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(impl_->m);
+  auto running = [&] {
+    std::vector<std::string> out;
+    for (auto& [name, s] : impl_->slots)
+      for (auto& [job, rank] : s.found) out.push_back(fmt::format("{} job {} rank {}", name, job, rank));
+    return out;
+  };
+  impl_->registered_cv.wait_for(lock, timeout, [&] { return running().empty(); });
+  return running();
+}
+
+std::map<std::string, std::vector<wire::running_worker>> gateway::found_workers() {
+  std::lock_guard lock(impl_->m);
+  std::map<std::string, std::vector<wire::running_worker>> out;
+  for (auto& [name, s] : impl_->slots)
+    if (!s.listed.empty()) out[name] = s.listed;
+  return out;
+}
+
+void gateway::settle_found_workers(const std::set<uint32_t>& adopted) {
+  std::map<std::string, std::set<uint32_t>> stop;
+  {
+    std::lock_guard lock(impl_->m);
+    for (auto& [name, s] : impl_->slots) {
+      for (auto& w : s.listed) {
+        std::pair<uint32_t, uint32_t> worker{static_cast<uint32_t>(w.job_id), w.rank};
+        if (adopted.count(worker.first)) {
+          s.held.insert(worker);
+        } else {
+          s.found.insert(worker);
+          stop[name].insert(worker.first);
+        }
+      }
+      s.listed.clear();
+    }
+    // Early exits of workers now stopped are the stop's business, not the run's.
+    std::erase_if(impl_->early_exits, [&](auto& e) { return !adopted.count(std::get<1>(e)); });
+  }
+  for (auto& [name, jobs] : stop) {
+    std::string list;
+    for (auto j : jobs) list += (list.empty() ? "" : ", ") + std::to_string(j);
+    impl_->log(fmt::format("server {}: stopping the workers of jobs {}, from before this serve started", name, list));
+    for (auto j : jobs) asio::post(impl_->io, [p = impl_.get(), s = name, j] { p->stop_on(s, j); });
+  }
+}
+
 void gateway::set_router(worker_router r) {
   std::lock_guard lock(impl_->m);
   impl_->router = std::move(r);
+  if (!impl_->router.exit) return;
+  // Adopted workers that exited before the run could hear of it.
+  for (auto& [server, job, rank, code, signal] : impl_->early_exits) impl_->router.exit(server, job, rank, code, signal);
+  impl_->early_exits.clear();
+  for (auto& [name, s] : impl_->slots) s.held.clear();
 }
 
 std::optional<cluster_status> gateway::status() {

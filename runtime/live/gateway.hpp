@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -36,6 +38,13 @@ struct gateway_options {
   /// has its server reported lost through the router; when it registers again, the server is
   /// reported back, after the workers it still runs are reconciled (worker_router).
   double loss_grace_s = 30;
+  /// Workers an agent lists at its first registration with this gateway are from before it
+  /// started (a scheduler restarted, or an earlier serve): none of them is the run's, so each
+  /// is stopped (see wait_for_found_workers).
+  bool stop_found_workers = true;
+  /// Instead, keep them until settle_found_workers says which to adopt (a restarted
+  /// scheduler, `aryl serve --state`).
+  bool hold_found_workers = false;
 };
 
 class gateway {
@@ -57,6 +66,18 @@ class gateway {
   /// Waits until every added server's agent has registered; returns the names still missing
   /// after `timeout`.
   std::vector<std::string> wait_for_agents(std::chrono::milliseconds timeout);
+
+  /// Waits until every worker the agents listed at their first registration (and were told
+  /// to stop) has exited; returns the ones still running after `timeout`, as
+  /// "server job J rank R". A run must not launch a job whose old workers still run.
+  std::vector<std::string> wait_for_found_workers(std::chrono::milliseconds timeout);
+
+  /// hold_found_workers: what each agent listed at its first registration and still runs
+  /// (an exit reported since takes a worker off), by server name.
+  std::map<std::string, std::vector<wire::running_worker>> found_workers();
+  /// hold_found_workers: the workers of `adopted` jobs are kept (their exits reported before
+  /// the router is set are passed on to it then); every other found worker is stopped.
+  void settle_found_workers(const std::set<uint32_t>& adopted);
 
   /// Where worker reports and clients' status and demand requests go (the driver's
   /// router, while a run lasts); empty: reports are dropped and requests refused.

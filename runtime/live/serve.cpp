@@ -14,6 +14,7 @@
 #include "runtime/inputs.hpp"
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/metrics.hpp"
+#include "runtime/live/serve_state.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/outputs.hpp"
 
@@ -68,10 +69,15 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   if (!note.empty()) log << note;
   inputs.faults = enacted_here(std::move(inputs.faults), log);
 
+  live_world world;
+  serve_state state;
+  if (!o.state_file.empty()) state = open_serve_state(o.state_file, c, inputs, world, log);
+
   std::error_code ec;
-  // Job ids start at 0 every run: a previous run's checkpoints would be resumed by mistake.
+  // Job ids start at 0 every new run: a previous run's checkpoints would be resumed by
+  // mistake. A run carried on after a restart resumes from its own.
   auto checkpoints = std::filesystem::absolute(o.work_dir, ec) / "checkpoints";
-  std::filesystem::remove_all(checkpoints, ec);
+  if (!state.restoring) std::filesystem::remove_all(checkpoints, ec);
   if (ec) throw input_error(checkpoints.string() + ": cannot clear the previous run's checkpoints: " + ec.message());
   std::filesystem::create_directories(checkpoints, ec);
   if (ec) throw input_error(checkpoints.string() + ": cannot create: " + ec.message());
@@ -86,9 +92,11 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   // seconds), so that a fault plays out at the same simulated times in both clocks; at least
   // five of the agents' 1 s heartbeats, or a busy machine would lose agents that are alive.
   g.loss_grace_s = std::max(c.heartbeat_s * c.missed_heartbeats / c.speedup, 5.0);
+  // A restarted scheduler decides which of the workers the agents kept it adopts once
+  // every agent has registered.
+  g.hold_found_workers = state.restoring;
   gateway net(g, log);
 
-  live_world world;
   for (auto& m : cluster_machines(c))
     world.nodes.push_back(net.add_server(m.id, m.name, m.gpu_type, m.gpus,
                                          m.inference ? wire::pool_kind::inference : wire::pool_kind::training));
@@ -120,7 +128,19 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
     for (auto& n : missing) names += (names.empty() ? "" : ", ") + n;
     throw input_error(fmt::format("serve: no agent registered within {:g} s for: {}", o.agent_wait_s, names));
   }
+  if (state.restoring) net.settle_found_workers(plan_adoption(state, world, net.found_workers(), c, log));
+  // Workers from before this serve that are not adopted were told to stop; no job of
+  // theirs starts again before they have exited (checkpointing), or it would run twice.
+  auto still = net.wait_for_found_workers(
+      std::chrono::milliseconds(static_cast<int64_t>((o.stop_grace_s + 15) * 1000)));
+  if (!still.empty()) {
+    std::string names;
+    for (auto& n : still) names += (names.empty() ? "" : ", ") + n;
+    throw input_error(fmt::format("serve: workers from before this serve did not exit within {:g} s of their stop: {}",
+                                  o.stop_grace_s + 15, names));
+  }
   log << "[serve] every agent registered; the run starts\n" << std::flush;
+  begin_serve_state(state, world);
 
   told_to_stop.store(false);
   std::signal(SIGINT, on_stop_signal);

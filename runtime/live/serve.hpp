@@ -19,6 +19,9 @@ struct serve_options {
   std::string port_file;       ///< optional: the port, once listening (for scripts)
   double agent_wait_s = 60;    ///< how long to wait for every configured agent
   std::string work_dir = "live";  ///< checkpoints/ of every job live here (cleared at start)
+  /// Journal the run here (SQLite); an existing file's run is carried on after a restart,
+  /// its checkpoints kept. Empty: no journal.
+  std::string state_file;
   double stop_grace_s = 10;    ///< SIGTERM to SIGKILL when a job's workers are stopped
   /// Prometheus metrics on http://metrics_bind:metrics_port/metrics; -1: none, 0: the OS
   /// chooses (written to metrics_port_file).

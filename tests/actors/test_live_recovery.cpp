@@ -35,6 +35,7 @@ job_actor::behavior_type stand_in_job(job_actor::pointer self, server_actor serv
       [=](wexit_atom, uint32_t rank, int code, int signal) {
         seen->push_back(fmt::format("exit rank {} code {} signal {}", rank, code, signal));
       },
+      [=](adopt_atom, const job_assignment&) {},
   };
 }
 
@@ -175,4 +176,41 @@ TEST_CASE_FIXTURE(live_job_fixture, "a live worker failing on its own sends wfai
   exit(7, 0, 0);
   exit(7, 1, 0);
   CHECK(count("finished") == 1);
+}
+
+TEST_CASE_FIXTURE(live_job_fixture, "workers adopted after a scheduler restart are followed without a launch, to the job's end") {
+  auto j = spawn_job();
+  // The agent runs job 7's ranks 0 and 1 on GPUs 5 and 2, from before the restart.
+  caf::anon_send(server, adopt_atom::value, uint32_t{7}, std::vector<uint32_t>{0, 1}, std::vector<uint32_t>{5, 2}, j);
+  caf::anon_send(j, adopt_atom::value, job_assignment{1, 2, 1.0, 0, {0}, {2}});
+  drain();
+  CHECK(node->calls.empty());  // nothing launched
+  // Their GPUs are taken: a job placed next gets the first others (0, 1), without a violation.
+  auto seen = std::make_shared<std::vector<std::string>>();
+  place_and_launch(8, 6, seen);
+  CHECK(node->calls == std::vector<std::string>{"launch job 8 ranks 0..5"});
+  CHECK(rec->violations.empty());
+  exit(7, 0, 0);
+  CHECK(count("finished") == 0);
+  exit(7, 1, 0);
+  CHECK(count("finished") == 1);
+  CHECK(count("wfail") == 0);
+}
+
+TEST_CASE_FIXTURE(live_job_fixture, "an adopted job that is reassigned has its adopted workers stopped before the new launch") {
+  auto j = spawn_job();
+  caf::anon_send(server, adopt_atom::value, uint32_t{7}, std::vector<uint32_t>{0, 1}, std::vector<uint32_t>{0, 1}, j);
+  caf::anon_send(j, adopt_atom::value, job_assignment{1, 2, 1.0, 0, {0}, {2}});
+  drain();
+  // A rescale to one worker: the removal stops the adopted pair, the launch waits for them.
+  caf::anon_send(server, remove_atom::value, uint32_t{7});
+  caf::anon_send(server, place_atom::value, uint32_t{7}, 1);
+  caf::anon_send(j, assign_atom::value, job_assignment{2, 1, 1.0, 0, {0}, {1}});
+  drain();
+  CHECK(node->calls == std::vector<std::string>{"stop job 7"});
+  exit(7, 0, 143);
+  exit(7, 1, 143);
+  CHECK(node->calls == std::vector<std::string>{"stop job 7", "launch job 7 ranks 0..0"});
+  CHECK(count("wfail") == 0);
+  CHECK(rec->violations.empty());
 }

@@ -396,3 +396,94 @@ TEST_CASE("metrics: GET /metrics answers the exposition, anything else 404") {
   CHECK(ok.find("\r\n\r\naryl_jobs_finished_total 3\n") != std::string::npos);
   CHECK(get("/").rfind("HTTP/1.1 404", 0) == 0);
 }
+
+namespace {
+
+/// A gateway with servers t0 and t1 and no router yet, as `aryl serve` has while it waits
+/// for its agents.
+struct waiting_gateway {
+  std::ostringstream log_text;
+  std::unique_ptr<live::gateway> g;
+  explicit waiting_gateway(bool hold) {
+    live::gateway_options o;
+    o.token = "secret";
+    o.checkpoint_root = "/tmp/aryl-gateway-test";
+    o.stop_grace_s = 2;
+    o.hold_found_workers = hold;
+    g = std::make_unique<live::gateway>(o, log_text);
+    g->add_server(0, "t0", "V100", 8, wire::pool_kind::training);
+    g->add_server(1, "t1", "V100", 8, wire::pool_kind::training);
+  }
+  ~waiting_gateway() { g->close(); }
+};
+
+wire::register_ listing(const std::string& server, std::vector<std::pair<uint64_t, uint32_t>> workers) {
+  wire::register_ r{server, "V100", 8, wire::pool_kind::training, {}};
+  uint32_t gpu = 0;
+  for (auto& [job, rank] : workers) r.workers.push_back({job, rank, {gpu++}, std::nullopt});
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("gateway: workers an agent lists at its first registration are stopped, and waited for until they exit") {
+  waiting_gateway w(false);
+  peer agent(w.g->port());
+  agent.hello_as_agent("t0");
+  agent.send(listing("t0", {{4, 0}, {4, 1}}));
+  auto m = agent.receive();
+  REQUIRE(m);
+  auto* stop = std::get_if<wire::stop>(&*m);
+  REQUIRE(stop);
+  CHECK(stop->job_id == 4);
+  CHECK(stop->grace_s == 2);
+  CHECK(w.g->wait_for_found_workers(50ms) == std::vector<std::string>{"t0 job 4 rank 0", "t0 job 4 rank 1"});
+  agent.send(wire::exit_{4, 0, 143, 0});
+  agent.send(wire::exit_{4, 1, 143, 0});
+  CHECK(w.g->wait_for_found_workers(5s).empty());
+}
+
+TEST_CASE("gateway: held workers of an adopted job keep running and their early exits reach the router; the others are stopped") {
+  waiting_gateway w(true);
+  peer a0(w.g->port()), a1(w.g->port());
+  a0.hello_as_agent("t0");
+  a0.send(listing("t0", {{4, 0}, {4, 1}, {6, 0}}));
+  a1.hello_as_agent("t1");
+  a1.send(listing("t1", {{4, 2}, {4, 3}}));
+  REQUIRE(w.g->wait_for_agents(5s).empty());
+  auto found = w.g->found_workers();
+  REQUIRE(found.size() == 2);
+  CHECK(found["t0"].size() == 3);
+  CHECK(found["t1"].size() == 2);
+  w.g->settle_found_workers({4});
+  // Only job 6 is stopped; job 4's workers run on.
+  auto m = a0.receive();
+  REQUIRE(m);
+  auto* stop = std::get_if<wire::stop>(&*m);
+  REQUIRE(stop);
+  CHECK(stop->job_id == 6);
+  CHECK(w.g->wait_for_found_workers(50ms) == std::vector<std::string>{"t0 job 6 rank 0"});
+  a0.send(wire::exit_{6, 0, 143, 0});
+  a1.send(wire::exit_{4, 3, 0, 0});  // an adopted worker ends before the run hears of it
+  CHECK(w.g->wait_for_found_workers(5s).empty());
+  // Wait until the gateway has read t1's exit too: a heartbeat after it on the same stream.
+  a1.send(wire::heartbeat{1});
+  std::this_thread::sleep_for(200ms);
+  std::mutex mu;
+  std::vector<std::string> exits;
+  worker_router r;
+  r.exit = [&](int s, uint32_t job, uint32_t rank, int code, int) {
+    std::lock_guard lock(mu);
+    exits.push_back(std::to_string(s) + " " + std::to_string(job) + ":" + std::to_string(rank) + " " +
+                    std::to_string(code));
+  };
+  w.g->set_router(r);
+  a1.send(wire::exit_{4, 2, 0, 0});  // and one after: passed on as it comes
+  for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(5ms)) {
+    std::lock_guard lock(mu);
+    if (exits.size() >= 2) break;
+  }
+  w.g->set_router({});
+  CHECK(exits == std::vector<std::string>{"1 4:3 0", "1 4:2 0"});
+}

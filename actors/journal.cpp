@@ -1,0 +1,43 @@
+#include "actors/journal.hpp"
+
+#include "actors/end_run_on_exception.hpp"
+
+namespace aryl {
+
+journal_actor::behavior_type journal_behavior(journal_actor::stateful_pointer<journal_state> self,
+                                              std::shared_ptr<state_sink> sink, recorder_actor recorder,
+                                              std::chrono::milliseconds progress_every) {
+  end_run_on_exception(self, recorder);
+  self->state.sink = std::move(sink);
+  auto flush = [=] {
+    auto& st = self->state;
+    std::vector<std::pair<uint32_t, double>> rows(st.progress.begin(), st.progress.end());
+    st.progress.clear();
+    st.sink->put_progress(rows);
+  };
+  return {
+      [=](jjob_atom, const saved_job& j) {
+        auto& st = self->state;
+        // A job's progress is written before its end, never after (an ended job's row is final).
+        if (j.status == "ended") st.progress.erase(j.spec.index);
+        st.sink->put_job(j);
+      },
+      [=](jprogress_atom, uint32_t job, double work_done) {
+        auto& st = self->state;
+        st.progress[job] = work_done;
+        if (st.flush_armed) return;
+        st.flush_armed = true;
+        self->delayed_send(self, progress_every, jflush_atom::value);
+      },
+      [=](jserver_atom, const std::string& server, const std::string& mode) {
+        self->state.sink->put_server_mode(server, mode);
+      },
+      [=](jindex_atom, uint32_t next) { self->state.sink->put_next_index(next); },
+      [=](jflush_atom) {
+        self->state.flush_armed = false;
+        flush();
+      },
+  };
+}
+
+} // namespace aryl

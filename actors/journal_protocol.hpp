@@ -1,0 +1,41 @@
+#pragma once
+/// Scheduler and job actors -> journal actor (`aryl serve --state`): each state change the
+/// restarted scheduler needs, as it happens. Nothing waits on the journal.
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "actors/recorder_protocol.hpp"
+#include "runtime/state_records.hpp"
+
+namespace aryl {
+
+using jjob_atom = caf::atom_constant<caf::atom("jjob")>;
+using jprogress_atom = caf::atom_constant<caf::atom("jprogress")>;
+using jserver_atom = caf::atom_constant<caf::atom("jserver")>;
+using jindex_atom = caf::atom_constant<caf::atom("jindex")>;
+using jflush_atom = caf::atom_constant<caf::atom("jflush")>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, adopted_worker& x) {
+  return f(caf::meta::type_name("adopted_worker"), x.server, x.rank, x.gpu);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, saved_job& x) {
+  return f(caf::meta::type_name("saved_job"), x.spec, x.status, x.generation, x.workers, x.alloc, x.retries,
+           x.work_done, x.record, x.adopt);
+}
+
+/// jjob(row): a job's row after a change (submitted, assigned, ended). jprogress(job,
+/// work_done): rank 0's report, written coalesced every few seconds. jserver(name, mode): an
+/// inference server lent, reclaiming or serving again. jindex(next): the next free job index.
+/// jflush: its own timer.
+using journal_actor = caf::typed_actor<caf::reacts_to<jjob_atom, saved_job>,
+                                       caf::reacts_to<jprogress_atom, uint32_t, double>,
+                                       caf::reacts_to<jserver_atom, std::string, std::string>,
+                                       caf::reacts_to<jindex_atom, uint32_t>,
+                                       caf::reacts_to<jflush_atom>>;
+
+} // namespace aryl

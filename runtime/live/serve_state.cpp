@@ -1,0 +1,155 @@
+#include "runtime/live/serve_state.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
+#include "runtime/input_error.hpp"
+
+namespace aryl::live {
+namespace {
+
+int64_t unix_us_now() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+} // namespace
+
+std::vector<std::string> cluster_fingerprint(const config& c) {
+  std::vector<std::string> out;
+  for (auto& m : cluster_machines(c))
+    out.push_back(fmt::format("{} {}x{} {}", m.name, m.gpu_type, m.gpus, m.inference ? "inference" : "training"));
+  return out;
+}
+
+serve_state open_serve_state(const std::string& path, const config& c, run_inputs& inputs, live_world& world,
+                             std::ostream& log) {
+  serve_state s;
+  s.journal = std::make_shared<state_journal>(path);
+  world.journal = s.journal;
+  s.run.cluster = cluster_fingerprint(c);
+  s.run.trace_jobs = static_cast<uint32_t>(inputs.jobs.size());
+  s.run.speedup = c.speedup;
+  s.run.next_index = s.run.trace_jobs;
+  if (s.journal->fresh()) {
+    log << fmt::format("[serve] state {}: a new run, journaled there\n", path);
+    return s;
+  }
+  auto saved = s.journal->load();
+  auto refuse = [&](const std::string& why) {
+    throw input_error(fmt::format("{}: the state of another run: {}; start it with its own config, or give a new "
+                                  "--state file",
+                                  path, why));
+  };
+  if (auto m = cluster_mismatch(saved.run.cluster, s.run.cluster); !m.empty()) refuse("cluster: " + m);
+  if (saved.run.trace_jobs != s.run.trace_jobs)
+    refuse(fmt::format("its workload has {} jobs, this one {}", saved.run.trace_jobs, s.run.trace_jobs));
+  if (saved.run.speedup != s.run.speedup)
+    refuse(fmt::format("it ran at --speedup {:g}, this one at {:g}", saved.run.speedup, s.run.speedup));
+
+  s.restoring = true;
+  s.run.start_unix_us = saved.run.start_unix_us;
+  s.run.scheduler_restarts = saved.run.scheduler_restarts + 1;
+  std::set<uint32_t> have;
+  uint32_t next = std::max(saved.run.next_index, s.run.trace_jobs);
+  int ended = 0, running = 0, queued = 0;
+  for (auto& j : saved.jobs) {
+    have.insert(j.spec.index);
+    next = std::max(next, j.spec.index + 1);
+    (j.status == "ended" ? ended : j.status == "running" ? running : queued)++;
+  }
+  s.was_running = running;
+  s.run.next_index = next;
+  s.run.restarted_jobs = saved.run.restarted_jobs;
+  s.run.adopted_jobs = saved.run.adopted_jobs;
+  std::erase_if(inputs.jobs, [&](const job_spec& j) { return have.count(j.index) > 0; });
+  world.restored = std::move(saved.jobs);
+  world.first_free_index = next;
+  world.scheduler_restarts = s.run.scheduler_restarts;
+  log << fmt::format("[serve] state {}: carrying on the run after a scheduler restart ({} so far): {} jobs ended, "
+                     "{} were running, {} queued; {} trace jobs still to come\n",
+                     path, s.run.scheduler_restarts, ended, running, queued, inputs.jobs.size());
+  if (!saved.server_modes.empty()) {
+    std::string loans;
+    for (auto& [name, mode] : saved.server_modes) loans += fmt::format("{}{} {}", loans.empty() ? "" : ", ", name, mode);
+    log << fmt::format("[serve] state {}: loans in flight ({}) end with the restart: every inference server serves "
+                       "again, and is lent anew as demand allows\n",
+                       path, loans);
+    for (auto& [name, mode] : saved.server_modes) s.journal->put_server_mode(name, "serving");
+  }
+  return s;
+}
+
+std::set<uint32_t> plan_adoption(serve_state& s, live_world& world,
+                                 const std::map<std::string, std::vector<wire::running_worker>>& found,
+                                 const config& c, std::ostream& log) {
+  std::map<std::string, machine> machines;
+  for (auto& m : cluster_machines(c)) machines[m.name] = m;
+  // job -> rank -> (server, GPUs) as listed; a rank listed twice is nobody's to adopt.
+  std::map<uint32_t, std::map<uint32_t, std::pair<std::string, std::vector<uint32_t>>>> listed;
+  std::set<uint32_t> doubtful;
+  for (auto& [server, workers] : found)
+    for (auto& w : workers) {
+      auto job = static_cast<uint32_t>(w.job_id);
+      if (w.job_id > UINT32_MAX || !listed[job].emplace(w.rank, std::pair{server, w.gpus}).second) doubtful.insert(job);
+    }
+  std::set<uint32_t> adopted;
+  std::map<std::string, std::set<uint32_t>> gpus_taken;
+  for (auto& row : world.restored) {
+    auto job = row.spec.index;
+    if (row.status != "running" || row.workers <= 0 || doubtful.count(job) || !listed.count(job)) continue;
+    auto& ranks = listed[job];
+    if (ranks.size() != static_cast<size_t>(row.workers)) continue;
+    // The allocation "t0:2 t1:2" numbered ranks 0, 1 on t0 and 2, 3 on t1.
+    std::vector<adopted_worker> plan;
+    std::map<std::string, std::set<uint32_t>> gpus_here;
+    bool fits = true;
+    uint32_t rank = 0;
+    std::istringstream alloc(row.alloc);
+    std::string part;
+    while (fits && alloc >> part) {
+      auto colon = part.rfind(':');
+      auto m = machines.find(part.substr(0, colon));
+      int count = colon == std::string::npos ? 0 : std::atoi(part.c_str() + colon + 1);
+      if (m == machines.end() || m->second.inference || count <= 0) fits = false;
+      for (int i = 0; fits && i < count; ++i, ++rank) {
+        auto r = ranks.find(rank);
+        fits = r != ranks.end() && r->second.first == m->first && r->second.second.size() == 1 &&
+               static_cast<int>(r->second.second[0]) < m->second.gpus &&
+               !gpus_taken[m->first].count(r->second.second[0]) && gpus_here[m->first].insert(r->second.second[0]).second;
+        if (fits) plan.push_back({m->second.id, rank, r->second.second[0]});
+      }
+    }
+    if (!fits || rank != static_cast<uint32_t>(row.workers)) continue;
+    for (auto& [server, g] : gpus_here) gpus_taken[server].insert(g.begin(), g.end());
+    row.adopt = std::move(plan);
+    adopted.insert(job);
+  }
+  auto restarted = static_cast<uint64_t>(s.was_running) - adopted.size();
+  s.run.adopted_jobs += adopted.size();
+  s.run.restarted_jobs += restarted;
+  world.adopted_jobs = s.run.adopted_jobs;
+  world.restarted_jobs = s.run.restarted_jobs;
+  std::string names;
+  for (auto j : adopted) names += (names.empty() ? "" : ", ") + std::to_string(j);
+  log << fmt::format("[serve] of the {} jobs running when the scheduler went away, {} keep running, adopted{}{}; {} "
+                     "restart from their checkpoints\n",
+                     s.was_running, adopted.size(), names.empty() ? "" : ": jobs ", names, restarted);
+  return adopted;
+}
+
+void begin_serve_state(serve_state& s, live_world& world) {
+  if (!s.journal) return;
+  auto now = unix_us_now();
+  if (!s.restoring) s.run.start_unix_us = now;
+  else world.start_at_us = static_cast<int64_t>(static_cast<double>(std::max<int64_t>(0, now - s.run.start_unix_us)) *
+                                                s.run.speedup);
+  s.journal->put_run(s.run);
+}
+
+} // namespace aryl::live

@@ -1,0 +1,361 @@
+#include "runtime/live/state_journal.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "runtime/input_error.hpp"
+
+namespace aryl::live {
+namespace {
+
+using nlohmann::json;
+
+/// A prepared statement, finalized on every way out.
+class statement {
+ public:
+  statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) != SQLITE_OK) s_ = nullptr;
+  }
+  ~statement() { sqlite3_finalize(s_); }
+  statement(const statement&) = delete;
+  statement& operator=(const statement&) = delete;
+  bool ok() const { return s_ != nullptr; }
+  sqlite3_stmt* get() const { return s_; }
+  void bind(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void bind(int i, double v) { sqlite3_bind_double(s_, i, v); }
+  /// SQLITE_ROW, SQLITE_DONE or an error code.
+  int step() { return sqlite3_step(s_); }
+  std::string text(int i) const {
+    auto* p = sqlite3_column_text(s_, i);
+    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(s_, i))) : "";
+  }
+  int64_t integer(int i) const { return sqlite3_column_int64(s_, i); }
+  double real(int i) const { return sqlite3_column_double(s_, i); }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+json to_json(const job_spec& s) {
+  return {{"index", s.index},         {"name", s.name},
+          {"submit_us", s.submit.us}, {"gpus", s.gpus},
+          {"duration_s", s.duration_s}, {"gpu_type", s.gpu_type},
+          {"elastic", s.elastic},     {"min_workers", s.min_workers},
+          {"max_workers", s.max_workers}, {"predict_factor", s.predict_factor},
+          {"user", s.user},           {"command", s.command}};
+}
+
+job_spec spec_from(const json& j) {
+  job_spec s;
+  s.index = j.at("index").get<uint32_t>();
+  s.name = j.at("name").get<std::string>();
+  s.submit = sim_time::from_us(j.at("submit_us").get<int64_t>());
+  s.gpus = j.at("gpus").get<int>();
+  s.duration_s = j.at("duration_s").get<double>();
+  s.gpu_type = j.at("gpu_type").get<std::string>();
+  s.elastic = j.at("elastic").get<bool>();
+  s.min_workers = j.at("min_workers").get<int>();
+  s.max_workers = j.at("max_workers").get<int>();
+  s.predict_factor = j.at("predict_factor").get<double>();
+  s.user = j.at("user").get<std::string>();
+  s.command = j.at("command").get<std::vector<std::string>>();
+  return s;
+}
+
+json to_json(const job_record& r) {
+  return {{"index", r.index},
+          {"name", r.name},
+          {"gpus", r.gpus},
+          {"elastic", r.elastic},
+          {"submit_us", r.submit_us},
+          {"first_start_us", r.first_start_us},
+          {"end_us", r.end_us},
+          {"queued_s", r.queued_s},
+          {"gpu_seconds", r.gpu_seconds},
+          {"preemptions", r.preemptions},
+          {"scale_ins", r.scale_ins},
+          {"scale_outs", r.scale_outs},
+          {"duration_s", r.duration_s},
+          {"last_workers", r.last_workers},
+          {"on_loaned_s", r.on_loaned_s},
+          {"slowdown", r.slowdown},
+          {"below_speed_s", r.below_speed_s},
+          {"below_speed_gpu_s", r.below_speed_gpu_s},
+          {"outcome", r.outcome}};
+}
+
+job_record record_from(const json& j) {
+  job_record r;
+  r.index = j.at("index").get<uint32_t>();
+  r.name = j.at("name").get<std::string>();
+  r.gpus = j.at("gpus").get<int>();
+  r.elastic = j.at("elastic").get<bool>();
+  r.submit_us = j.at("submit_us").get<int64_t>();
+  r.first_start_us = j.at("first_start_us").get<int64_t>();
+  r.end_us = j.at("end_us").get<int64_t>();
+  r.queued_s = j.at("queued_s").get<double>();
+  r.gpu_seconds = j.at("gpu_seconds").get<double>();
+  r.preemptions = j.at("preemptions").get<int>();
+  r.scale_ins = j.at("scale_ins").get<int>();
+  r.scale_outs = j.at("scale_outs").get<int>();
+  r.duration_s = j.at("duration_s").get<double>();
+  r.last_workers = j.at("last_workers").get<int>();
+  r.on_loaned_s = j.at("on_loaned_s").get<double>();
+  r.slowdown = j.at("slowdown").get<double>();
+  r.below_speed_s = j.at("below_speed_s").get<double>();
+  r.below_speed_gpu_s = j.at("below_speed_gpu_s").get<double>();
+  r.outcome = j.at("outcome").get<std::string>();
+  return r;
+}
+
+/// One transaction: committed when `f` returns, rolled back if it throws.
+template <class F>
+void in_transaction(sqlite3* db, F&& f, const std::function<void(const std::string&)>& fail) {
+  if (sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) fail(sqlite3_errmsg(db));
+  try {
+    f();
+  } catch (...) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  if (sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    std::string why = sqlite3_errmsg(db);
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    fail(why);
+  }
+}
+
+} // namespace
+
+state_journal::state_journal(std::string path) : path_(std::move(path)) {
+  if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw input_error(fmt::format("{}: cannot open the state file: {}", path_, why));
+  }
+  sqlite3_busy_timeout(db_, 1000);
+  try {
+    // Held until this journal closes (the OS drops it with a killed process): a second serve
+    // on the same file is refused instead of scheduling the same jobs twice. Set before the
+    // first access, so that WAL keeps its index in memory rather than in a shared file.
+    exec("PRAGMA locking_mode = EXCLUSIVE");
+    // Reading the schema is the first access to the file's bytes: a file that is not a
+    // database fails here ("file is not a database").
+    statement tables(db_, "SELECT name FROM sqlite_master WHERE type = 'table'");
+    if (!tables.ok()) fail(sqlite3_errmsg(db_));
+    int rc;
+    std::vector<std::string> names;
+    while ((rc = tables.step()) == SQLITE_ROW) names.push_back(tables.text(0));
+    if (rc != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+    bool has_meta = std::find(names.begin(), names.end(), "meta") != names.end();
+    if (!names.empty() && !has_meta) fail("a database, but not an aryl state file (no meta table)");
+    exec("PRAGMA journal_mode = WAL");
+    // A process killed with -9 loses nothing committed in WAL mode at this level; only a
+    // machine crash could lose the last transactions, which the restart then redoes.
+    exec("PRAGMA synchronous = NORMAL");
+    if (!has_meta) {
+      exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+      exec("CREATE TABLE jobs (idx INTEGER PRIMARY KEY, status TEXT NOT NULL, generation INTEGER NOT NULL, "
+           "workers INTEGER NOT NULL, alloc TEXT NOT NULL, retries INTEGER NOT NULL, work_done REAL NOT NULL, "
+           "spec TEXT NOT NULL, record TEXT NOT NULL)");
+      exec("CREATE TABLE servers (name TEXT PRIMARY KEY, mode TEXT NOT NULL)");
+      exec(fmt::format("INSERT INTO meta VALUES ('format', 'aryl-state'), ('version', '{}')", state_format_version)
+               .c_str());
+      exec("INSERT INTO meta VALUES ('opened', '0')");
+      return;
+    }
+    statement meta(db_, "SELECT key, value FROM meta WHERE key IN ('format', 'version')");
+    if (!meta.ok()) fail(sqlite3_errmsg(db_));
+    std::string format, version;
+    while ((rc = meta.step()) == SQLITE_ROW) (meta.text(0) == "format" ? format : version) = meta.text(1);
+    if (rc != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+    if (format != "aryl-state") fail("not an aryl state file (its meta table has no format 'aryl-state')");
+    if (version != std::to_string(state_format_version))
+      fail(fmt::format("state format version '{}', this aryl reads version {}", version, state_format_version));
+    // A write takes the exclusive lock now, not at the run's first change.
+    exec("INSERT INTO meta VALUES ('opened', '1') ON CONFLICT(key) DO UPDATE SET value = value + 1");
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+state_journal::~state_journal() { sqlite3_close(db_); }
+
+void state_journal::fail(const std::string& what) const {
+  if (db_ && sqlite3_errcode(db_) == SQLITE_BUSY)
+    throw input_error(fmt::format("{}: in use by another process (is a serve still running on it?): {}", path_, what));
+  throw input_error(fmt::format("{}: {}", path_, what));
+}
+
+void state_journal::exec(const char* sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string why = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    fail(why);
+  }
+}
+
+bool state_journal::fresh() const {
+  statement s(db_, "SELECT count(*) FROM meta WHERE key = 'run'");
+  if (!s.ok() || s.step() != SQLITE_ROW) fail(sqlite3_errmsg(db_));
+  return s.integer(0) == 0;
+}
+
+saved_state state_journal::load() const {
+  saved_state out;
+  {
+    statement s(db_, "SELECT value FROM meta WHERE key = 'run'");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    if (s.step() == SQLITE_ROW) {
+      try {
+        auto j = json::parse(s.text(0));
+        auto& r = out.run;
+        r.cluster = j.at("cluster").get<std::vector<std::string>>();
+        r.trace_jobs = j.at("trace_jobs").get<uint32_t>();
+        r.speedup = j.at("speedup").get<double>();
+        r.start_unix_us = j.at("start_unix_us").get<int64_t>();
+        r.scheduler_restarts = j.at("scheduler_restarts").get<uint32_t>();
+        r.restarted_jobs = j.at("restarted_jobs").get<uint64_t>();
+        r.adopted_jobs = j.at("adopted_jobs").get<uint64_t>();
+      } catch (const json::exception& e) {
+        fail(fmt::format("unreadable run record: {}", e.what()));
+      }
+    }
+  }
+  {
+    statement s(db_, "SELECT value FROM meta WHERE key = 'next_index'");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    if (s.step() == SQLITE_ROW) out.run.next_index = static_cast<uint32_t>(s.integer(0));
+  }
+  statement s(db_, "SELECT idx, status, generation, workers, alloc, retries, work_done, spec, record FROM jobs "
+                   "ORDER BY idx");
+  if (!s.ok()) fail(sqlite3_errmsg(db_));
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    saved_job j;
+    try {
+      j.spec = spec_from(json::parse(s.text(7)));
+      j.record = record_from(json::parse(s.text(8)));
+    } catch (const json::exception& e) {
+      fail(fmt::format("job {}: unreadable record: {}", s.integer(0), e.what()));
+    }
+    j.status = s.text(1);
+    if (j.status != "queued" && j.status != "running" && j.status != "ended")
+      fail(fmt::format("job {}: unknown status '{}'", s.integer(0), j.status));
+    if (j.spec.index != static_cast<uint64_t>(s.integer(0))) fail(fmt::format("job {}: its spec says job {}", s.integer(0), j.spec.index));
+    j.generation = static_cast<uint64_t>(s.integer(2));
+    j.workers = static_cast<int>(s.integer(3));
+    j.alloc = s.text(4);
+    j.retries = static_cast<int>(s.integer(5));
+    j.work_done = s.real(6);
+    out.jobs.push_back(std::move(j));
+  }
+  if (rc != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  statement m(db_, "SELECT name, mode FROM servers ORDER BY name");
+  if (!m.ok()) fail(sqlite3_errmsg(db_));
+  while ((rc = m.step()) == SQLITE_ROW) out.server_modes.emplace_back(m.text(0), m.text(1));
+  if (rc != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  return out;
+}
+
+void state_journal::put_run(const saved_run& r) {
+  json j{{"cluster", r.cluster},         {"trace_jobs", r.trace_jobs},
+         {"speedup", r.speedup},         {"start_unix_us", r.start_unix_us},
+         {"scheduler_restarts", r.scheduler_restarts}, {"restarted_jobs", r.restarted_jobs},
+         {"adopted_jobs", r.adopted_jobs}};
+  auto failer = [this](const std::string& w) { fail(w); };
+  in_transaction(db_, [&] {
+    statement s(db_, "INSERT INTO meta VALUES ('run', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    s.bind(1, j.dump());
+    if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  }, failer);
+  put_next_index(r.next_index);
+}
+
+void state_journal::put_job(const saved_job& j) {
+  auto failer = [this](const std::string& w) { fail(w); };
+  in_transaction(db_, [&] {
+    // work_done is the workers' to report (put_progress): an update leaves it as it is.
+    statement s(db_,
+                "INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(idx) DO UPDATE SET "
+                "status = excluded.status, generation = excluded.generation, workers = excluded.workers, "
+                "alloc = excluded.alloc, retries = excluded.retries, spec = excluded.spec, record = excluded.record");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    s.bind(1, static_cast<int64_t>(j.spec.index));
+    s.bind(2, j.status);
+    s.bind(3, static_cast<int64_t>(j.generation));
+    s.bind(4, static_cast<int64_t>(j.workers));
+    s.bind(5, j.alloc);
+    s.bind(6, static_cast<int64_t>(j.retries));
+    s.bind(7, j.work_done);
+    s.bind(8, to_json(j.spec).dump());
+    s.bind(9, to_json(j.record).dump());
+    if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  }, failer);
+}
+
+void state_journal::put_progress(const std::vector<std::pair<uint32_t, double>>& work_done) {
+  if (work_done.empty()) return;
+  auto failer = [this](const std::string& w) { fail(w); };
+  in_transaction(db_, [&] {
+    statement s(db_, "UPDATE jobs SET work_done = ?2 WHERE idx = ?1");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    for (auto& [job, work] : work_done) {
+      s.bind(1, static_cast<int64_t>(job));
+      s.bind(2, work);
+      if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+      s.reset();
+    }
+  }, failer);
+}
+
+void state_journal::put_server_mode(const std::string& server, const std::string& mode) {
+  auto failer = [this](const std::string& w) { fail(w); };
+  in_transaction(db_, [&] {
+    statement s(db_, mode == "serving" ? "DELETE FROM servers WHERE name = ?1"
+                                       : "INSERT INTO servers VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET "
+                                         "mode = excluded.mode");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    s.bind(1, server);
+    if (mode != "serving") s.bind(2, mode);
+    if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  }, failer);
+}
+
+void state_journal::put_next_index(uint32_t next) {
+  auto failer = [this](const std::string& w) { fail(w); };
+  in_transaction(db_, [&] {
+    statement s(db_, "INSERT INTO meta VALUES ('next_index', ?1) ON CONFLICT(key) DO UPDATE SET value = "
+                     "max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    s.bind(1, static_cast<int64_t>(next));
+    if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  }, failer);
+}
+
+std::string cluster_mismatch(const std::vector<std::string>& saved, const std::vector<std::string>& now) {
+  for (size_t i = 0; i < saved.size() && i < now.size(); ++i)
+    if (saved[i] != now[i])
+      return fmt::format("machine {} is '{}' in the file, '{}' in this config", i, saved[i], now[i]);
+  if (saved.size() != now.size())
+    return fmt::format("the file has {} machines, this config {}", saved.size(), now.size());
+  return {};
+}
+
+} // namespace aryl::live

@@ -1,0 +1,54 @@
+#pragma once
+/// `aryl serve --state FILE`: the scheduler's state journaled in SQLite (WAL), so that a
+/// scheduler killed mid-run can be started again on the same file and carry the run on
+/// (docs/live.md, "Scheduler restart"). Plain structs in and out; no CAF.
+#include <memory>
+#include <string>
+
+#include "runtime/state_records.hpp"
+
+struct sqlite3;
+
+namespace aryl::live {
+
+/// The format this build reads and writes; another version is refused by name.
+inline constexpr int state_format_version = 1;
+
+class state_journal : public state_sink {
+ public:
+  /// Opens `path`, creating it if missing (WAL mode), and holds it exclusively until
+  /// destroyed. Throws aryl::input_error naming the file if it is not an aryl state file
+  /// (corrupt, another program's database), of another format version, or in use by another
+  /// process or journal.
+  explicit state_journal(std::string path);
+  ~state_journal() override;
+  state_journal(const state_journal&) = delete;
+  state_journal& operator=(const state_journal&) = delete;
+
+  const std::string& path() const { return path_; }
+  /// True if the file holds no run yet (just created, or empty).
+  bool fresh() const;
+  /// Everything journaled. Throws input_error naming the file and the job on a record it
+  /// cannot read.
+  saved_state load() const;
+  /// Records the run (its cluster, workload size, clock) and clears nothing else: called
+  /// when a run starts and after a restart (with the restart counters raised).
+  void put_run(const saved_run& r);
+
+  void put_job(const saved_job& j) override;
+  void put_progress(const std::vector<std::pair<uint32_t, double>>& work_done) override;
+  void put_server_mode(const std::string& server, const std::string& mode) override;
+  void put_next_index(uint32_t next) override;
+
+ private:
+  void exec(const char* sql) const;
+  [[noreturn]] void fail(const std::string& what) const;
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+/// The first difference between the cluster a state file was written for and this one's,
+/// as a sentence ("the file has 4 machines, this config 3"), or "" if they are the same.
+std::string cluster_mismatch(const std::vector<std::string>& saved, const std::vector<std::string>& now);
+
+} // namespace aryl::live

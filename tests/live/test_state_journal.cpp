@@ -1,0 +1,212 @@
+// The journal of `aryl serve --state` (runtime/live/state_journal): what is written is read
+// back as written; a file that is not an aryl state file, or of another format version, is
+// refused naming the file; a config of another cluster is told apart by its first difference.
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "runtime/input_error.hpp"
+#include "runtime/live/state_journal.hpp"
+
+using namespace aryl;
+using namespace aryl::live;
+
+namespace {
+
+/// A fresh folder of its own per test (two test runs on one machine do not collide).
+struct scratch {
+  std::filesystem::path dir;
+  scratch() {
+    dir = std::filesystem::temp_directory_path() / ("aryl-state-journal-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  ~scratch() { std::filesystem::remove_all(dir); }
+  std::string file(const std::string& name) const { return (dir / name).string(); }
+};
+
+saved_job running_job() {
+  saved_job j;
+  j.spec.index = 3;
+  j.spec.name = "resnet";
+  j.spec.submit = sim_time::from_us(12'500'000);
+  j.spec.gpus = 4;
+  j.spec.duration_s = 600;
+  j.spec.gpu_type = "V100";
+  j.spec.elastic = true;
+  j.spec.min_workers = 2;
+  j.spec.max_workers = 8;
+  j.spec.predict_factor = 1.5;
+  j.spec.command = {"/usr/bin/python3", "train.py", "--lr", "0.1"};
+  j.status = "running";
+  j.generation = 7;
+  j.workers = 4;
+  j.alloc = "t0:2 t1:2";
+  j.retries = 1;
+  j.record.index = 3;
+  j.record.name = "resnet";
+  j.record.first_start_us = 13'000'000;
+  j.record.queued_s = 0.5;
+  j.record.preemptions = 2;
+  j.record.outcome = "";
+  return j;
+}
+
+std::string refusal(const std::string& path) {
+  try {
+    state_journal j(path);
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+} // namespace
+
+TEST_CASE("state journal: jobs, progress, loans and the run read back as written, across a reopen") {
+  scratch s;
+  auto path = s.file("state.db");
+  saved_run run;
+  run.cluster = {"t0 V100x4 training", "t1 V100x4 training"};
+  run.trace_jobs = 3;
+  run.speedup = 5;
+  run.start_unix_us = 1'700'000'000'000'000;
+  run.next_index = 3;
+  {
+    state_journal j(path);
+    CHECK(j.fresh());
+    j.put_run(run);
+    j.put_job(running_job());
+    saved_job done = running_job();
+    done.spec.index = 1;
+    done.status = "ended";
+    done.record.index = 1;
+    done.record.outcome = "done";
+    done.record.end_us = 90'000'000;
+    j.put_job(done);
+    j.put_progress({{3, 123.5}});
+    j.put_job(running_job());  // a later change leaves the workers' progress as it is
+    j.put_next_index(5);
+    j.put_next_index(4);       // never backwards
+    j.put_server_mode("i0", "loaned");
+    j.put_server_mode("i1", "reclaiming");
+    j.put_server_mode("i1", "serving");  // serving again: no longer in flight
+  }
+  state_journal j(path);
+  CHECK_FALSE(j.fresh());
+  auto st = j.load();
+  CHECK(st.run.cluster == run.cluster);
+  CHECK(st.run.trace_jobs == 3);
+  CHECK(st.run.speedup == 5);
+  CHECK(st.run.start_unix_us == run.start_unix_us);
+  CHECK(st.run.next_index == 5);
+  REQUIRE(st.jobs.size() == 2);
+  CHECK(st.jobs[0].spec.index == 1);
+  CHECK(st.jobs[0].status == "ended");
+  CHECK(st.jobs[0].record.outcome == "done");
+  CHECK(st.jobs[0].record.end_us == 90'000'000);
+  auto& r = st.jobs[1];
+  auto want = running_job();
+  CHECK(r.spec.name == want.spec.name);
+  CHECK(r.spec.submit.us == want.spec.submit.us);
+  CHECK(r.spec.command == want.spec.command);
+  CHECK(r.spec.elastic);
+  CHECK(r.spec.min_workers == 2);
+  CHECK(r.spec.max_workers == 8);
+  CHECK(r.spec.predict_factor == 1.5);
+  CHECK(r.spec.gpu_type == "V100");
+  CHECK(r.status == "running");
+  CHECK(r.generation == 7);
+  CHECK(r.workers == 4);
+  CHECK(r.alloc == "t0:2 t1:2");
+  CHECK(r.retries == 1);
+  CHECK(r.work_done == 123.5);
+  CHECK(r.record.first_start_us == 13'000'000);
+  CHECK(r.record.preemptions == 2);
+  REQUIRE(st.server_modes.size() == 1);
+  CHECK(st.server_modes[0] == std::pair<std::string, std::string>{"i0", "loaned"});
+}
+
+TEST_CASE("state journal: a file that is not a database is refused naming the file, and left as it was") {
+  scratch s;
+  auto path = s.file("garbage.db");
+  std::string bytes(8192, '\x5a');
+  std::ofstream(path, std::ios::binary) << bytes;
+  auto why = refusal(path);
+  CHECK(why.find(path) == 0);
+  CHECK(why.find("not a database") != std::string::npos);
+  std::ifstream in(path, std::ios::binary);
+  std::string after((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(after == bytes);
+}
+
+TEST_CASE("state journal: another program's database and another format version are refused naming the file") {
+  scratch s;
+  auto other = s.file("other.db");
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(other.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "CREATE TABLE photos (id INTEGER)", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  auto why = refusal(other);
+  CHECK(why.find(other) == 0);
+  CHECK(why.find("not an aryl state file") != std::string::npos);
+
+  auto newer = s.file("newer.db");
+  { state_journal j(newer); }
+  REQUIRE(sqlite3_open(newer.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "UPDATE meta SET value = '99' WHERE key = 'version'", nullptr, nullptr, nullptr) ==
+          SQLITE_OK);
+  sqlite3_close(db);
+  why = refusal(newer);
+  CHECK(why.find(newer) == 0);
+  CHECK(why.find("version '99'") != std::string::npos);
+}
+
+TEST_CASE("state journal: a file in use by another journal is refused naming the file, and free once it closes") {
+  scratch s;
+  auto path = s.file("state.db");
+  {
+    state_journal first(path);
+    auto why = refusal(path);
+    CHECK(why.find(path + ": in use by another process") == 0);
+  }
+  state_journal again(path);  // the first one closed: free
+  CHECK(again.fresh());
+}
+
+TEST_CASE("state journal: a damaged job row is refused naming the file and the job") {
+  scratch s;
+  auto path = s.file("state.db");
+  {
+    state_journal j(path);
+    j.put_job(running_job());
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "UPDATE jobs SET spec = '{\"index\": 3' WHERE idx = 3", nullptr, nullptr, nullptr) ==
+          SQLITE_OK);
+  sqlite3_close(db);
+  state_journal j(path);
+  std::string why;
+  try {
+    j.load();
+  } catch (const input_error& e) {
+    why = e.what();
+  }
+  CHECK(why.find(path + ": job 3: unreadable record") == 0);
+}
+
+TEST_CASE("state journal: another cluster is told apart by its first difference") {
+  std::vector<std::string> a{"t0 V100x4 training", "t1 V100x4 training"};
+  CHECK(cluster_mismatch(a, a).empty());
+  auto b = a;
+  b[1] = "t1 V100x8 training";
+  CHECK(cluster_mismatch(a, b) == "machine 1 is 't1 V100x4 training' in the file, 't1 V100x8 training' in this config");
+  b = a;
+  b.push_back("i0 T4x4 inference");
+  CHECK(cluster_mismatch(a, b) == "the file has 2 machines, this config 3");
+}
