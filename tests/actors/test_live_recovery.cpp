@@ -45,6 +45,15 @@ struct live_fixture : sim_fixture {
   std::shared_ptr<fake_node> node = std::make_shared<fake_node>();
   server_actor server = sys->spawn(server_behavior, std::string("t0"), 8, static_cast<int>(server_mode::training),
                                    recorder, std::shared_ptr<node_link>(node));
+  std::vector<job_actor> jobs;  ///< every job actor a test spawned
+
+  // The server holds its jobs' handles and each job holds the server's: the cycle outlives the
+  // actor system unless the actors are ended.
+  ~live_fixture() {
+    for (auto& j : jobs) caf::anon_send_exit(j, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
+    drain();
+  }
 
   /// Places `workers` GPUs for `job` here and has its stand-in launch ranks 0..workers-1.
   job_actor place_and_launch(uint32_t job, int workers, std::shared_ptr<std::vector<std::string>> seen) {
@@ -54,6 +63,7 @@ struct live_fixture : sim_fixture {
     r.workers = workers;
     r.world_size = static_cast<uint32_t>(workers);
     auto j = sys->spawn(stand_in_job, server, r, seen);
+    jobs.push_back(j);
     caf::anon_send(server, place_atom::value, job, workers);
     caf::anon_send(j, assign_atom::value, job_assignment{});
     drain();
@@ -138,9 +148,11 @@ struct live_job_fixture : live_fixture {
     s.duration_s = 100;
     worker_settings w;
     w.follow_workers = true;
-    return sys->spawn(job_behavior, s,
-                      job_env{tb, throughput_model{}, scheduler.address(), recorder, true, w,
-                              std::make_shared<const std::vector<server_actor>>(std::vector<server_actor>{server})});
+    auto j = sys->spawn(job_behavior, s,
+                        job_env{tb, throughput_model{}, scheduler.address(), recorder, true, w,
+                                std::make_shared<const std::vector<server_actor>>(std::vector<server_actor>{server})});
+    jobs.push_back(j);
+    return j;
   }
   int count(const std::string& what) const {
     int n = 0;

@@ -19,17 +19,16 @@ past 0); no process is left, no port is bound. Every process started is stopped 
 when a check fails; the whole test ends within its own deadline.
 """
 
-import argparse
 import glob
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from live_harness import START, check, launches, main, read, wait_for  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 TRACE = ("job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\n"
@@ -40,107 +39,6 @@ PLAN = ("faults:\n"
         "  - {at: 4, server_crash: t0, down_for: 8}\n"
         "  - {at: 6, worker_crash: 1}\n")
 DEADLINE_S = 150  # the whole test; CTest's TIMEOUT is longer
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-    return ok
-
-
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
-class Processes:
-    """Everything the test starts, stopped by pid on every way out."""
-
-    def __init__(self):
-        self.procs = []
-
-    def start(self, name, argv, log, **kw):
-        with open(log, "a") as f:
-            p = subprocess.Popen(argv, stdout=kw.pop("stdout", f), stderr=f, **kw)
-        self.procs.append((name, p))
-        return p
-
-    def stop_all(self, extra_pids=()):
-        for _, p in self.procs:
-            if p.poll() is None:
-                p.terminate()
-        for pid in extra_pids:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        until = time.monotonic() + 12
-        for _, p in self.procs:
-            try:
-                p.wait(timeout=max(0.1, until - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        for pid in extra_pids:
-            while time.monotonic() < until and os.path.exists(f"/proc/{pid}"):
-                time.sleep(0.05)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-def wait_for(pred, timeout_s, what):
-    until = time.monotonic() + timeout_s
-    while time.monotonic() < until:
-        if pred():
-            return True
-        time.sleep(0.05)
-    print(f"timed out after {timeout_s:g} s waiting for {what}", flush=True)
-    return False
-
-
-def leftover(work):
-    """Processes whose environment or command line points into the test's folder."""
-    left = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        if int(pid) == os.getpid():
-            continue
-        for part in ("environ", "cmdline"):
-            try:
-                with open(f"/proc/{pid}/{part}", "rb") as f:
-                    if work.encode() in f.read():
-                        left.append(int(pid))
-                        break
-            except OSError:
-                pass
-    return left
-
-
-def port_bound(port):
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in read(table).splitlines()[1:]:
-            fields = line.split()
-            if len(fields) > 3 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                return True
-    return False
-
-
-def launches(log_text):
-    """The work_done of each launch's first progress line in one rank-0 log (steps restart,
-    or stay, at a new launch: it resumes from the checkpoint's step)."""
-    firsts, last_step = [], None
-    for m in re.finditer(r"ARYL_PROGRESS work_done=([0-9.eE+-]+) step=(\d+)", log_text):
-        work, step = float(m.group(1)), int(m.group(2))
-        if last_step is None or step <= last_step:
-            firsts.append(work)
-        last_step = step
-    return firsts
 
 
 def run(a, work, procs):
@@ -261,53 +159,17 @@ def run(a, work, procs):
         for path in glob.glob(os.path.join(bed, "agent-*", "logs", f"{job}-0.log")):
             firsts += launches(read(path))
         check(any(w > 0 for w in firsts), f"job {job} resumed from a checkpoint (first progress per launch: {firsts})")
-    return port, proxy_port
+    return [port, proxy_port]
 
 
-START = time.monotonic()
 
-
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--aryl", required=True)
-    p.add_argument("--source", required=True)
-    p.add_argument("--dir", help="work folder (default: a fresh temporary one, removed on success)")
-    a = p.parse_args()
-    a.source = os.path.abspath(a.source)
-    work = os.path.abspath(a.dir) if a.dir else tempfile.mkdtemp(prefix="aryl-test-live-faults-")
-    if a.dir:
-        shutil.rmtree(work, ignore_errors=True)
-        os.makedirs(work)
-    procs = Processes()
-    ports = None
-    # The deadline: SIGALRM ends the test (its finally still stops everything).
-    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("test deadline")))
-    signal.alarm(DEADLINE_S)
-    try:
-        ports = run(a, work, procs)
-    except TimeoutError:
-        check(False, f"the test ends within {DEADLINE_S} s")
-    finally:
-        signal.alarm(0)
-        restarted = []
-        for line in read(os.path.join(work, "testbed", "pids")).splitlines():
-            if line.endswith("restarted"):
-                restarted.append(int(line.split()[0]))
-        procs.stop_all(restarted)
-    left = leftover(work)
-    check(not left, f"no process is left (found {left})")
-    if ports:
-        check(not any(port_bound(p) for p in ports), f"no port is left bound ({ports})")
-    if failures:
-        bed = os.path.join(work, "testbed")
-        for name in ("serve.log", "proxy.log", "faults.log", "live_faults.out", "agent-t2/agent.log"):
-            print(f"--- last lines of {name}\n" + "".join(read(os.path.join(bed, name)).splitlines(True)[-12:]))
-        print(f"{len(failures)} check(s) failed; kept {work}")
-        return 1
-    if not a.dir:
-        shutil.rmtree(work, ignore_errors=True)
-    return 0
+def restarted_agents(work):
+    """Agents scripts/live_faults.py started again: the test stops them too."""
+    return [int(line.split()[0]) for line in read(os.path.join(work, "testbed", "pids")).splitlines()
+            if line.endswith("restarted")]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("live-faults", DEADLINE_S, run,
+                  ("serve.log", "proxy.log", "faults.log", "live_faults.out", "agent-t2/agent.log"),
+                  restarted_agents))

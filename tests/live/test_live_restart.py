@@ -24,18 +24,18 @@ left, no port bound; every process is stopped by its pid, also when a check fail
 ends within its own deadline.
 """
 
-import argparse
 import glob
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from live_harness import START, check, environ, launches, main, read, wait_for  # noqa: E402
 
 TRACE = ("job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\n"
          "a,0,4,3,0,4,4\n"
@@ -44,115 +44,6 @@ TRACE = ("job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\n"
          "d,1,4,14,0,4,4\n"
          "e,20,4,3,0,4,4\n")
 DEADLINE_S = 170  # the whole test; CTest's TIMEOUT is longer
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-    return ok
-
-
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
-class Processes:
-    """Everything the test starts, stopped by pid on every way out."""
-
-    def __init__(self):
-        self.procs = []
-
-    def start(self, name, argv, log, **kw):
-        with open(log, "a") as f:
-            p = subprocess.Popen(argv, stdout=kw.pop("stdout", f), stderr=f, **kw)
-        self.procs.append((name, p))
-        return p
-
-    def stop_all(self):
-        for _, p in self.procs:
-            if p.poll() is None:
-                p.terminate()
-        until = time.monotonic() + 12
-        for _, p in self.procs:
-            try:
-                p.wait(timeout=max(0.1, until - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-
-
-def wait_for(pred, timeout_s, what):
-    until = time.monotonic() + timeout_s
-    while time.monotonic() < until:
-        if pred():
-            return True
-        time.sleep(0.05)
-    print(f"timed out after {timeout_s:g} s waiting for {what}", flush=True)
-    return False
-
-
-def environ(pid):
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-    except OSError:
-        return None
-
-
-def ancestors():
-    """This process and those it runs under (a `timeout` wrapper names --dir too)."""
-    out, pid = set(), os.getpid()
-    while pid > 1 and pid not in out:
-        out.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                pid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return out
-
-
-def leftover(work):
-    """Processes whose environment or command line points into the test's folder."""
-    left, mine = [], ancestors()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        if int(pid) in mine:
-            continue
-        for part in ("environ", "cmdline"):
-            try:
-                with open(f"/proc/{pid}/{part}", "rb") as f:
-                    if work.encode() in f.read():
-                        left.append(int(pid))
-                        break
-            except OSError:
-                pass
-    return left
-
-
-def port_bound(port):
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in read(table).splitlines()[1:]:
-            fields = line.split()
-            if len(fields) > 3 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                return True
-    return False
-
-
-def launches(log_text):
-    """The work_done of each launch's first progress line in one rank-0 log."""
-    firsts, last_step = [], None
-    for m in re.finditer(r"ARYL_PROGRESS work_done=([0-9.eE+-]+) step=(\d+)", log_text):
-        work, step = float(m.group(1)), int(m.group(2))
-        if last_step is None or step <= last_step:
-            firsts.append(work)
-        last_step = step
-    return firsts
 
 
 class Sampler(threading.Thread):
@@ -339,47 +230,16 @@ def run(a, work, procs, sampler):
     return port
 
 
-START = time.monotonic()
 
-
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--aryl", required=True)
-    p.add_argument("--source", required=True)
-    p.add_argument("--dir", help="work folder (default: a fresh temporary one, removed on success)")
-    a = p.parse_args()
-    work = os.path.abspath(a.dir) if a.dir else tempfile.mkdtemp(prefix="aryl-test-live-restart-")
-    if a.dir:
-        shutil.rmtree(work, ignore_errors=True)
-        os.makedirs(work)
-    procs = Processes()
+def run_sampled(a, work, procs):
+    """The run, with the sampler stopped on every way out."""
     sampler = Sampler(work)
-    port = None
-    # The deadline: SIGALRM ends the test (its finally still stops everything).
-    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("test deadline")))
-    signal.alarm(DEADLINE_S)
     try:
         port = run(a, work, procs, sampler)
-    except TimeoutError:
-        check(False, f"the test ends within {DEADLINE_S} s")
     finally:
-        signal.alarm(0)
         sampler.stop.set()
-        procs.stop_all()
-    left = leftover(work)
-    check(not left, f"no process is left (found {left})")
-    if port:
-        check(not port_bound(port), f"no port is left bound ({port})")
-    if failures:
-        bed = os.path.join(work, "testbed")
-        for name in ("serve.log", "serve-2.log", "agent-t0/agent.log"):
-            print(f"--- last lines of {name}\n" + "".join(read(os.path.join(bed, name)).splitlines(True)[-15:]))
-        print(f"{len(failures)} check(s) failed; kept {work}")
-        return 1
-    if not a.dir:
-        shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return [port] if port else None
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("live-restart", DEADLINE_S, run_sampled, ("serve.log", "serve-2.log", "agent-t0/agent.log")))

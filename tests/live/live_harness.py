@@ -1,0 +1,178 @@
+"""What the end-to-end live tests share: checks that are counted, and process hygiene (every
+process started is stopped by its pid on every way out, none is left, no port stays bound, the
+whole test ends within its deadline)."""
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+START = time.monotonic()
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+    return ok
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+class Processes:
+    """Everything the test starts, stopped by pid on every way out."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, name, argv, log, **kw):
+        with open(log, "a") as f:
+            p = subprocess.Popen(argv, stdout=kw.pop("stdout", f), stderr=f, **kw)
+        self.procs.append((name, p))
+        return p
+
+    def stop_all(self, extra_pids=()):
+        """Stops the processes started here and `extra_pids` (started by a script of ours)."""
+        for _, p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for pid in extra_pids:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        until = time.monotonic() + 12
+        for _, p in self.procs:
+            try:
+                p.wait(timeout=max(0.1, until - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for pid in extra_pids:
+            while time.monotonic() < until and os.path.exists(f"/proc/{pid}"):
+                time.sleep(0.05)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def wait_for(pred, timeout_s, what):
+    until = time.monotonic() + timeout_s
+    while time.monotonic() < until:
+        if pred():
+            return True
+        time.sleep(0.05)
+    print(f"timed out after {timeout_s:g} s waiting for {what}", flush=True)
+    return False
+
+
+def environ(pid):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+    except OSError:
+        return None
+
+
+def ancestors():
+    """This process and those it runs under (a `timeout` wrapper names --dir too)."""
+    out, pid = set(), os.getpid()
+    while pid > 1 and pid not in out:
+        out.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
+
+
+def leftover(work):
+    """Processes whose environment or command line points into the test's folder."""
+    left, mine = [], ancestors()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) in mine:
+            continue
+        for part in ("environ", "cmdline"):
+            try:
+                with open(f"/proc/{pid}/{part}", "rb") as f:
+                    if work.encode() in f.read():
+                        left.append(int(pid))
+                        break
+            except OSError:
+                pass
+    return left
+
+
+def port_bound(port):
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in read(table).splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
+
+
+def launches(log_text):
+    """The work_done of each launch's first progress line in one rank-0 log (steps restart,
+    or stay, at a new launch: it resumes from the checkpoint's step)."""
+    firsts, last_step = [], None
+    for m in re.finditer(r"ARYL_PROGRESS work_done=([0-9.eE+-]+) step=(\d+)", log_text):
+        work, step = float(m.group(1)), int(m.group(2))
+        if last_step is None or step <= last_step:
+            firsts.append(work)
+        last_step = step
+    return firsts
+
+
+def main(name, deadline_s, run, logs, extra_pids=lambda work: ()):
+    """Runs `run(args, work, procs)` (it returns the ports it bound, or None) in a work folder
+    under a deadline, then stops everything, checks nothing is left and, on a failure, prints
+    the last lines of `logs` (paths under WORK/testbed). Returns the exit code."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--aryl", required=True)
+    p.add_argument("--source", required=True)
+    p.add_argument("--dir", help="work folder (default: a fresh temporary one, removed on success)")
+    a = p.parse_args()
+    a.source = os.path.abspath(a.source)
+    work = os.path.abspath(a.dir) if a.dir else tempfile.mkdtemp(prefix=f"aryl-test-{name}-")
+    if a.dir:
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+    procs = Processes()
+    ports = None
+    # The deadline: SIGALRM ends the test (its finally still stops everything).
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("test deadline")))
+    signal.alarm(deadline_s)
+    try:
+        ports = run(a, work, procs)
+    except TimeoutError:
+        check(False, f"the test ends within {deadline_s} s")
+    finally:
+        signal.alarm(0)
+        procs.stop_all(extra_pids(work))
+    left = leftover(work)
+    check(not left, f"no process is left (found {left})")
+    if ports:
+        check(not any(port_bound(p) for p in ports), f"no port is left bound ({ports})")
+    if failures:
+        bed = os.path.join(work, "testbed")
+        for log in logs:
+            print(f"--- last lines of {log}\n" + "".join(read(os.path.join(bed, log)).splitlines(True)[-15:]))
+        print(f"{len(failures)} check(s) failed; kept {work}")
+        return 1
+    if not a.dir:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
