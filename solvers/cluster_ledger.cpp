@@ -7,12 +7,6 @@
 namespace aryl {
 namespace {
 
-int count_workers(const allocation& alloc) {
-  int n = 0;
-  for (auto& [s, w] : alloc) n += w;
-  return n;
-}
-
 [[noreturn]] void broken(const std::string& what) { throw std::logic_error("ledger: " + what); }
 
 /// Speed of a job's home type: its required type, else the fastest type of the training

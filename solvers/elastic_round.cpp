@@ -69,12 +69,6 @@ struct work_view {
   }
 };
 
-int count_workers(const allocation& a) {
-  int n = 0;
-  for (auto& [sid, w] : a) n += w;
-  return n;
-}
-
 int type_of(const cluster_ledger& l, const allocation& a) {
   return l.servers.at(static_cast<size_t>(a.front().first)).gpu_type;
 }

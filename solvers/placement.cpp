@@ -431,12 +431,27 @@ placement_result place_all(View& v, placement_mode mode, const std::vector<place
 } // namespace
 
 int servers_spanned(const allocation& a) {
-  std::vector<int> ids;
-  ids.reserve(a.size());
-  for (auto& [sid, w] : a)
-    if (w > 0) ids.push_back(sid);
-  std::sort(ids.begin(), ids.end());
-  return static_cast<int>(std::unique(ids.begin(), ids.end()) - ids.begin());
+  if (a.size() > 32) {  // a wide job: sort a copy
+    std::vector<int> ids;
+    for (auto& [sid, w] : a)
+      if (w > 0) ids.push_back(sid);
+    std::sort(ids.begin(), ids.end());
+    return static_cast<int>(std::unique(ids.begin(), ids.end()) - ids.begin());
+  }
+  // Most jobs span a few servers, and rounds ask for every job: count without a copy.
+  int n = 0;
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    if (it->second <= 0) continue;
+    auto same = [&](const auto& p) { return p.first == it->first && p.second > 0; };
+    n += std::find_if(a.begin(), it, same) == it;
+  }
+  return n;
+}
+
+int count_workers(const allocation& a) {
+  int n = 0;
+  for (auto& [sid, w] : a) n += w;
+  return n;
 }
 
 std::optional<allocation> place_one(placement_mode mode, std::vector<server_slot>& servers,

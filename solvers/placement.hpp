@@ -34,6 +34,9 @@ using allocation = std::vector<std::pair<int, int>>;
 /// Distinct servers holding at least one GPU of `a` (the throughput model's locality input).
 int servers_spanned(const allocation& a);
 
+/// GPUs (workers) in `a`.
+int count_workers(const allocation& a);
+
 /// Places one request; on success subtracts its GPUs from `servers` and returns where.
 /// On failure leaves `servers` unchanged. Rules (docs/solvers.md, "Placement"):
 /// - consolidated, gpus <= the largest server of the type: one server: the first preferred

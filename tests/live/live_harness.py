@@ -125,6 +125,16 @@ def port_bound(port):
     return False
 
 
+def outcomes(out):
+    """Job id -> outcome, from a run's jobs.csv; a job listed twice appears once (check with
+    the count of rows, the second value)."""
+    rows = [r.split(",") for r in read(os.path.join(out, "jobs.csv")).splitlines()]
+    if not rows:
+        return {}, 0
+    col = rows[0].index("outcome")
+    return {r[0]: r[col] for r in rows[1:]}, len(rows) - 1
+
+
 def launches(log_text):
     """The work_done of each launch's first progress line in one rank-0 log (steps restart,
     or stay, at a new launch: it resumes from the checkpoint's step)."""

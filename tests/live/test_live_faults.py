@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from live_harness import START, check, launches, main, read, wait_for  # noqa: E402
+from live_harness import START, check, launches, main, outcomes, read, wait_for  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 TRACE = ("job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\n"
@@ -115,12 +115,10 @@ def run(a, work, procs):
         print("--- last lines of serve.log\n" + "".join(read(serve_log).splitlines(True)[-25:]))
         return
 
-    rows = [r.split(",") for r in read(os.path.join(out, "jobs.csv")).splitlines()]
-    header, rows = rows[0], rows[1:]
-    outcome = header.index("outcome")
-    ids = sorted(r[0] for r in rows)
-    check(ids == ["0", "1", "2"], f"jobs.csv lists jobs 0, 1 and 2 once each (got {ids})")
-    check(all(r[outcome] == "done" for r in rows), f"every job's outcome is done ({[r[outcome] for r in rows]})")
+    ends, listed = outcomes(out)
+    check(sorted(ends) == ["0", "1", "2"] and listed == 3,
+          f"jobs.csv lists jobs 0, 1 and 2 once each (got {sorted(ends)} in {listed} rows)")
+    check(all(o == "done" for o in ends.values()), f"every job's outcome is done ({list(ends.values())})")
     summary = json.loads(read(os.path.join(out, "summary.json")))
     check(summary.get("jobs_failed") == 0, f"no job failed (jobs_failed {summary.get('jobs_failed')})")
     check(summary.get("recoveries", 0) >= 3, f"three crashed jobs ran again (recoveries {summary.get('recoveries')})")

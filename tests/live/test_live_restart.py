@@ -35,7 +35,7 @@ import threading
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from live_harness import START, check, environ, launches, main, read, wait_for  # noqa: E402
+from live_harness import START, check, environ, launches, main, outcomes, read, wait_for  # noqa: E402
 
 TRACE = ("job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\n"
          "a,0,4,3,0,4,4\n"
@@ -160,12 +160,10 @@ def run(a, work, procs, sampler):
         print("--- last lines of serve-2.log\n" + "".join(read(log2).splitlines(True)[-25:]))
         return
 
-    rows = [r.split(",") for r in read(os.path.join(out, "jobs.csv")).splitlines()]
-    header, rows = rows[0], rows[1:]
-    outcome = header.index("outcome")
-    ids = sorted(r[0] for r in rows)
-    check(ids == ["0", "1", "2", "3", "4"], f"jobs.csv lists jobs 0 to 4 once each (got {ids})")
-    check(all(r[outcome] == "done" for r in rows), f"every job's outcome is done ({[r[outcome] for r in rows]})")
+    ends, listed = outcomes(out)
+    check(sorted(ends) == ["0", "1", "2", "3", "4"] and listed == 5,
+          f"jobs.csv lists jobs 0 to 4 once each (got {sorted(ends)} in {listed} rows)")
+    check(all(o == "done" for o in ends.values()), f"every job's outcome is done ({list(ends.values())})")
     summary = json.loads(read(os.path.join(out, "summary.json")))
     check(summary.get("jobs_completed") == 5 and summary.get("jobs_failed") == 0,
           f"summary.json: 5 jobs completed, none failed ({summary.get('jobs_completed')}, {summary.get('jobs_failed')})")
