@@ -165,8 +165,8 @@ void run_round(self_ptr self) {
   auto& st = self->state;
   st.round_pending = false;
   auto now = st.jenv.tb.now(self);
-  // Sizes are re-planned at most every scale period; a round in between starts queued jobs
-  // on free GPUs only, and a timer brings the next full round.
+  // Sizes are re-planned at most every scale period; a round in between only starts queued
+  // jobs (shrinking extras where it must), and a timer brings the next full round.
   // (Compared in whole microseconds, as the timer fires: it always finds its round due.)
   const sim_time due = st.last_scale_round + sim_time::from_seconds(st.setup.planner.scale_period_s);
   const bool full = now >= due;
@@ -176,7 +176,7 @@ void run_round(self_ptr self) {
     self->delayed_send(self, st.jenv.tb.span(due - now), scale_due_atom::value);
   }
   auto decisions = plan_round(st.ledger, st.setup.policy, st.setup.planner, now,
-                              full ? round_scope::full : round_scope::base_only);
+                              full ? round_scope::full : round_scope::local);
   for (auto& d : decisions) dispatch_removals(self, d);
   for (auto& d : decisions) {
     dispatch_assignment(self, d);

@@ -68,6 +68,17 @@ void cluster_ledger::dequeue(const job_entry& j) {
     broken("job " + std::to_string(j.index) + " left the queue with keys it was not queued under");
 }
 
+void cluster_ledger::count_extras(const job_entry& j, const allocation& alloc, int sign) {
+  if (!j.elastic || count_workers(alloc) <= j.min_workers) return;
+  keep_on_fewest(alloc, j.min_workers, base_scratch_);
+  for (auto& [sid, w] : alloc) {
+    int extra = w;
+    for (auto& [bsid, bw] : base_scratch_)
+      if (bsid == sid) extra -= bw;
+    servers[static_cast<size_t>(sid)].extra += sign * extra;
+  }
+}
+
 void cluster_ledger::take(uint32_t index, const allocation& alloc) {
   for (auto& [sid, w] : alloc) {
     auto& s = servers.at(static_cast<size_t>(sid));
@@ -77,10 +88,12 @@ void cluster_ledger::take(uint32_t index, const allocation& alloc) {
     s.free -= w;
     s.jobs.insert(index);
   }
+  count_extras(jobs.at(index), alloc, +1);
 }
 
 void cluster_ledger::release(uint32_t index) {
   auto& j = jobs.at(index);
+  count_extras(j, j.alloc, -1);
   for (auto& [sid, w] : j.alloc) {
     auto& s = servers.at(static_cast<size_t>(sid));
     s.free += w;

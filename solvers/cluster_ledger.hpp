@@ -29,6 +29,9 @@ struct server_entry {
   server_mode mode = server_mode::training;
   /// Jobs with workers here (ids); a server is idle when empty.
   std::set<uint32_t> jobs;
+  /// GPUs here held by elastic jobs' workers beyond their min_workers (keep_on_fewest): what
+  /// a queued job may take from them without stopping any job.
+  int extra = 0;
 };
 
 enum class job_status { unsubmitted, queued, running, done };
@@ -126,6 +129,9 @@ private:
   void dequeue(const job_entry& j);
   void take(uint32_t index, const allocation& alloc);
   void release(uint32_t index);
+  /// Adds (sign +1) or removes (-1) the extra workers of `j` on `alloc` to servers' `extra`.
+  void count_extras(const job_entry& j, const allocation& alloc, int sign);
+  allocation base_scratch_;
   void settle_attained(job_entry& j, sim_time now);
 };
 

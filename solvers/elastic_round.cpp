@@ -20,25 +20,6 @@
 namespace aryl::detail {
 namespace {
 
-/// The `min` workers a job keeps when it shrinks to its base: from the servers holding most
-/// of its workers (fewest servers), ties lowest id.
-void keep_min(const allocation& a, int min, allocation& out) {
-  out.clear();
-  if (a.size() == 1) {  // the common case
-    out.emplace_back(a[0].first, std::min(a[0].second, min));
-    return;
-  }
-  auto order = a;
-  std::stable_sort(order.begin(), order.end(), [](auto& x, auto& y) { return x.second > y.second; });
-  for (auto& [sid, w] : order) {
-    if (min <= 0) break;
-    int k = std::min(w, min);
-    out.emplace_back(sid, k);
-    min -= k;
-  }
-  std::sort(out.begin(), out.end());
-}
-
 allocation merge(allocation a, const allocation& b) {
   for (auto& [sid, w] : b) {
     auto it = std::find_if(a.begin(), a.end(), [sid = sid](auto& p) { return p.first == sid; });
@@ -143,6 +124,7 @@ struct round_buffers {
   extras_request home_only;
   std::vector<server_slot> slots;
   std::vector<int> spans;
+  allocation base;
   /// Vectors of last round's plans and knapsack classes, emptied, for this round's.
   std::vector<allocation> spare_allocs;
   std::vector<std::vector<mckp_item>> spare_items;
@@ -175,54 +157,38 @@ thread_local round_buffers buffers;
 
 } // namespace
 
-void plan_base_only(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                    std::vector<decision>& out) {
-  auto& slots = buffers.slots;
-  walk_queue(l, p, [&](uint32_t id) {
-    auto& j = l.jobs[id];
-    // The types in the order the full round tries them.
-    auto types = types_by_speed(l, j.gpu_type);
-    if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
-    const int demand = (p.elastic && j.elastic) ? j.min_workers : j.gpus;
-    for (int type : types) {
-      slots.clear();
-      for (auto& s : l.servers)
-        if (s.gpu_type == type && usable_for(s, j, p, o)) slots.push_back({s.id, s.gpu_type, s.gpus, s.free});
-      auto a = place_one(o.placement, slots, {static_cast<int>(id), demand, type, {}});
-      if (!a) continue;
-      l.start(id, *a, type, now);
-      out.push_back({decision::kind::start, id, std::move(*a), {}, type,
-                     "shortest predicted job that fits its base demand on free GPUs (sizes wait for the scale round)"});
-      return true;
-    }
-    return o.backfill;
-  });
-}
+namespace {
 
-void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                  std::vector<decision>& out) {
+/// Without elastic scaling (loan-only) a job's base is its whole allocation: it only moves.
+int base_workers(const job_entry& j, const policy_spec& p) { return p.elastic ? j.min_workers : j.gpus; }
+
+/// Steps 0 and 1, shared by full and local rounds: the GPUs of every running elastic job's
+/// extra workers counted free in `view` (a full round also plans each such job from its
+/// base), then the base demand of queued jobs in queue order. Returns whether the whole
+/// queue started.
+bool plan_bases(cluster_ledger& l, const policy_spec& p, const planner_options& o, work_view& view,
+                work_view& hard, round_scope scope) {
   auto& b = buffers;
-  work_view view{l, b.free_view};
   view.free.clear();
-  for (auto& s : l.servers) view.free.push_back(s.free);
-
-  // Without elastic scaling (loan-only) a job's base is its whole allocation: it only moves.
-  auto base_workers = [&](const job_entry& j) { return p.elastic ? j.min_workers : j.gpus; };
   b.recycle();
   auto& plans = b.plans;
-  for (auto id : l.running) {
-    auto& j = l.jobs[id];
-    if (!j.elastic) continue;
-    elastic_plan e{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()};
-    keep_min(j.alloc, base_workers(j), e.base);
-    view.give(j.alloc);
-    view.take(e.base);
-    plans.push_back(std::move(e));
+  if (scope == round_scope::local) {
+    for (auto& s : l.servers) view.free.push_back(s.free + (p.elastic ? s.extra : 0));
+  } else {
+    for (auto& s : l.servers) view.free.push_back(s.free);
+    for (auto id : l.running) {
+      auto& j = l.jobs[id];
+      if (!j.elastic) continue;
+      elastic_plan e{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()};
+      keep_on_fewest(j.alloc, base_workers(j, p), e.base);
+      view.give(j.alloc);
+      view.take(e.base);
+      plans.push_back(std::move(e));
+    }
   }
 
   // 1. Base demand in queue order: on GPUs that are really free if it fits there, so that
   // running jobs are disturbed only when they must be; else on GPUs held by extra workers.
-  work_view hard{l, b.free_hard};
   hard.free.clear();
   for (auto& s : l.servers) hard.free.push_back(s.free);
   auto& starts = b.starts;
@@ -236,7 +202,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     // least when the longest jobs run fastest).
     auto types = types_by_speed(l, j.gpu_type);
     if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
-    int demand = j.elastic ? base_workers(j) : j.gpus;
+    int demand = j.elastic ? base_workers(j, p) : j.gpus;
     auto try_on = [&](work_view& v, int type) {
       auto slots = v.slots(j, p, o, type);
       a = place_one(o.placement, slots, {static_cast<int>(id), demand, type, {}});
@@ -261,11 +227,100 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     long plan = -1;
     if (j.elastic) {
       plan = static_cast<long>(plans.size());
-      plans.push_back(elastic_plan{id, *a, type_of(l, *a), base_workers(j), true, {}});
+      plans.push_back(elastic_plan{id, *a, type_of(l, *a), base_workers(j, p), true, {}});
     }
     starts.push_back({id, std::move(*a), plan});
     return true;
   });
+  return queue_cleared;
+}
+
+/// Applies a round: changed running jobs as one batch, then the starts.
+void apply(cluster_ledger& l, sim_time now, std::vector<decision>& out, const char* start_why) {
+  auto& b = buffers;
+  auto& changes = b.changes;
+  auto& rescales = b.rescales;
+  changes.clear();
+  rescales.clear();
+  for (auto& e : b.plans) {
+    if (e.started) continue;
+    auto id = e.job;
+    auto& j = l.jobs[id];
+    auto& fin = e.final;
+    if (fin == j.alloc && e.type == j.alloc_type) continue;
+    int workers = count_workers(fin);
+    std::string why = e.type != j.alloc_type ? "move to faster free GPUs: pays for its restart"
+                      : workers > j.workers  ? "scale out: the knapsack's best use of free GPUs"
+                      : workers < j.workers  ? "scale in: GPUs go to queued base demand or a better scale-out"
+                                             : "rebalance workers across servers";
+    rescales.push_back({decision::kind::rescale, id, fin, j.alloc, e.type, why});
+    changes.push_back({id, fin, e.type});
+  }
+  l.reassign(changes, now);
+  for (auto& d : rescales) out.push_back(std::move(d));
+  for (auto& s : b.starts) {
+    auto& alloc = s.plan >= 0 ? b.plans[static_cast<size_t>(s.plan)].final : s.alloc;
+    int type = type_of(l, alloc);
+    l.start(s.job, alloc, type, now);
+    out.push_back({decision::kind::start, s.job, alloc, {}, type, start_why});
+  }
+}
+
+} // namespace
+
+void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                std::vector<decision>& out) {
+  auto& b = buffers;
+  work_view view{l, b.free_view}, hard{l, b.free_hard};
+  plan_bases(l, p, o, view, hard, round_scope::local);
+  for (auto& e : b.plans) e.final = e.base;  // jobs started now run at their base
+  // Where starts took GPUs of extra workers, those jobs scale in: the shortest predicted
+  // remaining time first (the longest keep their extras, which save them the most); no
+  // other job changes. GPUs left free wait for the next full round.
+  auto& losers = b.class_plan;  // job ids
+  for (auto& s : l.servers) {
+    const int kept = std::min(p.elastic ? s.extra : 0, view.free[static_cast<size_t>(s.id)]);
+    int lost = (p.elastic ? s.extra : 0) - kept;
+    if (lost <= 0) continue;
+    losers.clear();
+    for (auto id : s.jobs)
+      if (l.jobs[id].elastic) losers.push_back(id);
+    std::stable_sort(losers.begin(), losers.end(), [&](size_t x, size_t y) {
+      auto rx = l.jobs[x].predicted_remaining(), ry = l.jobs[y].predicted_remaining();
+      return rx < ry || (rx == ry && x > y);
+    });
+    for (auto id : losers) {
+      if (lost == 0) break;
+      auto& j = l.jobs[id];
+      keep_on_fewest(j.alloc, base_workers(j, p), b.base);
+      int extra = 0;
+      for_each_extra(j.alloc, b.base, [&](int sid, int w) {
+        if (sid == s.id) extra = w;
+      });
+      if (extra == 0) continue;
+      // The job's plan: found if an earlier server already shrank it.
+      auto it = std::find_if(b.plans.begin(), b.plans.end(), [&](auto& e) { return e.job == id && !e.started; });
+      if (it == b.plans.end()) {
+        b.plans.push_back(elastic_plan{static_cast<uint32_t>(id), {}, j.alloc_type, j.workers, false, j.alloc});
+        it = b.plans.end() - 1;
+      }
+      int k = std::min(extra, lost);
+      lost -= k;
+      for (auto& [sid, w] : it->final)
+        if (sid == s.id) w -= k;
+      std::erase_if(it->final, [](auto& sw) { return sw.second == 0; });
+    }
+  }
+  apply(l, now, out, "shortest predicted job that fits its base demand (sizes wait for the scale round)");
+}
+
+void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                  std::vector<decision>& out) {
+  auto& b = buffers;
+  work_view view{l, b.free_view}, hard{l, b.free_hard};
+  const bool queue_cleared = plan_bases(l, p, o, view, hard, round_scope::full);
+  auto& plans = b.plans;
+  auto base_workers = [&](const job_entry& j) { return aryl::detail::base_workers(j, p); };
 
   // 2. Moves off slower GPU types, longest predicted remaining time first.
   if (o.migrate && (queue_cleared || !o.migrate_only_when_queue_empty)) {
@@ -428,34 +483,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     e.final = merge(e.final, *a);
   }
 
-  // Apply: changed running jobs as one batch, then the starts.
-  auto& changes = b.changes;
-  auto& rescales = b.rescales;
-  changes.clear();
-  rescales.clear();
-  for (auto& e : plans) {
-    if (e.started) continue;
-    auto id = e.job;
-    auto& j = l.jobs[id];
-    auto& fin = e.final;
-    if (fin == j.alloc && e.type == j.alloc_type) continue;
-    int workers = 0;
-    for (auto& [sid, w] : fin) workers += w;
-    std::string why = e.type != j.alloc_type ? "move to faster free GPUs: pays for its restart"
-                      : workers > j.workers  ? "scale out: the knapsack's best use of free GPUs"
-                      : workers < j.workers  ? "scale in: GPUs go to queued base demand or a better scale-out"
-                                             : "rebalance workers across servers";
-    rescales.push_back({decision::kind::rescale, id, fin, j.alloc, e.type, why});
-    changes.push_back({id, fin, e.type});
-  }
-  l.reassign(changes, now);
-  for (auto& d : rescales) out.push_back(std::move(d));
-  for (auto& s : starts) {
-    auto& alloc = s.plan >= 0 ? plans[static_cast<size_t>(s.plan)].final : s.alloc;
-    int type = type_of(l, alloc);
-    l.start(s.job, alloc, type, now);
-    out.push_back({decision::kind::start, s.job, alloc, {}, type, "shortest predicted job that fits its base demand"});
-  }
+  apply(l, now, out, "shortest predicted job that fits its base demand");
 }
 
 } // namespace aryl::detail

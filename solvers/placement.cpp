@@ -454,6 +454,23 @@ int count_workers(const allocation& a) {
   return n;
 }
 
+void keep_on_fewest(const allocation& a, int n, allocation& out) {
+  out.clear();
+  if (a.size() == 1) {  // the common case
+    out.emplace_back(a[0].first, std::min(a[0].second, n));
+    return;
+  }
+  auto order = a;
+  std::stable_sort(order.begin(), order.end(), [](auto& x, auto& y) { return x.second > y.second; });
+  for (auto& [sid, w] : order) {
+    if (n <= 0) break;
+    int k = std::min(w, n);
+    out.emplace_back(sid, k);
+    n -= k;
+  }
+  std::sort(out.begin(), out.end());
+}
+
 std::optional<allocation> place_one(placement_mode mode, std::vector<server_slot>& servers,
                                     const place_request& req) {
   linear_view v(servers);

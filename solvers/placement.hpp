@@ -37,6 +37,10 @@ int servers_spanned(const allocation& a);
 /// GPUs (workers) in `a`.
 int count_workers(const allocation& a);
 
+/// The `n` workers of `a` an elastic job keeps at its base: from the servers holding most of
+/// its workers (fewest servers), ties lowest id; sorted by server id, into `out`.
+void keep_on_fewest(const allocation& a, int n, allocation& out);
+
 /// Places one request; on success subtracts its GPUs from `servers` and returns where.
 /// On failure leaves `servers` unchanged. Rules (docs/solvers.md, "Placement"):
 /// - consolidated, gpus <= the largest server of the type: one server: the first preferred

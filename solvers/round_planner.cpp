@@ -169,8 +169,8 @@ std::vector<decision> plan_round(cluster_ledger& l, const policy_spec& p, const 
   // walk_queue knows the orders of the non-preemptive policies only.
   if (!p.preemptive && p.order != queue_order::fifo && p.order != queue_order::sjf)
     throw std::invalid_argument("policy " + p.name + ": a non-preemptive policy must rank by fifo or sjf");
-  if ((p.elastic || p.loaning) && !p.preemptive && scope == round_scope::base_only)
-    detail::plan_base_only(l, p, o, now, out);
+  if ((p.elastic || p.loaning) && !p.preemptive && scope == round_scope::local)
+    detail::plan_local(l, p, o, now, out);
   else if ((p.elastic || p.loaning) && !p.preemptive)
     detail::plan_elastic(l, p, o, now, out);
   else if (p.preemptive)

@@ -21,11 +21,12 @@ struct decision {
   std::string why;
 };
 
-/// What a round may change. `base_only` starts queued jobs at their base demand on free
-/// GPUs and touches no running job; it is the round between two scale rounds
+/// What a round may change. A `local` round changes only what the event needs: queued jobs
+/// start at their base demand, on free GPUs first, else on GPUs of extra workers, whose jobs
+/// scale in; no job grows or moves. It is the round between two full rounds
 /// (planner_options::scale_period_s). Policies without elasticity or loaning plan the same
 /// round for both.
-enum class round_scope { full, base_only };
+enum class round_scope { full, local };
 
 /// Runs one round at `now` and returns the decisions in the order they were made.
 std::vector<decision> plan_round(cluster_ledger& ledger, const policy_spec& policy,
@@ -36,9 +37,9 @@ namespace detail {
 /// Rounds of non-preemptive policies with elastic scaling or loaning (elastic_round.cpp).
 void plan_elastic(cluster_ledger& ledger, const policy_spec& policy, const planner_options& opts, sim_time now,
                   std::vector<decision>& out);
-/// The base_only round of those policies: queued jobs at base demand on free GPUs only.
-void plan_base_only(cluster_ledger& ledger, const policy_spec& policy, const planner_options& opts, sim_time now,
-                    std::vector<decision>& out);
+/// The local round of those policies.
+void plan_local(cluster_ledger& ledger, const policy_spec& policy, const planner_options& opts, sim_time now,
+                std::vector<decision>& out);
 /// The servers job `j` may use under the policy.
 bool usable_for(const server_entry& s, const job_entry& j, const policy_spec& p, const planner_options& o);
 /// Queued or running job ids ranked by the policy (ties: job index).

@@ -201,29 +201,32 @@ TEST_CASE("loaning: only elastic jobs use loaned servers, and a long one moves t
   CHECK(l.jobs[1].migrations == 1);
 }
 
-TEST_CASE("a base-only round starts queued jobs on free GPUs only and leaves running jobs as they are") {
+TEST_CASE("a local round starts queued jobs, on extra workers' GPUs if it must, and grows or moves no job") {
   // Elastic job-0 (8 GPUs, min 4, max 16) takes both 8-GPU servers in a full round.
   auto l = make_ledger(2);
   add_job(l, 8, 100000, 0, true);
   plan_round(l, *find_policy("aryl"), options(), at(0));
   REQUIRE(l.jobs[0].workers == 16);
-  // Job-1 needs 4 GPUs: only job-0's extras could give them, which a base-only round does not take.
+  // Job-1 needs 4 GPUs: only job-0's extras can give them; job-0 scales in, job-1 starts.
   add_job(l, 4, 1000, 10);
-  auto ds = plan_round(l, *find_policy("aryl"), options(), at(10), round_scope::base_only);
-  CHECK(ds.empty());
-  CHECK(l.jobs[1].status == job_status::queued);
-  CHECK(l.jobs[0].workers == 16);
-  // The next full round shrinks job-0 for it.
-  plan_round(l, *find_policy("aryl"), options(), at(20));
-  CHECK(l.jobs[1].status == job_status::running);
+  auto ds = plan_round(l, *find_policy("aryl"), options(), at(10), round_scope::local);
+  REQUIRE(ds.size() == 2);
+  CHECK(ds[0].what == decision::kind::rescale);
+  CHECK(ds[0].job == 0);
+  CHECK(ds[1].what == decision::kind::start);
+  CHECK(ds[1].job == 1);
   CHECK(l.jobs[0].workers == 12);
-  // Job-1 ends: 4 GPUs free. Job-2 (2 GPUs) starts on them; job-0 is not scaled out.
+  CHECK(l.jobs[1].workers == 4);
+  // Job-1 ends: 4 GPUs free. Job-2 (2 GPUs) starts on them; job-0 does not grow.
   l.finish(1, at(30));
   add_job(l, 2, 1000, 30);
-  ds = plan_round(l, *find_policy("aryl"), options(), at(30), round_scope::base_only);
+  ds = plan_round(l, *find_policy("aryl"), options(), at(30), round_scope::local);
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].what == decision::kind::start);
   CHECK(ds[0].job == 2);
   CHECK(l.jobs[2].workers == 2);
   CHECK(l.jobs[0].workers == 12);
+  // The next full round gives job-0 the 2 GPUs left.
+  plan_round(l, *find_policy("aryl"), options(), at(40));
+  CHECK(l.jobs[0].workers == 14);
 }
