@@ -9,10 +9,13 @@
 #   TUNING=2017-10-14..2017-10-29 EVAL="2017-11-01..2017-11-16 2017-09-15..2017-09-30" scripts/experiments.sh
 # Other settings through the environment: TRAIN, INFER (servers), INFERENCE and
 # INFERENCE_FORMAT (demand trace, servegen or canonical),
-# JOBS (runs at a time, default 2), ARYL (binary), OUT (folder for results.md and plots/),
+# JOBS (runs at a time, default one per core), ARYL (binary), OUT (folder for results.md and plots/),
 # WORK (folder for the runs; TABLES_ONLY=1 reuses its runs), or another trace in the canonical job CSV (one window, the
 # whole trace; FORMAT=canonical):
 #   TRACE=jobs.csv FORMAT=canonical TRAIN=32 scripts/experiments.sh
+# The runs go through scripts/sweep.py --runs (docs/sweep.md): a failed run does not stop the
+# others, and is named with its command and stderr before the script exits 1; each run's stdout
+# and stderr are kept in its folder. LIST=1 prints every run's command and stops.
 # Every parameter results.md prints is read back from the runs' config.json and summary.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,11 +31,10 @@ INFER=${INFER:-64}
 INFERENCE=${INFERENCE:-../shared/traces/servegen/derived/language_m-small_total_rate.csv}
 INFERENCE_FORMAT=${INFERENCE_FORMAT:-servegen}
 EXTRA=${EXTRA:-}  # settings for every run (before each run's own), e.g. "--set jobs.scale_overhead_s=10"
-JOBS=${JOBS:-2}
+JOBS=${JOBS:-}
 OUT=${OUT:-docs}
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$OUT/plots" "$work"
-export ARYL TRACE FORMAT TRAIN INFER INFERENCE INFERENCE_FORMAT EXTRA work
 
 # Window w0 is the tuning window, w1.. the evaluation windows; a canonical trace has one
 # window, the whole trace.
@@ -51,21 +53,28 @@ window_args() {  # w<i> -> --set trace.from=... --set trace.to=...
 eval_w=w0
 [ "${#windows[@]}" -gt 1 ] && eval_w=w1
 
-# One line per run: "name policy [args...]"; run all of them JOBS at a time at the end.
-: > "$work/runs.txt"
-# Words re-joined: xargs -L would join a line ending in a blank with the next one.
-queue() { local words; read -r -a words <<< "$*"; echo "${words[*]}" >> "$work/runs.txt"; }
-
-run() {  # name policy [--set k=v ...]
-  local name=$1 policy=$2
-  shift 2
-  "$ARYL" simulate --trace "$TRACE" --trace-format "$FORMAT" --policy "$policy" --placement consolidated \
-    --servers "$TRAIN" --gpus-per-server 8 --out "$work/$name" --quiet --check-invariants \
-    --set cluster.inference.servers="$INFER" --set cluster.inference.gpu_type=T4 \
-    --set inference.format="$INFERENCE_FORMAT" --set inference.trace="$INFERENCE" $EXTRA "$@" > /dev/null
-  echo "  $name done" >&2
+# Words quoted for sweep.py's runs file (a POSIX shell's quoting), bare where that is safe.
+quote() {
+  local w q="'" out=()
+  for w in "$@"; do
+    if [[ $w =~ ^[A-Za-z0-9_./=:,+@%-]+$ ]]; then out+=("$w"); else out+=("'${w//$q/$q\\$q$q}'"); fi
+  done
+  echo "${out[*]}"
 }
-export -f run
+
+# One line per run in sweep.py's runs file, "name<TAB>simulate flags"; all of them run at the end.
+: > "$work/runs.txt"
+read -r -a every_run <<< "$EXTRA"  # EXTRA's words
+queue() {  # "name policy [--set k=v ...]", words split on blanks
+  local words
+  read -r -a words <<< "$*"
+  local name=${words[0]} policy=${words[1]}
+  local flags=(--trace "$TRACE" --trace-format "$FORMAT" --policy "$policy" --placement consolidated
+    --servers "$TRAIN" --gpus-per-server 8 --out "$work/$name" --quiet --check-invariants
+    --set cluster.inference.servers="$INFER" --set cluster.inference.gpu_type=T4
+    --set inference.format="$INFERENCE_FORMAT" --set inference.trace="$INFERENCE" "${every_run[@]}" "${words[@]:2}")
+  printf '%s\t%s\n' "$name" "$(quote "${flags[@]}")" >> "$work/runs.txt"
+}
 
 # The main table's policies; `fifo-backfill` is fifo with scheduler.backfill=true.
 policies=(baseline loan-only elastic-only aryl fifo fifo-backfill srtf las)
@@ -179,10 +188,16 @@ for i in "${!faults[@]}"; do
   for p in baseline aryl; do queue "flt-$i-$p $p $ew ${faults[$i]#*|}"; done
 done
 
-echo "$(wc -l < "$work/runs.txt") runs, $JOBS at a time, in $work" >&2
-# TABLES_ONLY=1 with WORK set: rewrite results.md and the plots from that folder's runs;
 # ONLY=REGEX: make only the runs whose name matches (e.g. ONLY='multi-.*'), keep the others.
-[ "${TABLES_ONLY:-0}" = 1 ] || grep -E "^(${ONLY:-.*}) " "$work/runs.txt" | xargs -P "$JOBS" -L 1 bash -c 'run "$@"' _
+grep -E "^(${ONLY:-.*})	" "$work/runs.txt" > "$work/selected.txt" || { echo "ONLY='${ONLY:-}' matches no run" >&2; exit 1; }
+sweep=(/usr/bin/python3 scripts/sweep.py --aryl "$ARYL" --out "$work" --runs "$work/selected.txt" ${JOBS:+--jobs "$JOBS"})
+if [ "${LIST:-0}" = 1 ]; then
+  "${sweep[@]}" --list
+  exit 0
+fi
+echo "$(wc -l < "$work/selected.txt") runs, ${JOBS:-one per core} at a time, in $work" >&2
+# TABLES_ONLY=1 with WORK set: rewrite results.md and the plots from that folder's runs.
+[ "${TABLES_ONLY:-0}" = 1 ] || "${sweep[@]}"
 
 /usr/bin/python3 scripts/results_table.py "$work" "$OUT/results.md"
 

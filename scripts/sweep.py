@@ -3,10 +3,13 @@
 
   scripts/sweep.py --out sweeps/a --policies fifo,aryl --seeds 1-3 \
       --set synthetic.jobs=500,2000 -- --servers 32 --check-invariants
+  scripts/sweep.py --out sweeps/b --runs runs.tsv      one named run per line: NAME<TAB>FLAGS
 
 The grid is policies x each --set axis (in the order given) x seeds, seeds varying fastest; point i
 is always the same command for the same grid arguments, which is what lets a Slurm job array
 (--emit-slurm) run point $SLURM_ARRAY_TASK_ID on its own and --collect gather the table later.
+A list of runs that no grid describes (scripts/experiments.sh's, each with its own settings) is
+given with --runs instead; line i is then point i, with the same runner, table and modes.
 Only the standard library is used, so any python3 >= 3.8 runs it.
 """
 import argparse
@@ -25,7 +28,9 @@ import time
 OWNED_FLAGS = {"--policy", "--seed", "--out", "--mode", "--speedup"}
 OWNED_KEYS = {"policy", "seed", "run.out", "run.mode", "run.speedup"}
 # sweep.py's own modes; after `--` they would silently become simulate flags.
-SWEEP_FLAGS = {"--list", "--point", "--collect", "--emit-slurm", "--jobs", "--sbatch"}
+SWEEP_FLAGS = {"--list", "--point", "--collect", "--emit-slurm", "--jobs", "--sbatch", "--runs"}
+# A run's directory is its name under --out, so a name is one plain path component.
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")
 # The Markdown table's columns (when present); the CSV has every field of summary.json.
 MD_FIELDS = ["jobs_completed", "mean_queue_s", "mean_jct_s", "p95_jct_s", "makespan_s", "gpu_usage",
              "training_gpu_usage", "loaned_server_hours", "preemptions", "scale_outs"]
@@ -70,13 +75,59 @@ def check_fixed(flags):
             raise GridError(f"fixed simulate flag '{shown}' is set by the grid (use --policies, --seeds, --out)")
 
 
+def read_runs(path):
+    """[(name, flags, where)] of a runs file: NAME<TAB>FLAGS per line, FLAGS split as a POSIX shell would
+    (quotes and backslashes, no expansion); blank lines and lines starting with # are skipped."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise GridError(f"--runs {path}: {e.strerror}")
+    runs, seen = [], {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        where = f"--runs {path}:{number}"
+        name, tab, text = line.partition("\t")
+        if not tab:
+            raise GridError(f"{where}: expected NAME<TAB>FLAGS, found no tab")
+        if not RUN_NAME.fullmatch(name):
+            raise GridError(f"{where}: run name '{name}' is not letters, digits and ._=+- (not starting with . = + -)")
+        if name in seen:
+            raise GridError(f"{where}: run name '{name}' is also the name on line {seen[name]}")
+        seen[name] = number
+        try:
+            flags = shlex.split(text)
+        except ValueError as e:
+            raise GridError(f"{where}: {e}")
+        runs.append((name, flags, where))
+    if not runs:
+        raise GridError(f"--runs {path}: no runs in it")
+    return runs
+
+
+def flag_value(flags, flag):
+    """The last value given to `flag` (as `flag V` or `flag=V`), or None."""
+    value = None
+    for i, word in enumerate(flags):
+        if word == flag and i + 1 < len(flags):
+            value = flags[i + 1]
+        elif word.startswith(flag + "="):
+            value = word[len(flag) + 1:]
+    return value
+
+
 class Grid:
     def __init__(self, args):
         self.aryl, self.out = args.aryl, args.out
-        self.policies = args.policies.split(",")
+        self.runs_file = args.runs
+        if args.runs is not None:
+            self._runs(args)
+            return
+        self.policies = (args.policies if args.policies is not None else "aryl").split(",")
         if any(not p for p in self.policies):
             raise GridError(f"--policies '{args.policies}': empty policy name")
-        self.seeds = parse_seeds(args.seeds)
+        self.seeds = parse_seeds(args.seeds if args.seeds is not None else "1")
         self.axes = [parse_axis(a) for a in args.set]
         keys = [k for k, _ in self.axes]
         if len(set(keys)) != len(keys):
@@ -85,6 +136,32 @@ class Grid:
         check_fixed(self.fixed)
         self.points = [self._point(i, combo) for i, combo in enumerate(
             itertools.product(self.policies, *[values for _, values in self.axes], self.seeds))]
+
+    def _runs(self, args):
+        given = [flag for flag, value in (("--policies", args.policies), ("--seeds", args.seeds),
+                                          ("--set", args.set or None), ("-- FLAGS", args.fixed or None))
+                 if value is not None]
+        if given:
+            raise GridError(f"--runs gives each run's flags in full: {', '.join(given)} would belong to a grid")
+        self.policies, self.seeds, self.axes, self.fixed = [], [], [], []
+        self.points = [self._run(i, *run) for i, run in enumerate(read_runs(args.runs))]
+
+    def _run(self, index, name, flags, where):
+        out = os.path.join(self.out, name)
+        for i, word in enumerate(flags):
+            setting = flags[i + 1] if word == "--set" and i + 1 < len(flags) else word[len("--set="):] \
+                if word.startswith("--set=") else ""
+            if setting.startswith("run.out="):
+                raise GridError(f"{where}: '--set {setting}': a run's output directory is OUT/NAME")
+        # A run may name its own directory where its command has it, as long as it is OUT/NAME.
+        given = flag_value(flags, "--out")
+        if given is not None and os.path.normpath(given) != os.path.normpath(out):
+            raise GridError(f"{where}: '--out {given}': run {name} writes into {out}")
+        cmd = [self.aryl, "simulate"] + flags + ([] if given is not None else ["--out", out])
+        seed = flag_value(flags, "--seed")
+        return {"index": index, "name": name, "policy": flag_value(flags, "--policy"),
+                "seed": int(seed) if seed is not None and seed.isdigit() else None, "settings": [],
+                "out": out, "cmd": cmd}
 
     def _point(self, index, combo):
         policy, settings, seed = combo[0], list(zip([k for k, _ in self.axes], combo[1:-1])), combo[-1]
@@ -101,6 +178,8 @@ class Grid:
     def arguments(self):
         """The grid arguments in canonical form (ending with `-- fixed flags`, so a mode flag goes
         before them): sweep.py with these expands to the same points."""
+        if self.runs_file is not None:
+            return ["--aryl", self.aryl, "--out", self.out, "--runs", self.runs_file]
         a = ["--aryl", self.aryl, "--out", self.out, "--policies", ",".join(self.policies),
              "--seeds", ",".join(map(str, self.seeds))]
         for k, values in self.axes:
@@ -143,7 +222,8 @@ def read_result(point):
             return ("unfinished (killed, or still running)" if started else "missing (not run)"), None
     with open(path) as f:
         summary = json.load(f)
-    if summary.get("policy") != point["policy"] or summary.get("seed") != point["seed"]:
+    # A named run without --policy or --seed takes them from its config: nothing to compare.
+    if any(point[k] is not None and summary.get(k) != point[k] for k in ("policy", "seed")):
         return "stale", None  # written by another grid's point of the same name
     return "ok", summary
 
@@ -174,22 +254,31 @@ def write_tables(grid, results):
                 fields.append(k)
     keys = [k for k, _ in grid.axes]
     head = ["point", "name", "status", "policy", "seed"] + keys
+
+    def given(p, s, key):  # a named run without the flag shows what its summary says
+        value = p[key] if p[key] is not None else (s or {}).get(key)
+        return "" if value is None else str(value)
+
     csv_path, md_path = os.path.join(grid.out, "results.csv"), os.path.join(grid.out, "results.md")
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(head + fields)
         for p, status, s in results:
             # repr of a float reads back as the same float: the CSV keeps summary.json's figures exactly.
-            w.writerow([p["index"], p["name"], status, p["policy"], p["seed"]] + [v for _, v in p["settings"]] +
+            w.writerow([p["index"], p["name"], status, given(p, s, "policy"), given(p, s, "seed")] +
+                       [v for _, v in p["settings"]] +
                        [repr(s[k]) if s and isinstance(s.get(k), float) else (s or {}).get(k, "") for k in fields])
     md_fields = [k for k in MD_FIELDS if k in fields]
+    # A grid point's name repeats its policy, seed and settings; a named run's is all there is.
+    named = grid.runs_file is not None
     with open(md_path, "w") as f:
-        cols = ["point", "policy", "seed"] + keys + md_fields
-        align = ["---" if c == "policy" or c in keys else "---:" for c in cols]
+        cols = ["point"] + (["name"] if named else []) + ["policy", "seed"] + keys + md_fields
+        align = ["---" if c in ("name", "policy") or c in keys else "---:" for c in cols]
         f.write("| " + " | ".join(cols) + " |\n|" + "|".join(align) + "|\n")
         for p, status, s in results:
             figures = [fmt(s.get(k)) for k in md_fields] if s else [status] + [""] * (len(md_fields) - 1)
-            f.write("| " + " | ".join([str(p["index"]), p["policy"], str(p["seed"])] +
+            f.write("| " + " | ".join([str(p["index"])] + ([p["name"]] if named else []) +
+                                      [given(p, s, "policy"), given(p, s, "seed")] +
                                       [v for _, v in p["settings"]] + figures) + " |\n")
     return csv_path, md_path
 
@@ -250,16 +339,19 @@ def main(argv):
     else:
         fixed = []
     ap = argparse.ArgumentParser(
-        description="Run a grid of `aryl simulate` configurations in parallel and tabulate their summaries. "
-                    "Flags after `--` are passed to every run.",
-        usage="%(prog)s --out DIR [--policies P,..] [--seeds S,..] [--set key=v1,v2]... "
+        description="Run a grid of `aryl simulate` configurations, or a list of named runs (--runs), in parallel "
+                    "and tabulate their summaries. Flags after `--` are passed to every point of a grid.",
+        usage="%(prog)s --out DIR {[--policies P,..] [--seeds S,..] [--set key=v1,v2]... | --runs FILE} "
               "[--list | --point I | --collect | --emit-slurm FILE] [--jobs N] [-- simulate flags...]")
     ap.add_argument("--out", required=True, help="sweep directory: one subdirectory per point, results.csv/.md")
     ap.add_argument("--aryl", default="build/aryl", help="the aryl binary (default build/aryl)")
-    ap.add_argument("--policies", default="aryl", help="comma-separated policies (default aryl)")
-    ap.add_argument("--seeds", default="1", help="comma-separated seeds or ranges a-b (default 1)")
+    ap.add_argument("--policies", help="comma-separated policies (default aryl)")
+    ap.add_argument("--seeds", help="comma-separated seeds or ranges a-b (default 1)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2",
                     help="a grid axis: a config key and its comma-separated values (repeatable)")
+    ap.add_argument("--runs", metavar="FILE",
+                    help="instead of a grid, the runs in FILE: one NAME<TAB>simulate flags per line; "
+                         "each runs `aryl simulate FLAGS --out OUT/NAME`")
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
                     help="runs at once (default: the cores this process may use)")
     mode = ap.add_mutually_exclusive_group()

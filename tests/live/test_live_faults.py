@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Live faults: a run survives a killed agent, a killed worker and a partitioned agent.
+"""Live faults: a run survives a killed agent, a killed worker, a partitioned agent, a dropped
+connection and a delayed link.
 
     test_live_faults.py --aryl BUILD/aryl --source SOURCE_DIR [--dir TMP]
 
@@ -9,14 +10,23 @@ connection through scripts/fault_proxy.py. Three inelastic 4-GPU jobs of 24 s, o
 scripts/live_faults.py enacts the plan (times from the run's start):
   4 s   server_crash t0, down_for 8: its agent and workers SIGKILLed, the agent restarted at 12 s;
   6 s   worker_crash 1: one worker of job 1 (on t1) SIGKILLed;
-and the test tells the proxy at 3 s: partition 8 (t2 unheard for longer than the grace).
+and the test tells the proxy at 3 s: partition 8 (t2 unheard for longer than the grace). Once t2
+is back and runs a job again (about 12 s), the test tells the proxy: drop (both sides of t2's
+connection closed; the agent redials within 0.1 s, well inside the grace), and once t2 is
+reconciled again, delay 1.5 (every chunk held 1.5 s, both ways: heartbeats 2.5 s apart at most,
+under the grace) while `aryl status` asks serve through the proxy; then delay 0.
 
 Checks: serve exits 0; jobs.csv has jobs 0, 1, 2 once each, outcome done; summary.json counts
 no failed job and at least 3 recoveries; events.log has t0 and t2 lost then back, and job 1
 requeued because a worker process died; serve.log reconciles t2's surviving worker(s) and its
 agent stops them; the crashed jobs resumed from a checkpoint (a launch whose first progress is
-past 0); no process is left, no port is bound. Every process started is stopped by its pid, also
-when a check fails; the whole test ends within its own deadline.
+past 0). The drop and the delay cost nothing (docs/live.md: an agent back within the grace is
+reconciled, not lost): t2 is lost once only, its agent registers three times in all and the third
+time lists the 4 workers of the job it runs, which is launched once on t2 and has no event between
+that start and its finish; the status through the delayed link took at least two round trips of
+delay and shows that job running and t2 full. No process is left, no port is bound. Every
+process started is stopped by its pid, also when a check fails; the whole test ends within its
+own deadline.
 """
 
 import glob
@@ -39,6 +49,7 @@ PLAN = ("faults:\n"
         "  - {at: 4, server_crash: t0, down_for: 8}\n"
         "  - {at: 6, worker_crash: 1}\n")
 DEADLINE_S = 150  # the whole test; CTest's TIMEOUT is longer
+DELAY_S = 1.5  # below the 5 s grace even with a heartbeat's 1 s on top
 
 
 def run(a, work, procs):
@@ -100,6 +111,7 @@ def run(a, work, procs):
     wait_for(lambda: time.monotonic() - began >= 3, 5, "3 s into the run")
     proxy.stdin.write("partition 8\n")
     proxy.stdin.flush()
+    t2_job = network_faults(a, bed, procs, proxy, proxy_port, token)
 
     try:
         rc = serve.wait(timeout=max(1, DEADLINE_S - 30 - (time.monotonic() - START)))
@@ -138,10 +150,26 @@ def run(a, work, procs):
     check(re.search(r"scheduler preempt job-1 .*a worker process died; queued again", events) is not None,
           "job 1 is requeued because a worker process died")
     check(len(re.findall(r"scheduler finish job-\d", events)) == 3, "three jobs finish, each once")
+    if t2_job is not None:
+        after = events.split(f"scheduler start job-{t2_job} workers=4 V100 [t2:4]", 1)
+        between = after[1].split(f"scheduler finish job-{t2_job} ", 1)[0] if len(after) == 2 else ""
+        extra = [line for line in between.splitlines() if re.search(rf"job-{t2_job}\b|server=t2", line)]
+        check(len(after) == 2 and not extra, f"job {t2_job}, on t2 through the drop and the delay, has no event "
+                                             f"of its own or t2's between its start there and its finish ({extra})")
+        firsts = launches(read(os.path.join(bed, "agent-t2", "logs", f"{t2_job}-0.log")))
+        check(len(firsts) == 1, f"job {t2_job} is launched once on t2 (first progress per launch: {firsts})")
 
     log = read(serve_log)
     back = re.findall(r"agent t2: registered server t2 .*running (\d+) workers", log)
     check(len(back) >= 2 and int(back[1]) == 4, f"t2's agent comes back listing its 4 surviving workers ({back})")
+    check(len(back) == 3 and int(back[2]) == 4,
+          f"t2's agent registers once more, after the drop only, listing the 4 workers it runs ({back})")
+    gone = re.findall(r"agent t2: disconnected: (.*)", log)
+    check(len(gone) == 2 and gone[0].startswith("nothing heard"),
+          f"serve loses t2's connection twice, to the partition's silence and to the drop ({gone})")
+    check(re.search(r"agent t2: back; reconciled with the 4 workers it still runs", log) is not None,
+          "t2's agent is reconciled with its 4 workers after the drop")
+    check("drop: closing 1 connection(s)" in read(os.path.join(bed, "proxy.log")), "the proxy drops t2's connection")
     check(re.search(r"agent t2: back; reconciled with the \d+ workers it still runs", log) is not None,
           "t2's agent is reconciled at its first heartbeat")
     check("server t2: its agent was not heard for 5 s: reported lost" in log, "serve reports t2 lost after the grace")
@@ -159,6 +187,58 @@ def run(a, work, procs):
         check(any(w > 0 for w in firsts), f"job {job} resumed from a checkpoint (first progress per launch: {firsts})")
     return [port, proxy_port]
 
+
+
+def network_faults(a, bed, procs, proxy, proxy_port, token):
+    """Drops t2's link, then delays it while a status asks through it; returns the job t2 runs."""
+    agent_log, serve_log = os.path.join(bed, "agent-t2", "agent.log"), os.path.join(bed, "serve.log")
+
+    def running_again():  # the job launched on t2 since it came back from the partition
+        parts = read(agent_log).split("registered with")
+        m = re.search(r"launch job (\d+) rank 3 of 4", parts[2]) if len(parts) >= 3 else None
+        return m.group(1) if m else None
+
+    # Dropped once the launch has reached the agent: the next frames that matter are the job's
+    # exits, about 20 s later, so the drop can lose only heartbeats and progress.
+    if not check(wait_for(running_again, 30, "t2 to run a job again after the partition"),
+                 "t2 runs a job again after the partition"):
+        return None
+    job = running_again()
+    proxy.stdin.write("drop\n")
+    proxy.stdin.flush()
+    if not check(wait_for(lambda: read(serve_log).count("agent t2: back; reconciled") >= 2, 15,
+                          "t2's agent to be reconciled after the drop"), "t2's agent is back after the drop"):
+        return job
+
+    proxy.stdin.write(f"delay {DELAY_S:g}\n")
+    proxy.stdin.flush()
+    if not check(wait_for(lambda: f"delay {DELAY_S:g} s" in read(os.path.join(bed, "proxy.log")), 5,
+                          "the proxy to apply the delay"), "the proxy delays t2's link"):
+        return job
+    began = time.monotonic()
+    status = procs.start("status", [os.path.abspath(a.aryl), "status", "--port", str(proxy_port), "--token-file", token,
+                                    "--json"], os.path.join(bed, "status.log"),
+                         stdout=open(os.path.join(bed, "status.json"), "w"))
+    try:
+        rc = status.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        rc = None
+    took = time.monotonic() - began
+    proxy.stdin.write("delay 0\n")
+    proxy.stdin.flush()
+    # hello and status request each wait a round trip: two chunks held DELAY_S each.
+    check(rc == 0 and took >= 4 * DELAY_S - 0.05,
+          f"a status through the delayed link is answered after two round trips of delay "
+          f"(exit {rc}, {took:.2f} s; at least {4 * DELAY_S:g} s)")
+    try:
+        st = json.loads(read(os.path.join(bed, "status.json")))
+    except ValueError:
+        st = {}
+    jobs = {str(j["job_id"]): j for j in st.get("jobs", [])}
+    servers = {s["name"]: s for s in st.get("servers", [])}
+    check(jobs.get(job, {}).get("state") == "running" and servers.get("t2", {}).get("free") == 0,
+          f"under the delay job {job} still runs and t2 is full (jobs {list(jobs.values())}, t2 {servers.get('t2')})")
+    return job
 
 
 def restarted_agents(work):

@@ -1,5 +1,6 @@
 """scripts/sweep.py against the real aryl binary: a Slurm array task i runs grid point i, the table
-holds each run's summary.json, a failing point fails the sweep by name.
+holds each run's summary.json, a failing point fails the sweep by name, a runs file's lines run
+as written.
 
   test_sweep.py --aryl build/aryl --source . TEST_NAME
 """
@@ -158,10 +159,85 @@ def bad_grid_arguments_are_refused_by_name(tmp):
     expect(not os.path.exists(out), "a refused grid should run nothing")
 
 
+def named_runs_run_each_line_as_written(tmp):
+    # A space in the path checks the runs file's quoting; the first run places its own --out.
+    out = os.path.join(tmp, "runs out")
+    runs = os.path.join(tmp, "runs.tsv")
+    flags = [["--policy", "fifo", "--seed", "2", "--out", os.path.join(out, "small-fifo"), "--quiet",
+              "--set", "synthetic.jobs=30"],
+             ["--set", "synthetic.jobs=40", "--set", "jobs.elastic_fraction=0.7"],
+             ["--policy", "no-such-policy", "--set", "synthetic.jobs=30"]]
+    names = ["small-fifo", "default-policy", "bad"]
+    with open(runs, "w") as f:
+        f.write("# name<TAB>flags\n\n")
+        for name, fl in zip(names, flags):
+            f.write(f"{name}\t{shlex.join(fl)}\n")
+    grid = ["--aryl", ARGS.aryl, "--out", out, "--runs", runs]
+    wanted = [[ARGS.aryl, "simulate"] + flags[0],
+              [ARGS.aryl, "simulate"] + flags[1] + ["--out", os.path.join(out, "default-policy")],
+              [ARGS.aryl, "simulate"] + flags[2] + ["--out", os.path.join(out, "bad")]]
+    commands = listed(grid)
+    expect([shlex.split(c.split(" ", 1)[1]) for c in commands] == wanted and
+           [c.split(" ", 1)[0] for c in commands] == ["0", "1", "2"],
+           "--list should give each line's flags unchanged, in file order, with --out OUT/NAME appended where "
+           "the line has none:\n" + "\n".join(commands))
+
+    r = sweep("--jobs", "2", *grid, check=False)
+    expect(r.returncode != 0 and "point 2 (bad) failed" in r.stderr and "--policy no-such-policy" in r.stderr,
+           f"the failing run should fail the sweep, named with its command:\n{r.stderr}")
+    rows = read_table(out)
+    expect([row["name"] for row in rows] == names, f"rows out of file order: {[row['name'] for row in rows]}")
+    expect([row["status"] for row in rows[:2]] == ["ok", "ok"] and rows[2]["status"].startswith("failed"),
+           f"statuses {[row['status'] for row in rows]}")
+    for row, jobs in zip(rows[:2], (30, 40)):
+        s = summary(out, row["name"])
+        expect(s["jobs_submitted"] == jobs, f"{row['name']}: {s['jobs_submitted']} jobs submitted, its line says {jobs}")
+        expect(row["policy"] == s["policy"] and int(row["seed"]) == s["seed"],
+               f"{row['name']}: table says {row['policy']} seed {row['seed']}, summary.json {s['policy']} seed {s['seed']}")
+        for key, value in s.items():
+            if isinstance(value, (int, float)) and key != "seed":
+                expect(float(row[key]) == value, f"{row['name']}: table {key}={row[key]}, summary.json {value}")
+    expect((rows[0]["policy"], rows[0]["seed"]) == ("fifo", "2"), f"run 0's own --policy and --seed: {rows[0]}")
+    md = open(os.path.join(out, "results.md")).read()
+    expect(all(f"| {i} | {n} |" in md for i, n in enumerate(names)), f"results.md should name each run:\n{md}")
+
+    # A job-array task runs the same command as --list, from the same runs file.
+    script = os.path.join(tmp, "array.sh")
+    sweep("--emit-slurm", script, *grid, check=True)
+    env = dict(os.environ, SLURM_ARRAY_TASK_ID="1", PYTHON=sys.executable)
+    r = subprocess.run(["bash", script], env=env, capture_output=True, text=True)
+    expect(r.returncode == 0 and r.stdout.splitlines()[0] == commands[1],
+           f"task 1: exit {r.returncode}, ran {r.stdout}\nexpected {commands[1]}\n{r.stderr}")
+
+
+def bad_runs_files_are_refused_by_file_and_line(tmp):
+    out = os.path.join(tmp, "s")
+    runs = os.path.join(tmp, "runs.tsv")
+    cases = [("a\t--policy fifo\nb --policy fifo\n", [], f"{runs}:2: expected NAME<TAB>FLAGS"),
+             ("a\t--policy fifo\n\na\t--policy aryl\n", [], f"{runs}:3: run name 'a' is also the name on line 1"),
+             ("../up\t--policy fifo\n", [], f"{runs}:1: run name '../up'"),
+             ("a\t--out elsewhere\n", [], f"{runs}:1: '--out elsewhere'"),
+             ("a\t--set run.out=elsewhere\n", [], f"{runs}:1: '--set run.out=elsewhere'"),
+             ("a\t--set 'unclosed\n", [], f"{runs}:1: No closing quotation"),
+             ("# only a comment\n", [], f"{runs}: no runs in it"),
+             ("a\t--policy fifo\n", ["--policies", "fifo"], "--policies would belong to a grid"),
+             ("a\t--policy fifo\n", ["--", "--servers", "2"], "-- FLAGS would belong to a grid")]
+    for text, more, named in cases:
+        with open(runs, "w") as f:
+            f.write(text)
+        r = sweep("--aryl", ARGS.aryl, "--out", out, "--runs", runs, *more, check=False)
+        expect(r.returncode != 0 and named in r.stderr, f"{text!r} {more}: exit {r.returncode}, stderr {r.stderr}")
+    r = sweep("--aryl", ARGS.aryl, "--out", out, "--runs", os.path.join(tmp, "none.tsv"), check=False)
+    expect(r.returncode != 0 and "none.tsv" in r.stderr, f"a missing runs file: {r.stderr}")
+    expect(not os.path.exists(out), "a refused runs file should run nothing")
+
+
 TESTS = {f.__name__: f for f in (slurm_array_task_i_runs_the_local_sweeps_point_i,
                                   local_sweep_table_holds_each_runs_summary,
                                   failing_point_fails_the_sweep_by_name,
-                                  bad_grid_arguments_are_refused_by_name)}
+                                  bad_grid_arguments_are_refused_by_name,
+                                  named_runs_run_each_line_as_written,
+                                  bad_runs_files_are_refused_by_file_and_line)}
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
