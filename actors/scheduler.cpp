@@ -17,9 +17,10 @@ std::string describe(const scheduler_state& st, const allocation& a) {
   std::string out = "[";
   for (size_t i = 0; i < a.size(); ++i) {
     if (i) out += ' ';
-    out += fmt::format("{}:{}", st.ledger.servers[static_cast<size_t>(a[i].first)].name, a[i].second);
+    fmt::format_to(std::back_inserter(out), "{}:{}", st.ledger.servers[static_cast<size_t>(a[i].first)].name, a[i].second);
   }
-  return out + "]";
+  out += ']';
+  return out;
 }
 
 std::string job_name(uint32_t id) { return fmt::format("job-{}", id); }
@@ -181,9 +182,10 @@ void run_round(self_ptr self) {
   for (auto& d : decisions) {
     dispatch_assignment(self, d);
     auto& j = st.ledger.jobs[d.job];
-    std::string detail = fmt::format("{} workers={}", job_name(d.job), j.workers);
+    std::string detail = fmt::format("job-{} workers={}", d.job, j.workers);
     if (!d.alloc.empty())
-      detail += fmt::format(" {} {}", st.setup.type_names[static_cast<size_t>(j.alloc_type)], describe(st, d.alloc));
+      fmt::format_to(std::back_inserter(detail), " {} {}", st.setup.type_names[static_cast<size_t>(j.alloc_type)],
+                     describe(st, d.alloc));
     log(self, now, kind_name(d.what), std::move(detail), d.why);
   }
   send_snapshot(self, now);

@@ -34,11 +34,13 @@ struct work_view {
   const cluster_ledger& l;
   std::vector<int>& free;  ///< by server id
 
-  std::vector<server_slot> slots(const job_entry& j, const policy_spec& p, const planner_options& o,
-                                 int only_type = -1) const {
-    std::vector<server_slot> out;
+  /// The servers `j` may use (of `only_type` if set) with their free GPUs in this view, into
+  /// `out`.
+  std::vector<server_slot>& slots(const job_entry& j, const policy_spec& p, const planner_options& o,
+                                  int only_type, std::vector<server_slot>& out) const {
+    out.clear();
     for (auto& s : l.servers)
-      if (usable_for(s, j, p, o) && (only_type < 0 || s.gpu_type == only_type))
+      if ((only_type < 0 || s.gpu_type == only_type) && usable_for(s, j, p, o))
         out.push_back({s.id, s.gpu_type, s.gpus, free[static_cast<size_t>(s.id)]});
     return out;
   }
@@ -56,13 +58,15 @@ int type_of(const cluster_ledger& l, const allocation& a) {
 
 double speed(const cluster_ledger& l, int type) { return l.params.type_speed.at(static_cast<size_t>(type)); }
 
-/// GPU types to try, fastest first (ties: lower id); just `required` when it is set.
-std::vector<int> types_by_speed(const cluster_ledger& l, int required) {
-  if (required >= 0) return {required};
-  std::vector<int> out(l.params.type_speed.size());
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int>(i);
+/// GPU types to try, fastest first (ties: lower id); just `required` when it is set; into `out`.
+void types_by_speed(const cluster_ledger& l, int required, std::vector<int>& out) {
+  out.clear();
+  if (required >= 0) {
+    out.push_back(required);
+    return;
+  }
+  for (size_t i = 0; i < l.params.type_speed.size(); ++i) out.push_back(static_cast<int>(i));
   std::stable_sort(out.begin(), out.end(), [&](int a, int b) { return speed(l, a) > speed(l, b); });
-  return out;
 }
 
 /// Calls f(server, workers) for each server where `a` has workers beyond those in `base`.
@@ -123,7 +127,7 @@ struct round_buffers {
   std::vector<decision> rescales;
   extras_request home_only;
   std::vector<server_slot> slots;
-  std::vector<int> spans;
+  std::vector<int> spans, types;
   allocation base;
   /// Vectors of last round's plans and knapsack classes, emptied, for this round's.
   std::vector<allocation> spare_allocs;
@@ -200,11 +204,12 @@ bool plan_bases(cluster_ledger& l, const policy_spec& p, const planner_options& 
     std::optional<allocation> a;
     // Short jobs try the slowest type first, keeping fast GPUs for long ones (sum of JCTs is
     // least when the longest jobs run fastest).
-    auto types = types_by_speed(l, j.gpu_type);
+    auto& types = b.types;
+    types_by_speed(l, j.gpu_type, types);
     if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
     int demand = j.elastic ? base_workers(j, p) : j.gpus;
     auto try_on = [&](work_view& v, int type) {
-      auto slots = v.slots(j, p, o, type);
+      auto& slots = v.slots(j, p, o, type, b.slots);
       a = place_one(o.placement, slots, {static_cast<int>(id), demand, type, {}});
       return a.has_value();
     };
@@ -362,7 +367,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         auto& target = o.migrate_onto_extras ? view : hard;
         auto& target_free = o.migrate_onto_extras ? view_type_free : hard_type_free;
         if (target_free[t] < base_workers(j)) continue;  // most rounds: the fast GPUs are all busy
-        auto slots = target.slots(j, p, o, type);
+        auto& slots = target.slots(j, p, o, type, b.slots);
         auto a = place_one(o.placement, slots, {static_cast<int>(id), base_workers(j), type, {}});
         if (!a || t_now - t_new(type, servers_spanned(*a)) <= o.migrate_min_gain_s) continue;
         view.give(e.base);
@@ -392,7 +397,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   // serves all the jobs' spans.
   std::vector<std::vector<server_slot>> ranking(l.params.type_speed.size());
   for (size_t t = 0; t < ranking.size(); ++t)
-    if (in.capacity[t] > 0) ranking[t] = most_free_first(view.slots(any_elastic, p, o, static_cast<int>(t)), static_cast<int>(t));
+    if (in.capacity[t] > 0) ranking[t] = most_free_first(view.slots(any_elastic, p, o, static_cast<int>(t), b.slots), static_cast<int>(t));
   auto& class_plan = b.class_plan;
   class_plan.clear();
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -476,8 +481,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   for (auto& [i, extra] : still_needed) {
     auto& e = plans[i];
     auto& j = l.jobs[e.job];
-    auto slots = view.slots(j, p, o, e.type);
-    auto a = place_extras(slots, extras_for(e, j, extra));
+    auto a = place_extras(view.slots(j, p, o, e.type, b.slots), extras_for(e, j, extra));
     if (!a) continue;  // cannot happen: the capacity counted these GPUs
     view.take(*a);
     e.final = merge(e.final, *a);

@@ -474,7 +474,9 @@ void keep_on_fewest(const allocation& a, int n, allocation& out) {
 std::optional<allocation> place_one(placement_mode mode, std::vector<server_slot>& servers,
                                     const place_request& req) {
   linear_view v(servers);
-  scratch_space sc;
+  // Rounds place one request at a time, many per instant: keep the buffers (one set per
+  // thread; no content outlives the call).
+  thread_local scratch_space sc;
   return place_with(v, mode, req, sc);
 }
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <random>
 #include <stdexcept>
 
 #include "solvers/round_planner.hpp"
@@ -229,4 +230,53 @@ TEST_CASE("a local round starts queued jobs, on extra workers' GPUs if it must, 
   // The next full round gives job-0 the 2 GPUs left.
   plan_round(l, *find_policy("aryl"), options(), at(40));
   CHECK(l.jobs[0].workers == 14);
+}
+
+TEST_CASE("over random full and local rounds, each server's count of extra workers matches a recount, and local rounds never grow or move a job") {
+  std::mt19937 rng(7);
+  auto l = make_ledger(4, 2);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  int checked_local = 0;
+  for (int step = 0; step < 400; ++step) {
+    double now = 10.0 * step;
+    if (pick(3) > 0) add_job(l, 1 + pick(12), 500 + pick(5000), now, pick(2) == 0);
+    if (!l.running.empty() && pick(3) == 0) {
+      auto it = l.running.begin();
+      std::advance(it, pick(static_cast<int>(l.running.size())));
+      l.finish(*it, at(now));
+    }
+    const bool local = pick(2) == 0;
+    std::vector<std::pair<int, int>> before(l.jobs.size());  // (workers, type) of running jobs
+    for (auto id : l.running) before[id] = {l.jobs[id].workers, l.jobs[id].alloc_type};
+    std::vector<uint32_t> was_running(l.running.begin(), l.running.end());
+    plan_round(l, *find_policy("aryl"), options(), at(now), local ? round_scope::local : round_scope::full);
+
+    std::vector<int> extra(l.servers.size(), 0), used(l.servers.size(), 0);
+    allocation base;
+    for (auto id : l.running) {
+      auto& j = l.jobs[id];
+      for (auto& [sid, w] : j.alloc) used[static_cast<size_t>(sid)] += w;
+      if (!j.elastic) continue;
+      keep_on_fewest(j.alloc, j.min_workers, base);
+      for (auto& [sid, w] : j.alloc) {
+        int e = w;
+        for (auto& [bsid, bw] : base)
+          if (bsid == sid) e -= bw;
+        extra[static_cast<size_t>(sid)] += e;
+      }
+    }
+    for (auto& s : l.servers) {
+      CHECK(s.extra == extra[static_cast<size_t>(s.id)]);
+      CHECK(s.free == s.gpus - used[static_cast<size_t>(s.id)]);
+    }
+    if (local) {
+      for (auto id : was_running) {
+        if (l.jobs[id].status != job_status::running) continue;
+        CHECK(l.jobs[id].workers <= before[id].first);
+        CHECK(l.jobs[id].alloc_type == before[id].second);
+        ++checked_local;
+      }
+    }
+  }
+  CHECK(checked_local > 100);
 }
