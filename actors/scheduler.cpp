@@ -34,30 +34,17 @@ void send_snapshot(self_ptr self, sim_time now) {
   auto& l = self->state.ledger;
   cluster_snapshot c;
   c.t_us = now.us;
-  for (auto& s : l.servers) {
-    switch (s.mode) {
-      case server_mode::training:
-        c.training_busy_gpus += s.gpus - s.free;
-        c.training_gpus += s.gpus;
-        break;
-      case server_mode::loaned:
-        c.loaned_busy_gpus += s.gpus - s.free;
-        ++c.loaned_servers;
-        break;
-      case server_mode::serving:
-        ++c.serving_servers;
-        c.serving_gpus += s.gpus;
-        break;
-      case server_mode::reclaiming:
-        ++c.reclaiming_servers;
-        c.serving_gpus += s.gpus;
-        break;
-      case server_mode::down:  // capacity the cluster has but cannot use
-        c.training_gpus += s.gpus;
-        break;
-    }
-    if (s.home == server_home::inference) c.inference_gpus += s.gpus;
-  }
+  // From the ledger's running totals: a snapshot goes out every round.
+  auto& t = l.totals();
+  auto at = [](server_mode m) { return static_cast<size_t>(m); };
+  c.training_busy_gpus = static_cast<int>(t.busy[at(server_mode::training)]);
+  c.training_gpus = static_cast<int>(t.gpus[at(server_mode::training)] + t.gpus[at(server_mode::down)]);
+  c.loaned_busy_gpus = static_cast<int>(t.busy[at(server_mode::loaned)]);
+  c.loaned_servers = t.servers[at(server_mode::loaned)];
+  c.serving_servers = t.servers[at(server_mode::serving)];
+  c.reclaiming_servers = t.servers[at(server_mode::reclaiming)];
+  c.serving_gpus = static_cast<int>(t.gpus[at(server_mode::serving)] + t.gpus[at(server_mode::reclaiming)]);
+  c.inference_gpus = static_cast<int>(t.inference_gpus);
   c.queued_jobs = static_cast<int>(l.queued.size());
   c.running_jobs = static_cast<int>(l.running.size());
   self->send(self->state.jenv.recorder, snapshot_atom::value, c);
@@ -243,7 +230,7 @@ void start_reclaim(self_ptr self, sim_time now) {
   rf.deadline = st.reclaim_deadline;
   std::set<int> returned(res.returned.begin(), res.returned.end());
   for (int sid : res.returned) {
-    l.servers[static_cast<size_t>(sid)].mode = server_mode::reclaiming;
+    l.set_mode(sid, server_mode::reclaiming);
     journal_server(self, sid, "reclaiming");
   }
   for (int id : res.preempted) {
@@ -284,7 +271,7 @@ void complete_reclaims(self_ptr self, sim_time now) {
     auto rf = std::move(st.reclaims.front());
     st.reclaims.pop_front();
     for (int sid : rf.servers) {
-      st.ledger.servers[static_cast<size_t>(sid)].mode = server_mode::serving;
+      st.ledger.set_mode(sid, server_mode::serving);
       journal_server(self, sid, "serving");
       self->send(st.servers[static_cast<size_t>(sid)], mode_atom::value, static_cast<int>(server_mode::serving));
     }
@@ -623,7 +610,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         auto now = st.jenv.tb.now(self);
         st.inference = caf::actor_cast<caf::actor_addr>(self->current_sender());
         for (int sid : ids) {
-          st.ledger.servers.at(static_cast<size_t>(sid)).mode = server_mode::loaned;
+          st.ledger.set_mode(sid, server_mode::loaned);
           journal_server(self, sid, "loaned");
           self->send(st.servers[static_cast<size_t>(sid)], mode_atom::value, static_cast<int>(server_mode::loaned));
         }
@@ -669,7 +656,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         log(self, now, "lost", fmt::format("server={} jobs={}", s.name, ids.size()),
             fmt::format("{} heartbeats missed", st.setup.missed_heartbeats));
         for (auto id : ids) recover_job(self, id, server, now, fmt::format("server {} was lost", s.name));
-        s.mode = server_mode::down;
+        st.ledger.set_mode(server, server_mode::down);
         self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(server_mode::down));
         mark_dirty(self);
       },
@@ -693,7 +680,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
           return;
         }
         st.crashed[static_cast<size_t>(server)] = 0;
-        s.mode = server_mode::training;
+        st.ledger.set_mode(server, server_mode::training);
         self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(server_mode::training));
         log(self, now, "back", fmt::format("server={}", s.name), "its agent registered again");
         mark_dirty(self);

@@ -9,24 +9,89 @@ namespace {
 
 [[noreturn]] void broken(const std::string& what) { throw std::logic_error("ledger: " + what); }
 
-/// Speed of a job's home type: its required type, else the fastest type of the training
-/// servers (of any server when there are none).
-double home_speed(const cluster_ledger& l, const job_entry& j) {
-  auto speed = [&](int type) {
-    auto t = static_cast<size_t>(type);
-    return type >= 0 && t < l.params.type_speed.size() ? l.params.type_speed[t] : 0.0;
-  };
-  if (j.gpu_type >= 0 && speed(j.gpu_type) > 0) return speed(j.gpu_type);
-  double best = 0, any = 0;
-  for (auto& s : l.servers) {
-    any = std::max(any, speed(s.gpu_type));
-    if (s.home == server_home::training) best = std::max(best, speed(s.gpu_type));
-  }
-  if (best > 0) return best;
-  return any > 0 ? any : 1.0;
+double type_speed(const cluster_ledger& l, int type) {
+  auto t = static_cast<size_t>(type);
+  return type >= 0 && t < l.params.type_speed.size() ? l.params.type_speed[t] : 0.0;
 }
 
 } // namespace
+
+void cluster_ledger::ensure_indexed() const {
+  if (indexed_ == servers.size() && indexed_ > 0) return;
+  size_t types = 0;
+  for (auto& s : servers) types = std::max(types, static_cast<size_t>(s.gpu_type) + 1);
+  free_training_.assign(types, {});
+  free_loaned_.assign(types, {});
+  smallest_.assign(types, 0);
+  totals_ = {};
+  double best = 0, any = 0;
+  for (auto& s : servers) {
+    auto& m = smallest_[static_cast<size_t>(s.gpu_type)];
+    m = m == 0 ? s.gpus : std::min(m, s.gpus);
+    any = std::max(any, type_speed(*this, s.gpu_type));
+    if (s.home == server_home::training) best = std::max(best, type_speed(*this, s.gpu_type));
+    index(s);
+  }
+  // A job's home type is the fastest of the training servers (of any server when none).
+  home_speed_ = best > 0 ? best : (any > 0 ? any : 1.0);
+  indexed_ = servers.size();
+}
+
+void cluster_ledger::index(const server_entry& s) const {
+  auto m = static_cast<size_t>(s.mode);
+  ++totals_.servers[m];
+  totals_.gpus[m] += s.gpus;
+  totals_.busy[m] += s.gpus - s.free;
+  if (s.home == server_home::inference) totals_.inference_gpus += s.gpus;
+  if (s.free <= 0) return;
+  auto t = static_cast<size_t>(s.gpu_type);
+  if (s.mode == server_mode::training) free_training_[t].emplace(s.free, s.id);
+  else if (s.mode == server_mode::loaned) free_loaned_[t].emplace(s.free, s.id);
+}
+
+void cluster_ledger::unindex(const server_entry& s) const {
+  auto m = static_cast<size_t>(s.mode);
+  --totals_.servers[m];
+  totals_.gpus[m] -= s.gpus;
+  totals_.busy[m] -= s.gpus - s.free;
+  if (s.home == server_home::inference) totals_.inference_gpus -= s.gpus;
+  auto t = static_cast<size_t>(s.gpu_type);
+  free_training_[t].erase({s.free, s.id});
+  free_loaned_[t].erase({s.free, s.id});
+}
+
+void cluster_ledger::set_mode(int server, server_mode mode) {
+  ensure_indexed();
+  auto& s = servers.at(static_cast<size_t>(server));
+  unindex(s);
+  s.mode = mode;
+  index(s);
+}
+
+int cluster_ledger::best_fit(int type, int gpus, bool loaned) const {
+  ensure_indexed();
+  if (type < 0 || static_cast<size_t>(type) >= free_training_.size()) return -1;
+  auto first = [&](const std::set<std::pair<int, int>>& idx) {
+    auto it = idx.lower_bound({std::max(gpus, 1), -1});
+    return it == idx.end() ? std::pair<int, int>{-1, -1} : *it;
+  };
+  auto a = first(free_training_[static_cast<size_t>(type)]);
+  if (loaned) {
+    auto b = first(free_loaned_[static_cast<size_t>(type)]);
+    if (b.second >= 0 && (a.second < 0 || b < a)) a = b;
+  }
+  return a.second;
+}
+
+int cluster_ledger::smallest_server(int type) const {
+  ensure_indexed();
+  return type >= 0 && static_cast<size_t>(type) < smallest_.size() ? smallest_[static_cast<size_t>(type)] : 0;
+}
+
+const server_totals& cluster_ledger::totals() const {
+  ensure_indexed();
+  return totals_;
+}
 
 double cluster_ledger::rate(const job_entry& j, const allocation& alloc, int type) const {
   return work_rate(params.model, j.gpus, count_workers(alloc), servers_spanned(alloc),
@@ -80,12 +145,15 @@ void cluster_ledger::count_extras(const job_entry& j, const allocation& alloc, i
 }
 
 void cluster_ledger::take(uint32_t index, const allocation& alloc) {
+  ensure_indexed();
   for (auto& [sid, w] : alloc) {
     auto& s = servers.at(static_cast<size_t>(sid));
     if (w <= 0 || s.free < w)
       broken("job " + std::to_string(index) + " takes " + std::to_string(w) + " GPUs on " + s.name +
              " with " + std::to_string(s.free) + " free");
+    unindex(s);
     s.free -= w;
+    this->index(s);
     s.jobs.insert(index);
   }
   count_extras(jobs.at(index), alloc, +1);
@@ -94,9 +162,12 @@ void cluster_ledger::take(uint32_t index, const allocation& alloc) {
 void cluster_ledger::release(uint32_t index) {
   auto& j = jobs.at(index);
   count_extras(j, j.alloc, -1);
+  ensure_indexed();
   for (auto& [sid, w] : j.alloc) {
     auto& s = servers.at(static_cast<size_t>(sid));
+    unindex(s);
     s.free += w;
+    this->index(s);
     s.jobs.erase(index);
     if (s.free > s.gpus) broken("server " + s.name + " freed beyond its size");
   }
@@ -107,7 +178,9 @@ void cluster_ledger::release(uint32_t index) {
 void cluster_ledger::submit(uint32_t index, sim_time now) {
   auto& j = jobs.at(index);
   if (j.status != job_status::unsubmitted) broken("job " + std::to_string(index) + " submitted twice");
-  j.requested_rate = work_rate(params.model, j.gpus, j.gpus, 1, home_speed(*this, j));
+  ensure_indexed();
+  const double home = j.gpu_type >= 0 && type_speed(*this, j.gpu_type) > 0 ? type_speed(*this, j.gpu_type) : home_speed_;
+  j.requested_rate = work_rate(params.model, j.gpus, j.gpus, 1, home);
   j.progress.since = now;
   j.attained_since = now;
   j.queued_since = now;

@@ -85,6 +85,15 @@ struct ledger_params {
   double scale_overhead_s = 20;
 };
 
+/// Servers and GPUs per mode, kept up to date by the ledger (the cluster snapshot's sums).
+struct server_totals {
+  static constexpr size_t modes = 5;  ///< server_mode values
+  int servers[modes] = {};
+  long gpus[modes] = {};
+  long busy[modes] = {};  ///< GPUs held by jobs
+  long inference_gpus = 0;  ///< GPUs of servers whose home is inference
+};
+
 class cluster_ledger {
 public:
   ledger_params params;
@@ -120,6 +129,17 @@ public:
   /// completion crossed a preemption in flight (live mode): its work is done all the same.
   void finish(uint32_t index, sim_time now);
 
+  /// Changes a server's mode. Every change after the first round goes through here: the
+  /// free-GPU index and the totals follow it.
+  void set_mode(int server, server_mode mode);
+  /// Best fit among training servers (and loaned ones if `loaned`) of `type`: the fewest
+  /// free GPUs >= `gpus`, ties lowest id; the server id or -1. What place_one's consolidated
+  /// rule picks for a request that fits one server, from an index instead of a scan.
+  int best_fit(int type, int gpus, bool loaned) const;
+  /// The smallest server of `type` (0 if none).
+  int smallest_server(int type) const;
+  const server_totals& totals() const;
+
   /// Rate of a job on `alloc` (its workers and the servers they span) of GPU type `type`:
   /// the rate its job actor runs at for the same allocation.
   double rate(const job_entry& j, const allocation& alloc, int type) const;
@@ -133,6 +153,17 @@ private:
   void count_extras(const job_entry& j, const allocation& alloc, int sign);
   allocation base_scratch_;
   void settle_attained(job_entry& j, sim_time now);
+  /// Servers, their free GPUs or their modes changed: keep the index and the totals.
+  void unindex(const server_entry& s) const;
+  void index(const server_entry& s) const;
+  void ensure_indexed() const;
+  /// Built on first use (servers are set up by assignment), then kept by take, release and
+  /// set_mode. By GPU type: (free, id) of training servers and of loaned ones with free GPUs.
+  mutable size_t indexed_ = 0;
+  mutable std::vector<std::set<std::pair<int, int>>> free_training_, free_loaned_;
+  mutable std::vector<int> smallest_;
+  mutable server_totals totals_;
+  mutable double home_speed_ = 0;  ///< the fastest training type's speed (home_speed)
 };
 
 } // namespace aryl

@@ -47,8 +47,33 @@ std::vector<server_slot> slots_for(const cluster_ledger& l, const job_entry& j, 
   return out;
 }
 
+/// place_one's consolidated rule for a request that fits one server of every type tried,
+/// answered from the ledger's free-GPU index instead of a scan of every server: each type
+/// ascending (or the required one), best fit among the servers the job may use. nullopt
+/// when the index cannot answer (another rule applies); {} when nothing fits.
+std::optional<std::optional<std::pair<allocation, int>>> place_indexed(const cluster_ledger& l, const job_entry& j,
+                                                                       const policy_spec& p,
+                                                                       const planner_options& o) {
+  if (o.placement != placement_mode::consolidated) return std::nullopt;
+  const int demand = base_demand(j, p);
+  const bool loaned = p.loaning && (j.elastic || o.inelastic_on_loaned);
+  const int types = static_cast<int>(l.params.type_speed.size());
+  const int first = j.gpu_type >= 0 ? j.gpu_type : 0, last = j.gpu_type >= 0 ? j.gpu_type : types - 1;
+  for (int t = first; t <= last; ++t) {
+    const int smallest = l.smallest_server(t);
+    if (smallest == 0) continue;  // no server of the type: place_one skips it too
+    if (demand < 1 || demand > smallest) return std::nullopt;
+  }
+  for (int t = first; t <= last; ++t) {
+    int sid = l.best_fit(t, demand, loaned);
+    if (sid >= 0) return std::optional<std::pair<allocation, int>>{{allocation{{sid, demand}}, t}};
+  }
+  return std::optional<std::pair<allocation, int>>{};
+}
+
 std::optional<std::pair<allocation, int>> try_place(const cluster_ledger& l, const job_entry& j,
                                                    const policy_spec& p, const planner_options& o) {
+  if (auto fast = place_indexed(l, j, p, o)) return *fast;
   auto slots = slots_for(l, j, p, o, false);
   place_request req{static_cast<int>(j.index), base_demand(j, p), j.gpu_type, {}};
   auto a = place_one(o.placement, slots, req);

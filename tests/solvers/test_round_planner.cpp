@@ -232,7 +232,7 @@ TEST_CASE("a local round starts queued jobs, on extra workers' GPUs if it must, 
   CHECK(l.jobs[0].workers == 14);
 }
 
-TEST_CASE("over random full and local rounds, each server's count of extra workers matches a recount, and local rounds never grow or move a job") {
+TEST_CASE("over random full and local rounds, the ledger's extra-worker counts, totals and best fits match a recount, and local rounds never grow or move a job") {
   std::mt19937 rng(7);
   auto l = make_ledger(4, 2);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
@@ -245,6 +245,10 @@ TEST_CASE("over random full and local rounds, each server's count of extra worke
       std::advance(it, pick(static_cast<int>(l.running.size())));
       l.finish(*it, at(now));
     }
+    // An idle inference server goes back to serving, or is loaned again.
+    for (auto& sv : l.servers)
+      if (sv.home == server_home::inference && sv.jobs.empty() && pick(4) == 0)
+        l.set_mode(sv.id, sv.mode == server_mode::loaned ? server_mode::serving : server_mode::loaned);
     const bool local = pick(2) == 0;
     std::vector<std::pair<int, int>> before(l.jobs.size());  // (workers, type) of running jobs
     for (auto id : l.running) before[id] = {l.jobs[id].workers, l.jobs[id].alloc_type};
@@ -265,10 +269,31 @@ TEST_CASE("over random full and local rounds, each server's count of extra worke
         extra[static_cast<size_t>(sid)] += e;
       }
     }
+    server_totals t;
     for (auto& s : l.servers) {
       CHECK(s.extra == extra[static_cast<size_t>(s.id)]);
       CHECK(s.free == s.gpus - used[static_cast<size_t>(s.id)]);
+      auto m = static_cast<size_t>(s.mode);
+      ++t.servers[m];
+      t.gpus[m] += s.gpus;
+      t.busy[m] += s.gpus - s.free;
     }
+    for (size_t m = 0; m < server_totals::modes; ++m) {
+      CHECK(l.totals().servers[m] == t.servers[m]);
+      CHECK(l.totals().gpus[m] == t.gpus[m]);
+      CHECK(l.totals().busy[m] == t.busy[m]);
+    }
+    // Best fit from the index = place_one's pick among the servers it would scan.
+    for (int type = 0; type < 2; ++type)
+      for (int g = 1; g <= 8; ++g)
+        for (bool loaned : {false, true}) {
+          std::vector<server_slot> slots;
+          for (auto& s : l.servers)
+            if (s.gpu_type == type && (s.mode == server_mode::training || (loaned && s.mode == server_mode::loaned)))
+              slots.push_back({s.id, s.gpu_type, s.gpus, s.free});
+          auto a = place_one(placement_mode::consolidated, slots, {0, g, type, {}});
+          CHECK(l.best_fit(type, g, loaned) == (a ? a->front().first : -1));
+        }
     if (local) {
       for (auto id : was_running) {
         if (l.jobs[id].status != job_status::running) continue;
