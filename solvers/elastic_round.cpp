@@ -166,78 +166,97 @@ namespace {
 /// Without elastic scaling (loan-only) a job's base is its whole allocation: it only moves.
 int base_workers(const job_entry& j, const policy_spec& p) { return p.elastic ? j.min_workers : j.gpus; }
 
-/// Steps 0 and 1, shared by full and local rounds: the GPUs of every running elastic job's
-/// extra workers counted free in `view` (a full round also plans each such job from its
-/// base), then the base demand of queued jobs in queue order. Returns whether the whole
-/// queue started.
-bool plan_bases(cluster_ledger& l, const policy_spec& p, const planner_options& o, work_view& view,
-                work_view& hard, round_scope scope) {
+/// The GPU types a queued job tries, in order, into `types`: fastest first, or slowest first
+/// for a short elastic job (sum of JCTs is least when the longest jobs run fastest).
+void types_for(const cluster_ledger& l, const job_entry& j, const planner_options& o, std::vector<int>& types) {
+  types_by_speed(l, j.gpu_type, types);
+  if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
+}
+
+/// Step 1 for one queued job: its base demand on GPUs that are really free (`hard`) if it
+/// fits there, so that running jobs are disturbed only when they must be, else on GPUs held
+/// by extra workers (`view`). Records the start; false if it fits nowhere.
+bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                work_view& view, work_view& hard) {
+  auto& b = buffers;
+  auto& j = l.jobs[id];
+  std::optional<allocation> a;
+  auto& types = b.types;
+  types_for(l, j, o, types);
+  const int demand = j.elastic ? base_workers(j, p) : j.gpus;
+  auto try_on = [&](work_view& v, int type) {
+    auto& slots = v.slots(j, p, o, type, b.slots);
+    a = place_one(o.placement, slots, {static_cast<int>(id), demand, type, {}});
+    return a.has_value();
+  };
+  if (o.free_gpus_first) {
+    for (int type : types)
+      if (try_on(hard, type)) break;
+    if (!a)
+      for (int type : types)
+        if (try_on(view, type)) break;
+  } else {
+    for (int type : types)
+      if (try_on(hard, type) || try_on(view, type)) break;
+  }
+  if (!a) return false;
+  view.take(*a);
+  for (auto& [sid, w] : *a) hard.free[static_cast<size_t>(sid)] = std::max(0, hard.free[static_cast<size_t>(sid)] - w);
+  long plan = -1;
+  if (j.elastic) {
+    plan = static_cast<long>(b.plans.size());
+    b.plans.push_back(elastic_plan{id, *a, type_of(l, *a), base_workers(j, p), true, {}});
+  }
+  b.starts.push_back({id, std::move(*a), plan});
+  return true;
+}
+
+/// The views of a round: `view` counts every elastic job's extra workers free (and a full
+/// round plans each such job from its base), `hard` only the GPUs really free.
+void build_views(const cluster_ledger& l, const policy_spec& p, work_view& view, work_view& hard,
+                 round_scope scope) {
   auto& b = buffers;
   view.free.clear();
-  b.recycle();
-  auto& plans = b.plans;
-  if (scope == round_scope::local) {
-    for (auto& s : l.servers) view.free.push_back(s.free + (p.elastic ? s.extra : 0));
-  } else {
-    for (auto& s : l.servers) view.free.push_back(s.free);
-    for (auto id : l.running) {
-      auto& j = l.jobs[id];
-      if (!j.elastic) continue;
-      elastic_plan e{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()};
-      keep_on_fewest(j.alloc, base_workers(j, p), e.base);
-      view.give(j.alloc);
-      view.take(e.base);
-      plans.push_back(std::move(e));
-    }
-  }
-
-  // 1. Base demand in queue order: on GPUs that are really free if it fits there, so that
-  // running jobs are disturbed only when they must be; else on GPUs held by extra workers.
   hard.free.clear();
   for (auto& s : l.servers) hard.free.push_back(s.free);
-  auto& starts = b.starts;
-  starts.clear();
-  bool queue_cleared = true;
-  walk_queue(l, p, [&](uint32_t id) {
+  if (scope == round_scope::local) {
+    for (auto& s : l.servers) view.free.push_back(s.free + (p.elastic ? s.extra : 0));
+    return;
+  }
+  view.free = hard.free;
+  for (auto id : l.running) {
     auto& j = l.jobs[id];
-    // Fastest GPU type first; on each, really free GPUs before those of extra workers.
-    std::optional<allocation> a;
-    // Short jobs try the slowest type first, keeping fast GPUs for long ones (sum of JCTs is
-    // least when the longest jobs run fastest).
-    auto& types = b.types;
-    types_by_speed(l, j.gpu_type, types);
-    if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
-    int demand = j.elastic ? base_workers(j, p) : j.gpus;
-    auto try_on = [&](work_view& v, int type) {
-      auto& slots = v.slots(j, p, o, type, b.slots);
-      a = place_one(o.placement, slots, {static_cast<int>(id), demand, type, {}});
-      return a.has_value();
-    };
-    if (o.free_gpus_first) {
-      for (int type : types)
-        if (try_on(hard, type)) break;
-      if (!a)
-        for (int type : types)
-          if (try_on(view, type)) break;
-    } else {
-      for (int type : types)
-        if (try_on(hard, type) || try_on(view, type)) break;
+    if (!j.elastic) continue;
+    elastic_plan e{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()};
+    keep_on_fewest(j.alloc, base_workers(j, p), e.base);
+    view.give(j.alloc);
+    view.take(e.base);
+    b.plans.push_back(std::move(e));
+  }
+}
+
+/// A queued job's base demand on GPUs really free now, from the ledger (its free-GPU index
+/// where the request fits one server), in the order of step 1.
+std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l, const policy_spec& p,
+                                                        const planner_options& o, const job_entry& j) {
+  auto& b = buffers;
+  auto& types = b.types;
+  types_for(l, j, o, types);
+  const int demand = j.elastic ? base_workers(j, p) : j.gpus;
+  const bool loaned = p.loaning && (j.elastic || o.inelastic_on_loaned);
+  for (int type : types) {
+    if (o.placement == placement_mode::consolidated && demand >= 1 && demand <= l.smallest_server(type)) {
+      int sid = l.best_fit(type, demand, loaned);
+      if (sid >= 0) return std::make_pair(allocation{{sid, demand}}, type);
+      continue;
     }
-    if (!a) {
-      queue_cleared = false;
-      return o.backfill;
-    }
-    view.take(*a);
-    for (auto& [sid, w] : *a) hard.free[static_cast<size_t>(sid)] = std::max(0, hard.free[static_cast<size_t>(sid)] - w);
-    long plan = -1;
-    if (j.elastic) {
-      plan = static_cast<long>(plans.size());
-      plans.push_back(elastic_plan{id, *a, type_of(l, *a), base_workers(j, p), true, {}});
-    }
-    starts.push_back({id, std::move(*a), plan});
-    return true;
-  });
-  return queue_cleared;
+    auto& slots = b.slots;
+    slots.clear();
+    for (auto& s : l.servers)
+      if (s.gpu_type == type && usable_for(s, j, p, o)) slots.push_back({s.id, s.gpu_type, s.gpus, s.free});
+    if (auto a = place_one(o.placement, slots, {static_cast<int>(j.index), demand, type, {}})) return std::make_pair(std::move(*a), type);
+  }
+  return std::nullopt;
 }
 
 /// Applies a round: changed running jobs as one batch, then the starts.
@@ -276,8 +295,28 @@ void apply(cluster_ledger& l, sim_time now, std::vector<decision>& out, const ch
 void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
                 std::vector<decision>& out) {
   auto& b = buffers;
+  b.recycle();
+  b.starts.clear();
   work_view view{l, b.free_view}, hard{l, b.free_hard};
-  plan_bases(l, p, o, view, hard, round_scope::local);
+  // Jobs that fit on GPUs really free start at once, found from the ledger's index; the
+  // views (a pass over every server) are built only when a job needs extra workers' GPUs.
+  // From then on the round continues as step 1 of a full round does.
+  const char* why = "shortest predicted job that fits its base demand (sizes wait for the scale round)";
+  bool viewing = !o.free_gpus_first;  // interleaved types need the views from the start
+  if (viewing) build_views(l, p, view, hard, round_scope::local);
+  walk_queue(l, p, [&](uint32_t id) {
+    if (!viewing) {
+      if (auto a = place_on_free(l, p, o, l.jobs[id])) {
+        l.start(id, a->first, a->second, now);
+        out.push_back({decision::kind::start, id, std::move(a->first), {}, a->second, why});
+        return true;
+      }
+      viewing = true;
+      build_views(l, p, view, hard, round_scope::local);
+    }
+    return place_base(l, p, o, id, view, hard) || o.backfill;
+  });
+  if (!viewing) return;
   for (auto& e : b.plans) e.final = e.base;  // jobs started now run at their base
   // Where starts took GPUs of extra workers, those jobs scale in: the shortest predicted
   // remaining time first (the longest keep their extras, which save them the most); no
@@ -316,14 +355,23 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
       std::erase_if(it->final, [](auto& sw) { return sw.second == 0; });
     }
   }
-  apply(l, now, out, "shortest predicted job that fits its base demand (sizes wait for the scale round)");
+  apply(l, now, out, why);
 }
 
 void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
                   std::vector<decision>& out) {
   auto& b = buffers;
   work_view view{l, b.free_view}, hard{l, b.free_hard};
-  const bool queue_cleared = plan_bases(l, p, o, view, hard, round_scope::full);
+  b.recycle();
+  b.starts.clear();
+  build_views(l, p, view, hard, round_scope::full);
+  // 1. Base demand in queue order.
+  bool queue_cleared = true;
+  walk_queue(l, p, [&](uint32_t id) {
+    if (place_base(l, p, o, id, view, hard)) return true;
+    queue_cleared = false;
+    return o.backfill;
+  });
   auto& plans = b.plans;
   auto base_workers = [&](const job_entry& j) { return aryl::detail::base_workers(j, p); };
 
