@@ -40,6 +40,23 @@ fault_actor::behavior_type fault_behavior(fault_actor::stateful_pointer<fault_in
               if (inference) self->send(inference, push_atom::value, e.servers);
               detail = fmt::format("surge servers={}", e.servers);
               break;
+            case fault_event::kind::disconnect:
+              self->send(scheduler, linkfault_atom::value,
+                         link_fault::disconnect(servers.at(e.server), sim_time::from_seconds(e.for_s).us));
+              detail = fmt::format("disconnect {} for={:.0f}", e.server, e.for_s);
+              break;
+            case fault_event::kind::link:
+              self->send(scheduler, linkfault_atom::value,
+                         link_fault::degraded(servers.at(e.server), sim_time::from_seconds(e.for_s).us, e.delay_s,
+                                              e.loss));
+              detail = fmt::format("link {} for={:.0f} delay_s={:g} loss={:g}", e.server, e.for_s, e.delay_s, e.loss);
+              break;
+            case fault_event::kind::checkpoint:
+              self->send(scheduler, ckfault_atom::value, e.job,
+                         e.fail ? checkpoint_fault::failed() : checkpoint_fault::slow(e.slow_s));
+              detail = e.fail ? fmt::format("checkpoint job-{} fail", e.job)
+                              : fmt::format("checkpoint job-{} slow_s={:.0f}", e.job, e.slow_s);
+              break;
           }
           self->send(recorder, event_atom::value, event_record{now.us, "faults", "fault", detail, e.source});
         }

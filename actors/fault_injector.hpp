@@ -1,7 +1,8 @@
 #pragma once
-/// The fault actor: follows a fault plan in simulated time. A server crash and a worker crash
-/// go to the scheduler (which passes the physical event to the actors it reaches, and notices
-/// a lost server only when its heartbeats stop); a surge sets the inference demand.
+/// The fault actor: follows a fault plan in simulated time. Server crashes, worker crashes,
+/// bad agent links and checkpoint faults go to the scheduler (which passes the physical event
+/// to the actors it reaches, and notices a lost server only when its heartbeats stop); a
+/// surge sets the inference demand.
 #include <map>
 #include <string>
 #include <vector>

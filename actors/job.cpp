@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 #include "actors/end_run_on_exception.hpp"
 
@@ -32,6 +33,51 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
   end_run_on_exception(self, env.recorder);
   self->state.spec = std::move(spec);
   auto scheduler = [=] { return caf::actor_cast<scheduler_actor>(env.scheduler); };
+  // Where an armed checkpoint fault stands at `now`: waiting for its checkpoint (the job's
+  // next, from when it was armed), spoiling the periodic checkpoint it fell on (which is the
+  // latest, and failed or not written yet), or past (that checkpoint no longer matters).
+  enum class fault_stage { none, waiting, spoiling, past };
+  auto stage_at = [=](sim_time now) {
+    auto& st = self->state;
+    auto& p = st.progress;
+    double every = env.checkpoints.interval_s;
+    if (!st.ckpt_fault) return fault_stage::none;
+    if (every <= 0 || p.rate <= 0 || now <= p.since) return fault_stage::waiting;
+    double periods = std::floor((now - p.since).seconds() / every);
+    double k = std::floor(std::max(0.0, (st.ckpt_fault_armed - p.since).seconds()) / every) + 1;
+    if (k > periods) return fault_stage::waiting;
+    auto written = p.since + sim_time::from_seconds(k * every + st.ckpt_fault->slow_s);
+    return k == periods && (st.ckpt_fault->fail || now < written) ? fault_stage::spoiling : fault_stage::past;
+  };
+  // The work saved by the latest good checkpoint at `now` (the stop's at the start of this
+  // run, or a periodic one), and whether a checkpoint fault spoiled the latest periodic one.
+  // The run ends here (a crash or a reassignment): a fault whose checkpoint came is spent.
+  auto last_good = [=](sim_time now) {
+    auto& st = self->state;
+    auto& p = st.progress;
+    double saved = std::max(st.ckpt_work, p.work_done);
+    bool spoiled = false;
+    double every = env.checkpoints.interval_s;
+    if (every > 0 && now > p.since) {
+      double periods = std::floor((now - p.since).seconds() / every);
+      auto stage = stage_at(now);
+      spoiled = stage == fault_stage::spoiling;
+      if (spoiled) periods -= 1;
+      if (spoiled || stage == fault_stage::past) st.ckpt_fault.reset();
+      saved = std::max(saved, p.done_at(p.since + sim_time::from_seconds(periods * every)));
+    }
+    return std::pair{saved, spoiled};
+  };
+  // Invariant: a roll-back loses at most one checkpoint interval of work, two when the
+  // checkpoint in between was spoiled.
+  auto check_loss = [=](double done, double saved, bool spoiled, const char* how) {
+    auto& st = self->state;
+    double every = env.checkpoints.interval_s;
+    if (env.check_invariants && every > 0 && done - saved > st.progress.rate * every * (spoiled ? 2 : 1) + 1e-6)
+      self->send(env.recorder, violation_atom::value,
+                 fmt::format("job {} lost {} work units {}, more than {} checkpoint interval(s)", st.spec.name,
+                             done - saved, how, spoiled ? 2 : 1));
+  };
   // Live mode: launches the workers of `a` (none for a preemption) and acknowledges.
   auto launch = [=](const job_assignment& a) {
     auto& st = self->state;
@@ -70,7 +116,9 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         auto now = env.tb.now(self);
         double before = st.progress.done_at(now);
         bool was_crashed = st.crashed;
+        bool rolled_back = false;
         double stop_s = 0;
+        double late_s = a.link_delay_s;  // before the new workers start
         if (st.crashed) {
           // Workers held while the job could not progress are lost GPU time too.
           self->send(env.recorder, lostwork_atom::value, (now - st.crashed_at).seconds() * st.workers, -1.0);
@@ -84,18 +132,41 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         } else if (st.workers > 0) {
           // Every reassignment restarts the workers from a checkpoint written now; the
           // acknowledgement (what a reclaim waits for) comes once it is written.
-          st.ckpt_work = before;
+          auto [saved, spoiled] = last_good(now);
+          auto fault = std::exchange(st.ckpt_fault, std::nullopt);  // one still waiting falls on this one
           if (a.workers < st.workers) stop_s = checkpoint_time(env.checkpoints, st.spec.index, st.generation, st.workers);
+          if (fault && fault->fail) {
+            // Not written: the workers restart from the checkpoint before, and the work since
+            // is lost. A reclaim still gets its acknowledgement when the attempt ends.
+            auto& p = st.progress;
+            check_loss(before, saved, spoiled, "to a failed checkpoint");
+            self->send(env.recorder, lostwork_atom::value, p.rate > 0 ? (before - saved) / p.rate * st.workers : 0.0,
+                       -1.0);
+            self->send(env.recorder, event_atom::value,
+                       event_record{now.us, "job", "ckptfail",
+                                    fmt::format("job-{} work_done={:.1f} back_to={:.1f}", st.spec.index, before, saved),
+                                    "its checkpoint failed: it restarts from the one before"});
+            p.settle(now);
+            p.work_done = saved;
+            st.ckpt_work = saved;
+            rolled_back = true;
+          } else {
+            st.ckpt_work = before;
+            if (fault) {  // slow: written later, and the new workers start from it later
+              stop_s += fault->slow_s;
+              late_s += fault->slow_s;
+            }
+          }
         }
         if (st.recovering && !st.crashed && a.workers > 0) {
           st.recovering = false;
           self->send(env.recorder, lostwork_atom::value, 0.0, (now - st.recover_from).seconds());
         }
         double rate = st.crashed ? 0.0 : work_rate(env.model, st.spec.gpus, a.workers, servers_spanned(a), a.type_speed);
-        st.progress.change_rate(now, rate, a.workers > 0 ? a.overhead_s : 0.0);
+        st.progress.change_rate(now, rate, a.workers > 0 ? a.overhead_s + late_s : 0.0);
         st.generation = a.generation;
         st.workers = a.workers;
-        if (env.check_invariants && !was_crashed && st.progress.work_done + 1e-6 < before)
+        if (env.check_invariants && !was_crashed && !rolled_back && st.progress.work_done + 1e-6 < before)
           self->send(env.recorder, violation_atom::value,
                      fmt::format("job {} lost progress: {} -> {}", st.spec.name, before, st.progress.work_done));
         if (a.workers > 0 && !st.crashed) {
@@ -107,17 +178,27 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
           st.due = at;
           self->delayed_send(self, env.tb.span(at - now), tick_atom::value, a.generation);
         }
-        if (stop_s > 0) st.ckpt_until = now + sim_time::from_seconds(stop_s);
+        // A slow link: the stop reaches the workers late, and their answer comes back late.
+        if (stop_s > 0) st.ckpt_until = now + sim_time::from_seconds(a.link_delay_s + stop_s);
         // No assignment is acknowledged before the stopped workers' checkpoint is written:
         // until then they still hold their GPUs.
-        if (st.ckpt_until > now)
-          self->delayed_send(self, env.tb.span(st.ckpt_until - now), ckpt_atom::value, a.generation,
+        auto ack_at = std::max(st.ckpt_until, now + sim_time::from_seconds(a.link_delay_s));
+        if (ack_at > now)
+          self->delayed_send(self, env.tb.span(ack_at - now), ckpt_atom::value, a.generation,
                              st.progress.work_done);
         else
           self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
       },
       [=](ckpt_atom, uint64_t generation, double work_done) {
         self->send(scheduler(), ack_atom::value, job_ack{self->state.spec.index, generation, work_done});
+      },
+      [=](ckfault_atom, const checkpoint_fault& f) {
+        auto& st = self->state;
+        auto now = env.tb.now(self);
+        auto stage = stage_at(now);
+        if (stage == fault_stage::waiting || stage == fault_stage::spoiling) return;  // one at a time
+        st.ckpt_fault = f;
+        st.ckpt_fault_armed = now;
       },
       [=](crash_atom, int server) {
         auto& st = self->state;
@@ -128,17 +209,13 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         auto now = env.tb.now(self);
         auto& p = st.progress;
         double done = p.done_at(now);
-        // Back to the latest checkpoint: the stop's at the start of this run, or a periodic one.
-        double saved = std::max(st.ckpt_work, p.work_done);
-        if (env.checkpoints.interval_s > 0 && now > p.since) {
-          double periods = std::floor((now - p.since).seconds() / env.checkpoints.interval_s);
-          saved = std::max(saved, p.done_at(p.since + sim_time::from_seconds(periods * env.checkpoints.interval_s)));
-        }
-        if (env.check_invariants && env.checkpoints.interval_s > 0 &&
-            done - saved > p.rate * env.checkpoints.interval_s + 1e-6)
-          self->send(env.recorder, violation_atom::value,
-                     fmt::format("job {} lost {} work units in a crash, more than one checkpoint interval",
-                                 st.spec.name, done - saved));
+        auto [saved, spoiled] = last_good(now);
+        check_loss(done, saved, spoiled, "in a crash");
+        if (spoiled)
+          self->send(env.recorder, event_atom::value,
+                     event_record{now.us, "job", "ckptfail",
+                                  fmt::format("job-{} work_done={:.1f} back_to={:.1f}", st.spec.index, done, saved),
+                                  "its latest checkpoint failed or was not written yet: back to the one before"});
         double lost_gpu_s = p.rate > 0 ? (done - saved) / p.rate * st.workers : 0.0;
         p.work_done = saved;
         p.rate = 0;

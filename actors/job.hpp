@@ -24,6 +24,10 @@ struct job_state {
   std::set<int> dead_servers;  ///< crashed servers the current assignment still holds
   bool recovering = false;     ///< since the first crash, not yet running again
   sim_time recover_from;
+  /// A checkpoint fault waiting for the job's next checkpoint (armed then), or spoiling the
+  /// periodic one it fell on while that is the latest.
+  std::optional<checkpoint_fault> ckpt_fault;
+  sim_time ckpt_fault_armed;
   // Live mode (env.workers.follow_workers):
   std::set<uint32_t> live_ranks;        ///< ranks of the current launch that have not exited
   std::optional<job_assignment> next;   ///< set while the previous launch's workers stop
@@ -37,6 +41,8 @@ struct job_state {
 /// workers' checkpoint is written); when the timer of the current generation fires it reports
 /// `finished` and quits. A crash rolls it back to its latest checkpoint and stalls it until an
 /// assignment without the dead servers; a worker crash is reported to the scheduler at once.
+/// A checkpoint fault falls on its next checkpoint: a slow one is written (and acknowledged)
+/// later, a failed one leaves the checkpoint before as the one it restarts from.
 /// Live mode (env.workers.follow_workers): instead of a timer, real workers. On an
 /// assignment it waits until the workers of the previous one have exited (the scheduler's
 /// removal stops them), launches the new ones through the server actors, and acknowledges;

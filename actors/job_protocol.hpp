@@ -32,6 +32,9 @@ struct job_assignment {
   std::vector<int> servers;
   /// Workers on each of `servers` (same order).
   std::vector<int> server_workers;
+  /// Seconds the assignment and its answers spend on slow links to the job's servers (a
+  /// simulated link fault): new workers start, and the acknowledgement comes, that much later.
+  double link_delay_s = 0;
 };
 
 /// Servers the assignment's workers span: with `workers`, what the throughput model needs.
@@ -44,7 +47,7 @@ inline int servers_spanned(const job_assignment& a) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_assignment& x) {
   return f(caf::meta::type_name("job_assignment"), x.generation, x.workers, x.type_speed, x.overhead_s,
-           x.servers, x.server_workers);
+           x.servers, x.server_workers, x.link_delay_s);
 }
 
 /// Job -> scheduler: the assignment of `generation` is in effect; `work_done` at that time.
@@ -60,13 +63,14 @@ typename Inspector::result_type inspect(Inspector& f, job_ack& x) {
 }
 
 /// assign, tick (its own completion timer), crash(server or -1), ckpt (its own: a stop's
-/// checkpoint is written); live mode: wprogress(rank, work_done) and
+/// checkpoint is written), ckfault (its next checkpoint is slow or fails); live mode: wprogress(rank, work_done) and
 /// wexit(rank, exit code, signal) from the workers of its current launch; adopt(assignment):
 /// after a scheduler restart, the workers of `assignment` still run: they are its launch.
 using job_actor = caf::typed_actor<caf::reacts_to<assign_atom, job_assignment>,
                                    caf::reacts_to<tick_atom, uint64_t>,
                                    caf::reacts_to<crash_atom, int>,
                                    caf::reacts_to<ckpt_atom, uint64_t, double>,
+                                   caf::reacts_to<ckfault_atom, checkpoint_fault>,
                                    caf::reacts_to<wprogress_atom, uint32_t, double>,
                                    caf::reacts_to<wexit_atom, uint32_t, int, int>,
                                    caf::reacts_to<adopt_atom, job_assignment>>;

@@ -127,12 +127,22 @@ void dispatch_assignment(self_ptr self, const decision& d) {
     a.servers.push_back(sid);
     a.server_workers.push_back(w);
   }
+  // Starting or stopping workers behind a slow link takes its delay (a server given up for
+  // lost is not waited for).
+  auto now = st.jenv.tb.now(self);
+  auto delay = [&](int sid) {
+    auto& t = st.truth[static_cast<size_t>(sid)];
+    if (now < t.link_until && st.ledger.servers[static_cast<size_t>(sid)].mode != server_mode::down)
+      a.link_delay_s = std::max(a.link_delay_s, t.delay_s);
+  };
+  for (int sid : a.servers) delay(sid);
+  for (auto& [sid, w] : d.before) delay(sid);
   self->send(st.jobs[d.job], assign_atom::value, a);
   for (auto& [sid, w] : d.alloc) self->send(st.servers[static_cast<size_t>(sid)], place_atom::value, d.job, w);
   // Workers sent to a machine that died unnoticed die with it.
   for (int sid : a.servers)
-    if (st.crashed[static_cast<size_t>(sid)]) self->send(st.jobs[d.job], crash_atom::value, sid);
-  journal_job(self, d.job, st.jenv.tb.now(self));
+    if (st.truth[static_cast<size_t>(sid)].crashed) self->send(st.jobs[d.job], crash_atom::value, sid);
+  journal_job(self, d.job, now);
 }
 
 void dispatch(self_ptr self, const decision& d) {
@@ -519,14 +529,14 @@ void recover_job(self_ptr self, uint32_t job, int lost_server, sim_time now, con
   log(self, now, "preempt", fmt::format("{} {}", job_name(job), describe(st, before)), d.why);
 }
 
-/// When the scheduler notices a machine died at `crash`: agents heartbeat every h seconds
-/// (each at its own phase), and a server is lost after `missed` heartbeats did not arrive.
-sim_time loss_noticed(const scheduler_setup& s, int server, sim_time crash) {
-  double h = s.heartbeat_s;
-  double phase = std::fmod(server * 0.6180339887498949, 1.0) * h;
-  double t = crash.seconds();
-  double last = phase + std::floor((t - phase) / h) * h;  // the last heartbeat sent
-  return sim_time::from_seconds(last + s.missed_heartbeats * h);
+heartbeat_model heartbeats(const scheduler_setup& s) { return {s.heartbeat_s, s.missed_heartbeats}; }
+
+/// Whether a loss the scheduler predicted for now still stands: a silence of the server's
+/// latest fault is noticed now, and its agent is not heard again before.
+bool loss_due(const scheduler_state::server_truth& t, sim_time now) {
+  for (auto& s : t.silences)
+    if (s.noticed == now && s.heard >= now) return true;
+  return false;
 }
 
 } // namespace
@@ -541,7 +551,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
   st.setup = std::move(setup);
   st.servers = std::move(servers);
   st.next_index = st.setup.first_free_index;
-  st.crashed.assign(st.ledger.servers.size(), 0);
+  st.truth.assign(st.ledger.servers.size(), {});
   st.jenv = job_env{tb, std::move(model), self->address(), recorder,
                     st.setup.check_invariants, st.setup.workers,
                     std::make_shared<const std::vector<server_actor>>(st.servers), st.setup.checkpoints,
@@ -631,22 +641,47 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
         auto& s = st.ledger.servers.at(static_cast<size_t>(server));
-        if (st.crashed[static_cast<size_t>(server)] || s.mode == server_mode::down) return;
-        st.crashed[static_cast<size_t>(server)] = 1;
+        auto& t = st.truth[static_cast<size_t>(server)];
+        if (t.crashed || s.mode == server_mode::down || now < t.fault_until) return;
+        t.crashed = true;
         // The world: its workers die now. The scheduler learns of it only from the heartbeats.
         for (auto id : s.jobs) self->send(st.jobs[id], crash_atom::value, server);
-        self->delayed_send(self, st.jenv.tb.span(loss_noticed(st.setup, server, now) - now), lost_atom::value, server);
+        auto noticed = heartbeats(st.setup).loss_noticed(server, now);
+        t.silences = {{noticed, down_us >= 0 ? now + sim_time::from_us(down_us) : sim_time::max()}};
+        self->delayed_send(self, st.jenv.tb.span(noticed - now), lost_atom::value, server);
         if (down_us >= 0) self->delayed_send(self, st.jenv.tb.span(sim_time::from_us(down_us)), back_atom::value, server);
+      },
+      [=](linkfault_atom, const link_fault& f) {
+        auto& st = self->state;
+        auto now = st.jenv.tb.now(self);
+        if (f.server < 0 || static_cast<size_t>(f.server) >= st.ledger.servers.size()) return;
+        auto& s = st.ledger.servers[static_cast<size_t>(f.server)];
+        auto& t = st.truth[static_cast<size_t>(f.server)];
+        // One fault per server at a time: a second one meanwhile is ignored.
+        if (t.crashed || s.mode == server_mode::down || now < t.fault_until) return;
+        // The world: the machine and its workers carry on; the scheduler hears the agent late
+        // or not at all, and notices only the silences longer than the grace.
+        link_window w{now, sim_time::from_us(f.for_us), f.delay_s, f.loss, f.reconnects};
+        t.silences = link_silences(heartbeats(st.setup), f.server, w, st.setup.seed);
+        t.delay_s = f.delay_s;
+        t.link_until = now + w.length;
+        t.fault_until = t.link_until + sim_time::from_seconds(f.delay_s);
+        for (auto& q : t.silences) {
+          t.fault_until = std::max(t.fault_until, q.heard);
+          self->delayed_send(self, st.jenv.tb.span(q.noticed - now), lost_atom::value, f.server);
+          self->delayed_send(self, st.jenv.tb.span(q.heard - now), back_atom::value, f.server);
+        }
       },
       [=](lost_atom, int server) {
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
         if (server < 0 || static_cast<size_t>(server) >= st.ledger.servers.size()) return;
         auto& s = st.ledger.servers.at(static_cast<size_t>(server));
-        // Its own detection of a simulated crash is stale once the machine is back; an outside
-        // detector (the live gateway) reports only a server whose agent is still away.
+        auto& t = st.truth[static_cast<size_t>(server)];
+        // Its own prediction is stale once the agent was heard again; an outside detector (the
+        // live gateway) reports only a server whose agent is still away.
         bool predicted = self->current_sender() == self->address();
-        if (s.mode == server_mode::down || (predicted && !st.crashed[static_cast<size_t>(server)])) return;
+        if (s.mode == server_mode::down || (predicted && !loss_due(t, now))) return;
         // Only training servers are lost and back: inference servers belong to the
         // inference-load actor's accounting, which does not model their loss.
         if (s.home != server_home::training) return;
@@ -655,8 +690,14 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         std::sort(ids.begin(), ids.end());
         log(self, now, "lost", fmt::format("server={} jobs={}", s.name, ids.size()),
             fmt::format("{} heartbeats missed", st.setup.missed_heartbeats));
+        st.ledger.set_mode(server, server_mode::down);  // first: nothing sent there from now on is waited for
+        // A silent agent on a live machine: its workers run on, but are given up (their jobs
+        // restart from their checkpoints) and stopped when it is back.
+        bool alive = predicted && !t.crashed;
+        if (alive)
+          for (auto id : ids) self->send(st.jobs[id], crash_atom::value, server);
         for (auto id : ids) recover_job(self, id, server, now, fmt::format("server {} was lost", s.name));
-        st.ledger.set_mode(server, server_mode::down);
+        if (alive) t.strays = ids;
         self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(server_mode::down));
         mark_dirty(self);
       },
@@ -665,10 +706,11 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         auto now = st.jenv.tb.now(self);
         if (server < 0 || static_cast<size_t>(server) >= st.ledger.servers.size()) return;
         auto& s = st.ledger.servers.at(static_cast<size_t>(server));
+        auto& t = st.truth[static_cast<size_t>(server)];
         if (s.mode != server_mode::down) {
           // Back before its loss was noticed: the agent registers again with no workers, which
           // is how the scheduler learns that the ones it placed there died.
-          if (st.crashed[static_cast<size_t>(server)]) {
+          if (t.crashed) {
             std::vector<uint32_t> ids(s.jobs.begin(), s.jobs.end());
             std::sort(ids.begin(), ids.end());
             log(self, now, "rebooted", fmt::format("server={} jobs={}", s.name, ids.size()),
@@ -676,14 +718,27 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
             for (auto id : ids) recover_job(self, id, server, now, fmt::format("server {} restarted", s.name));
             mark_dirty(self);
           }
-          st.crashed[static_cast<size_t>(server)] = 0;  // the pending loss finds it alive
+          t.crashed = false;  // the pending loss finds it alive
           return;
         }
-        st.crashed[static_cast<size_t>(server)] = 0;
+        t.crashed = false;
+        if (!t.strays.empty()) {
+          // As live mode's reconciliation: workers of jobs placed elsewhere since are stopped
+          // before the server takes new ones.
+          std::string names;
+          for (auto id : t.strays) names += fmt::format("{}{}", names.empty() ? "" : ",", job_name(id));
+          log(self, now, "reconcile", fmt::format("server={} stopped={}", s.name, names),
+              "its agent came back still running workers of jobs moved away");
+          t.strays.clear();
+        }
         st.ledger.set_mode(server, server_mode::training);
         self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(server_mode::training));
         log(self, now, "back", fmt::format("server={}", s.name), "its agent registered again");
         mark_dirty(self);
+      },
+      [=](ckfault_atom, uint32_t job, const checkpoint_fault& f) {
+        auto& st = self->state;
+        if (job < st.jobs.size() && st.jobs[job]) self->send(st.jobs[job], ckfault_atom::value, f);
       },
       [=](wcrash_atom, uint32_t job) {
         auto& st = self->state;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/actor_env.hpp"
+#include "runtime/heartbeats.hpp"
 #include "solvers/cluster_ledger.hpp"
 #include "solvers/round_planner.hpp"
 
@@ -28,6 +29,7 @@ struct scheduler_setup {
   double heartbeat_s = 10;                ///< agents' heartbeat period (loss detection)
   int missed_heartbeats = 3;
   int max_retries = 3;                    ///< restarts after faults before a job fails
+  uint64_t seed = 0;                      ///< the run's: heartbeats lost on a lossy link
   checkpoint_settings checkpoints;        ///< handed to every job
   /// `aryl serve --state`: every job change and loan is journaled there; null: none.
   journal_actor journal;
@@ -56,9 +58,22 @@ struct scheduler_state {
   latency_histogram rounds;
   uint32_t next_index = 0;  ///< the next admitted job's index
   bool drained = false;     ///< told to stop: every job ended, nothing more is taken
-  // Faults: the world's truth (a crashed machine) and what the scheduler knows (mode down).
-  std::vector<char> crashed;  ///< by server id: its machine is dead now
-  std::vector<int> retries;   ///< by job: restarts after faults so far
+  // Faults: the world's truth (a crashed machine, a bad link) and what the scheduler knows
+  // (mode down).
+  struct server_truth {
+    bool crashed = false;  ///< its machine is dead now
+    /// A disconnect or link fault: until link_until what crosses the link is delay_s late;
+    /// until fault_until (the agent heard again) another fault there is ignored.
+    sim_time link_until;
+    sim_time fault_until;
+    double delay_s = 0;
+    /// Of the latest fault: when its silences will be noticed, and the agent heard again.
+    std::vector<silence> silences;
+    /// Jobs moved away while it was lost with its machine alive: their workers still run there.
+    std::vector<uint32_t> strays;
+  };
+  std::vector<server_truth> truth;  ///< by server id
+  std::vector<int> retries;         ///< by job: restarts after faults so far
   /// By job, while journaling: the specs, for the journal's rows.
   std::vector<job_spec> specs;
 

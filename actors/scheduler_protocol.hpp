@@ -66,7 +66,8 @@ typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
 /// closes the outputs. Faults (actors/fault_protocol.hpp): crash(server, down µs) and
 /// wcrash(job) from the fault actor; lost and back when a server's heartbeats stop and when
 /// its agent registers again (self-sent after a simulated crash; from the live gateway);
-/// wfail(job) from a job whose worker died. restore(rows): the jobs of the journal of a
+/// wfail(job) from a job whose worker died; linkfault(fault) and ckfault(job, fault) from the
+/// fault actor (a bad agent link, a job's next checkpoint slow or failed). restore(rows): the jobs of the journal of a
 /// scheduler that went away (`aryl serve --state`), before anything else; replies how many
 /// it took. An ended one is recorded as it ended; one whose workers all still run
 /// (rows[i].adopt) is started on them, adopted; any other active one is queued again (its
@@ -89,6 +90,8 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<lost_atom, int>,
     caf::reacts_to<back_atom, int>,
     caf::reacts_to<wfail_atom, uint32_t>,
+    caf::reacts_to<linkfault_atom, link_fault>,
+    caf::reacts_to<ckfault_atom, uint32_t, checkpoint_fault>,
     caf::replies_to<restore_atom, std::vector<saved_job>>::with<int>>;
 
 } // namespace aryl

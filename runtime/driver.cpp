@@ -54,6 +54,7 @@ cluster_plan plan_cluster(const config& c) {
   s.heartbeat_s = c.heartbeat_s;
   s.missed_heartbeats = c.missed_heartbeats;
   s.max_retries = c.max_retries;
+  s.seed = c.seed;
   s.checkpoints = {c.checkpoint_interval_s, c.checkpoint_s, c.checkpoint_per_gpu_s, c.checkpoint_jitter, c.seed};
   int train_type = type_id(s.type_names, c.training.gpu_type);
   int infer_type = c.inference.servers > 0 ? type_id(s.type_names, c.inference.gpu_type) : -1;

@@ -65,6 +65,15 @@ std::string effective_config_json(const config& c) {
   j["faults.random.permanent_fraction"] = c.random_faults.permanent_fraction;
   j["faults.random.worker_crash_per_day"] = c.random_faults.worker_crash_per_day;
   j["faults.random.surge_per_day"] = c.random_faults.surge_per_day;
+  j["faults.random.disconnect_per_day"] = c.random_faults.disconnect_per_day;
+  j["faults.random.mean_disconnect_s"] = c.random_faults.mean_disconnect_s;
+  j["faults.random.link_per_day"] = c.random_faults.link_per_day;
+  j["faults.random.mean_link_s"] = c.random_faults.mean_link_s;
+  j["faults.random.link_delay_s"] = c.random_faults.link_delay_s;
+  j["faults.random.link_loss"] = c.random_faults.link_loss;
+  j["faults.random.checkpoint_fail_per_day"] = c.random_faults.checkpoint_fail_per_day;
+  j["faults.random.checkpoint_slow_per_day"] = c.random_faults.checkpoint_slow_per_day;
+  j["faults.random.mean_checkpoint_slow_s"] = c.random_faults.mean_checkpoint_slow_s;
   j["inference.trace"] = c.inference_trace;
   j["inference.format"] = c.inference_format;
   j["inference.peak_utilisation"] = c.inference_peak_utilisation;

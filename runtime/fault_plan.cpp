@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "runtime/input_error.hpp"
@@ -23,17 +24,28 @@ double number(const YAML::Node& v, const std::string& at, const std::string& key
 } // namespace
 
 std::vector<fault_event> read_fault_plan(const std::string& path, const std::vector<std::string>& servers) {
+  using kind = fault_event::kind;
+  static const std::map<std::string, kind> kinds = {
+      {"server_crash", kind::server_crash}, {"worker_crash", kind::worker_crash}, {"surge", kind::surge},
+      {"disconnect", kind::disconnect},     {"link", kind::link},                 {"checkpoint", kind::checkpoint}};
+  // The keys that qualify a fault, and the kinds they go with.
+  static const std::map<std::string, std::vector<kind>> qualifiers = {
+      {"down_for", {kind::server_crash}}, {"for", {kind::disconnect, kind::link}}, {"delay_s", {kind::link}},
+      {"loss", {kind::link}},             {"slow_s", {kind::checkpoint}},           {"fail", {kind::checkpoint}}};
+  const char* kind_list = "server_crash, worker_crash, surge, disconnect, link, checkpoint";
   auto root = load_yaml_file(path, "fault plan");
   if (!root.IsMap() || !root["faults"] || !root["faults"].IsSequence())
     throw input_error(path + ": expected a map with a `faults:` list");
   std::vector<fault_event> out;
   for (const auto& item : root["faults"]) {
     auto at = yaml_where(path, item.Mark());
-    if (!item.IsMap()) throw input_error(at + ": each fault is a map (at, and one of server_crash, worker_crash, surge)");
+    if (!item.IsMap()) throw input_error(fmt::format("{}: each fault is a map (at, and one of {})", at, kind_list));
     fault_event e;
     e.source = at;
     bool have_time = false;
-    int kinds = 0;
+    std::string kind_key;
+    int kind_count = 0;
+    std::map<std::string, std::string> qualified;  // qualifier -> where it was given
     for (const auto& kv : item) {
       auto key_at = yaml_where(path, kv.first.Mark());
       auto key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
@@ -41,30 +53,49 @@ std::vector<fault_event> read_fault_plan(const std::string& path, const std::vec
       if (key == "at") {
         e.at = sim_time::from_seconds(number(v, key_at, key, 0, max_input_seconds));
         have_time = true;
-      } else if (key == "server_crash") {
-        ++kinds;
-        e.what = fault_event::kind::server_crash;
-        e.server = v.IsScalar() ? v.Scalar() : "";
-        if (std::find(servers.begin(), servers.end(), e.server) == servers.end())
-          throw input_error(fmt::format("{}: server_crash: '{}' is not a training server of the config (t0..t{})",
-                                        key_at, e.server, servers.size() - 1));
-      } else if (key == "down_for") {
-        e.down_s = number(v, key_at, key, 0, max_input_seconds);
-      } else if (key == "worker_crash") {
-        ++kinds;
-        e.what = fault_event::kind::worker_crash;
-        e.job = static_cast<uint32_t>(number(v, key_at, key, 0, 4e9));
-      } else if (key == "surge") {
-        ++kinds;
-        e.what = fault_event::kind::surge;
-        e.servers = static_cast<int>(number(v, key_at, key, 0, max_servers));
-      } else {
-        throw input_error(fmt::format("{}: unknown key '{}' (at, server_crash, down_for, worker_crash, surge)",
-                                      key_at, key));
+        continue;
       }
+      if (auto k = kinds.find(key); k != kinds.end()) {
+        ++kind_count;
+        kind_key = key;
+        e.what = k->second;
+        if (e.what == kind::server_crash || e.what == kind::disconnect || e.what == kind::link) {
+          e.server = v.IsScalar() ? v.Scalar() : "";
+          if (std::find(servers.begin(), servers.end(), e.server) == servers.end())
+            throw input_error(fmt::format("{}: {}: '{}' is not a training server of the config (t0..t{})", key_at,
+                                          key, e.server, servers.size() - 1));
+        } else if (e.what == kind::surge) {
+          e.servers = static_cast<int>(number(v, key_at, key, 0, max_servers));
+        } else {
+          e.job = static_cast<uint32_t>(number(v, key_at, key, 0, 4e9));
+        }
+        continue;
+      }
+      if (!qualifiers.count(key))
+        throw input_error(fmt::format("{}: unknown key '{}' (at, {}; down_for, for, delay_s, loss, slow_s, fail)",
+                                      key_at, key, kind_list));
+      qualified[key] = key_at;
+      if (key == "down_for") e.down_s = number(v, key_at, key, 0, max_input_seconds);
+      else if (key == "for") e.for_s = number(v, key_at, key, 0, max_input_seconds);
+      else if (key == "delay_s") e.delay_s = number(v, key_at, key, 0, max_input_seconds);
+      else if (key == "loss") e.loss = number(v, key_at, key, 0, 1);
+      else if (key == "slow_s") e.slow_s = number(v, key_at, key, 0, max_input_seconds);
+      else if (!v.IsScalar() || !YAML::convert<bool>::decode(v, e.fail) || !e.fail)
+        throw input_error(key_at + ": fail: must be true (leave it out for a checkpoint that is only slow)");
     }
     if (!have_time) throw input_error(at + ": a fault needs `at` (seconds)");
-    if (kinds != 1) throw input_error(at + ": a fault has exactly one of server_crash, worker_crash, surge");
+    if (kind_count != 1) throw input_error(fmt::format("{}: a fault has exactly one of {}", at, kind_list));
+    for (auto& [key, key_at] : qualified) {
+      auto& with = qualifiers.at(key);
+      if (std::find(with.begin(), with.end(), e.what) == with.end())
+        throw input_error(fmt::format("{}: '{}' does not go with {}", key_at, key, kind_key));
+    }
+    if ((e.what == kind::disconnect || e.what == kind::link) && !qualified.count("for"))
+      throw input_error(fmt::format("{}: {} needs `for` (seconds)", at, kind_key));
+    if (e.what == kind::link && !(e.delay_s > 0 || e.loss > 0))
+      throw input_error(at + ": link needs `delay_s` or `loss` above 0");
+    if (e.what == kind::checkpoint && qualified.count("slow_s") + qualified.count("fail") != 1)
+      throw input_error(at + ": checkpoint needs one of `slow_s` (seconds) or `fail: true`");
     out.push_back(std::move(e));
   }
   return out;
@@ -106,6 +137,35 @@ std::vector<fault_event> random_fault_plan(const random_fault_rates& r, uint64_t
       e.what = fault_event::kind::surge;
       e.servers = std::uniform_int_distribution<int>(0, inference_servers)(rng);
     });
+  auto lasting = [](double mean_s, std::mt19937_64& rng) {
+    return std::exponential_distribution<double>(1.0 / std::max(mean_s, 1.0))(rng);
+  };
+  for (size_t s = 0; s < servers.size(); ++s) {
+    arrivals((uint64_t{1} << 32) + s, r.disconnect_per_day, [&](fault_event& e, std::mt19937_64& rng) {
+      e.what = fault_event::kind::disconnect;
+      e.server = servers[s];
+      e.for_s = lasting(r.mean_disconnect_s, rng);
+    });
+    arrivals((uint64_t{2} << 32) + s, r.link_per_day, [&](fault_event& e, std::mt19937_64& rng) {
+      e.what = fault_event::kind::link;
+      e.server = servers[s];
+      e.for_s = lasting(r.mean_link_s, rng);
+      e.delay_s = r.link_delay_s;
+      e.loss = r.link_loss;
+    });
+  }
+  if (jobs > 0) {
+    arrivals(3, r.checkpoint_fail_per_day, [&](fault_event& e, std::mt19937_64& rng) {
+      e.what = fault_event::kind::checkpoint;
+      e.job = std::uniform_int_distribution<uint32_t>(0, jobs - 1)(rng);
+      e.fail = true;
+    });
+    arrivals(4, r.checkpoint_slow_per_day, [&](fault_event& e, std::mt19937_64& rng) {
+      e.what = fault_event::kind::checkpoint;
+      e.job = std::uniform_int_distribution<uint32_t>(0, jobs - 1)(rng);
+      e.slow_s = lasting(r.mean_checkpoint_slow_s, rng);
+    });
+  }
   std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.at < b.at; });
   return out;
 }

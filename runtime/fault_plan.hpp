@@ -11,17 +11,27 @@
 namespace aryl {
 
 struct fault_event {
-  enum class kind { server_crash, worker_crash, surge };
+  enum class kind { server_crash, worker_crash, surge, disconnect, link, checkpoint };
   kind what = kind::server_crash;
   sim_time at;
   /// server_crash: the server (a training server's name, t0..), back after down_s seconds;
-  /// down_s < 0: for good.
+  /// down_s < 0: for good. disconnect, link: the server whose agent's link fails.
   std::string server;
   double down_s = -1;
   /// worker_crash: one worker of this job dies (nothing happens if it is not running then).
+  /// checkpoint: this job's next checkpoint is slow or fails (nothing if it is not active).
   uint32_t job = 0;
   /// surge: inference servers needed from then on (replaces the demand trace).
   int servers = 0;
+  /// disconnect: the agent is unreachable for for_s seconds (its workers run on), then
+  /// registers again. link: for for_s seconds its heartbeats and reports arrive delay_s late,
+  /// and each heartbeat is lost with probability loss.
+  double for_s = 0;
+  double delay_s = 0;
+  double loss = 0;
+  /// checkpoint: it takes slow_s seconds more, or (fail) it is not written.
+  double slow_s = 0;
+  bool fail = false;
   std::string source;  ///< "FILE:LINE" or "random": named in the decision log
 };
 
@@ -32,14 +42,28 @@ struct random_fault_rates {
   double permanent_fraction = 0;
   double worker_crash_per_day = 0;  ///< over the cluster, on a random job
   double surge_per_day = 0;         ///< demand steps to a random level in 0..inference servers
-  bool any() const { return server_crash_per_day > 0 || worker_crash_per_day > 0 || surge_per_day > 0; }
+  double disconnect_per_day = 0;    ///< per training server, for an exponential time:
+  double mean_disconnect_s = 300;
+  double link_per_day = 0;          ///< per training server, for an exponential time:
+  double mean_link_s = 600;
+  double link_delay_s = 5;          ///< ... with this delay
+  double link_loss = 0.2;           ///< ... and this heartbeat loss
+  double checkpoint_fail_per_day = 0;  ///< over the cluster, on a random job
+  double checkpoint_slow_per_day = 0;  ///< over the cluster, on a random job, slower by an
+  double mean_checkpoint_slow_s = 300; ///< exponential time
+  bool any() const {
+    return server_crash_per_day > 0 || worker_crash_per_day > 0 || surge_per_day > 0 || disconnect_per_day > 0 ||
+           link_per_day > 0 || checkpoint_fail_per_day > 0 || checkpoint_slow_per_day > 0;
+  }
   friend bool operator==(const random_fault_rates&, const random_fault_rates&) = default;
 };
 
 /// Reads a plan file: YAML `faults:` list of maps, each with `at` (seconds) and one of
-/// `server_crash: NAME` (with optional `down_for: S`), `worker_crash: JOB`, `surge: SERVERS`.
-/// Throws input_error naming the file, line and key; `servers` are the configured training
-/// servers' names (a crash names one of them).
+/// `server_crash: NAME` (with optional `down_for: S`), `worker_crash: JOB`, `surge: SERVERS`,
+/// `disconnect: NAME` (with `for: S`), `link: NAME` (with `for: S` and `delay_s: D` and/or
+/// `loss: P`), `checkpoint: JOB` (with `slow_s: X` or `fail: true`). Throws input_error naming
+/// the file, line and key; `servers` are the configured training servers' names (a server
+/// fault names one of them).
 std::vector<fault_event> read_fault_plan(const std::string& path, const std::vector<std::string>& servers);
 
 /// Random faults, the same for the same arguments.

@@ -68,6 +68,11 @@ run_inputs load_inputs(const config& c, std::string* note) {
     in.faults.insert(in.faults.end(), random.begin(), random.end());
   }
   std::stable_sort(in.faults.begin(), in.faults.end(), [](auto& a, auto& b) { return a.at < b.at; });
+  // A lossy link draws each heartbeat's fate: bounded, so that a run stays quick.
+  for (auto& e : in.faults)
+    if (e.what == fault_event::kind::link && e.loss > 0 && e.loss < 1 && e.for_s / c.heartbeat_s > 1e7)
+      throw input_error(fmt::format("{}: link: for {:g} s is more than 1e7 heartbeats of faults.heartbeat_s={:g}",
+                                    e.source, e.for_s, c.heartbeat_s));
   return in;
 }
 

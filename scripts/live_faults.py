@@ -65,6 +65,8 @@ def read_plan(path, agents):
         if at is None:
             raise PlanError(f"{where}: a fault needs `at` (seconds)")
         down = entry.pop("down_for", None)
+        for qualifier in ("for", "delay_s", "loss", "slow_s", "fail"):  # of kinds refused below
+            entry.pop(qualifier, None)
         kinds = list(entry)
         if len(kinds) != 1:
             raise PlanError(f"{where}: a fault has exactly one of server_crash, worker_crash, surge "
@@ -85,7 +87,7 @@ def read_plan(path, agents):
                 raise PlanError(f"{key_at}: worker_crash: '{value}' is not a job index")
         elif kind != "surge":
             raise PlanError(f"{key_at}: '{kind}' cannot be enacted live (server_crash, worker_crash; "
-                            f"surge is serve's)")
+                            f"surge is serve's; a bad link: scripts/fault_proxy.py)")
         plan.append((at_s, kind, value, down_s, where))
     plan.sort(key=lambda e: e[0])
     return plan

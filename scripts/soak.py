@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 """Soak test: many seeded random fault plans in simulated time, invariants checked on every
-event. Each plan is one `aryl simulate --check-invariants` run with random server crashes,
-worker crashes and inference surges (faults.random.*) drawn from its seed; a run that fails
-(an invariant violated, a stall, a crash of aryl itself) or that does not account for every
-job (done + failed = submitted) is a violation, reported with the command that reproduces it.
-The first violating seed is rerun and its events.log compared byte for byte.
+event. Each plan is one `aryl simulate --check-invariants` run with random faults
+(faults.random.*) drawn from its seed: server crashes, worker crashes and inference surges,
+and (unless --kinds crashes) agent disconnects, lossy and slow agent links, and failed and
+slow checkpoints. A run that fails (an invariant violated, a stall, a crash of aryl itself) or
+that does not account for every job (done + failed = submitted) is a violation, reported with
+the command that reproduces it. The first violating seed is rerun and its events.log compared
+byte for byte.
 
-    scripts/soak.py [--synthetic N] [--philly N] [--jobs P] [--out DIR]
+    scripts/soak.py [--synthetic N] [--philly N] [--jobs P] [--kinds all|crashes] [--out DIR]
 
 Prints per workload: plans run, violations, lost GPU-hours, recovery times, failed jobs,
-reclaim latency and SLO misses, and the wall time.
+reclaim latency and SLO misses, servers lost and agents reconciled, checkpoint faults that cost
+work, and the wall time.
 """
 import argparse
 import concurrent.futures
@@ -26,6 +29,15 @@ TIMEOUT_S = 120  # a run that takes longer than this is hung (they take well und
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAULTS = ["--set", "faults.random.server_crash_per_day=2", "--set", "faults.random.mean_down_s=3600",
           "--set", "faults.random.worker_crash_per_day=40", "--set", "faults.random.surge_per_day=6"]
+# Per training server-day: 2 disconnects (5 min on average) and 2 bad links (10 min, heartbeats
+# 5 s late and 20% of them lost); over the cluster, 100 failed and 100 slow checkpoints a day
+# (on a random job: most find it not running).
+LINK_AND_CHECKPOINT_FAULTS = [
+    "--set", "faults.random.disconnect_per_day=2", "--set", "faults.random.mean_disconnect_s=300",
+    "--set", "faults.random.link_per_day=2", "--set", "faults.random.mean_link_s=600",
+    "--set", "faults.random.link_delay_s=5", "--set", "faults.random.link_loss=0.2",
+    "--set", "faults.random.checkpoint_fail_per_day=100", "--set", "faults.random.checkpoint_slow_per_day=100",
+    "--set", "faults.random.mean_checkpoint_slow_s=300"]
 WORKLOADS = {
     # The built-in synthetic workload, small: 300 jobs on 8 + 4 servers.
     "synthetic": ["--set", "synthetic.jobs=300", "--servers", "8", "--set", "cluster.inference.servers=4"],
@@ -36,14 +48,25 @@ WORKLOADS = {
 }
 
 
-def command(aryl, workload, seed, out):
+def command(aryl, workload, seed, out, kinds):
     return [aryl, "simulate", "--quiet", "--check-invariants", "--seed", str(seed), "--out", out] + \
-        WORKLOADS[workload] + FAULTS
+        WORKLOADS[workload] + FAULTS + (LINK_AND_CHECKPOINT_FAULTS if kinds == "all" else [])
 
 
-def run_one(aryl, workload, seed, base):
+def count_events(path):
+    """Servers lost, agents reconciled and checkpoint faults that cost work, from events.log."""
+    counts = {"lost": 0, "reconcile": 0, "ckptfail": 0}
+    with open(path) as f:
+        for line in f:
+            words = line.split(" ", 3)
+            if len(words) > 2 and words[2] in counts:
+                counts[words[2]] += 1
+    return counts
+
+
+def run_one(aryl, workload, seed, base, kinds):
     out = os.path.join(base, f"{workload}-{seed}")
-    cmd = command(aryl, workload, seed, out)
+    cmd = command(aryl, workload, seed, out, kinds)
     try:
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -55,6 +78,7 @@ def run_one(aryl, workload, seed, base):
         with open(os.path.join(out, "summary.json")) as f:
             s = json.load(f)
         result["summary"] = s
+        result["counts"] = count_events(os.path.join(out, "events.log"))
         if s["jobs_completed"] + s["jobs_failed"] != s["jobs_submitted"]:
             result["code"] = -1
             result["error"] = (f"jobs not accounted for: {s['jobs_completed']} done + {s['jobs_failed']} failed "
@@ -74,6 +98,8 @@ def main():
     ap.add_argument("--synthetic", type=int, default=800, help="plans on the synthetic workload")
     ap.add_argument("--philly", type=int, default=200, help="plans on the Philly week")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="runs at once")
+    ap.add_argument("--kinds", choices=["all", "crashes"], default="all",
+                    help="fault kinds: all, or crashes (server and worker crashes and surges only)")
     ap.add_argument("--out", help="keep the runs here (default: a temporary folder, removed)")
     ap.add_argument("--aryl", default=os.path.join(ROOT, "build", "aryl"))
     args = ap.parse_args()
@@ -86,7 +112,8 @@ def main():
                 continue
             start = time.monotonic()
             with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-                results = list(pool.map(lambda s: run_one(args.aryl, workload, s, base), range(1, count + 1)))
+                results = list(pool.map(lambda s: run_one(args.aryl, workload, s, base, args.kinds),
+                                        range(1, count + 1)))
             wall = time.monotonic() - start
             ok = [r for r in results if r["code"] == 0]
             bad = [r for r in results if r["code"] != 0]
@@ -104,13 +131,17 @@ def main():
                       f"{sum(s['jobs_submitted'] for s in sums)}")
                 print(f"  reclaim latency p99 (median over plans) {quantile([s['reclaim_latency_p99_s'] for s in sums], 0.5):.1f} s, "
                       f"SLO misses {sum(s['reclaim_slo_misses'] for s in sums)}")
+                counts = {k: sum(r["counts"][k] for r in ok) for k in ("lost", "reconcile", "ckptfail")}
+                print(f"  servers lost {counts['lost']}, agents reconciled (workers of moved jobs stopped) "
+                      f"{counts['reconcile']}, checkpoint faults that cost work {counts['ckptfail']}")
             for r in bad:
                 print(f"  VIOLATION seed {r['seed']}: {r['error'].splitlines()[0] if r['error'] else r['code']}")
                 print(f"    reproduce: (cd {ROOT} && {' '.join(r['cmd'])})")
         if violations:
             first = violations[0]
             again = first["out"] + "-again"
-            subprocess.run(command(args.aryl, first["workload"], first["seed"], again), cwd=ROOT, capture_output=True)
+            subprocess.run(command(args.aryl, first["workload"], first["seed"], again, args.kinds), cwd=ROOT,
+                           capture_output=True)
             same = filecmp.cmp(os.path.join(first["out"], "events.log.partial"),
                                os.path.join(again, "events.log.partial"), shallow=False) \
                 if os.path.exists(os.path.join(again, "events.log.partial")) else False

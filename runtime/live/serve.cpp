@@ -51,7 +51,7 @@ std::vector<fault_event> enacted_here(std::vector<fault_event> plan, std::ostrea
     else ++outside;
   }
   if (!plan.empty())
-    log << fmt::format("[serve] fault plan: {} surges enacted here; {} crashes are the testbed's to enact "
+    log << fmt::format("[serve] fault plan: {} surges enacted here; {} other faults are the testbed's to enact "
                        "(scripts/live_faults.py)\n",
                        here.size(), outside);
   return here;

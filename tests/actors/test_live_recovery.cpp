@@ -31,6 +31,7 @@ job_actor::behavior_type stand_in_job(job_actor::pointer self, server_actor serv
       [=](tick_atom, uint64_t) {},
       [=](crash_atom, int) {},
       [=](ckpt_atom, uint64_t, double) {},
+      [=](ckfault_atom, const checkpoint_fault&) {},
       [=](wprogress_atom, uint32_t rank, double) { seen->push_back(fmt::format("progress rank {}", rank)); },
       [=](wexit_atom, uint32_t rank, int code, int signal) {
         seen->push_back(fmt::format("exit rank {} code {} signal {}", rank, code, signal));

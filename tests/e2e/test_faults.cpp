@@ -40,7 +40,7 @@ config small_run(const std::string& name) {
 
 } // namespace
 
-TEST_CASE("a crashed server is noticed after its missed heartbeats; its jobs restart elsewhere and all complete once") {
+TEST_CASE("a crashed server is noticed after its missed heartbeats, its jobs restart elsewhere, and all complete once") {
   auto c = small_run("server");
   c.faults_file = write_file("server.yaml", "faults:\n  - {at: 35, server_crash: t1, down_for: 100}\n");
   auto out = test::run(c);
@@ -173,4 +173,206 @@ TEST_CASE("a server back before its loss is noticed restarts the jobs whose work
   CHECK(std::stod(lines_with(log, "scheduler rebooted server=t1")[0]) == doctest::Approx(40));
   CHECK(lines_with(log, "server t1 restarted").size() >= 1);
   CHECK(lines_with(log, "scheduler lost").empty());
+}
+
+namespace {
+
+/// One 1-GPU job of 100 s, inelastic, checkpointing every 30 s, on 2 training servers (it
+/// starts on t0 at 0; restarting costs 60 s).
+config one_job_run(const std::string& name, const std::string& plan) {
+  auto c = small_run(name);
+  c.trace_file = write_file("one-" + name + ".csv", "job_id,submit_s,gpus,duration_s\nonly,0,1,100\n");
+  c.elastic_fraction = 0;
+  c.checkpoint_interval_s = 30;
+  c.faults_file = write_file(name + ".yaml", "faults:\n" + plan);
+  return c;
+}
+
+/// events.log without the fault actor's own lines.
+std::string decisions(const std::string& log) {
+  std::string out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (line.find(" faults fault ") == std::string::npos) out += line + "\n";
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("a disconnect shorter than the grace changes no job") {
+  // t1 is noticed lost 20-30 s after its agent goes silent; this one is back after 15 s.
+  auto c = small_run("short-disconnect");
+  auto calm = test::run(c);
+  REQUIRE_MESSAGE(calm.ok, calm.error);
+  auto calm_log = test::slurp(c.out_dir + "/events.log");
+  auto calm_jobs = test::slurp(c.out_dir + "/jobs.csv");
+  c.out_dir = test::temp_dir("faults-out-short-disconnect-faulty");
+  c.faults_file = write_file("short-disconnect.yaml", "faults:\n  - {at: 35, disconnect: t1, for: 15}\n");
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  auto log = test::slurp(c.out_dir + "/events.log");
+  CHECK(lines_with(log, "faults fault disconnect t1 for=15").size() == 1);
+  CHECK(decisions(log) == calm_log);
+  CHECK(test::slurp(c.out_dir + "/jobs.csv") == calm_jobs);
+  CHECK(out.summary.lost_gpu_hours == 0);
+}
+
+TEST_CASE("a disconnect longer than the grace is noticed like a crash: its job restarts elsewhere from its checkpoint") {
+  // t0 falls silent at 50 (its last heartbeat) and is lost at 80: the job's worker there runs
+  // on, but the job restarts on t1 from its checkpoint at 60 (the work of 60..80 is lost) after
+  // the restart overhead: 80 + 60 + 40 = 180.
+  auto c = one_job_run("long-disconnect", "  - {at: 50, disconnect: t0, for: 100}\n");
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  auto log = test::slurp(c.out_dir + "/events.log");
+  auto lost = lines_with(log, "scheduler lost server=t0 jobs=1");
+  REQUIRE(lost.size() == 1);
+  CHECK(std::stod(lost[0]) == doctest::Approx(80));
+  REQUIRE(lines_with(log, "scheduler start job-0 workers=1 V100 [t1:1]").size() == 1);
+  CHECK(out.summary.jobs_completed == 1);
+  CHECK(out.summary.mean_jct_s == doctest::Approx(180).epsilon(1e-6));
+  CHECK(out.summary.lost_gpu_hours == doctest::Approx(20.0 / 3600).epsilon(1e-6));
+}
+
+TEST_CASE("a disconnected agent's surviving workers are stopped when it reconnects after its jobs moved") {
+  auto c = one_job_run("reconnect", "  - {at: 50, disconnect: t0, for: 100}\n");
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  auto log = test::slurp(c.out_dir + "/events.log");
+  auto stopped = lines_with(log, "scheduler reconcile server=t0 stopped=job-0");
+  REQUIRE(stopped.size() == 1);
+  CHECK(std::stod(stopped[0]) == doctest::Approx(150));
+  // Stopped before the server is back in use.
+  auto back = lines_with(log, "scheduler back server=t0");
+  REQUIRE(back.size() == 1);
+  CHECK(log.find(stopped[0]) < log.find(back[0]));
+}
+
+TEST_CASE("heartbeats delayed past the grace make a spurious loss, the job moves, and its workers are stopped when one arrives") {
+  // t0's heartbeat sent at 60 arrives at 85, after the grace ran out at 80.
+  auto c = one_job_run("slow-link", "  - {at: 55, link: t0, for: 600, delay_s: 25}\n");
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  auto log = test::slurp(c.out_dir + "/events.log");
+  REQUIRE(lines_with(log, "scheduler lost server=t0").size() == 1);
+  CHECK(std::stod(lines_with(log, "scheduler lost server=t0")[0]) == doctest::Approx(80));
+  auto stopped = lines_with(log, "scheduler reconcile server=t0 stopped=job-0");
+  REQUIRE(stopped.size() == 1);
+  CHECK(std::stod(stopped[0]) == doctest::Approx(85));
+  CHECK(out.summary.jobs_completed == 1);
+}
+
+TEST_CASE("a failed checkpoint makes a later crash lose the work since the previous checkpoint") {
+  // The checkpoint due at 60 fails; a worker dies at 70: back to 30, not 60. The job restarts
+  // at once and pays the overhead: 70 + 60 + 70 = 200 (with the checkpoint: 170).
+  auto c = one_job_run("ckpt-fail", "  - {at: 40, checkpoint: 0, fail: true}\n  - {at: 70, worker_crash: 0}\n");
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  CHECK(out.summary.mean_jct_s == doctest::Approx(200).epsilon(1e-6));
+  CHECK(out.summary.lost_gpu_hours == doctest::Approx(40.0 / 3600).epsilon(1e-6));
+}
+
+TEST_CASE("a slow periodic checkpoint protects the work only once it is written") {
+  // The checkpoint begun at 60 takes 20 s more: a crash at 70 goes back to 30, one at 85 to 60.
+  auto during = one_job_run("ckpt-slow-during", "  - {at: 40, checkpoint: 0, slow_s: 20}\n  - {at: 70, worker_crash: 0}\n");
+  auto a = test::run(during);
+  REQUIRE_MESSAGE(a.ok, a.error);
+  CHECK(a.summary.lost_gpu_hours == doctest::Approx(40.0 / 3600).epsilon(1e-6));
+  auto after = one_job_run("ckpt-slow-after", "  - {at: 40, checkpoint: 0, slow_s: 20}\n  - {at: 85, worker_crash: 0}\n");
+  auto b = test::run(after);
+  REQUIRE_MESSAGE(b.ok, b.error);
+  CHECK(b.summary.lost_gpu_hours == doctest::Approx(25.0 / 3600).epsilon(1e-6));
+}
+
+TEST_CASE("a slow stop checkpoint delays the reclaim waiting for it by its extra time") {
+  // As the reclaim test above: every stop's checkpoint takes 30 s; the job on the reclaimed
+  // server is told to stop at 120 and its checkpoint now takes 50 s more.
+  auto c = small_run("reclaim-slow");
+  c.inference_trace = write_file("demand-slow.csv", "t_s,servers_needed\n0,0\n100,1\n");
+  c.inference_interval_s = 30;
+  c.inference_grace_s = 0;
+  c.checkpoint_s = 30;
+  c.checkpoint_per_gpu_s = 0;
+  c.checkpoint_jitter = 0;
+  auto calm = test::run(c);
+  REQUIRE_MESSAGE(calm.ok, calm.error);
+  std::string plan = "faults:\n";
+  for (int job = 0; job < 8; ++job) plan += "  - {at: 119, checkpoint: " + std::to_string(job) + ", slow_s: 50}\n";
+  c.faults_file = write_file("reclaim-slow.yaml", plan);
+  c.out_dir += "-slow";
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  CHECK(out.summary.reclaim_latency_p50_s == doctest::Approx(calm.summary.reclaim_latency_p50_s + 50));
+  CHECK(out.summary.reclaim_max_late_s == doctest::Approx(calm.summary.reclaim_max_late_s + 50));
+}
+
+TEST_CASE("a bad disconnect, link or checkpoint fault is refused naming the file, the line and the key") {
+  auto c = small_run("bad-new");
+  auto refused = [&](const std::string& entry, const std::string& message) {
+    c.faults_file = write_file("bad-new.yaml", "faults:\n  - {at: 1, surge: 1}\n  - " + entry + "\n");
+    CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("bad-new.yaml:3"), input_error);
+    CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains(message.c_str()), input_error);
+  };
+  refused("{at: 1, disconnect: t0}", "disconnect needs `for`");
+  refused("{at: 1, disconnect: t5, for: 9}", "disconnect: 't5' is not a training server");
+  refused("{at: 1, link: t0, for: 9}", "link needs `delay_s` or `loss` above 0");
+  refused("{at: 1, link: t0, for: 9, loss: 1.5}", "loss must be a number in [0, 1]");
+  refused("{at: 1, checkpoint: 2}", "checkpoint needs one of `slow_s` (seconds) or `fail: true`");
+  refused("{at: 1, checkpoint: 2, slow_s: 5, fail: true}", "checkpoint needs one of");
+  refused("{at: 1, checkpoint: 2, fail: false}", "fail: must be true");
+  refused("{at: 1, worker_crash: 2, for: 9}", "'for' does not go with worker_crash");
+}
+
+TEST_CASE("random disconnects, link faults and checkpoint faults are the same for the same seed, every job accounted for") {
+  auto c = small_run("random-new-a");
+  c.trace_file.clear();
+  c.synthetic_jobs = 200;
+  c.training.servers = 4;
+  c.inference.servers = 2;
+  c.random_faults.disconnect_per_day = 20;
+  c.random_faults.mean_disconnect_s = 120;
+  c.random_faults.link_per_day = 20;
+  c.random_faults.checkpoint_fail_per_day = 100;
+  c.random_faults.checkpoint_slow_per_day = 100;
+  auto a = test::run(c);
+  REQUIRE_MESSAGE(a.ok, a.error);
+  auto b_cfg = c;
+  b_cfg.out_dir = test::temp_dir("faults-out-random-new-b");
+  auto b = test::run(b_cfg);
+  REQUIRE_MESSAGE(b.ok, b.error);
+  auto log_a = test::slurp(c.out_dir + "/events.log");
+  CHECK(lines_with(log_a, "faults fault disconnect").size() > 2);
+  CHECK(lines_with(log_a, "faults fault link").size() > 2);
+  CHECK(lines_with(log_a, "faults fault checkpoint").size() > 2);
+  CHECK(lines_with(log_a, "scheduler reconcile").size() >= 1);
+  CHECK(log_a == test::slurp(b_cfg.out_dir + "/events.log"));
+  CHECK(a.summary.jobs_completed + a.summary.jobs_failed == a.summary.jobs_submitted);
+}
+
+TEST_CASE("the new random fault kinds leave the faults of the other kinds where they were") {
+  random_fault_rates old_kinds;
+  old_kinds.server_crash_per_day = 4;
+  old_kinds.worker_crash_per_day = 50;
+  old_kinds.surge_per_day = 4;
+  auto all_kinds = old_kinds;
+  all_kinds.disconnect_per_day = 5;
+  all_kinds.link_per_day = 5;
+  all_kinds.checkpoint_fail_per_day = 20;
+  all_kinds.checkpoint_slow_per_day = 20;
+  std::vector<std::string> servers{"t0", "t1", "t2"};
+  auto before = random_fault_plan(old_kinds, 9, 5 * 86400.0, servers, 100, 2);
+  auto after = random_fault_plan(all_kinds, 9, 5 * 86400.0, servers, 100, 2);
+  std::vector<fault_event> kept;
+  for (auto& e : after)
+    if (e.what == fault_event::kind::server_crash || e.what == fault_event::kind::worker_crash ||
+        e.what == fault_event::kind::surge)
+      kept.push_back(e);
+  REQUIRE(kept.size() == before.size());
+  REQUIRE(after.size() > before.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    CHECK(kept[i].at == before[i].at);
+    CHECK(kept[i].server == before[i].server);
+    CHECK(kept[i].job == before[i].job);
+    CHECK(kept[i].servers == before[i].servers);
+  }
 }

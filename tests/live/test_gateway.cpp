@@ -443,7 +443,7 @@ TEST_CASE("gateway: workers an agent lists at its first registration are stopped
   CHECK(w.g->wait_for_found_workers(5s).empty());
 }
 
-TEST_CASE("gateway: held workers of an adopted job keep running and their early exits reach the router; the others are stopped") {
+TEST_CASE("gateway: held workers of an adopted job keep running and their early exits reach the router, and the others are stopped") {
   waiting_gateway w(true);
   peer a0(w.g->port()), a1(w.g->port());
   a0.hello_as_agent("t0");
