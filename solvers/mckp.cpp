@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -20,34 +19,6 @@ struct kept_item {  // 16 bytes: 500 classes x 16 items stay small
   int weight;
   int index;  ///< index in the caller's class
 };
-
-/// A class reduced to the items that can be in some optimum: value > 0 (else "none" is at
-/// least as good), weight <= capacity, and not dominated (an item is dropped when a lighter
-/// or equal-weight item is at least as valuable). Kept items have strictly increasing
-/// weights and strictly increasing values.
-std::vector<kept_item> undominated(const mckp_class& c, int capacity) {
-  std::vector<kept_item> kept;
-  kept.reserve(c.items.size());
-  for (size_t i = 0; i < c.items.size(); ++i) {
-    const auto& it = c.items[i];
-    if (it.value > 0 && it.weight <= capacity)
-      kept.push_back({it.value, it.weight, static_cast<int>(i)});
-  }
-  auto lighter = [](const kept_item& a, const kept_item& b) {
-    if (a.weight != b.weight) return a.weight < b.weight;
-    if (a.value != b.value) return a.value > b.value;
-    return a.index < b.index;
-  };
-  if (!std::is_sorted(kept.begin(), kept.end(), lighter))  // classes are usually built sorted
-    std::sort(kept.begin(), kept.end(), lighter);
-  // Sorted by weight, then value descending: an item survives only if it beats every
-  // lighter survivor, which also drops every equal-weight item but the first.
-  size_t n = 0;
-  for (size_t i = 0; i < kept.size(); ++i)
-    if (n == 0 || kept[i].value > kept[n - 1].value) kept[n++] = kept[i];
-  kept.resize(n);
-  return kept;
-}
 
 /// The concave fast path applies to a class whose kept items have weights exactly 1..k and
 /// whose marginal gains v(1)-0, v(2)-v(1), ... are non-increasing (docs/solvers.md).
@@ -71,6 +42,83 @@ struct prepared_class {
   /// reduction proved "no item" suboptimal; `items` are then upgrades relative to it.
   int base_index = -1;
 };
+
+/// A marginal gain of a concave class (solve_hybrid).
+struct gain {
+  double value;
+  size_t cls;   ///< position in the classes solved
+  int step;     ///< 1-based: the step-th worker of that class
+};
+
+/// The classes after bound reduction: forced choices applied, the rest left to solve.
+struct reduction {
+  int capacity = 0;  ///< what the forced items leave
+  std::vector<prepared_class> classes;
+  std::vector<std::pair<size_t, int>> forced;  ///< (class index in input, item index)
+};
+
+/// Working memory kept between calls (one set per thread): a scheduling round solves one
+/// knapsack per instant, and allocating its arrays and every class's item list each time
+/// was most of the round's heap traffic. No content outlives a call.
+struct scratch_space {
+  std::vector<std::vector<kept_item>> spare;  ///< emptied item lists, for reuse
+  std::vector<std::vector<prepared_class>> by_type;
+  reduction red;
+  // reduce
+  std::vector<double> grad, best;
+  std::vector<int> seg_dw;
+  std::vector<uint32_t> seg_cls, order;
+  std::vector<int32_t> seg_to, hull, at;
+  std::vector<size_t> first_seg, next;
+  // solve_hybrid
+  std::vector<gain> gains;
+  std::vector<const prepared_class*> dp_classes;
+  std::vector<double> greedy_value, prev, cur;
+  std::vector<int64_t> arg;
+  std::vector<std::vector<uint16_t>> choice;
+  std::vector<int> his, steps;
+
+  std::vector<kept_item> item_list() {
+    if (spare.empty()) return {};
+    auto v = std::move(spare.back());
+    spare.pop_back();
+    v.clear();
+    return v;
+  }
+  void recycle(std::vector<prepared_class>& classes) {
+    for (auto& pc : classes) spare.push_back(std::move(pc.items));
+    classes.clear();
+  }
+};
+thread_local scratch_space sc;
+
+/// A class reduced to the items that can be in some optimum: value > 0 (else "none" is at
+/// least as good), weight <= capacity, and not dominated (an item is dropped when a lighter
+/// or equal-weight item is at least as valuable). Kept items have strictly increasing
+/// weights and strictly increasing values.
+std::vector<kept_item> undominated(const mckp_class& c, int capacity) {
+  std::vector<kept_item> kept = sc.item_list();
+  kept.reserve(c.items.size());
+  for (size_t i = 0; i < c.items.size(); ++i) {
+    const auto& it = c.items[i];
+    if (it.value > 0 && it.weight <= capacity)
+      kept.push_back({it.value, it.weight, static_cast<int>(i)});
+  }
+  auto lighter = [](const kept_item& a, const kept_item& b) {
+    if (a.weight != b.weight) return a.weight < b.weight;
+    if (a.value != b.value) return a.value > b.value;
+    return a.index < b.index;
+  };
+  if (!std::is_sorted(kept.begin(), kept.end(), lighter))  // classes are usually built sorted
+    std::sort(kept.begin(), kept.end(), lighter);
+  // Sorted by weight, then value descending: an item survives only if it beats every
+  // lighter survivor, which also drops every equal-weight item but the first.
+  size_t n = 0;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (n == 0 || kept[i].value > kept[n - 1].value) kept[n++] = kept[i];
+  kept.resize(n);
+  return kept;
+}
 
 /// Four lanes of the DP layer (GCC/Clang vector extensions): one AVX2 register, or two SSE2
 /// ones where the CPU has no AVX2. Written explicitly because the auto-vectoriser turns the
@@ -139,13 +187,10 @@ void solve_hybrid(int capacity, const std::vector<prepared_class>& classes, mckp
 
   // Concave classes: their best joint value for g GPUs is the sum of the g largest marginal
   // gains (taken as per-class prefixes), computed once for all g.
-  struct gain {
-    double value;
-    size_t cls;   ///< position in `classes`
-    int step;     ///< 1-based: the step-th worker of that class
-  };
-  std::vector<gain> gains;
-  std::vector<const prepared_class*> dp_classes;
+  auto& gains = sc.gains;
+  auto& dp_classes = sc.dp_classes;
+  gains.clear();
+  dp_classes.clear();
   for (size_t p = 0; p < classes.size(); ++p) {
     const auto& items = classes[p].items;
     if (items.empty()) continue;
@@ -166,15 +211,21 @@ void solve_hybrid(int capacity, const std::vector<prepared_class>& classes, mckp
     return a.step < b.step;
   });
   const int n_gains = static_cast<int>(std::min<size_t>(gains.size(), static_cast<size_t>(cap)));
-  std::vector<double> greedy_value(static_cast<size_t>(n_gains) + 1, 0.0);
+  auto& greedy_value = sc.greedy_value;
+  greedy_value.assign(static_cast<size_t>(n_gains) + 1, 0.0);
   for (int g = 0; g < n_gains; ++g) greedy_value[g + 1] = greedy_value[g] + gains[g].value;
 
   // Exact DP over the other classes: dp[c] = best value using exactly c GPUs. The reachable
   // range grows by each class's heaviest item, so early layers are short.
-  std::vector<double> prev(static_cast<size_t>(cap) + 1, neg_inf), cur(prev.size());
-  std::vector<int64_t> arg(prev.size());
-  std::vector<std::vector<uint16_t>> choice(dp_classes.size());
-  std::vector<int> his(dp_classes.size());
+  auto &prev = sc.prev, &cur = sc.cur;
+  prev.assign(static_cast<size_t>(cap) + 1, neg_inf);
+  cur.resize(prev.size());
+  auto& arg = sc.arg;
+  arg.resize(prev.size());
+  auto& choice = sc.choice;  // inner vectors keep their memory between calls
+  if (choice.size() < dp_classes.size()) choice.resize(dp_classes.size());
+  auto& his = sc.his;
+  his.assign(dp_classes.size(), 0);
   prev[0] = 0;
   int hi = 0;
   for (size_t i = 0; i < dp_classes.size(); ++i) {
@@ -209,7 +260,8 @@ void solve_hybrid(int capacity, const std::vector<prepared_class>& classes, mckp
     result.choice[dp_classes[i]->cls] = it.index;
     c -= it.weight;
   }
-  std::vector<int> steps(classes.size(), 0);
+  auto& steps = sc.steps;
+  steps.assign(classes.size(), 0);
   const int taken = std::min(cap - best_c, n_gains);
   for (int g = 0; g < taken; ++g) steps[gains[g].cls] = std::max(steps[gains[g].cls], gains[g].step);
   for (size_t p = 0; p < classes.size(); ++p)
@@ -238,13 +290,6 @@ void validate(const mckp_input& in) {
   }
 }
 
-/// The classes after bound reduction: forced choices applied, the rest left to solve.
-struct reduction {
-  int capacity = 0;  ///< what the forced items leave
-  std::vector<prepared_class> classes;
-  std::vector<std::pair<size_t, int>> forced;  ///< (class index in input, item index)
-};
-
 /// Exact problem reduction by a Lagrangian bound (docs/solvers.md). The LP relaxation
 /// (classes' upper concave hulls filled by decreasing gradient) gives the multiplier
 /// lambda = gradient of the segment that does not fit; UB = lambda * capacity +
@@ -253,22 +298,27 @@ struct reduction {
 /// option k lowers the bound by loss_jk = best_j - (v_jk - lambda w_jk); if loss_jk exceeds
 /// UB - LB no optimum uses that option, so it is dropped. A class left with one option is
 /// fixed; one that lost "none" must take an item: its lightest survivor becomes a base and
-/// the others upgrades on top of it. Returns nullopt when there is nothing to reduce.
-std::optional<reduction> reduce(int capacity, const std::vector<prepared_class>& classes) {
+/// the others upgrades on top of it. Fills `r`; false when there is nothing to reduce.
+bool reduce(int capacity, const std::vector<prepared_class>& classes, reduction& r) {
   // Hull segments as parallel arrays (compact for the selection below). A segment's rank
   // in the LP's fill order: gradient descending, then creation order (class, then hull).
   size_t n_items = 0;
   for (const auto& pc : classes) n_items += pc.items.size();
-  std::vector<double> grad;
-  std::vector<int> seg_dw;
-  std::vector<uint32_t> seg_cls;
-  std::vector<int32_t> seg_to;  // the hull vertex (item position) a segment ends at
-  std::vector<size_t> first_seg(classes.size() + 1);
+  auto& grad = sc.grad;
+  auto& seg_dw = sc.seg_dw;
+  auto& seg_cls = sc.seg_cls;
+  auto& seg_to = sc.seg_to;  // the hull vertex (item position) a segment ends at
+  auto& first_seg = sc.first_seg;
+  grad.clear();
+  seg_dw.clear();
+  seg_cls.clear();
+  seg_to.clear();
+  first_seg.assign(classes.size() + 1, 0);
   grad.reserve(n_items);
   seg_dw.reserve(n_items);
   seg_cls.reserve(n_items);
   seg_to.reserve(n_items);
-  std::vector<int32_t> hull;
+  auto& hull = sc.hull;
   for (size_t p = 0; p < classes.size(); ++p) {
     const auto& items = classes[p].items;
     first_seg[p] = grad.size();
@@ -302,7 +352,8 @@ std::optional<reduction> reduce(int capacity, const std::vector<prepared_class>&
 
   // The LP takes segments in rank order until one does not fit: the split. Found by
   // weighted quickselect (expected linear) rather than by sorting every segment.
-  std::vector<uint32_t> order(grad.size());
+  auto& order = sc.order;
+  order.resize(grad.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   size_t lo = 0, hi = order.size();
   long room = capacity;
@@ -328,15 +379,17 @@ std::optional<reduction> reduce(int capacity, const std::vector<prepared_class>&
     room -= seg_dw[pivot];
     lo = static_cast<size_t>(mid - order.begin()) + 1;
   }
-  if (split < 0) return std::nullopt;  // everything fits: nothing to bound
+  if (split < 0) return false;  // everything fits: nothing to bound
   const double lambda = grad[static_cast<size_t>(split)];
 
   // Lower bound: the LP solution rounded down (every segment ranked before the split),
   // then topped up by repeatedly taking the best-ranked next hull segment of any class that
   // still fits (what continuing the LP's fill past the split would take). Fewer than one
   // segment's width is left, so this loops only a few times.
-  std::vector<int32_t> at(classes.size(), -1);
-  std::vector<size_t> next(first_seg.begin(), first_seg.end() - 1);  // per class
+  auto& at = sc.at;
+  at.assign(classes.size(), -1);
+  auto& next = sc.next;  // per class
+  next.assign(first_seg.begin(), first_seg.end() - 1);
   long left = capacity;
   for (uint32_t i = 0; i < grad.size(); ++i)
     if (before(i, static_cast<uint32_t>(split))) {
@@ -360,7 +413,8 @@ std::optional<reduction> reduce(int capacity, const std::vector<prepared_class>&
   }
 
   double lb = 0, ub = lambda * capacity;
-  std::vector<double> best(classes.size(), 0.0);
+  auto& best = sc.best;
+  best.assign(classes.size(), 0.0);
   for (size_t p = 0; p < classes.size(); ++p) {
     if (at[p] >= 0) lb += classes[p].items[at[p]].value;
     for (const auto& it : classes[p].items) best[p] = std::max(best[p], it.value - lambda * it.weight);
@@ -370,15 +424,19 @@ std::optional<reduction> reduce(int capacity, const std::vector<prepared_class>&
   // the sums so that no optimum is ever cut.
   const double slack = (ub - lb) + 1e-9 * (1.0 + std::abs(ub));
 
-  reduction r;
+  sc.recycle(r.classes);
+  r.forced.clear();
   r.capacity = capacity;
   for (size_t p = 0; p < classes.size(); ++p) {
     const auto& items = classes[p].items;
     bool none_ok = best[p] <= slack;
-    std::vector<kept_item> alive;
+    auto alive = sc.item_list();
     for (const auto& it : items)
       if (best[p] - (it.value - lambda * it.weight) <= slack) alive.push_back(it);
-    if (alive.empty()) continue;  // only "none" survives
+    if (alive.empty()) {  // only "none" survives
+      sc.spare.push_back(std::move(alive));
+      continue;
+    }
     if (none_ok) {
       r.classes.push_back({classes[p].cls, std::move(alive), -1});
       continue;
@@ -387,15 +445,16 @@ std::optional<reduction> reduce(int capacity, const std::vector<prepared_class>&
     r.capacity -= base.weight;
     if (alive.size() == 1) {
       r.forced.emplace_back(classes[p].cls, base.index);
+      sc.spare.push_back(std::move(alive));
       continue;
     }
-    std::vector<kept_item> upgrades;
+    // Upgrades relative to the base, in place (each reads only its own, later slot).
     for (size_t i = 1; i < alive.size(); ++i)
-      upgrades.push_back({alive[i].value - base.value, alive[i].weight - base.weight, alive[i].index});
-    r.classes.push_back({classes[p].cls, std::move(upgrades), base.index});
+      alive[i - 1] = {alive[i].value - base.value, alive[i].weight - base.weight, alive[i].index};
+    alive.pop_back();
+    r.classes.push_back({classes[p].cls, std::move(alive), base.index});
   }
-  if (r.capacity < 0) return std::nullopt;  // cannot happen with exact bounds; stay safe
-  return r;
+  return r.capacity >= 0;  // cannot be negative with exact bounds; stay safe
 }
 
 /// Solves the classes of one GPU type with `capacity` GPUs; writes result.choice.
@@ -406,14 +465,14 @@ void solve_type(int capacity, const std::vector<prepared_class>& classes, mckp_r
     for (const auto& pc : classes) result.choice[pc.cls] = pc.items.back().index;
     return;
   }
-  auto r = reduce(capacity, classes);
-  if (!r) {
+  auto& r = sc.red;
+  if (!reduce(capacity, classes, r)) {
     solve_hybrid(capacity, classes, result);
     return;
   }
-  for (auto [cls, item] : r->forced) result.choice[cls] = item;
-  for (const auto& pc : r->classes) result.choice[pc.cls] = pc.base_index;
-  solve_hybrid(r->capacity, r->classes, result);
+  for (auto [cls, item] : r.forced) result.choice[cls] = item;
+  for (const auto& pc : r.classes) result.choice[pc.cls] = pc.base_index;
+  solve_hybrid(r.capacity, r.classes, result);
 }
 
 } // namespace
@@ -422,11 +481,14 @@ mckp_result solve_mckp(const mckp_input& in) {
   validate(in);
   mckp_result result;
   result.choice.assign(in.classes.size(), -1);
-  std::vector<std::vector<prepared_class>> by_type(in.capacity.size());
+  auto& by_type = sc.by_type;
+  for (auto& classes : by_type) sc.recycle(classes);
+  by_type.resize(in.capacity.size());
   for (size_t i = 0; i < in.classes.size(); ++i) {
     const auto& c = in.classes[i];
     auto items = undominated(c, in.capacity[c.gpu_type]);
     if (!items.empty()) by_type[c.gpu_type].push_back({i, std::move(items), -1});
+    else sc.spare.push_back(std::move(items));
   }
   for (size_t t = 0; t < by_type.size(); ++t)
     solve_type(in.capacity[t], by_type[t], result);
