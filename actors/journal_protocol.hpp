@@ -1,6 +1,7 @@
 #pragma once
 /// Scheduler and job actors -> journal actor (`aryl serve --state`): each state change the
-/// restarted scheduler needs, as it happens. Nothing waits on the journal.
+/// restarted scheduler needs, as it happens. Nothing waits on the journal but the answer to a
+/// client's submit (jadmit).
 #include <caf/all.hpp>
 
 #include <cstdint>
@@ -14,8 +15,8 @@ namespace aryl {
 using jjob_atom = caf::atom_constant<caf::atom("jjob")>;
 using jprogress_atom = caf::atom_constant<caf::atom("jprogress")>;
 using jserver_atom = caf::atom_constant<caf::atom("jserver")>;
-using jindex_atom = caf::atom_constant<caf::atom("jindex")>;
 using jflush_atom = caf::atom_constant<caf::atom("jflush")>;
+using jadmit_atom = caf::atom_constant<caf::atom("jadmit")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, adopted_worker& x) {
@@ -30,12 +31,13 @@ typename Inspector::result_type inspect(Inspector& f, saved_job& x) {
 
 /// jjob(row): a job's row after a change (submitted, assigned, ended). jprogress(job,
 /// work_done): rank 0's report, written coalesced every few seconds. jserver(name, mode): an
-/// inference server lent, reclaiming or serving again. jindex(next): the next free job index.
-/// jflush: its own timer.
+/// inference server lent, reclaiming or serving again. jflush: its own timer. jadmit(row, next): a job a client submitted and the next free
+/// index, committed durably in one transaction; replies the job's index once they are, so
+/// that the scheduler answers the client only then.
 using journal_actor = caf::typed_actor<caf::reacts_to<jjob_atom, saved_job>,
+                                       caf::replies_to<jadmit_atom, saved_job, uint32_t>::with<uint32_t>,
                                        caf::reacts_to<jprogress_atom, uint32_t, double>,
                                        caf::reacts_to<jserver_atom, std::string, std::string>,
-                                       caf::reacts_to<jindex_atom, uint32_t>,
                                        caf::reacts_to<jflush_atom>>;
 
 } // namespace aryl

@@ -23,7 +23,7 @@ struct recorder_state {
 };
 
 /// `index_space`: job indices in use at the start, if more than `expected` (a restarted
-/// serve whose journal lacks a job a client was given an index for: never recorded).
+/// serve's journaled counter, should it ever run ahead of the jobs it journaled).
 recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer<recorder_state> self,
                                                 std::shared_ptr<run_writer> writer,
                                                 std::shared_ptr<run_status> status, uint64_t expected,

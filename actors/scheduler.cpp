@@ -77,9 +77,8 @@ std::string alloc_text(const scheduler_state& st, const allocation& a) {
 }
 
 /// `aryl serve --state`: the job's row as the ledger has it now (`ended`: its final record).
-void journal_job(self_ptr self, uint32_t job, sim_time now, const job_record* ended = nullptr) {
+saved_job journal_row(self_ptr self, uint32_t job, sim_time now, const job_record* ended = nullptr) {
   auto& st = self->state;
-  if (!st.setup.journal) return;
   auto& j = st.ledger.jobs[job];
   saved_job r;
   r.spec = st.specs[job];
@@ -91,7 +90,12 @@ void journal_job(self_ptr self, uint32_t job, sim_time now, const job_record* en
   r.retries = st.retries[job];
   r.record = ended ? *ended : make_record(st, j, now, j.workers, "");
   if (!ended && !j.started_once) r.record.first_start_us = -1;
-  self->send(st.setup.journal, jjob_atom::value, std::move(r));
+  return r;
+}
+
+void journal_job(self_ptr self, uint32_t job, sim_time now, const job_record* ended = nullptr) {
+  auto& st = self->state;
+  if (st.setup.journal) self->send(st.setup.journal, jjob_atom::value, journal_row(self, job, now, ended));
 }
 
 void journal_server(self_ptr self, int sid, const char* mode) {
@@ -362,7 +366,8 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
 /// Takes a submitted job into the queue and spawns its actor. `restored`: the job as the
 /// journal of a scheduler that went away had it; it keeps its submit time, measurements and
 /// retries, and counts the restart as a preemption (its workers were stopped, its next
-/// start pays the restart overhead and resumes from the checkpoint).
+/// start pays the restart overhead and resumes from the checkpoint). Journaling the job is
+/// the caller's: a client's submit is journaled otherwise than a trace job's.
 void accept_job(self_ptr self, job_spec& spec, const saved_job* restored = nullptr) {
   auto& st = self->state;
   auto now = st.jenv.tb.now(self);
@@ -421,7 +426,6 @@ void accept_job(self_ptr self, job_spec& spec, const saved_job* restored = nullp
         fmt::format("{} gpus={} elastic={} name={}", job_name(spec.index), spec.gpus, spec.elastic ? 1 : 0, spec.name),
         "");
   }
-  journal_job(self, spec.index, now);
   st.jobs[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
   mark_dirty(self);
 }
@@ -477,6 +481,7 @@ void restore_job(self_ptr self, saved_job& row) {
   if (row.status != "ended") {
     auto spec = row.spec;
     accept_job(self, spec, &row);
+    journal_job(self, index, now);
     if (!row.adopt.empty()) adopt_job(self, row);
     return;
   }
@@ -564,17 +569,27 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
               "the run is stopping");
           return;
         }
+        auto index = spec.index;
         accept_job(self, spec);
+        journal_job(self, index, st.jenv.tb.now(self));
       },
-      [=](admit_atom, job_spec& spec) -> int64_t {
+      [=](admit_atom, job_spec& spec) -> caf::result<int64_t> {
         auto& st = self->state;
-        if (st.drained) return -1;
-        spec.index = st.next_index++;
-        if (st.setup.journal) self->send(st.setup.journal, jindex_atom::value, st.next_index);
+        if (st.drained) return int64_t{-1};
+        auto index = spec.index = st.next_index++;
         // Before anything else about the job reaches the recorder: the run now waits for it.
         self->send(st.jenv.recorder, expect_atom::value);
         accept_job(self, spec);
-        return static_cast<int64_t>(st.next_index - 1);
+        if (!st.setup.journal) return static_cast<int64_t>(index);
+        // The client learns the id only once the job and the index counter are on disk: a
+        // scheduler killed after the answer carries the job on and never gives the id again.
+        // The job is scheduled meanwhile; its later rows reach the journal after this one.
+        auto answer = self->make_response_promise<int64_t>();
+        self->request(st.setup.journal, caf::infinite, jadmit_atom::value,
+                      journal_row(self, index, st.jenv.tb.now(self)), st.next_index)
+            .then([=](uint32_t) mutable { answer.deliver(static_cast<int64_t>(index)); },
+                  [=](caf::error&) mutable { answer.deliver(int64_t{-3}); });
+        return answer;
       },
       [=](cancel_atom, uint32_t job) -> std::string {
         auto& st = self->state;

@@ -61,7 +61,8 @@ typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
 /// inference-load actor. dump: a text dump of the scheduler's state (for deadlock reports).
 /// status: the active jobs and the servers now (live mode's `aryl status`).
 /// admit(job): a job submitted while the run goes on (live mode): replies the index it gets,
-/// or -1 once the run is stopping. cancel(job): ends a queued or running job as cancelled; replies "" or why it cannot.
+/// while journaling only once the journal has committed the job (-3 if it could not), or -1
+/// once the run is stopping. cancel(job): ends a queued or running job as cancelled; replies "" or why it cannot.
 /// drain: the run is told to stop: every active job ends as cancelled, then the recorder
 /// closes the outputs. Faults (actors/fault_protocol.hpp): crash(server, down µs) and
 /// wcrash(job) from the fault actor; lost and back when a server's heartbeats stop and when

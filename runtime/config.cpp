@@ -169,6 +169,7 @@ const std::map<std::string, setter>& setters() {
          std::istringstream words(v);
          for (std::string w; words >> w;) c.worker_command.push_back(w);
        }},
+      {"live.state_compact_every", [](config& c, const std::string& v) { c.state_compact_every = count(v, 0, 1000000); }},
   };
   return table;
 }

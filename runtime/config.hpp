@@ -90,6 +90,9 @@ struct config {
   // --- live mode
   /// argv of every job's workers, split on spaces; empty: the agents' emulated worker.
   std::vector<std::string> worker_command;
+  /// serve --state: ended jobs between two compactions of the journal (their rows folded
+  /// into compact final records); 0: only when serve starts.
+  int state_compact_every = 100;
 
   friend bool operator==(const config&, const config&) = default;
 };

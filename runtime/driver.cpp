@@ -232,7 +232,8 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
                             header, live && live->until_stopped, index_space);
   journal_actor journal;
   if (live && live->journal)
-    journal = sys.spawn(journal_behavior, live->journal, recorder, std::chrono::milliseconds(2000));
+    journal = sys.spawn(journal_behavior, live->journal, recorder, std::chrono::milliseconds(2000),
+                        static_cast<uint32_t>(c.state_compact_every));
   std::vector<server_actor> servers;
   for (auto& s : plan.setup.servers)
     servers.push_back(sys.spawn(server_behavior, s.name, s.gpus, static_cast<int>(s.mode), recorder,
@@ -295,8 +296,10 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
           auto name = job.name;
           auto index = tasks->ask<int64_t>(sys, scheduler, int64_t{-2}, admit_atom::value, std::move(job));
           if (index >= 0) return submit_result{index, {}};
-          return submit_result{-1, fmt::format("job '{}': {}", name, index == -1 ? "the run is stopping"
-                                                                                   : "the scheduler did not answer")};
+          return submit_result{-1, fmt::format("job '{}': {}", name,
+                                               index == -1   ? "the run is stopping"
+                                               : index == -3 ? "the state file could not record it"
+                                                             : "the scheduler did not answer")};
         },
         [tasks, &sys, scheduler](uint32_t job) {
           return tasks->ask<std::string>(sys, scheduler, fmt::format("job {}: the scheduler did not answer", job),

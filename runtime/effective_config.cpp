@@ -90,6 +90,7 @@ std::string effective_config_json(const config& c) {
   std::string argv;
   for (auto& w : c.worker_command) argv += (argv.empty() ? "" : " ") + w;
   j["live.worker_command"] = argv;
+  j["live.state_compact_every"] = c.state_compact_every;
   return j.dump(2);
 }
 

@@ -2,6 +2,7 @@
 /// What `aryl serve --state FILE` keeps of a run so that a restarted scheduler can carry it
 /// on: plain records, and the interface the journal actor writes them through. No CAF and no
 /// SQLite here: the actors include this, runtime/live/state_journal.* stores it.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -65,6 +66,12 @@ struct saved_state {
 struct state_sink {
   virtual ~state_sink() = default;
   virtual void put_job(const saved_job& j) = 0;
+  /// A job a client submitted, with the next free index, in one transaction that is on disk
+  /// when this returns: the client is told the job's id only after it.
+  virtual void put_admitted(const saved_job& j, uint32_t next_index) = 0;
+  /// Folds the rows of ended jobs into the compact store of final records (all a restart
+  /// needs of them). Returns how many were folded.
+  virtual size_t compact() = 0;
   /// Rank 0's latest work_done per job, many jobs in one transaction.
   virtual void put_progress(const std::vector<std::pair<uint32_t, double>>& work_done) = 0;
   /// An inference server's mode (serving, loaned, reclaiming).

@@ -52,6 +52,11 @@ serve_state open_serve_state(const std::string& path, const config& c, run_input
   if (saved.run.speedup != s.run.speedup)
     refuse(fmt::format("it ran at --speedup {:g}, this one at {:g}", saved.run.speedup, s.run.speedup));
 
+  // Only a file whose run this is gets compacted: a refused one is left as it was.
+  if (auto folded = s.journal->compact(); folded > 0)
+    log << fmt::format("[serve] state {}: folded {} ended job{} into final records ({} rows in the file)\n", path,
+                       folded, folded == 1 ? "" : "s", s.journal->rows());
+
   s.restoring = true;
   s.run.start_unix_us = saved.run.start_unix_us;
   s.run.scheduler_restarts = saved.run.scheduler_restarts + 1;

@@ -24,9 +24,9 @@ struct serve_state {
 
 /// Opens `path` (creating it if missing). For a file that holds a run: checks that it was
 /// written for this cluster, workload size and speedup (else input_error naming the file and
-/// the difference), takes the jobs it has out of `inputs.jobs` and puts them in
-/// `world.restored`, with the next free index and the restart counters. Logs what it
-/// carries on. Throws input_error naming the file for one it cannot read.
+/// the difference), folds its ended jobs' rows (state_journal::compact), takes the jobs it
+/// has out of `inputs.jobs` and puts them in `world.restored`, with the next free index and
+/// the restart counters. Logs what it carries on. Throws input_error naming the file for one it cannot read.
 serve_state open_serve_state(const std::string& path, const config& c, run_inputs& inputs, live_world& world,
                              std::ostream& log);
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <stdexcept>
 
 #include "runtime/input_error.hpp"
 
@@ -118,6 +119,54 @@ job_record record_from(const json& j) {
   return r;
 }
 
+/// An ended job's final record in the compact store: its fields in job_record's order,
+/// without their names (a folded job costs a third of its row in `jobs`).
+json compact_json(const job_record& r) {
+  return json::array({r.index, r.name, r.gpus, r.elastic, r.submit_us, r.first_start_us, r.end_us, r.queued_s,
+                      r.gpu_seconds, r.preemptions, r.scale_ins, r.scale_outs, r.duration_s, r.last_workers,
+                      r.on_loaned_s, r.slowdown, r.below_speed_s, r.below_speed_gpu_s, r.outcome});
+}
+
+job_record record_from_compact(const json& a) {
+  if (!a.is_array() || a.size() != 19) throw std::runtime_error("an ended job's record is not an array of 19 fields");
+  job_record r;
+  r.index = a[0].get<uint32_t>();
+  r.name = a[1].get<std::string>();
+  r.gpus = a[2].get<int>();
+  r.elastic = a[3].get<bool>();
+  r.submit_us = a[4].get<int64_t>();
+  r.first_start_us = a[5].get<int64_t>();
+  r.end_us = a[6].get<int64_t>();
+  r.queued_s = a[7].get<double>();
+  r.gpu_seconds = a[8].get<double>();
+  r.preemptions = a[9].get<int>();
+  r.scale_ins = a[10].get<int>();
+  r.scale_outs = a[11].get<int>();
+  r.duration_s = a[12].get<double>();
+  r.last_workers = a[13].get<int>();
+  r.on_loaned_s = a[14].get<double>();
+  r.slowdown = a[15].get<double>();
+  r.below_speed_s = a[16].get<double>();
+  r.below_speed_gpu_s = a[17].get<double>();
+  r.outcome = a[18].get<std::string>();
+  return r;
+}
+
+/// A folded job as load() returns it: ended, with what a restart reads of its spec.
+saved_job ended_job(job_record r) {
+  saved_job j;
+  j.spec.index = r.index;
+  j.spec.name = r.name;
+  j.spec.gpus = r.gpus;
+  j.spec.elastic = r.elastic;
+  j.spec.submit = sim_time::from_us(r.submit_us);
+  j.spec.duration_s = r.duration_s;
+  j.status = "ended";
+  j.workers = r.last_workers;
+  j.record = std::move(r);
+  return j;
+}
+
 /// One transaction: committed when `f` returns, rolled back if it throws.
 template <class F>
 void in_transaction(sqlite3* db, F&& f, const std::function<void(const std::string&)>& fail) {
@@ -134,6 +183,11 @@ void in_transaction(sqlite3* db, F&& f, const std::function<void(const std::stri
     fail(why);
   }
 }
+
+/// Ended jobs' final records, folded from `jobs` (state_journal::compact): `count` of them
+/// per row, as a JSON array of compact records, at most ended_records_per_row.
+constexpr const char* create_ended =
+    "CREATE TABLE ended (chunk INTEGER PRIMARY KEY, count INTEGER NOT NULL, records TEXT NOT NULL)";
 
 } // namespace
 
@@ -171,6 +225,7 @@ state_journal::state_journal(std::string path) : path_(std::move(path)) {
            "workers INTEGER NOT NULL, alloc TEXT NOT NULL, retries INTEGER NOT NULL, work_done REAL NOT NULL, "
            "spec TEXT NOT NULL, record TEXT NOT NULL)");
       exec("CREATE TABLE servers (name TEXT PRIMARY KEY, mode TEXT NOT NULL)");
+      exec(create_ended);
       exec(fmt::format("INSERT INTO meta VALUES ('format', 'aryl-state'), ('version', '{}')", state_format_version)
                .c_str());
       exec("INSERT INTO meta VALUES ('opened', '0')");
@@ -182,6 +237,12 @@ state_journal::state_journal(std::string path) : path_(std::move(path)) {
     while ((rc = meta.step()) == SQLITE_ROW) (meta.text(0) == "format" ? format : version) = meta.text(1);
     if (rc != SQLITE_DONE) fail(sqlite3_errmsg(db_));
     if (format != "aryl-state") fail("not an aryl state file (its meta table has no format 'aryl-state')");
+    if (version == "1") {
+      // Version 1 had no compact store of ended jobs; its rows are all in `jobs`.
+      exec(create_ended);
+      exec(fmt::format("UPDATE meta SET value = '{}' WHERE key = 'version'", state_format_version).c_str());
+      version = std::to_string(state_format_version);
+    }
     if (version != std::to_string(state_format_version))
       fail(fmt::format("state format version '{}', this aryl reads version {}", version, state_format_version));
     // A write takes the exclusive lock now, not at the run's first change.
@@ -266,6 +327,18 @@ saved_state state_journal::load() const {
     out.jobs.push_back(std::move(j));
   }
   if (rc != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  statement e(db_, "SELECT chunk, records FROM ended ORDER BY chunk");
+  if (!e.ok()) fail(sqlite3_errmsg(db_));
+  while ((rc = e.step()) == SQLITE_ROW) {
+    try {
+      for (auto& r : json::parse(e.text(1))) out.jobs.push_back(ended_job(record_from_compact(r)));
+    } catch (const std::exception& x) {
+      fail(fmt::format("ended jobs (row {}): unreadable records: {}", e.integer(0), x.what()));
+    }
+  }
+  if (rc != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  std::stable_sort(out.jobs.begin(), out.jobs.end(),
+                   [](const saved_job& a, const saved_job& b) { return a.spec.index < b.spec.index; });
   statement m(db_, "SELECT name, mode FROM servers ORDER BY name");
   if (!m.ok()) fail(sqlite3_errmsg(db_));
   while ((rc = m.step()) == SQLITE_ROW) out.server_modes.emplace_back(m.text(0), m.text(1));
@@ -290,24 +363,42 @@ void state_journal::put_run(const saved_run& r) {
 
 void state_journal::put_job(const saved_job& j) {
   auto failer = [this](const std::string& w) { fail(w); };
+  in_transaction(db_, [&] { write_job(j); }, failer);
+}
+
+void state_journal::put_admitted(const saved_job& j, uint32_t next_index) {
+  auto failer = [this](const std::string& w) { fail(w); };
+  // A client is told the job's id once this returns: its commit waits for the disk (the WAL
+  // synced), so that not even a machine crash loses an acknowledged job. Every other write
+  // can be redone by the restart, and does not wait.
+  exec("PRAGMA synchronous = FULL");
+  struct normal_again {
+    sqlite3* db;
+    ~normal_again() { sqlite3_exec(db, "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr); }
+  } guard{db_};
   in_transaction(db_, [&] {
-    // work_done is the workers' to report (put_progress): an update leaves it as it is.
-    statement s(db_,
-                "INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(idx) DO UPDATE SET "
-                "status = excluded.status, generation = excluded.generation, workers = excluded.workers, "
-                "alloc = excluded.alloc, retries = excluded.retries, spec = excluded.spec, record = excluded.record");
-    if (!s.ok()) fail(sqlite3_errmsg(db_));
-    s.bind(1, static_cast<int64_t>(j.spec.index));
-    s.bind(2, j.status);
-    s.bind(3, static_cast<int64_t>(j.generation));
-    s.bind(4, static_cast<int64_t>(j.workers));
-    s.bind(5, j.alloc);
-    s.bind(6, static_cast<int64_t>(j.retries));
-    s.bind(7, j.work_done);
-    s.bind(8, to_json(j.spec).dump());
-    s.bind(9, to_json(j.record).dump());
-    if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+    write_job(j);
+    write_next_index(next_index);
   }, failer);
+}
+
+void state_journal::write_job(const saved_job& j) {
+  // work_done is the workers' to report (put_progress): an update leaves it as it is.
+  statement s(db_,
+              "INSERT INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(idx) DO UPDATE SET "
+              "status = excluded.status, generation = excluded.generation, workers = excluded.workers, "
+              "alloc = excluded.alloc, retries = excluded.retries, spec = excluded.spec, record = excluded.record");
+  if (!s.ok()) fail(sqlite3_errmsg(db_));
+  s.bind(1, static_cast<int64_t>(j.spec.index));
+  s.bind(2, j.status);
+  s.bind(3, static_cast<int64_t>(j.generation));
+  s.bind(4, static_cast<int64_t>(j.workers));
+  s.bind(5, j.alloc);
+  s.bind(6, static_cast<int64_t>(j.retries));
+  s.bind(7, j.work_done);
+  s.bind(8, to_json(j.spec).dump());
+  s.bind(9, to_json(j.record).dump());
+  if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
 }
 
 void state_journal::put_progress(const std::vector<std::pair<uint32_t, double>>& work_done) {
@@ -340,13 +431,90 @@ void state_journal::put_server_mode(const std::string& server, const std::string
 
 void state_journal::put_next_index(uint32_t next) {
   auto failer = [this](const std::string& w) { fail(w); };
+  in_transaction(db_, [&] { write_next_index(next); }, failer);
+}
+
+void state_journal::write_next_index(uint32_t next) {
+  statement s(db_, "INSERT INTO meta VALUES ('next_index', ?1) ON CONFLICT(key) DO UPDATE SET value = "
+                   "max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))");
+  if (!s.ok()) fail(sqlite3_errmsg(db_));
+  s.bind(1, static_cast<int64_t>(next));
+  if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+}
+
+size_t state_journal::compact() {
+  auto failer = [this](const std::string& w) { fail(w); };
+  size_t folded = 0;
   in_transaction(db_, [&] {
-    statement s(db_, "INSERT INTO meta VALUES ('next_index', ?1) ON CONFLICT(key) DO UPDATE SET value = "
-                     "max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))");
-    if (!s.ok()) fail(sqlite3_errmsg(db_));
-    s.bind(1, static_cast<int64_t>(next));
-    if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+    std::vector<json> records;
+    {
+      statement s(db_, "SELECT idx, record FROM jobs WHERE status = 'ended' ORDER BY idx");
+      if (!s.ok()) fail(sqlite3_errmsg(db_));
+      int rc;
+      while ((rc = s.step()) == SQLITE_ROW) {
+        try {
+          records.push_back(compact_json(record_from(json::parse(s.text(1)))));
+        } catch (const json::exception& e) {
+          fail(fmt::format("job {}: unreadable record: {}", s.integer(0), e.what()));
+        }
+      }
+      if (rc != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+    }
+    if (records.empty()) return;
+    // The last row is topped up before a new one is begun: rows stay full, whatever the
+    // interval between compactions.
+    int64_t chunk = 0;
+    json rows = json::array();
+    {
+      statement s(db_, "SELECT chunk, count, records FROM ended ORDER BY chunk DESC LIMIT 1");
+      if (!s.ok()) fail(sqlite3_errmsg(db_));
+      int rc = s.step();
+      if (rc == SQLITE_ROW) {
+        chunk = s.integer(0);
+        if (s.integer(1) < static_cast<int64_t>(ended_records_per_row)) {
+          try {
+            rows = json::parse(s.text(2));
+          } catch (const json::exception& e) {
+            fail(fmt::format("ended jobs (row {}): unreadable records: {}", chunk, e.what()));
+          }
+          if (!rows.is_array()) fail(fmt::format("ended jobs (row {}): unreadable records: not an array", chunk));
+        } else {
+          ++chunk;
+        }
+      } else if (rc != SQLITE_DONE) {
+        fail(sqlite3_errmsg(db_));
+      }
+    }
+    statement put(db_, "INSERT INTO ended VALUES (?1, ?2, ?3) ON CONFLICT(chunk) DO UPDATE SET count = excluded.count, "
+                       "records = excluded.records");
+    if (!put.ok()) fail(sqlite3_errmsg(db_));
+    auto write = [&] {
+      put.bind(1, chunk);
+      put.bind(2, static_cast<int64_t>(rows.size()));
+      put.bind(3, rows.dump());
+      if (put.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+      put.reset();
+    };
+    for (auto& r : records) {
+      rows.push_back(std::move(r));
+      if (rows.size() < ended_records_per_row) continue;
+      write();
+      ++chunk;
+      rows = json::array();
+    }
+    if (!rows.empty()) write();
+    statement drop(db_, "DELETE FROM jobs WHERE status = 'ended'");
+    if (!drop.ok() || drop.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+    folded = records.size();
   }, failer);
+  return folded;
+}
+
+size_t state_journal::rows() const {
+  statement s(db_, "SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM ended) + (SELECT count(*) FROM servers) "
+                   "+ (SELECT count(*) FROM meta)");
+  if (!s.ok() || s.step() != SQLITE_ROW) fail(sqlite3_errmsg(db_));
+  return static_cast<size_t>(s.integer(0));
 }
 
 std::string cluster_mismatch(const std::vector<std::string>& saved, const std::vector<std::string>& now) {

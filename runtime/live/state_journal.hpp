@@ -2,6 +2,7 @@
 /// `aryl serve --state FILE`: the scheduler's state journaled in SQLite (WAL), so that a
 /// scheduler killed mid-run can be started again on the same file and carry the run on
 /// (docs/live.md, "Scheduler restart"). Plain structs in and out; no CAF.
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -11,8 +12,13 @@ struct sqlite3;
 
 namespace aryl::live {
 
-/// The format this build reads and writes; another version is refused by name.
-inline constexpr int state_format_version = 1;
+/// The format this build reads and writes; another version is refused by name, but version
+/// 1 (no compact store of ended jobs) is upgraded in place.
+inline constexpr int state_format_version = 2;
+
+/// Ended jobs' final records per row of the compact store: a compaction tops up the last row
+/// before it begins another.
+inline constexpr size_t ended_records_per_row = 256;
 
 class state_journal : public state_sink {
  public:
@@ -36,12 +42,23 @@ class state_journal : public state_sink {
   void put_run(const saved_run& r);
 
   void put_job(const saved_job& j) override;
+  /// The job and the counter in one transaction, synced to disk before it returns.
+  void put_admitted(const saved_job& j, uint32_t next_index) override;
+  /// Moves the rows of ended jobs from `jobs` to the compact store (their final records,
+  /// ended_records_per_row to a row) in one transaction; load() returns them as ended jobs
+  /// whose spec holds what the record does (index, name, sizes, submit, duration).
+  size_t compact() override;
+  /// Rows in the file, every table counted (for tests and the log).
+  size_t rows() const;
   void put_progress(const std::vector<std::pair<uint32_t, double>>& work_done) override;
   void put_server_mode(const std::string& server, const std::string& mode) override;
   void put_next_index(uint32_t next) override;
 
  private:
   void exec(const char* sql) const;
+  // Inside a transaction of the caller's.
+  void write_job(const saved_job& j);
+  void write_next_index(uint32_t next);
   [[noreturn]] void fail(const std::string& what) const;
   std::string path_;
   sqlite3* db_ = nullptr;

@@ -210,3 +210,145 @@ TEST_CASE("state journal: another cluster is told apart by its first difference"
   b.push_back("i0 T4x4 inference");
   CHECK(cluster_mismatch(a, b) == "the file has 2 machines, this config 3");
 }
+
+namespace {
+
+saved_job job_at(uint32_t index, const std::string& status) {
+  saved_job j = running_job();
+  j.spec.index = j.record.index = index;
+  j.spec.name = j.record.name = "job" + std::to_string(index);
+  j.status = status;
+  if (status == "ended") {
+    j.record.outcome = index % 3 == 0 ? "cancelled" : "done";
+    j.record.end_us = 1'000'000 + index;
+    j.record.gpu_seconds = index * 0.1;
+    j.record.slowdown = 1.0 / (index + 1);  // not a short decimal: must read back exactly
+  }
+  return j;
+}
+
+int64_t pages(const std::string& path) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &s, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+  auto n = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return n;
+}
+
+/// 1000 jobs, each queued, running and ended in turn, 4 active at a time; compacted every
+/// `every` ends (0: never). Returns the most rows the file had.
+size_t run_many(state_journal& j, uint32_t every) {
+  size_t most = 0;
+  for (uint32_t i = 0; i < 1000; ++i) {
+    j.put_job(job_at(i, "queued"));
+    j.put_job(job_at(i, "running"));
+    if (i >= 4) {
+      j.put_job(job_at(i - 4, "ended"));
+      if (every && (i - 3) % every == 0) j.compact();
+    }
+    most = std::max(most, j.rows());
+  }
+  return most;
+}
+
+} // namespace
+
+TEST_CASE("state journal: a client's submit and the id counter are written in one transaction") {
+  scratch s;
+  auto path = s.file("state.db");
+  {
+    state_journal j(path);
+    j.put_next_index(3);
+    auto row = job_at(3, "queued");
+    j.put_admitted(row, 4);
+    j.put_job(job_at(3, "running"));  // later writes go on as before
+  }
+  state_journal j(path);
+  auto st = j.load();
+  CHECK(st.run.next_index == 4);
+  REQUIRE(st.jobs.size() == 1);
+  CHECK(st.jobs[0].spec.index == 3);
+  CHECK(st.jobs[0].status == "running");
+}
+
+TEST_CASE("state journal: compaction keeps the file's rows bounded over many ended jobs, and every record") {
+  scratch s;
+  auto compacted = s.file("compacted.db"), full = s.file("full.db");
+  size_t most = 0;
+  {
+    state_journal j(compacted);
+    most = run_many(j, 50);
+  }
+  {
+    state_journal j(full);
+    run_many(j, 0);
+  }
+  // 3 meta rows, 4 active jobs, at most 49 ended ones not yet folded, and at most
+  // ceil(996 / 256) = 4 rows of folded records; without compaction, a row per job.
+  CHECK(most <= 3 + 4 + 49 + 4);
+  CHECK(pages(compacted) * 3 < pages(full));
+
+  state_journal j(compacted);
+  CHECK(j.compact() == 46);  // what a restart folds first: the ends since the last compaction
+  CHECK(j.rows() == 3 + 4 + 4);
+  auto st = j.load();
+  REQUIRE(st.jobs.size() == 1000);
+  for (uint32_t i = 0; i < 1000; ++i) {
+    auto& got = st.jobs[i];
+    CHECK(got.spec.index == i);
+    if (i >= 996) {
+      CHECK(got.status == "running");
+      continue;
+    }
+    auto want = job_at(i, "ended");
+    CHECK(got.status == "ended");
+    CHECK(got.spec.name == want.spec.name);
+    CHECK(got.spec.submit.us == want.record.submit_us);
+    CHECK(got.record.outcome == want.record.outcome);
+    CHECK(got.record.end_us == want.record.end_us);
+    CHECK(got.record.gpu_seconds == want.record.gpu_seconds);
+    CHECK(got.record.slowdown == want.record.slowdown);
+    CHECK(got.record.first_start_us == want.record.first_start_us);
+    CHECK(got.record.preemptions == want.record.preemptions);
+  }
+}
+
+TEST_CASE("state journal: a job's progress after it was folded changes nothing") {
+  scratch s;
+  auto path = s.file("state.db");
+  state_journal j(path);
+  j.put_job(job_at(1, "ended"));
+  CHECK(j.compact() == 1);
+  CHECK(j.compact() == 0);
+  j.put_progress({{1, 55.0}});
+  auto st = j.load();
+  REQUIRE(st.jobs.size() == 1);
+  CHECK(st.jobs[0].status == "ended");
+  CHECK(st.jobs[0].work_done == 0);
+}
+
+TEST_CASE("state journal: a version 1 file is upgraded in place and its ended jobs folded") {
+  scratch s;
+  auto path = s.file("v1.db");
+  {
+    state_journal j(path);
+    j.put_job(job_at(0, "ended"));
+    j.put_job(job_at(1, "running"));
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "DROP TABLE ended; UPDATE meta SET value = '1' WHERE key = 'version'", nullptr, nullptr,
+                       nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  state_journal j(path);
+  CHECK(j.compact() == 1);
+  auto st = j.load();
+  REQUIRE(st.jobs.size() == 2);
+  CHECK(st.jobs[0].status == "ended");
+  CHECK(st.jobs[0].record.outcome == "cancelled");
+  CHECK(st.jobs[1].status == "running");
+}
