@@ -10,6 +10,8 @@
 //  4. extra workers go on the fewest servers that hold them;
 //  5. the result is diffed against the ledger: only jobs whose allocation changes get a
 //     decision, applied as one batch.
+// A local round (between scale rounds) does step 1 only, and scales in just the jobs whose
+// extra workers' GPUs it takes.
 #include <algorithm>
 #include <optional>
 
@@ -158,10 +160,6 @@ struct round_buffers {
   }
 };
 thread_local round_buffers buffers;
-
-} // namespace
-
-namespace {
 
 /// Without elastic scaling (loan-only) a job's base is its whole allocation: it only moves.
 int base_workers(const job_entry& j, const policy_spec& p) { return p.elastic ? j.min_workers : j.gpus; }
