@@ -124,6 +124,7 @@ struct round_buffers {
   std::vector<start> starts;
   mckp_input in;
   std::vector<size_t> class_plan;
+  std::vector<uint32_t> losers;  ///< a local round's jobs with extra workers on one server
   std::vector<std::pair<size_t, int>> still_needed;
   std::vector<cluster_ledger::reassignment> changes;
   std::vector<decision> rescales;
@@ -319,7 +320,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
   // Where starts took GPUs of extra workers, those jobs scale in: the shortest predicted
   // remaining time first (the longest keep their extras, which save them the most); no
   // other job changes. GPUs left free wait for the next full round.
-  auto& losers = b.class_plan;  // job ids
+  auto& losers = b.losers;
   for (auto& s : l.servers) {
     const int kept = std::min(p.elastic ? s.extra : 0, view.free[static_cast<size_t>(s.id)]);
     int lost = (p.elastic ? s.extra : 0) - kept;
@@ -327,7 +328,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
     losers.clear();
     for (auto id : s.jobs)
       if (l.jobs[id].elastic) losers.push_back(id);
-    std::stable_sort(losers.begin(), losers.end(), [&](size_t x, size_t y) {
+    std::stable_sort(losers.begin(), losers.end(), [&](uint32_t x, uint32_t y) {
       auto rx = l.jobs[x].predicted_remaining(), ry = l.jobs[y].predicted_remaining();
       return rx < ry || (rx == ry && x > y);
     });
@@ -343,7 +344,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
       // The job's plan: found if an earlier server already shrank it.
       auto it = std::find_if(b.plans.begin(), b.plans.end(), [&](auto& e) { return e.job == id && !e.started; });
       if (it == b.plans.end()) {
-        b.plans.push_back(elastic_plan{static_cast<uint32_t>(id), {}, j.alloc_type, j.workers, false, j.alloc});
+        b.plans.push_back(elastic_plan{id, {}, j.alloc_type, j.workers, false, j.alloc});
         it = b.plans.end() - 1;
       }
       int k = std::min(extra, lost);
