@@ -57,6 +57,10 @@ fault_actor::behavior_type fault_behavior(fault_actor::stateful_pointer<fault_in
               detail = e.fail ? fmt::format("checkpoint job-{} fail", e.job)
                               : fmt::format("checkpoint job-{} slow_s={:.0f}", e.job, e.slow_s);
               break;
+            case fault_event::kind::scheduler_crash:
+              self->send(scheduler, away_atom::value, sim_time::from_seconds(e.down_s).us);
+              detail = fmt::format("scheduler_crash down_for={:.0f}", e.down_s);
+              break;
           }
           self->send(recorder, event_atom::value, event_record{now.us, "faults", "fault", detail, e.source});
         }

@@ -2,7 +2,7 @@
 /// The fault actor: follows a fault plan in simulated time. Server crashes, worker crashes,
 /// bad agent links and checkpoint faults go to the scheduler (which passes the physical event
 /// to the actors it reaches, and notices a lost server only when its heartbeats stop); a
-/// surge sets the inference demand.
+/// surge sets the inference demand; a scheduler crash sends the scheduler away.
 #include <map>
 #include <string>
 #include <vector>

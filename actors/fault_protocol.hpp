@@ -35,6 +35,12 @@ using linkfault_atom = caf::atom_constant<caf::atom("linkfault")>;
 /// ckfault(fault): the job's next checkpoint is slow or fails.
 using ckfault_atom = caf::atom_constant<caf::atom("ckfault")>;
 
+/// scheduler, from the fault actor: away(down µs): the scheduler crashes and is back after
+/// that long. Meanwhile it decides nothing and every message to it waits, except the faults it
+/// passes on to the actors they strike; self-sent awake() ends it.
+using away_atom = caf::atom_constant<caf::atom("away")>;
+using awake_atom = caf::atom_constant<caf::atom("awake")>;
+
 /// A bad link between one training server's agent and the scheduler, for `for_us` of
 /// simulated time: heartbeats and reports arrive `delay_s` late, and each heartbeat is lost
 /// with probability `loss`. A disconnect loses everything and ends with the agent

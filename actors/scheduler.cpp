@@ -536,11 +536,12 @@ void recover_job(self_ptr self, uint32_t job, int lost_server, sim_time now, con
 
 heartbeat_model heartbeats(const scheduler_setup& s) { return {s.heartbeat_s, s.missed_heartbeats}; }
 
-/// Whether a loss the scheduler predicted for now still stands: a silence of the server's
-/// latest fault is noticed now, and its agent is not heard again before.
+/// Whether a loss the scheduler predicted still stands now: a silence of the server's latest
+/// fault is noticed by now (later than predicted if the scheduler was away), and its agent is
+/// not heard again before.
 bool loss_due(const scheduler_state::server_truth& t, sim_time now) {
   for (auto& s : t.silences)
-    if (s.noticed == now && s.heard >= now) return true;
+    if (s.noticed <= now && s.heard >= now) return true;
   return false;
 }
 
@@ -562,18 +563,21 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
                     std::make_shared<const std::vector<server_actor>>(st.servers), st.setup.checkpoints,
                     st.setup.journal};
   return {
-      [=](submit_atom, job_spec& spec) {
+      [=](submit_atom, job_spec& spec) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
         auto& st = self->state;
         if (st.drained) {
           log(self, st.jenv.tb.now(self), "refuse", fmt::format("{} name={}", job_name(spec.index), spec.name),
               "the run is stopping");
-          return;
+          return caf::unit;
         }
         auto index = spec.index;
         accept_job(self, spec);
         journal_job(self, index, st.jenv.tb.now(self));
+        return caf::unit;
       },
       [=](admit_atom, job_spec& spec) -> caf::result<int64_t> {
+        if (self->state.away) return caf::skip;
         auto& st = self->state;
         if (st.drained) return int64_t{-1};
         auto index = spec.index = st.next_index++;
@@ -591,25 +595,29 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
                   [=](caf::error&) mutable { answer.deliver(int64_t{-3}); });
         return answer;
       },
-      [=](cancel_atom, uint32_t job) -> std::string {
+      [=](cancel_atom, uint32_t job) -> caf::result<std::string> {
+        if (self->state.away) return caf::skip;
         auto& st = self->state;
         if (job >= st.jobs.size() || (st.names[job].empty() && !st.jobs[job]))
           return fmt::format("job {}: no such job", job);
         if (!st.jobs[job]) return fmt::format("job {} ({}) has already ended", job, st.names[job]);
         end_job(self, job, "cancelled", "cancelled by a client");
-        return {};
+        return std::string{};
       },
-      [=](drain_atom) {
+      [=](drain_atom) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
         auto& st = self->state;
-        if (st.drained) return;
+        if (st.drained) return caf::unit;
         st.drained = true;
         std::vector<uint32_t> active(st.ledger.running.begin(), st.ledger.running.end());
         active.insert(active.end(), st.ledger.queued.begin(), st.ledger.queued.end());
         std::sort(active.begin(), active.end());
         for (auto id : active) end_job(self, id, "cancelled", "the run was told to stop");
         self->send(st.jenv.recorder, close_atom::value);
+        return caf::unit;
       },
-      [=](ack_atom, const job_ack& a) {
+      [=](ack_atom, const job_ack& a) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
         auto& st = self->state;
         bool any = false;
         for (auto& rf : st.reclaims) {
@@ -620,17 +628,27 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
           }
         }
         if (any) complete_reclaims(self, st.jenv.tb.now(self));
+        return caf::unit;
       },
-      [=](finished_atom, uint32_t job, uint64_t) {
+      [=](finished_atom, uint32_t job, uint64_t) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
         // A job cancelled while its completion was on the way has ended already.
         if (job < self->state.jobs.size() && self->state.jobs[job]) end_job(self, job, "done", "its work is done");
+        return caf::unit;
       },
-      [=](round_atom) { run_round(self); },
-      [=](scale_due_atom) {
+      [=](round_atom) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
+        run_round(self);
+        return caf::unit;
+      },
+      [=](scale_due_atom) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
         self->state.scale_timer = false;
         mark_dirty(self);
+        return caf::unit;
       },
-      [=](loan_atom, const std::vector<int>& ids) {
+      [=](loan_atom, const std::vector<int>& ids) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
         st.inference = caf::actor_cast<caf::actor_addr>(self->current_sender());
@@ -641,8 +659,10 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         }
         log(self, now, "loan", fmt::format("servers={}", ids.size()), "inference demand fell below serving capacity");
         mark_dirty(self);
+        return caf::unit;
       },
-      [=](reclaim_atom, int count, int64_t deadline_us) {
+      [=](reclaim_atom, int count, int64_t deadline_us) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
         st.inference = caf::actor_cast<caf::actor_addr>(self->current_sender());
@@ -651,6 +671,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         start_reclaim(self, now);
         complete_reclaims(self, now);
         mark_dirty(self);
+        return caf::unit;
       },
       [=](crash_atom, int server, int64_t down_us) {
         auto& st = self->state;
@@ -687,19 +708,20 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
           self->delayed_send(self, st.jenv.tb.span(q.heard - now), back_atom::value, f.server);
         }
       },
-      [=](lost_atom, int server) {
+      [=](lost_atom, int server) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
-        if (server < 0 || static_cast<size_t>(server) >= st.ledger.servers.size()) return;
+        if (server < 0 || static_cast<size_t>(server) >= st.ledger.servers.size()) return caf::unit;
         auto& s = st.ledger.servers.at(static_cast<size_t>(server));
         auto& t = st.truth[static_cast<size_t>(server)];
         // Its own prediction is stale once the agent was heard again; an outside detector (the
         // live gateway) reports only a server whose agent is still away.
         bool predicted = self->current_sender() == self->address();
-        if (s.mode == server_mode::down || (predicted && !loss_due(t, now))) return;
+        if (s.mode == server_mode::down || (predicted && !loss_due(t, now))) return caf::unit;
         // Only training servers are lost and back: inference servers belong to the
         // inference-load actor's accounting, which does not model their loss.
-        if (s.home != server_home::training) return;
+        if (s.home != server_home::training) return caf::unit;
         auto jobs = s.jobs;
         std::vector<uint32_t> ids(jobs.begin(), jobs.end());
         std::sort(ids.begin(), ids.end());
@@ -715,11 +737,13 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         if (alive) t.strays = ids;
         self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(server_mode::down));
         mark_dirty(self);
+        return caf::unit;
       },
-      [=](back_atom, int server) {
+      [=](back_atom, int server) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
-        if (server < 0 || static_cast<size_t>(server) >= st.ledger.servers.size()) return;
+        if (server < 0 || static_cast<size_t>(server) >= st.ledger.servers.size()) return caf::unit;
         auto& s = st.ledger.servers.at(static_cast<size_t>(server));
         auto& t = st.truth[static_cast<size_t>(server)];
         if (s.mode != server_mode::down) {
@@ -734,7 +758,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
             mark_dirty(self);
           }
           t.crashed = false;  // the pending loss finds it alive
-          return;
+          return caf::unit;
         }
         t.crashed = false;
         if (!t.strays.empty()) {
@@ -750,6 +774,25 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(server_mode::training));
         log(self, now, "back", fmt::format("server={}", s.name), "its agent registered again");
         mark_dirty(self);
+        return caf::unit;
+      },
+      [=](away_atom, int64_t down_us) {
+        // Crashed: what it is sent waits in its mailbox (the handlers above skip it), as it
+        // would wait for a restarted scheduler; the world's faults still strike. A second
+        // crash while away is ignored.
+        auto& st = self->state;
+        if (st.away) return;
+        st.away = true;
+        log(self, st.jenv.tb.now(self), "away", fmt::format("for={:.0f}", sim_time::from_us(down_us).seconds()),
+            "the scheduler crashed; it decides nothing until it is back");
+        self->delayed_send(self, st.jenv.tb.span(sim_time::from_us(down_us)), awake_atom::value);
+      },
+      [=](awake_atom) {
+        // Back: the messages held meanwhile are offered again, in the order they came.
+        auto& st = self->state;
+        st.away = false;
+        log(self, st.jenv.tb.now(self), "awake", "", "the scheduler is back");
+        mark_dirty(self);
       },
       [=](ckfault_atom, uint32_t job, const checkpoint_fault& f) {
         auto& st = self->state;
@@ -760,18 +803,27 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         if (job < st.jobs.size() && st.jobs[job] && st.ledger.jobs[job].workers > 0)
           self->send(st.jobs[job], crash_atom::value, -1);
       },
-      [=](wfail_atom, uint32_t job) {
+      [=](wfail_atom, uint32_t job) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
         auto& st = self->state;
-        if (job >= st.jobs.size() || !st.jobs[job] || st.ledger.jobs[job].workers == 0) return;
+        if (job >= st.jobs.size() || !st.jobs[job] || st.ledger.jobs[job].workers == 0) return caf::unit;
         recover_job(self, job, -1, st.jenv.tb.now(self), "a worker process died");
         mark_dirty(self);
+        return caf::unit;
       },
-      [=](restore_atom, std::vector<saved_job>& rows) -> int {
+      [=](restore_atom, std::vector<saved_job>& rows) -> caf::result<int> {
+        if (self->state.away) return caf::skip;
         for (auto& row : rows) restore_job(self, row);
         return static_cast<int>(rows.size());
       },
-      [=](dump_atom) -> std::string { return dump_state(self->state, self->state.jenv.tb.now(self)); },
-      [=](status_atom) -> cluster_status { return status_of(self->state, self->state.jenv.tb.now(self)); },
+      [=](dump_atom) -> caf::result<std::string> {
+        if (self->state.away) return caf::skip;
+        return dump_state(self->state, self->state.jenv.tb.now(self));
+      },
+      [=](status_atom) -> caf::result<cluster_status> {
+        if (self->state.away) return caf::skip;
+        return status_of(self->state, self->state.jenv.tb.now(self));
+      },
   };
 }
 

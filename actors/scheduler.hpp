@@ -58,6 +58,7 @@ struct scheduler_state {
   latency_histogram rounds;
   uint32_t next_index = 0;  ///< the next admitted job's index
   bool drained = false;     ///< told to stop: every job ended, nothing more is taken
+  bool away = false;        ///< crashed (a fault plan's scheduler_crash): messages wait
   // Faults: the world's truth (a crashed machine, a bad link) and what the scheduler knows
   // (mode down).
   struct server_truth {

@@ -93,6 +93,8 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<wfail_atom, uint32_t>,
     caf::reacts_to<linkfault_atom, link_fault>,
     caf::reacts_to<ckfault_atom, uint32_t, checkpoint_fault>,
+    caf::reacts_to<away_atom, int64_t>,
+    caf::reacts_to<awake_atom>,
     caf::replies_to<restore_atom, std::vector<saved_job>>::with<int>>;
 
 } // namespace aryl

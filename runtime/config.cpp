@@ -146,6 +146,8 @@ const std::map<std::string, setter>& setters() {
       {"faults.random.checkpoint_fail_per_day", [](config& c, const std::string& v) { c.random_faults.checkpoint_fail_per_day = within(to_double(v), 0.0, 1e6); }},
       {"faults.random.checkpoint_slow_per_day", [](config& c, const std::string& v) { c.random_faults.checkpoint_slow_per_day = within(to_double(v), 0.0, 1e6); }},
       {"faults.random.mean_checkpoint_slow_s", [](config& c, const std::string& v) { c.random_faults.mean_checkpoint_slow_s = seconds(v, 1.0); }},
+      {"faults.random.scheduler_crash_per_day", [](config& c, const std::string& v) { c.random_faults.scheduler_crash_per_day = within(to_double(v), 0.0, 1e4); }},
+      {"faults.random.mean_scheduler_down_s", [](config& c, const std::string& v) { c.random_faults.mean_scheduler_down_s = seconds(v, 1.0); }},
       {"jobs.elastic_fraction", [](config& c, const std::string& v) { c.elastic_fraction = fraction(to_double(v)); }},
       {"jobs.min_workers_fraction", [](config& c, const std::string& v) { c.min_workers_fraction = fraction(to_double(v)); }},
       {"jobs.max_workers_factor", [](config& c, const std::string& v) { c.max_workers_factor = within(to_double(v), 1.0, 64.0); }},

@@ -74,6 +74,8 @@ std::string effective_config_json(const config& c) {
   j["faults.random.checkpoint_fail_per_day"] = c.random_faults.checkpoint_fail_per_day;
   j["faults.random.checkpoint_slow_per_day"] = c.random_faults.checkpoint_slow_per_day;
   j["faults.random.mean_checkpoint_slow_s"] = c.random_faults.mean_checkpoint_slow_s;
+  j["faults.random.scheduler_crash_per_day"] = c.random_faults.scheduler_crash_per_day;
+  j["faults.random.mean_scheduler_down_s"] = c.random_faults.mean_scheduler_down_s;
   j["inference.trace"] = c.inference_trace;
   j["inference.format"] = c.inference_format;
   j["inference.peak_utilisation"] = c.inference_peak_utilisation;

@@ -27,12 +27,13 @@ std::vector<fault_event> read_fault_plan(const std::string& path, const std::vec
   using kind = fault_event::kind;
   static const std::map<std::string, kind> kinds = {
       {"server_crash", kind::server_crash}, {"worker_crash", kind::worker_crash}, {"surge", kind::surge},
-      {"disconnect", kind::disconnect},     {"link", kind::link},                 {"checkpoint", kind::checkpoint}};
+      {"disconnect", kind::disconnect},     {"link", kind::link},                 {"checkpoint", kind::checkpoint},
+      {"scheduler_crash", kind::scheduler_crash}};
   // The keys that qualify a fault, and the kinds they go with.
   static const std::map<std::string, std::vector<kind>> qualifiers = {
-      {"down_for", {kind::server_crash}}, {"for", {kind::disconnect, kind::link}}, {"delay_s", {kind::link}},
+      {"down_for", {kind::server_crash, kind::scheduler_crash}}, {"for", {kind::disconnect, kind::link}}, {"delay_s", {kind::link}},
       {"loss", {kind::link}},             {"slow_s", {kind::checkpoint}},           {"fail", {kind::checkpoint}}};
-  const char* kind_list = "server_crash, worker_crash, surge, disconnect, link, checkpoint";
+  const char* kind_list = "server_crash, worker_crash, surge, disconnect, link, checkpoint, scheduler_crash";
   auto root = load_yaml_file(path, "fault plan");
   if (!root.IsMap() || !root["faults"] || !root["faults"].IsSequence())
     throw input_error(path + ": expected a map with a `faults:` list");
@@ -64,6 +65,10 @@ std::vector<fault_event> read_fault_plan(const std::string& path, const std::vec
           if (std::find(servers.begin(), servers.end(), e.server) == servers.end())
             throw input_error(fmt::format("{}: {}: '{}' is not a training server of the config (t0..t{})", key_at,
                                           key, e.server, servers.size() - 1));
+        } else if (e.what == kind::scheduler_crash) {
+          bool yes = false;
+          if (!v.IsScalar() || !YAML::convert<bool>::decode(v, yes) || !yes)
+            throw input_error(key_at + ": scheduler_crash: must be true (there is one scheduler)");
         } else if (e.what == kind::surge) {
           e.servers = static_cast<int>(number(v, key_at, key, 0, max_servers));
         } else {
@@ -92,6 +97,9 @@ std::vector<fault_event> read_fault_plan(const std::string& path, const std::vec
     }
     if ((e.what == kind::disconnect || e.what == kind::link) && !qualified.count("for"))
       throw input_error(fmt::format("{}: {} needs `for` (seconds)", at, kind_key));
+    if (e.what == kind::scheduler_crash && !qualified.count("down_for"))
+      throw input_error(at + ": scheduler_crash needs `down_for` (seconds): a scheduler that never comes back "
+                             "ends the run");
     if (e.what == kind::link && !(e.delay_s > 0 || e.loss > 0))
       throw input_error(at + ": link needs `delay_s` or `loss` above 0");
     if (e.what == kind::checkpoint && qualified.count("slow_s") + qualified.count("fail") != 1)
@@ -166,6 +174,10 @@ std::vector<fault_event> random_fault_plan(const random_fault_rates& r, uint64_t
       e.slow_s = lasting(r.mean_checkpoint_slow_s, rng);
     });
   }
+  arrivals(5, r.scheduler_crash_per_day, [&](fault_event& e, std::mt19937_64& rng) {
+    e.what = fault_event::kind::scheduler_crash;
+    e.down_s = lasting(r.mean_scheduler_down_s, rng);
+  });
   std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.at < b.at; });
   return out;
 }

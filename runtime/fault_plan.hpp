@@ -11,11 +11,12 @@
 namespace aryl {
 
 struct fault_event {
-  enum class kind { server_crash, worker_crash, surge, disconnect, link, checkpoint };
+  enum class kind { server_crash, worker_crash, surge, disconnect, link, checkpoint, scheduler_crash };
   kind what = kind::server_crash;
   sim_time at;
   /// server_crash: the server (a training server's name, t0..), back after down_s seconds;
   /// down_s < 0: for good. disconnect, link: the server whose agent's link fails.
+  /// scheduler_crash: the scheduler is away for down_s seconds (never for good).
   std::string server;
   double down_s = -1;
   /// worker_crash: one worker of this job dies (nothing happens if it is not running then).
@@ -51,9 +52,12 @@ struct random_fault_rates {
   double checkpoint_fail_per_day = 0;  ///< over the cluster, on a random job
   double checkpoint_slow_per_day = 0;  ///< over the cluster, on a random job, slower by an
   double mean_checkpoint_slow_s = 300; ///< exponential time
+  double scheduler_crash_per_day = 0;  ///< the scheduler, away for an exponential time:
+  double mean_scheduler_down_s = 60;
   bool any() const {
     return server_crash_per_day > 0 || worker_crash_per_day > 0 || surge_per_day > 0 || disconnect_per_day > 0 ||
-           link_per_day > 0 || checkpoint_fail_per_day > 0 || checkpoint_slow_per_day > 0;
+           link_per_day > 0 || checkpoint_fail_per_day > 0 || checkpoint_slow_per_day > 0 ||
+           scheduler_crash_per_day > 0;
   }
   friend bool operator==(const random_fault_rates&, const random_fault_rates&) = default;
 };
@@ -61,7 +65,8 @@ struct random_fault_rates {
 /// Reads a plan file: YAML `faults:` list of maps, each with `at` (seconds) and one of
 /// `server_crash: NAME` (with optional `down_for: S`), `worker_crash: JOB`, `surge: SERVERS`,
 /// `disconnect: NAME` (with `for: S`), `link: NAME` (with `for: S` and `delay_s: D` and/or
-/// `loss: P`), `checkpoint: JOB` (with `slow_s: X` or `fail: true`). Throws input_error naming
+/// `loss: P`), `checkpoint: JOB` (with `slow_s: X` or `fail: true`), `scheduler_crash: true` (with
+/// `down_for: S`). Throws input_error naming
 /// the file, line and key; `servers` are the configured training servers' names (a server
 /// fault names one of them).
 std::vector<fault_event> read_fault_plan(const std::string& path, const std::vector<std::string>& servers);

@@ -2,8 +2,8 @@
 """Soak test: many seeded random fault plans in simulated time, invariants checked on every
 event. Each plan is one `aryl simulate --check-invariants` run with random faults
 (faults.random.*) drawn from its seed: server crashes, worker crashes and inference surges,
-and (unless --kinds crashes) agent disconnects, lossy and slow agent links, and failed and
-slow checkpoints. A run that fails (an invariant violated, a stall, a crash of aryl itself) or
+and (unless --kinds crashes) agent disconnects, lossy and slow agent links, failed and
+slow checkpoints, and scheduler crashes. A run that fails (an invariant violated, a stall, a crash of aryl itself) or
 that does not account for every job (done + failed = submitted) is a violation, reported with
 the command that reproduces it. The first violating seed is rerun and its events.log compared
 byte for byte.
@@ -31,13 +31,14 @@ FAULTS = ["--set", "faults.random.server_crash_per_day=2", "--set", "faults.rand
           "--set", "faults.random.worker_crash_per_day=40", "--set", "faults.random.surge_per_day=6"]
 # Per training server-day: 2 disconnects (5 min on average) and 2 bad links (10 min, heartbeats
 # 5 s late and 20% of them lost); over the cluster, 100 failed and 100 slow checkpoints a day
-# (on a random job: most find it not running).
+# (on a random job: most find it not running); 4 scheduler crashes a day (2 min away on average).
 LINK_AND_CHECKPOINT_FAULTS = [
     "--set", "faults.random.disconnect_per_day=2", "--set", "faults.random.mean_disconnect_s=300",
     "--set", "faults.random.link_per_day=2", "--set", "faults.random.mean_link_s=600",
     "--set", "faults.random.link_delay_s=5", "--set", "faults.random.link_loss=0.2",
     "--set", "faults.random.checkpoint_fail_per_day=100", "--set", "faults.random.checkpoint_slow_per_day=100",
-    "--set", "faults.random.mean_checkpoint_slow_s=300"]
+    "--set", "faults.random.mean_checkpoint_slow_s=300",
+    "--set", "faults.random.scheduler_crash_per_day=4", "--set", "faults.random.mean_scheduler_down_s=120"]
 WORKLOADS = {
     # The built-in synthetic workload, small: 300 jobs on 8 + 4 servers.
     "synthetic": ["--set", "synthetic.jobs=300", "--servers", "8", "--set", "cluster.inference.servers=4"],
@@ -54,8 +55,9 @@ def command(aryl, workload, seed, out, kinds):
 
 
 def count_events(path):
-    """Servers lost, agents reconciled and checkpoint faults that cost work, from events.log."""
-    counts = {"lost": 0, "reconcile": 0, "ckptfail": 0}
+    """Servers lost, agents reconciled, checkpoint faults that cost work and scheduler crashes,
+    from events.log."""
+    counts = {"lost": 0, "reconcile": 0, "ckptfail": 0, "away": 0}
     with open(path) as f:
         for line in f:
             words = line.split(" ", 3)
@@ -131,9 +133,10 @@ def main():
                       f"{sum(s['jobs_submitted'] for s in sums)}")
                 print(f"  reclaim latency p99 (median over plans) {quantile([s['reclaim_latency_p99_s'] for s in sums], 0.5):.1f} s, "
                       f"SLO misses {sum(s['reclaim_slo_misses'] for s in sums)}")
-                counts = {k: sum(r["counts"][k] for r in ok) for k in ("lost", "reconcile", "ckptfail")}
+                counts = {k: sum(r["counts"][k] for r in ok) for k in ("lost", "reconcile", "ckptfail", "away")}
                 print(f"  servers lost {counts['lost']}, agents reconciled (workers of moved jobs stopped) "
-                      f"{counts['reconcile']}, checkpoint faults that cost work {counts['ckptfail']}")
+                      f"{counts['reconcile']}, checkpoint faults that cost work {counts['ckptfail']}, "
+                      f"scheduler crashes {counts['away']}")
             for r in bad:
                 print(f"  VIOLATION seed {r['seed']}: {r['error'].splitlines()[0] if r['error'] else r['code']}")
                 print(f"    reproduce: (cd {ROOT} && {' '.join(r['cmd'])})")

@@ -72,6 +72,8 @@ inline scheduler_actor::behavior_type recording_scheduler(scheduler_actor::point
       [=](wfail_atom, uint32_t job) { log->push_back({tb.now(self), "wfail", job, 0, 0}); },
       [=](linkfault_atom, const link_fault&) {},
       [=](ckfault_atom, uint32_t, const checkpoint_fault&) {},
+      [=](away_atom, int64_t) {},
+      [=](awake_atom) {},
       [=](restore_atom, std::vector<saved_job>& rows) -> int { return static_cast<int>(rows.size()); },
   };
 }
