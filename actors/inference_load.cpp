@@ -47,6 +47,7 @@ inference_actor::behavior_type inference_behavior(inference_actor::stateful_poin
     self->send(recorder, serving_atom::value, now.us, busy);
   };
   self->send(self, demand_atom::value, uint64_t{1});
+  self->send(scheduler, infer_atom::value, self->address());
   auto need_now = [=](sim_time now) {
     auto& st = self->state;
     return st.pushed >= 0 ? with_headroom(st.setup, st.pushed) : servers_needed(st.setup, now);
@@ -114,6 +115,29 @@ inference_actor::behavior_type inference_behavior(inference_actor::stateful_poin
         }
         log(now, "returned", fmt::format("servers={} serving={}", ids.size(), st.serving.size()), "");
         report_busy(now, need_now(now));
+      },
+      [=](gone_atom, int sid, bool settles) {
+        auto& st = self->state;
+        auto now = tb.now(self);
+        st.serving.erase(sid);
+        st.loaned.erase(sid);
+        st.down.insert(sid);
+        // A lost server that was to be returned settles its share of the reclaim as a returned
+        // one would (a missed reclaim stays counted as missed); the demand is weighed again.
+        if (settles && !st.reclaims.empty() && --st.reclaims.front().outstanding == 0) st.reclaims.pop_front();
+        log(now, "gone", fmt::format("server_id={} serving={} loaned={}", sid, st.serving.size(), st.loaned.size()),
+            "the scheduler lost this server");
+        report_busy(now, need_now(now));
+        self->send(self, demand_atom::value, uint64_t{0});
+      },
+      [=](rejoin_atom, int sid) {
+        auto& st = self->state;
+        auto now = tb.now(self);
+        if (!st.down.erase(sid)) return;
+        st.serving.insert(sid);
+        log(now, "rejoin", fmt::format("server_id={} serving={}", sid, st.serving.size()), "its agent is back");
+        report_busy(now, need_now(now));
+        self->send(self, demand_atom::value, uint64_t{0});
       },
       [=](tick_atom, uint64_t reclaim_id) {
         // A reclaim deadline: whatever is still outstanding is late.

@@ -29,6 +29,7 @@ struct inference_state {
   inference_setup setup;
   std::set<int> serving;
   std::set<int> loaned;
+  std::set<int> down;  ///< lost (a server fault) until its agent is back
   struct pending { uint64_t id; int outstanding; sim_time deadline; bool missed; };
   std::deque<pending> reclaims;
   uint64_t next_reclaim = 0;

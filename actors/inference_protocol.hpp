@@ -12,6 +12,11 @@ using reclaim_atom = caf::atom_constant<caf::atom("reclaim")>;
 using returned_atom = caf::atom_constant<caf::atom("returned")>;
 using demand_atom = caf::atom_constant<caf::atom("demand")>;
 using push_atom = caf::atom_constant<caf::atom("push")>;
+using gone_atom = caf::atom_constant<caf::atom("gone")>;
+using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
+/// inference -> scheduler, once at the start: infer(address): where to report inference
+/// servers lost and back.
+using infer_atom = caf::atom_constant<caf::atom("infer")>;
 
 /// loan(server ids): these serving servers are lent to training from now on.
 /// reclaim(count, deadline_us): give back `count` loaned servers by the deadline.
@@ -19,8 +24,13 @@ using push_atom = caf::atom_constant<caf::atom("push")>;
 /// demand(periodic): re-read the demand now (self-sent every interval with periodic=1; 0 for
 /// once). tick(id): deadline of reclaim id. push(servers): live mode, from an external
 /// autoscaler: the inference servers needed from now on (before headroom), replacing the
-/// demand trace.
+/// demand trace. gone(server id, settles): the scheduler lost this inference server (serving or
+/// lent); `settles`: it counts as one server of the oldest reclaim still outstanding (it was
+/// being returned, or no lent server is left to return instead). rejoin(server id): it is back,
+/// serving.
 using inference_actor = caf::typed_actor<caf::reacts_to<returned_atom, std::vector<int>>,
+                                         caf::reacts_to<gone_atom, int, bool>,
+                                         caf::reacts_to<rejoin_atom, int>,
                                          caf::reacts_to<demand_atom, uint64_t>,
                                          caf::reacts_to<push_atom, int>,
                                          caf::reacts_to<caf::atom_constant<caf::atom("tick")>, uint64_t>>;

@@ -534,6 +534,32 @@ void recover_job(self_ptr self, uint32_t job, int lost_server, sim_time now, con
   log(self, now, "preempt", fmt::format("{} {}", job_name(job), describe(st, before)), d.why);
 }
 
+/// An inference server lost: the inference-load actor stops counting on it. One that was being
+/// returned, or lent while more servers are owed than remain lent, settles one owed server
+/// (it will never be returned).
+void inference_server_lost(self_ptr self, int server, server_mode was) {
+  auto& st = self->state;
+  bool settles = false;
+  if (was == server_mode::reclaiming) {
+    for (auto& rf : st.reclaims) {
+      auto it = std::find(rf.servers.begin(), rf.servers.end(), server);
+      if (it == rf.servers.end()) continue;
+      rf.servers.erase(it);
+      settles = true;
+      break;
+    }
+  } else if (was == server_mode::loaned) {
+    int lent = 0;
+    for (auto& s : st.ledger.servers) lent += s.mode == server_mode::loaned;
+    if (st.reclaim_backlog > lent) {
+      --st.reclaim_backlog;
+      settles = true;
+    }
+  }
+  if (auto inference = caf::actor_cast<inference_actor>(st.inference))
+    self->send(inference, gone_atom::value, server, settles);
+}
+
 heartbeat_model heartbeats(const scheduler_setup& s) { return {s.heartbeat_s, s.missed_heartbeats}; }
 
 /// Whether a loss the scheduler predicted still stands now: a silence of the server's latest
@@ -719,9 +745,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         // live gateway) reports only a server whose agent is still away.
         bool predicted = self->current_sender() == self->address();
         if (s.mode == server_mode::down || (predicted && !loss_due(t, now))) return caf::unit;
-        // Only training servers are lost and back: inference servers belong to the
-        // inference-load actor's accounting, which does not model their loss.
-        if (s.home != server_home::training) return caf::unit;
+        auto was = s.mode;
         auto jobs = s.jobs;
         std::vector<uint32_t> ids(jobs.begin(), jobs.end());
         std::sort(ids.begin(), ids.end());
@@ -736,6 +760,10 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         for (auto id : ids) recover_job(self, id, server, now, fmt::format("server {} was lost", s.name));
         if (alive) t.strays = ids;
         self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(server_mode::down));
+        if (s.home == server_home::inference) {
+          inference_server_lost(self, server, was);
+          complete_reclaims(self, now);
+        }
         mark_dirty(self);
         return caf::unit;
       },
@@ -770,12 +798,20 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
               "its agent came back still running workers of jobs moved away");
           t.strays.clear();
         }
-        st.ledger.set_mode(server, server_mode::training);
-        self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(server_mode::training));
+        // Home again: an inference server serves, and the inference-load actor may lend it anew.
+        auto mode = s.home == server_home::training ? server_mode::training : server_mode::serving;
+        st.ledger.set_mode(server, mode);
+        self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(mode));
+        if (mode == server_mode::serving) {
+          journal_server(self, server, "serving");
+          if (auto inference = caf::actor_cast<inference_actor>(st.inference))
+            self->send(inference, rejoin_atom::value, server);
+        }
         log(self, now, "back", fmt::format("server={}", s.name), "its agent registered again");
         mark_dirty(self);
         return caf::unit;
       },
+      [=](infer_atom, const caf::actor_addr& inference) { self->state.inference = inference; },
       [=](away_atom, int64_t down_us) {
         // Crashed: what it is sent waits in its mailbox (the handlers above skip it), as it
         // would wait for a restarted scheduler; the world's faults still strike. A second

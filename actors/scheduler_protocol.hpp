@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "actors/cluster_status.hpp"
+#include "actors/inference_protocol.hpp"
 #include "actors/job_protocol.hpp"
 #include "actors/journal_protocol.hpp"
 #include "runtime/job_spec.hpp"
@@ -94,6 +95,7 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<linkfault_atom, link_fault>,
     caf::reacts_to<ckfault_atom, uint32_t, checkpoint_fault>,
     caf::reacts_to<away_atom, int64_t>,
+    caf::reacts_to<infer_atom, caf::actor_addr>,
     caf::reacts_to<awake_atom>,
     caf::replies_to<restore_atom, std::vector<saved_job>>::with<int>>;
 

@@ -21,6 +21,19 @@ double number(const YAML::Node& v, const std::string& at, const std::string& key
   return d;
 }
 
+/// "t0..t15, i0..i7": the names a plan may use, as configured.
+std::string server_range(const std::vector<std::string>& servers) {
+  std::string out;
+  for (size_t i = 0; i < servers.size(); ++i) {
+    char prefix = servers[i].empty() ? '?' : servers[i][0];
+    size_t j = i;
+    while (j + 1 < servers.size() && !servers[j + 1].empty() && servers[j + 1][0] == prefix) ++j;
+    out += (out.empty() ? "" : ", ") + (i == j ? servers[i] : servers[i] + ".." + servers[j]);
+    i = j;
+  }
+  return out.empty() ? "none" : out;
+}
+
 } // namespace
 
 std::vector<fault_event> read_fault_plan(const std::string& path, const std::vector<std::string>& servers) {
@@ -63,8 +76,8 @@ std::vector<fault_event> read_fault_plan(const std::string& path, const std::vec
         if (e.what == kind::server_crash || e.what == kind::disconnect || e.what == kind::link) {
           e.server = v.IsScalar() ? v.Scalar() : "";
           if (std::find(servers.begin(), servers.end(), e.server) == servers.end())
-            throw input_error(fmt::format("{}: {}: '{}' is not a training server of the config (t0..t{})", key_at,
-                                          key, e.server, servers.size() - 1));
+            throw input_error(fmt::format("{}: {}: '{}' is not a server of the config ({})", key_at, key, e.server,
+                                          server_range(servers)));
         } else if (e.what == kind::scheduler_crash) {
           bool yes = false;
           if (!v.IsScalar() || !YAML::convert<bool>::decode(v, yes) || !yes)

@@ -14,7 +14,7 @@ struct fault_event {
   enum class kind { server_crash, worker_crash, surge, disconnect, link, checkpoint, scheduler_crash };
   kind what = kind::server_crash;
   sim_time at;
-  /// server_crash: the server (a training server's name, t0..), back after down_s seconds;
+  /// server_crash: the server (t0.. for training, i0.. for inference), back after down_s seconds;
   /// down_s < 0: for good. disconnect, link: the server whose agent's link fails.
   /// scheduler_crash: the scheduler is away for down_s seconds (never for good).
   std::string server;
@@ -66,9 +66,8 @@ struct random_fault_rates {
 /// `server_crash: NAME` (with optional `down_for: S`), `worker_crash: JOB`, `surge: SERVERS`,
 /// `disconnect: NAME` (with `for: S`), `link: NAME` (with `for: S` and `delay_s: D` and/or
 /// `loss: P`), `checkpoint: JOB` (with `slow_s: X` or `fail: true`), `scheduler_crash: true` (with
-/// `down_for: S`). Throws input_error naming
-/// the file, line and key; `servers` are the configured training servers' names (a server
-/// fault names one of them).
+/// `down_for: S`). Throws input_error naming the file, line and key; `servers` are the
+/// configured servers' names, training then inference (a server fault names one of them).
 std::vector<fault_event> read_fault_plan(const std::string& path, const std::vector<std::string>& servers);
 
 /// Random faults, the same for the same arguments.

@@ -55,7 +55,11 @@ run_inputs load_inputs(const config& c, std::string* note) {
   }
   std::vector<std::string> training;
   for (int i = 0; i < c.training.servers; ++i) training.push_back(fmt::format("t{}", i));
-  if (!c.faults_file.empty()) in.faults = read_fault_plan(c.faults_file, training);
+  if (!c.faults_file.empty()) {
+    auto named = training;
+    for (int i = 0; i < c.inference.servers; ++i) named.push_back(fmt::format("i{}", i));
+    in.faults = read_fault_plan(c.faults_file, named);
+  }
   // Random faults are drawn inside the run; live, the testbed enacts faults from a file.
   if (c.random_faults.any() && c.mode != "simulated")
     throw input_error("faults.random.*: random faults run in simulated time only; live mode enacts a fault "

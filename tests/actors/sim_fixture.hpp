@@ -73,6 +73,7 @@ inline scheduler_actor::behavior_type recording_scheduler(scheduler_actor::point
       [=](linkfault_atom, const link_fault&) {},
       [=](ckfault_atom, uint32_t, const checkpoint_fault&) {},
       [=](away_atom, int64_t) {},
+      [=](infer_atom, const caf::actor_addr&) {},
       [=](awake_atom) {},
       [=](restore_atom, std::vector<saved_job>& rows) -> int { return static_cast<int>(rows.size()); },
   };

@@ -25,6 +25,8 @@ inference_actor::behavior_type scripted_inference(inference_actor::pointer self,
       },
       [=](tick_atom, uint64_t) {},
       [=](push_atom, int) {},
+      [=](gone_atom, int, bool) {},
+      [=](rejoin_atom, int) {},
   };
 }
 

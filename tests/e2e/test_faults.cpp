@@ -149,7 +149,7 @@ TEST_CASE("a bad fault plan is refused naming the file, the line and the problem
   auto c = small_run("bad");
   c.faults_file = write_file("bad-server.yaml", "faults:\n  - {at: 5, server_crash: t9}\n");
   CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("bad-server.yaml:2"), input_error);
-  CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("'t9' is not a training server"), input_error);
+  CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("'t9' is not a server of the config (t0..t1, i0)"), input_error);
   c.faults_file = write_file("no-time.yaml", "faults:\n  - {worker_crash: 3}\n");
   CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("needs `at`"), input_error);
   c.faults_file = write_file("two.yaml", "faults:\n  - {at: 1, worker_crash: 3, surge: 2}\n");
@@ -314,7 +314,7 @@ TEST_CASE("a bad disconnect, link or checkpoint fault is refused naming the file
     CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains(message.c_str()), input_error);
   };
   refused("{at: 1, disconnect: t0}", "disconnect needs `for`");
-  refused("{at: 1, disconnect: t5, for: 9}", "disconnect: 't5' is not a training server");
+  refused("{at: 1, disconnect: t5, for: 9}", "disconnect: 't5' is not a server of the config");
   refused("{at: 1, link: t0, for: 9}", "link needs `delay_s` or `loss` above 0");
   refused("{at: 1, link: t0, for: 9, loss: 1.5}", "loss must be a number in [0, 1]");
   refused("{at: 1, checkpoint: 2}", "checkpoint needs one of `slow_s` (seconds) or `fail: true`");
