@@ -134,6 +134,7 @@ const std::map<std::string, setter>& setters() {
       {"faults.max_retries", [](config& c, const std::string& v) { c.max_retries = count(v, 0, 1000); }},
       {"faults.random.server_crash_per_day", [](config& c, const std::string& v) { c.random_faults.server_crash_per_day = within(to_double(v), 0.0, 1e4); }},
       {"faults.random.mean_down_s", [](config& c, const std::string& v) { c.random_faults.mean_down_s = within(to_double(v), 1.0, max_input_seconds); }},
+      {"faults.random.inference_servers", [](config& c, const std::string& v) { c.random_faults.inference_servers = to_bool(v); }},
       {"faults.random.permanent_fraction", [](config& c, const std::string& v) { c.random_faults.permanent_fraction = fraction(to_double(v)); }},
       {"faults.random.worker_crash_per_day", [](config& c, const std::string& v) { c.random_faults.worker_crash_per_day = within(to_double(v), 0.0, 1e6); }},
       {"faults.random.surge_per_day", [](config& c, const std::string& v) { c.random_faults.surge_per_day = within(to_double(v), 0.0, 1e4); }},

@@ -63,6 +63,7 @@ std::string effective_config_json(const config& c) {
   j["faults.random.server_crash_per_day"] = c.random_faults.server_crash_per_day;
   j["faults.random.mean_down_s"] = c.random_faults.mean_down_s;
   j["faults.random.permanent_fraction"] = c.random_faults.permanent_fraction;
+  j["faults.random.inference_servers"] = c.random_faults.inference_servers;
   j["faults.random.worker_crash_per_day"] = c.random_faults.worker_crash_per_day;
   j["faults.random.surge_per_day"] = c.random_faults.surge_per_day;
   j["faults.random.disconnect_per_day"] = c.random_faults.disconnect_per_day;

@@ -41,6 +41,9 @@ struct random_fault_rates {
   double server_crash_per_day = 0;  ///< per training server
   double mean_down_s = 3600;        ///< exponential; a crash is permanent with permanent_fraction
   double permanent_fraction = 0;
+  /// Server crashes, disconnects and bad links strike inference servers too, at the same rates
+  /// (drawn after the training servers': those stay where they were).
+  bool inference_servers = false;
   double worker_crash_per_day = 0;  ///< over the cluster, on a random job
   double surge_per_day = 0;         ///< demand steps to a random level in 0..inference servers
   double disconnect_per_day = 0;    ///< per training server, for an exponential time:

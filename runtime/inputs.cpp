@@ -55,11 +55,9 @@ run_inputs load_inputs(const config& c, std::string* note) {
   }
   std::vector<std::string> training;
   for (int i = 0; i < c.training.servers; ++i) training.push_back(fmt::format("t{}", i));
-  if (!c.faults_file.empty()) {
-    auto named = training;
-    for (int i = 0; i < c.inference.servers; ++i) named.push_back(fmt::format("i{}", i));
-    in.faults = read_fault_plan(c.faults_file, named);
-  }
+  auto all_servers = training;
+  for (int i = 0; i < c.inference.servers; ++i) all_servers.push_back(fmt::format("i{}", i));
+  if (!c.faults_file.empty()) in.faults = read_fault_plan(c.faults_file, all_servers);
   // Random faults are drawn inside the run; live, the testbed enacts faults from a file.
   if (c.random_faults.any() && c.mode != "simulated")
     throw input_error("faults.random.*: random faults run in simulated time only; live mode enacts a fault "
@@ -67,7 +65,10 @@ run_inputs load_inputs(const config& c, std::string* note) {
   if (c.random_faults.any()) {
     // Over the submit window and as long again: faults while the queue drains count too.
     double span_s = 2 * in.jobs.back().submit.seconds() + 86400.0;
-    auto random = random_fault_plan(c.random_faults, c.seed, span_s, training, static_cast<uint32_t>(in.jobs.size()),
+    // Inference servers come after the training ones: each server has its own random stream.
+    auto random = random_fault_plan(c.random_faults, c.seed, span_s,
+                                    c.random_faults.inference_servers ? all_servers : training,
+                                    static_cast<uint32_t>(in.jobs.size()),
                                     c.inference.servers);
     in.faults.insert(in.faults.end(), random.begin(), random.end());
   }

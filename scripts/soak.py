@@ -3,7 +3,7 @@
 event. Each plan is one `aryl simulate --check-invariants` run with random faults
 (faults.random.*) drawn from its seed: server crashes, worker crashes and inference surges,
 and (unless --kinds crashes) agent disconnects, lossy and slow agent links, failed and
-slow checkpoints, and scheduler crashes. A run that fails (an invariant violated, a stall, a crash of aryl itself) or
+slow checkpoints, scheduler crashes, and server faults on inference servers too. A run that fails (an invariant violated, a stall, a crash of aryl itself) or
 that does not account for every job (done + failed = submitted) is a violation, reported with
 the command that reproduces it. The first violating seed is rerun and its events.log compared
 byte for byte.
@@ -31,14 +31,16 @@ FAULTS = ["--set", "faults.random.server_crash_per_day=2", "--set", "faults.rand
           "--set", "faults.random.worker_crash_per_day=40", "--set", "faults.random.surge_per_day=6"]
 # Per training server-day: 2 disconnects (5 min on average) and 2 bad links (10 min, heartbeats
 # 5 s late and 20% of them lost); over the cluster, 100 failed and 100 slow checkpoints a day
-# (on a random job: most find it not running); 4 scheduler crashes a day (2 min away on average).
+# (on a random job: most find it not running); 4 scheduler crashes a day (2 min away on average);
+# server crashes, disconnects and bad links strike inference servers too.
 LINK_AND_CHECKPOINT_FAULTS = [
     "--set", "faults.random.disconnect_per_day=2", "--set", "faults.random.mean_disconnect_s=300",
     "--set", "faults.random.link_per_day=2", "--set", "faults.random.mean_link_s=600",
     "--set", "faults.random.link_delay_s=5", "--set", "faults.random.link_loss=0.2",
     "--set", "faults.random.checkpoint_fail_per_day=100", "--set", "faults.random.checkpoint_slow_per_day=100",
     "--set", "faults.random.mean_checkpoint_slow_s=300",
-    "--set", "faults.random.scheduler_crash_per_day=4", "--set", "faults.random.mean_scheduler_down_s=120"]
+    "--set", "faults.random.scheduler_crash_per_day=4", "--set", "faults.random.mean_scheduler_down_s=120",
+    "--set", "faults.random.inference_servers=true"]
 WORKLOADS = {
     # The built-in synthetic workload, small: 300 jobs on 8 + 4 servers.
     "synthetic": ["--set", "synthetic.jobs=300", "--servers", "8", "--set", "cluster.inference.servers=4"],

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/fault_plan.hpp"
 #include "tests/e2e/run_helpers.hpp"
 
 using namespace aryl;
@@ -108,4 +109,49 @@ TEST_CASE("an inference server lost while it is being returned settles its share
   REQUIRE(loans.size() >= 2);
   CHECK(loans[1] == doctest::Approx(400));
   CHECK(out.summary.jobs_completed == 9);
+}
+
+TEST_CASE("random server faults strike inference servers only when asked, and leave the training servers' faults where they were") {
+  random_fault_rates r;
+  r.server_crash_per_day = 4;
+  r.disconnect_per_day = 4;
+  r.link_per_day = 4;
+  std::vector<std::string> training{"t0", "t1", "t2"};
+  auto all = training;
+  all.insert(all.end(), {"i0", "i1"});
+  auto before = random_fault_plan(r, 9, 5 * 86400.0, training, 100, 2);
+  auto after = random_fault_plan(r, 9, 5 * 86400.0, all, 100, 2);
+  std::vector<fault_event> on_training;
+  for (auto& e : after)
+    if (e.server[0] == 't') on_training.push_back(e);
+  REQUIRE(on_training.size() == before.size());
+  REQUIRE(after.size() > before.size());
+  for (size_t i = 0; i < before.size(); ++i) {
+    CHECK(on_training[i].at == before[i].at);
+    CHECK(on_training[i].server == before[i].server);
+    CHECK(on_training[i].what == before[i].what);
+  }
+
+  // A run with them: the same for the same seed, inference servers lost and back, every job
+  // accounted for.
+  config c;
+  c.synthetic_jobs = 200;
+  c.training.servers = 4;
+  c.inference.servers = 4;
+  c.check_invariants = true;
+  c.random_faults.server_crash_per_day = 6;
+  c.random_faults.disconnect_per_day = 6;
+  c.random_faults.link_per_day = 6;
+  c.random_faults.inference_servers = true;
+  c.out_dir = test::temp_dir("infer-faults-out-random-a");
+  auto a = test::run(c);
+  REQUIRE_MESSAGE(a.ok, a.error);
+  auto again = c;
+  again.out_dir = test::temp_dir("infer-faults-out-random-b");
+  REQUIRE(test::run(again).ok);
+  auto log = test::slurp(c.out_dir + "/events.log");
+  CHECK(times_of(log, "inference gone").size() > 2);
+  CHECK(times_of(log, "inference rejoin").size() > 2);
+  CHECK(log == test::slurp(again.out_dir + "/events.log"));
+  CHECK(a.summary.jobs_completed + a.summary.jobs_failed == a.summary.jobs_submitted);
 }
