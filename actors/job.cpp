@@ -29,10 +29,13 @@ double checkpoint_time(const checkpoint_settings& c, uint32_t job, uint64_t gene
 } // namespace
 
 job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> self, job_spec spec,
-                                      job_env env) {
-  end_run_on_exception(self, env.recorder);
+                                      job_env env_in) {
+  // Shared, not copied: every handler below captures it, and a job starts for each of
+  // thousands of trace rows.
+  auto env = std::make_shared<const job_env>(std::move(env_in));
+  end_run_on_exception(self, env->recorder);
   self->state.spec = std::move(spec);
-  auto scheduler = [=] { return caf::actor_cast<scheduler_actor>(env.scheduler); };
+  auto scheduler = [=] { return caf::actor_cast<scheduler_actor>(env->scheduler); };
   // Where an armed checkpoint fault stands at `now`: waiting for its checkpoint (the job's
   // next, from when it was armed), spoiling the periodic checkpoint it fell on (which is the
   // latest, and failed or not written yet), or past (that checkpoint no longer matters).
@@ -40,7 +43,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
   auto stage_at = [=](sim_time now) {
     auto& st = self->state;
     auto& p = st.progress;
-    double every = env.checkpoints.interval_s;
+    double every = env->checkpoints.interval_s;
     if (!st.ckpt_fault) return fault_stage::none;
     if (every <= 0 || p.rate <= 0 || now <= p.since) return fault_stage::waiting;
     double periods = std::floor((now - p.since).seconds() / every);
@@ -57,7 +60,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
     auto& p = st.progress;
     double saved = std::max(st.ckpt_work, p.work_done);
     bool spoiled = false;
-    double every = env.checkpoints.interval_s;
+    double every = env->checkpoints.interval_s;
     if (every > 0 && now > p.since) {
       double periods = std::floor((now - p.since).seconds() / every);
       auto stage = stage_at(now);
@@ -72,9 +75,9 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
   // checkpoint in between was spoiled.
   auto check_loss = [=](double done, double saved, bool spoiled, const char* how) {
     auto& st = self->state;
-    double every = env.checkpoints.interval_s;
-    if (env.check_invariants && every > 0 && done - saved > st.progress.rate * every * (spoiled ? 2 : 1) + 1e-6)
-      self->send(env.recorder, violation_atom::value,
+    double every = env->checkpoints.interval_s;
+    if (env->check_invariants && every > 0 && done - saved > st.progress.rate * every * (spoiled ? 2 : 1) + 1e-6)
+      self->send(env->recorder, violation_atom::value,
                  fmt::format("job {} lost {} work units {}, more than {} checkpoint interval(s)", st.spec.name,
                              done - saved, how, spoiled ? 2 : 1));
   };
@@ -86,25 +89,25 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
     st.stopping = false;
     if (st.recovering && a.workers > 0) {
       st.recovering = false;
-      self->send(env.recorder, lostwork_atom::value, 0.0, (env.tb.now(self) - st.recover_from).seconds());
+      self->send(env->recorder, lostwork_atom::value, 0.0, (env->tb.now(self) - st.recover_from).seconds());
     }
     uint32_t rank = 0;
-    double rate = work_rate(env.model, st.spec.gpus, a.workers, servers_spanned(a), a.type_speed) * env.workers.speedup;
+    double rate = work_rate(env->model, st.spec.gpus, a.workers, servers_spanned(a), a.type_speed) * env->workers.speedup;
     for (size_t i = 0; i < a.servers.size(); ++i) {
       launch_request r{st.spec.index, st.spec.name, a.generation, rank, a.server_workers[i],
                        static_cast<uint32_t>(a.workers),
                        st.spec.duration_s, rate,
-                       a.overhead_s / env.workers.speedup,
-                       st.spec.command.empty() ? env.workers.command : st.spec.command, st.decided_unix_ns};
+                       a.overhead_s / env->workers.speedup,
+                       st.spec.command.empty() ? env->workers.command : st.spec.command, st.decided_unix_ns};
       for (int w = 0; w < a.server_workers[i]; ++w) st.live_ranks.insert(rank++);
-      self->send((*env.servers)[static_cast<size_t>(a.servers[i])], launch_atom::value, std::move(r));
+      self->send((*env->servers)[static_cast<size_t>(a.servers[i])], launch_atom::value, std::move(r));
     }
     self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
   };
   return {
       [=](assign_atom, const job_assignment& a) {
         auto& st = self->state;
-        if (env.workers.follow_workers) {
+        if (env->workers.follow_workers) {
           // Wall clock, for the decision-to-launch latency a worker can measure; not a decision.
           st.decided_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -113,7 +116,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
           else st.next = a;  // launched once the current workers have exited
           return;
         }
-        auto now = env.tb.now(self);
+        auto now = env->tb.now(self);
         double before = st.progress.done_at(now);
         bool was_crashed = st.crashed;
         bool rolled_back = false;
@@ -121,7 +124,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         double late_s = a.link_delay_s;  // before the new workers start
         if (st.crashed) {
           // Workers held while the job could not progress are lost GPU time too.
-          self->send(env.recorder, lostwork_atom::value, (now - st.crashed_at).seconds() * st.workers, -1.0);
+          self->send(env->recorder, lostwork_atom::value, (now - st.crashed_at).seconds() * st.workers, -1.0);
           st.crashed_at = now;
           bool still_dead = false;
           for (int sid : a.servers) still_dead |= st.dead_servers.count(sid) > 0;
@@ -134,15 +137,15 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
           // acknowledgement (what a reclaim waits for) comes once it is written.
           auto [saved, spoiled] = last_good(now);
           auto fault = std::exchange(st.ckpt_fault, std::nullopt);  // one still waiting falls on this one
-          if (a.workers < st.workers) stop_s = checkpoint_time(env.checkpoints, st.spec.index, st.generation, st.workers);
+          if (a.workers < st.workers) stop_s = checkpoint_time(env->checkpoints, st.spec.index, st.generation, st.workers);
           if (fault && fault->fail) {
             // Not written: the workers restart from the checkpoint before, and the work since
             // is lost. A reclaim still gets its acknowledgement when the attempt ends.
             auto& p = st.progress;
             check_loss(before, saved, spoiled, "to a failed checkpoint");
-            self->send(env.recorder, lostwork_atom::value, p.rate > 0 ? (before - saved) / p.rate * st.workers : 0.0,
+            self->send(env->recorder, lostwork_atom::value, p.rate > 0 ? (before - saved) / p.rate * st.workers : 0.0,
                        -1.0);
-            self->send(env.recorder, event_atom::value,
+            self->send(env->recorder, event_atom::value,
                        event_record{now.us, "job", "ckptfail",
                                     fmt::format("job-{} work_done={:.1f} back_to={:.1f}", st.spec.index, before, saved),
                                     "its checkpoint failed: it restarts from the one before"});
@@ -160,14 +163,14 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         }
         if (st.recovering && !st.crashed && a.workers > 0) {
           st.recovering = false;
-          self->send(env.recorder, lostwork_atom::value, 0.0, (now - st.recover_from).seconds());
+          self->send(env->recorder, lostwork_atom::value, 0.0, (now - st.recover_from).seconds());
         }
-        double rate = st.crashed ? 0.0 : work_rate(env.model, st.spec.gpus, a.workers, servers_spanned(a), a.type_speed);
+        double rate = st.crashed ? 0.0 : work_rate(env->model, st.spec.gpus, a.workers, servers_spanned(a), a.type_speed);
         st.progress.change_rate(now, rate, a.workers > 0 ? a.overhead_s + late_s : 0.0);
         st.generation = a.generation;
         st.workers = a.workers;
-        if (env.check_invariants && !was_crashed && !rolled_back && st.progress.work_done + 1e-6 < before)
-          self->send(env.recorder, violation_atom::value,
+        if (env->check_invariants && !was_crashed && !rolled_back && st.progress.work_done + 1e-6 < before)
+          self->send(env->recorder, violation_atom::value,
                      fmt::format("job {} lost progress: {} -> {}", st.spec.name, before, st.progress.work_done));
         if (a.workers > 0 && !st.crashed) {
           auto at = st.progress.finish_time(st.spec.duration_s);
@@ -176,7 +179,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
                                           "at {} workers; check its duration and the GPU speeds",
                                           st.spec.index, st.spec.name, sim_time::horizon().seconds(), a.workers));
           st.due = at;
-          self->delayed_send(self, env.tb.span(at - now), tick_atom::value, a.generation);
+          self->delayed_send(self, env->tb.span(at - now), tick_atom::value, a.generation);
         }
         // A slow link: the stop reaches the workers late, and their answer comes back late.
         if (stop_s > 0) st.ckpt_until = now + sim_time::from_seconds(a.link_delay_s + stop_s);
@@ -184,7 +187,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         // until then they still hold their GPUs.
         auto ack_at = std::max(st.ckpt_until, now + sim_time::from_seconds(a.link_delay_s));
         if (ack_at > now)
-          self->delayed_send(self, env.tb.span(ack_at - now), ckpt_atom::value, a.generation,
+          self->delayed_send(self, env->tb.span(ack_at - now), ckpt_atom::value, a.generation,
                              st.progress.work_done);
         else
           self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
@@ -194,7 +197,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
       },
       [=](ckfault_atom, const checkpoint_fault& f) {
         auto& st = self->state;
-        auto now = env.tb.now(self);
+        auto now = env->tb.now(self);
         auto stage = stage_at(now);
         if (stage == fault_stage::waiting || stage == fault_stage::spoiling) return;  // one at a time
         st.ckpt_fault = f;
@@ -203,16 +206,16 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
       [=](crash_atom, int server) {
         auto& st = self->state;
         // Live mode: real workers report their own exits.
-        if (env.workers.follow_workers || st.workers == 0) return;
+        if (env->workers.follow_workers || st.workers == 0) return;
         if (server >= 0) st.dead_servers.insert(server);
         if (st.crashed) return;
-        auto now = env.tb.now(self);
+        auto now = env->tb.now(self);
         auto& p = st.progress;
         double done = p.done_at(now);
         auto [saved, spoiled] = last_good(now);
         check_loss(done, saved, spoiled, "in a crash");
         if (spoiled)
-          self->send(env.recorder, event_atom::value,
+          self->send(env->recorder, event_atom::value,
                      event_record{now.us, "job", "ckptfail",
                                   fmt::format("job-{} work_done={:.1f} back_to={:.1f}", st.spec.index, done, saved),
                                   "its latest checkpoint failed or was not written yet: back to the one before"});
@@ -227,14 +230,14 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
           st.recovering = true;
           st.recover_from = now;
         }
-        self->send(env.recorder, lostwork_atom::value, lost_gpu_s, -1.0);
+        self->send(env->recorder, lostwork_atom::value, lost_gpu_s, -1.0);
         if (server < 0) self->send(scheduler(), wfail_atom::value, st.spec.index);
       },
       [=](tick_atom, uint64_t generation) {
         auto& st = self->state;
         if (generation != st.generation || st.workers == 0 || st.crashed) return;  // stale timer
-        auto now = env.tb.now(self);
-        if (now > st.due) self->send(env.recorder, lag_atom::value, (now - st.due).us);
+        auto now = env->tb.now(self);
+        if (now > st.due) self->send(env->recorder, lag_atom::value, (now - st.due).us);
         st.progress.settle(now);
         self->send(scheduler(), finished_atom::value, st.spec.index, generation);
         self->quit();
@@ -243,7 +246,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         auto& st = self->state;
         if (rank != 0 || st.next) return;
         st.progress.work_done = work_done;
-        if (env.journal) self->send(env.journal, jprogress_atom::value, st.spec.index, work_done);
+        if (env->journal) self->send(env->journal, jprogress_atom::value, st.spec.index, work_done);
       },
       [=](adopt_atom, const job_assignment& a) {
         // Nothing to launch: the workers run already, and report from now on.
@@ -258,7 +261,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         if (!st.live_ranks.erase(rank)) return;
         if (code == worker_lost_code && !st.recovering) {  // its machine was lost
           st.recovering = true;
-          st.recover_from = env.tb.now(self);
+          st.recover_from = env->tb.now(self);
         }
         if (st.next || st.stopping) {  // stopped by the scheduler: any exit status is expected
           if (st.next && st.live_ranks.empty()) {
@@ -275,7 +278,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
           st.stopping = true;
           if (!st.recovering) {
             st.recovering = true;
-            st.recover_from = env.tb.now(self);
+            st.recover_from = env->tb.now(self);
           }
           self->send(scheduler(), wfail_atom::value, st.spec.index);
           return;
