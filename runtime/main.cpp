@@ -160,6 +160,9 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--pool", agent_pool, "training | inference");
   agent_cmd->add_option("--work-dir", ao.work_dir, "folder for worker logs")->required();
   agent_cmd->add_option("--heartbeat", ao.heartbeat_s, "seconds between heartbeats (default 1)");
+  agent_cmd->add_option("--fence-after", ao.fence_after_s,
+                        "stop the workers when nothing is heard from the scheduler for this many seconds "
+                        "(default 0: never; keep it plus the stop grace under serve's detection grace)");
 
   app.add_subcommand("worker", "live mode: an emulated training worker, configured by ARYL_* variables");
 

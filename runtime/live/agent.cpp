@@ -154,7 +154,7 @@ class agent {
     if (worker_program_.empty()) worker_program_ = fs::read_symlink("/proc/self/exe", ec).string();
     say("starting: scheduler " + o_.host + ":" + std::to_string(o_.port) + ", work dir " +
         o_.work_dir);
-    next_connect_ = clock_type::now();
+    next_connect_ = last_heard_ = clock_type::now();
     asio::post(io_, [this] { on_tick(); });
     io_.run();
     say("stopped");
@@ -173,6 +173,7 @@ class agent {
     if (!(o_.handshake_timeout_s > 0)) return "handshake_timeout_s must be > 0";
     if (!(o_.shutdown_grace_s >= 0)) return "shutdown_grace_s must be >= 0";
     if (!(o_.progress_interval_s >= 0)) return "progress_interval_s must be >= 0";
+    if (!(o_.fence_after_s >= 0) || !std::isfinite(o_.fence_after_s)) return "fence_after_s must be >= 0";
     return {};
   }
 
@@ -183,6 +184,8 @@ class agent {
   void on_tick() {
     const auto now = clock_type::now();
     if (stop_flag_.load() && !shutting_down_) begin_shutdown(now);
+    if (o_.fence_after_s > 0 && !fenced_ && !shutting_down_ && now - last_heard_ > seconds(o_.fence_after_s))
+      fence(now);
     reap_and_kill(now);
     flush_progress(now);
     if (shutting_down_) {
@@ -202,6 +205,24 @@ class agent {
     tick_.async_wait([this](const boost::system::error_code& ec) {
       if (!ec) on_tick();
     });
+  }
+
+  /// Nothing heard from the scheduler for fence_after_s: it may have given these workers up
+  /// and started their jobs elsewhere, so they stop (as `stop` would) rather than run on beside
+  /// the new copies. Their exits are reported once the scheduler is heard again.
+  void fence(time_point now) {
+    fenced_ = true;
+    size_t n = 0;
+    for (auto& [id, w] : workers_) {
+      if (w->status) continue;
+      w->proc.signal_group(SIGTERM);
+      const auto deadline = now + seconds(o_.shutdown_grace_s);
+      w->kill_at = w->kill_at ? std::min(*w->kill_at, deadline) : deadline;
+      ++n;
+    }
+    if (n > 0)
+      say("fenced: nothing heard from the scheduler for " + format_double(o_.fence_after_s) + " s; SIGTERM to " +
+          std::to_string(n) + " worker(s), SIGKILL after " + format_double(o_.shutdown_grace_s) + " s");
   }
 
   void begin_shutdown(time_point now) {
@@ -391,6 +412,8 @@ class agent {
           if (ec == asio::error::eof) return drop("connection closed by the scheduler");
           if (ec) return drop("read failed: " + ec.message());
           c->decoder.feed(c->read_buf.data(), n);
+          last_heard_ = clock_type::now();
+          fenced_ = false;
           for (;;) {
             auto step = c->decoder.next();
             if (std::holds_alternative<wire::need_more>(step)) break;
@@ -414,6 +437,7 @@ class agent {
                    [&](const wire::stop& s) { on_stop(s); },
                    [&](const wire::error& e) { drop("scheduler error: " + e.reason); },
                    [&](const wire::bye&) { drop("scheduler said bye"); },
+                   [&](const wire::heartbeat&) {},  // heard: the read itself counts (fencing)
                    [&](const auto&) {
                      say("ignored unexpected '" + std::string(wire::type_of(m)) +
                          "' from the scheduler");
@@ -591,6 +615,8 @@ class agent {
   std::mt19937_64 rng_;
   unsigned failures_ = 0;
   time_point next_connect_{};
+  time_point last_heard_{};  ///< latest bytes from the scheduler (fencing)
+  bool fenced_ = false;      ///< fenced since last_heard_
   bool shutting_down_ = false;
   bool finishing_ = false;
   time_point finish_deadline_{};

@@ -41,6 +41,14 @@ struct agent_options {
   /// Shortest interval between two progress messages of one worker (the latest is always
   /// sent eventually).
   double progress_interval_s = 0.25;
+  /// Fencing: when nothing has come from the scheduler for this long (its heartbeat answers
+  /// stop, or the connection is gone and not back), the agent stops its workers as `stop`
+  /// would, with shutdown_grace_s, so that a partitioned machine does not run on beside the
+  /// copies the scheduler restarts elsewhere. 0: never (workers run on until told, which lets
+  /// a restarted scheduler adopt them however long it was away). To fence before the
+  /// scheduler restarts the jobs, fence_after_s + shutdown_grace_s must stay under its
+  /// detection grace (docs/live.md, "Fencing").
+  double fence_after_s = 0;
   /// The program of a launch whose command is empty, run with the single argument
   /// "worker" (the aryl binary itself). Empty: this process's own executable.
   std::string worker_program;
@@ -74,8 +82,10 @@ struct agent_options {
 /// its wait status, once its stdout is closed (or 1 s after its end); what is left of its
 /// process group is killed then.
 ///
+/// heartbeat from the scheduler (its answer to ours): counts as hearing from it (fencing).
+///
 /// A lost connection is
-/// retried with backoff while the workers keep running; their exits and latest progress
+/// retried with backoff while the workers keep running (until fenced, with fence_after_s); their exits and latest progress
 /// are sent once registered again, and register.workers lists those still running. On
 /// stop: SIGTERM to every worker, SIGKILL after shutdown_grace_s, all reaped, `bye` if
 /// connected. No child process outlives this call, also when it ends by an exception.

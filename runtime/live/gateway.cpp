@@ -305,8 +305,10 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_agent(const wire::message& msg) {
-    if (std::holds_alternative<wire::heartbeat>(msg)) {
+    if (auto* h = std::get_if<wire::heartbeat>(&msg)) {
       if (reconcile_) reconciled();
+      // Answered, so that the agent can tell a scheduler it no longer hears (fencing).
+      send(wire::heartbeat{h->seq});
       return;
     }
     if (auto* p = std::get_if<wire::progress>(&msg)) {

@@ -330,6 +330,37 @@ TEST_CASE("live agent: an exit while disconnected is reported after re-registeri
   CHECK(agent.stop() == 0);
 }
 
+TEST_CASE("live agent: with fencing, its worker runs on while its heartbeats are answered and is stopped once they are not") {
+  fake_scheduler s;
+  scratch_dir dir;
+  auto o = test_options(s, dir);
+  o.fence_after_s = 0.5;
+  agent_runner agent(o);
+  REQUIRE(s.accept_agent());
+  const auto ckpt = std::filesystem::path(o.work_dir) / "checkpoints" / "13";
+  s.send(shell_launch(13, "echo $$ > \"$ARYL_CHECKPOINT_DIR/pid\"; while true; do sleep 0.01; done"));
+  REQUIRE(eventually([&] { return std::filesystem::exists(ckpt / "pid") && !read_file(ckpt / "pid").empty(); }));
+  const pid_t pid = std::stoi(read_file(ckpt / "pid"));
+  // Answered for 1.5 s, three times the fencing time: it runs on.
+  for (auto until = std::chrono::steady_clock::now() + 1500ms; std::chrono::steady_clock::now() < until;) {
+    auto hb = s.receive_a<wire::heartbeat>();
+    REQUIRE(hb);
+    s.send(wire::heartbeat{hb->seq});
+  }
+  CHECK(::kill(pid, 0) == 0);
+  // Then unanswered: stopped (SIGTERM) about 0.5 s later, and its exit reported.
+  const auto silent_from = std::chrono::steady_clock::now();
+  const auto exit = s.receive_a<wire::exit_>(5000ms);
+  REQUIRE(exit);
+  CHECK(exit->job_id == 13);
+  CHECK(exit->signal == SIGTERM);
+  CHECK(std::chrono::steady_clock::now() - silent_from >= 400ms);
+  CHECK(::kill(pid, 0) != 0);
+  CHECK(agent.stop() == 0);
+  CHECK(agent.log().find("fenced: nothing heard from the scheduler for 0.5 s; SIGTERM to 1 worker(s)") !=
+        std::string::npos);
+}
+
 TEST_CASE("live agent: a refused hello is logged with its reason and retried") {
   fake_scheduler s;
   scratch_dir dir;

@@ -487,3 +487,16 @@ TEST_CASE("gateway: held workers of an adopted job keep running and their early 
   w.g->set_router({});
   CHECK(exits == std::vector<std::string>{"1 4:3 0", "1 4:2 0"});
 }
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: each agent heartbeat is answered with a heartbeat of the same seq") {
+  peer agent(g->port());
+  agent.register_as("t0");
+  for (uint64_t seq : {1u, 2u, 7u}) {
+    agent.send(wire::heartbeat{seq});
+    auto m = agent.receive();
+    REQUIRE(m);
+    auto* h = std::get_if<wire::heartbeat>(&*m);
+    REQUIRE(h);
+    CHECK(h->seq == seq);
+  }
+}
