@@ -4,12 +4,24 @@
 # process ends (its workload is done, or it failed), then stops every process it started, by
 # pid, also when interrupted or when anything fails. Exits with the serve's exit code.
 #
-#   scripts/testbed.sh [--dir DIR] [--training N] [--inference M] [--gpus G] -- SERVE_ARGS...
+#   scripts/testbed.sh [--dir DIR] [--training N] [--inference M] [--gpus G] [--proxy NAMES] \
+#     -- SERVE_ARGS...
 #
 # The training servers are t0..t(N-1) (V100), the inference servers i0..i(M-1) (T4), as
-# `aryl serve --servers N --set cluster.inference.servers=M` names them. DIR/pids lists every
-# pid started; DIR/serve.log and DIR/agent-NAME/agent.log hold their logs. ARYL_BIN, if set,
-# names the aryl binary (default build/aryl).
+# `aryl serve --servers N --set cluster.inference.servers=M` names them. --proxy t1,t2 (or
+# `all`) puts a scripts/fault_proxy.py between each named agent and serve, commanded through
+# the FIFO DIR/agent-NAME/proxy.ctl (scripts/live_faults.py enacts a plan's network faults
+# there). DIR/pids lists this script ("PID testbed") and every pid it started ("PID serve",
+# "PID agent NAME", "PID proxy NAME"); DIR/serve.log, DIR/agent-NAME/agent.log and
+# DIR/agent-NAME/proxy.log hold their logs. ARYL_BIN, if set, names the aryl binary (default
+# build/aryl).
+#
+# A scheduler restart (live_faults.py's `scheduler_crash`): whoever SIGKILLs serve first writes
+# DIR/serve.restart holding the seconds it stays down. Serve killed by SIGKILL with that file
+# present is started again after that time, with the same arguments on the same port (the one
+# in DIR/port), its output appended to the same logs; DIR/pids gets "PID serve restarted", and
+# the testbed waits for that serve and exits with its code. Without the file, a SIGKILL ends
+# the run as any other exit does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 aryl="${ARYL_BIN:-$PWD/build/aryl}"  # ARYL_BIN: another build of aryl
@@ -17,21 +29,40 @@ dir="testbed"
 training=4
 inference=4
 gpus=8
+proxied=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
     --training) training="$2"; shift 2 ;;
     --inference) inference="$2"; shift 2 ;;
     --gpus) gpus="$2"; shift 2 ;;
+    --proxy) proxied="$2"; shift 2 ;;
     --) shift; break ;;
     *) echo "testbed: unknown option $1" >&2; exit 2 ;;
   esac
 done
 [ -x "$aryl" ] || { echo "testbed: $aryl not built (run scripts/setup.sh)" >&2; exit 2; }
 
+names=()
+for ((i = 0; i < training; i++)); do names+=("t$i"); done
+for ((i = 0; i < inference; i++)); do names+=("i$i"); done
+# Which agents go through a fault proxy: checked before anything starts.
+declare -A proxy=()
+if [ "$proxied" = all ]; then
+  for name in "${names[@]}"; do proxy[$name]=1; done
+elif [ -n "$proxied" ]; then
+  IFS=, read -ra wanted <<< "$proxied"
+  for name in "${wanted[@]}"; do
+    [[ " ${names[*]} " == *" $name "* ]] || {
+      echo "testbed: --proxy $name: no such agent (the agents: ${names[*]})" >&2; exit 2; }
+    proxy[$name]=1
+  done
+fi
+
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
-rm -f "$dir/port" "$dir/pids"
+rm -f "$dir/port" "$dir/pids" "$dir/serve.restart"
+echo "$$ testbed" >> "$dir/pids"  # the process that restarts serve (see above)
 # A fresh random token for this testbed, readable by its owner only.
 (umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$dir/token")
 
@@ -49,25 +80,29 @@ stop_all() {
   done
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  rm -f "$dir/serve.restart"  # a restart that will not come
   exit $rc
 }
 trap stop_all EXIT
 trap 'exit 130' INT TERM
 
-"$aryl" serve --token-file "$dir/token" --port-file "$dir/port" --work-dir "$dir/work" \
-  --servers "$training" --set cluster.training.gpus_per_server="$gpus" \
-  --set cluster.inference.servers="$inference" --set cluster.inference.gpus_per_server="$gpus" \
-  "$@" > "$dir/serve.out" 2> "$dir/serve.log" &
+serve_cmd=("$aryl" serve --token-file "$dir/token" --port-file "$dir/port" --work-dir "$dir/work"
+  --servers "$training" --set cluster.training.gpus_per_server="$gpus"
+  --set cluster.inference.servers="$inference" --set cluster.inference.gpus_per_server="$gpus")
+"${serve_cmd[@]}" "$@" > "$dir/serve.out" 2> "$dir/serve.log" &
 serve=$!
 pids+=("$serve")
 echo "$serve serve" >> "$dir/pids"
 
-for _ in $(seq 300); do
-  [ -s "$dir/port" ] && break
-  kill -0 "$serve" 2>/dev/null || break
-  sleep 0.05
-done
-if [ ! -s "$dir/port" ]; then
+wait_for_file() {  # file pid: until the file is not empty, or the process has ended
+  for _ in $(seq 300); do
+    [ -s "$1" ] && return 0
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.05
+  done
+  [ -s "$1" ]
+}
+if ! wait_for_file "$dir/port" "$serve"; then
   echo "testbed: aryl serve did not start listening; its log:" >&2
   cat "$dir/serve.log" >&2
   exit 3
@@ -75,19 +110,58 @@ fi
 port="$(cat "$dir/port")"
 
 start_agent() {  # name gpu_type pool
-  mkdir -p "$dir/agent-$1"
-  "$aryl" agent --port "$port" --token-file "$dir/token" --name "$1" --gpu-type "$2" --gpus "$gpus" \
-    --pool "$3" --work-dir "$dir/agent-$1" 2> "$dir/agent-$1/agent.log" &
+  local folder="$dir/agent-$1" to="$port"
+  mkdir -p "$folder"
+  if [ -n "${proxy[$1]:-}" ]; then
+    rm -f "$folder/proxy.port"
+    /usr/bin/python3 scripts/fault_proxy.py --target "127.0.0.1:$port" --port-file "$folder/proxy.port" \
+      --control "$folder/proxy.ctl" < /dev/null 2> "$folder/proxy.log" &
+    local pid=$!
+    pids+=("$pid")
+    echo "$pid proxy $1" >> "$dir/pids"
+    wait_for_file "$folder/proxy.port" "$pid" || {
+      echo "testbed: the fault proxy of $1 did not start listening; its log:" >&2; cat "$folder/proxy.log" >&2; exit 3; }
+    to="$(cat "$folder/proxy.port")"
+  fi
+  "$aryl" agent --port "$to" --token-file "$dir/token" --name "$1" --gpu-type "$2" --gpus "$gpus" \
+    --pool "$3" --work-dir "$folder" 2> "$folder/agent.log" &
   pids+=("$!")
   echo "$! agent $1" >> "$dir/pids"
 }
 for ((i = 0; i < training; i++)); do start_agent "t$i" V100 training; done
 for ((i = 0; i < inference; i++)); do start_agent "i$i" T4 inference; done
 
-set +e
-wait "$serve"
-rc=$?
-set -e
+# The same serve arguments on the port the agents were given: any --port of SERVE_ARGS
+# replaced by it (the first start may have asked for 0, any free port).
+restart_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --port) shift 2 ;;
+    --port=*) shift ;;
+    *) restart_args+=("$1"); shift ;;
+  esac
+done
+restart_args+=(--port "$port")
+
+while :; do
+  set +e
+  wait "$serve"
+  rc=$?
+  set -e
+  # 137: killed by SIGKILL. Serve ending by itself as the kill came has its own code, and ends the run.
+  if [ $rc -ne 137 ] || [ ! -f "$dir/serve.restart" ]; then break; fi
+  down="$(cat "$dir/serve.restart")"
+  [[ "$down" =~ ^[0-9]+(\.[0-9]+)?$ ]] || down=0
+  echo "testbed: aryl serve was killed for a scheduler restart; starting it again in $down s on port $port" >&2
+  sleep "$down" &
+  pids+=("$!")
+  wait "$!"
+  "${serve_cmd[@]}" "${restart_args[@]}" >> "$dir/serve.out" 2>> "$dir/serve.log" &
+  serve=$!
+  pids+=("$serve")
+  echo "$serve serve restarted" >> "$dir/pids"
+  rm -f "$dir/serve.restart"  # after the pid is listed: live_faults.py looks for it once this is gone
+done
 cat "$dir/serve.out"
 [ $rc -eq 0 ] || { echo "testbed: aryl serve exited $rc; last lines of its log:" >&2; tail -5 "$dir/serve.log" >&2; }
 exit $rc

@@ -1,6 +1,6 @@
-"""What the end-to-end live tests share: checks that are counted, and process hygiene (every
+"""What the end-to-end live tests share: checks that are counted, process hygiene (every
 process started is stopped by its pid on every way out, none is left, no port stays bound, the
-whole test ends within its deadline)."""
+whole test ends within its deadline), and a /proc sampler that sees a job launched twice at once."""
 
 import argparse
 import os
@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 START = time.monotonic()
@@ -84,6 +85,46 @@ def environ(pid):
             return dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
     except OSError:
         return None
+
+
+class Sampler(threading.Thread):
+    """Worker processes of the test, from /proc every 50 ms: per job, the launches alive (a
+    launch is told apart by ARYL_DECIDED_UNIX_NS, set once per assignment)."""
+
+    def __init__(self, work):
+        super().__init__(daemon=True)
+        self.work = work.encode()
+        self.stop = threading.Event()
+        self.overlaps = []   # (job, launches) seen alive together
+        self.alive = {}      # job -> {launch: [pids]} at the last sample
+        self.samples = 0
+        self.lock = threading.Lock()
+
+    def sample(self):
+        now = {}
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            env = environ(pid)
+            if not env or b"ARYL_JOB_ID" not in env or self.work not in env.get(b"ARYL_CHECKPOINT_DIR", b""):
+                continue
+            job = int(env[b"ARYL_JOB_ID"])
+            now.setdefault(job, {}).setdefault(env.get(b"ARYL_DECIDED_UNIX_NS", b"?"), []).append(
+                (int(pid), int(env.get(b"ARYL_RANK", b"-1"))))
+        with self.lock:
+            for job, sets in now.items():
+                if len(sets) > 1:
+                    self.overlaps.append((job, sorted(sets)))
+            self.alive = now
+            self.samples += 1
+
+    def run(self):
+        while not self.stop.is_set():
+            self.sample()
+            time.sleep(0.05)
+
+    def running_jobs(self):
+        """job -> [(pid, rank)] alive at the last sample."""
+        with self.lock:
+            return {job: sorted(w for ws in sets.values() for w in ws) for job, sets in self.alive.items()}
 
 
 def ancestors():

@@ -6,15 +6,18 @@ connection and a delayed link.
 
 On loopback: `aryl serve` (speedup 1, detection grace faults.heartbeat_s 2.5 x
 faults.missed_heartbeats 2 = 5 s, the least there is), three training agents t0, t1, t2 of 4 GPUs each, t2's
-connection through scripts/fault_proxy.py. Three inelastic 4-GPU jobs of 24 s, one per server.
-scripts/live_faults.py enacts the plan (times from the run's start):
+connection through scripts/fault_proxy.py, laid out as scripts/testbed.sh --proxy t2 does (its
+FIFO agent-t2/proxy.ctl, "PID proxy t2" in pids). Three inelastic 4-GPU jobs of 24 s, one per
+server. scripts/live_faults.py enacts the plan (times from the run's start):
+  3 s   disconnect t2 for 8: t2's proxy partitions the link (t2 unheard for longer than the grace);
   4 s   server_crash t0, down_for 8: its agent and workers SIGKILLed, the agent restarted at 12 s;
   6 s   worker_crash 1: one worker of job 1 (on t1) SIGKILLed;
-and the test tells the proxy at 3 s: partition 8 (t2 unheard for longer than the grace). Once t2
-is back and runs a job again (about 12 s), the test tells the proxy: drop (both sides of t2's
-connection closed; the agent redials within 0.1 s, well inside the grace), and once t2 is
-reconciled again, delay 1.5 (every chunk held 1.5 s, both ways: heartbeats 2.5 s apart at most,
-under the grace) while `aryl status` asks serve through the proxy; then delay 0.
+ 15 s   link t2 for 10, delay_s 1.5: t2's proxy holds every chunk 1.5 s, both ways, until 25 s
+        (heartbeats 2.5 s apart at most, under the grace), then delay 0.
+Once t2 is back and runs a job again (about 12 s), the test tells the proxy on its standard input
+(a drop has no plan kind): drop (both sides of t2's connection closed; the agent redials within
+0.1 s, well inside the grace); once t2 is reconciled again and the link's delay holds, `aryl
+status` asks serve through the proxy.
 
 Checks: serve exits 0; jobs.csv has jobs 0, 1, 2 once each, outcome done; summary.json counts
 no failed job and at least 3 recoveries; events.log has t0 and t2 lost then back, and job 1
@@ -24,7 +27,8 @@ past 0). The drop and the delay cost nothing (docs/live.md: an agent back within
 reconciled, not lost): t2 is lost once only, its agent registers three times in all and the third
 time lists the 4 workers of the job it runs, which is launched once on t2 and has no event between
 that start and its finish; the status through the delayed link took at least two round trips of
-delay and shows that job running and t2 full. No process is left, no port is bound. Every
+delay and shows that job running and t2 full; live_faults.py enacted the partition and the delay
+through the proxy's FIFO, and the delay held for the whole status. No process is left, no port is bound. Every
 process started is stopped by its pid, also when a check fails; the whole test ends within its
 own deadline.
 """
@@ -45,11 +49,14 @@ TRACE = ("job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\n"
          "a,0,4,24,0,4,4\n"
          "b,0,4,24,0,4,4\n"
          "c,0,4,24,0,4,4\n")
-PLAN = ("faults:\n"
-        "  - {at: 4, server_crash: t0, down_for: 8}\n"
-        "  - {at: 6, worker_crash: 1}\n")
-DEADLINE_S = 150  # the whole test; CTest's TIMEOUT is longer
 DELAY_S = 1.5  # below the 5 s grace even with a heartbeat's 1 s on top
+LINK_AT, LINK_FOR = 15, 10  # after the drop (about 12 s) and t2's reconciliation; longer than a status takes
+PLAN = ("faults:\n"
+        "  - {at: 3, disconnect: t2, for: 8}\n"
+        "  - {at: 4, server_crash: t0, down_for: 8}\n"
+        "  - {at: 6, worker_crash: 1}\n"
+        f"  - {{at: {LINK_AT}, link: t2, for: {LINK_FOR}, delay_s: {DELAY_S}}}\n")
+DEADLINE_S = 150  # the whole test; CTest's TIMEOUT is longer
 
 
 def run(a, work, procs):
@@ -81,18 +88,21 @@ def run(a, work, procs):
         return
     port = int(read(os.path.join(bed, "port")))
 
+    for name in ("t0", "t1", "t2"):
+        os.makedirs(os.path.join(bed, f"agent-{name}"))
+    t2 = os.path.join(bed, "agent-t2")
     proxy = procs.start("proxy", [PYTHON, os.path.join(a.source, "scripts", "fault_proxy.py"),
-                                  "--target", f"127.0.0.1:{port}", "--port-file", os.path.join(bed, "proxy-port")],
-                        os.path.join(bed, "proxy.log"), stdin=subprocess.PIPE, text=True)
+                                  "--target", f"127.0.0.1:{port}", "--port-file", os.path.join(t2, "proxy.port"),
+                                  "--control", os.path.join(t2, "proxy.ctl")],
+                        os.path.join(t2, "proxy.log"), stdin=subprocess.PIPE, text=True)
     pids.write(f"{proxy.pid} proxy t2\n")
-    if not check(wait_for(lambda: read(os.path.join(bed, "proxy-port")).strip(), 20, "the proxy's port"),
+    if not check(wait_for(lambda: read(os.path.join(t2, "proxy.port")).strip(), 20, "the proxy's port"),
                  "the fault proxy listens"):
         return
-    proxy_port = int(read(os.path.join(bed, "proxy-port")))
+    proxy_port = int(read(os.path.join(t2, "proxy.port")))
 
     for name in ("t0", "t1", "t2"):
         folder = os.path.join(bed, f"agent-{name}")
-        os.makedirs(folder)
         p = procs.start(f"agent {name}", [
             aryl, "agent", "--port", str(proxy_port if name == "t2" else port), "--token-file", token,
             "--name", name, "--gpu-type", "V100", "--gpus", "4", "--pool", "training", "--work-dir", folder],
@@ -108,9 +118,6 @@ def run(a, work, procs):
     if not check(wait_for(lambda: "the run starts" in read(serve_log), 40, "the run to start"), "the run starts"):
         return
     began = time.monotonic()
-    wait_for(lambda: time.monotonic() - began >= 3, 5, "3 s into the run")
-    proxy.stdin.write("partition 8\n")
-    proxy.stdin.flush()
     t2_job = network_faults(a, bed, procs, proxy, proxy_port, token)
 
     try:
@@ -169,7 +176,8 @@ def run(a, work, procs):
           f"serve loses t2's connection twice, to the partition's silence and to the drop ({gone})")
     check(re.search(r"agent t2: back; reconciled with the 4 workers it still runs", log) is not None,
           "t2's agent is reconciled with its 4 workers after the drop")
-    check("drop: closing 1 connection(s)" in read(os.path.join(bed, "proxy.log")), "the proxy drops t2's connection")
+    proxy_log = read(os.path.join(bed, "agent-t2", "proxy.log"))
+    check("drop: closing 1 connection(s)" in proxy_log, "the proxy drops t2's connection")
     check(re.search(r"agent t2: back; reconciled with the \d+ workers it still runs", log) is not None,
           "t2's agent is reconciled at its first heartbeat")
     check("server t2: its agent was not heard for 5 s: reported lost" in log, "serve reports t2 lost after the grace")
@@ -180,6 +188,15 @@ def run(a, work, procs):
           "live_faults.py killed t0's agent and its 4 workers")
     check("server_crash t0: agent started again" in fl, "live_faults.py started t0's agent again")
     check(re.search(r"worker_crash 1: SIGKILL to rank 0 ", fl) is not None, "live_faults.py killed a worker of job 1")
+    told = re.findall(r"t=([0-9.]+) s: (disconnect t2|link t2|link t2 ends): t2's proxy told '([^']*)'", fl)
+    check([(w, c) for _, w, c in told] == [("disconnect t2", "partition 8"), ("link t2", f"delay {DELAY_S:g}"),
+                                           ("link t2 ends", "delay 0")] and
+          all(abs(float(t) - at) < 0.5 for (t, _, _), at in zip(told, (3, LINK_AT, LINK_AT + LINK_FOR))),
+          f"live_faults.py tells t2's proxy to partition at 3 s, delay at {LINK_AT} s and stop at "
+          f"{LINK_AT + LINK_FOR} s ({told})")
+    cut = re.findall(r"\[proxy +([0-9.]+)\] (partition for 8 s|healed)", proxy_log)
+    check([w for _, w in cut] == ["partition for 8 s", "healed"] and abs(float(cut[1][0]) - float(cut[0][0]) - 8) < 0.2,
+          f"t2's proxy partitions the link for 8 s, once ({cut})")
     for job in ("0", "1"):
         firsts = []
         for path in glob.glob(os.path.join(bed, "agent-*", "logs", f"{job}-0.log")):
@@ -210,10 +227,10 @@ def network_faults(a, bed, procs, proxy, proxy_port, token):
                           "t2's agent to be reconciled after the drop"), "t2's agent is back after the drop"):
         return job
 
-    proxy.stdin.write(f"delay {DELAY_S:g}\n")
-    proxy.stdin.flush()
-    if not check(wait_for(lambda: f"delay {DELAY_S:g} s" in read(os.path.join(bed, "proxy.log")), 5,
-                          "the proxy to apply the delay"), "the proxy delays t2's link"):
+    # The plan's link delays t2's proxy from LINK_AT s to LINK_AT + LINK_FOR s.
+    faults_log = os.path.join(bed, "faults.log")
+    if not check(wait_for(lambda: f"delay {DELAY_S:g} s" in read(os.path.join(bed, "agent-t2", "proxy.log")), 20,
+                          "the plan's link to delay t2's proxy"), "the proxy delays t2's link"):
         return job
     began = time.monotonic()
     status = procs.start("status", [os.path.abspath(a.aryl), "status", "--port", str(proxy_port), "--token-file", token,
@@ -224,12 +241,11 @@ def network_faults(a, bed, procs, proxy, proxy_port, token):
     except subprocess.TimeoutExpired:
         rc = None
     took = time.monotonic() - began
-    proxy.stdin.write("delay 0\n")
-    proxy.stdin.flush()
+    still = "link t2 ends" not in read(faults_log)
     # hello and status request each wait a round trip: two chunks held DELAY_S each.
-    check(rc == 0 and took >= 4 * DELAY_S - 0.05,
+    check(rc == 0 and took >= 4 * DELAY_S - 0.05 and still,
           f"a status through the delayed link is answered after two round trips of delay "
-          f"(exit {rc}, {took:.2f} s; at least {4 * DELAY_S:g} s)")
+          f"(exit {rc}, {took:.2f} s; at least {4 * DELAY_S:g} s; the delay held throughout: {still})")
     try:
         st = json.loads(read(os.path.join(bed, "status.json")))
     except ValueError:
@@ -249,5 +265,5 @@ def restarted_agents(work):
 
 if __name__ == "__main__":
     sys.exit(main("live-faults", DEADLINE_S, run,
-                  ("serve.log", "proxy.log", "faults.log", "live_faults.out", "agent-t2/agent.log"),
+                  ("serve.log", "agent-t2/proxy.log", "faults.log", "live_faults.out", "agent-t2/agent.log"),
                   restarted_agents))

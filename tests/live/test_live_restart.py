@@ -31,11 +31,10 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from live_harness import START, check, environ, launches, main, outcomes, read, wait_for  # noqa: E402
+from live_harness import START, Sampler, check, launches, main, outcomes, read, wait_for  # noqa: E402
 
 TRACE = ("job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\n"
          "a,0,4,3,0,4,4\n"
@@ -44,46 +43,6 @@ TRACE = ("job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\n"
          "d,1,4,14,0,4,4\n"
          "e,20,4,3,0,4,4\n")
 DEADLINE_S = 170  # the whole test; CTest's TIMEOUT is longer
-
-
-class Sampler(threading.Thread):
-    """Worker processes of the test, from /proc every 50 ms: per job, the launches alive (a
-    launch is told apart by ARYL_DECIDED_UNIX_NS, set once per assignment)."""
-
-    def __init__(self, work):
-        super().__init__(daemon=True)
-        self.work = work.encode()
-        self.stop = threading.Event()
-        self.overlaps = []   # (job, launches) seen alive together
-        self.alive = {}      # job -> {launch: [pids]} at the last sample
-        self.samples = 0
-        self.lock = threading.Lock()
-
-    def sample(self):
-        now = {}
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            env = environ(pid)
-            if not env or b"ARYL_JOB_ID" not in env or self.work not in env.get(b"ARYL_CHECKPOINT_DIR", b""):
-                continue
-            job = int(env[b"ARYL_JOB_ID"])
-            now.setdefault(job, {}).setdefault(env.get(b"ARYL_DECIDED_UNIX_NS", b"?"), []).append(
-                (int(pid), int(env.get(b"ARYL_RANK", b"-1"))))
-        with self.lock:
-            for job, sets in now.items():
-                if len(sets) > 1:
-                    self.overlaps.append((job, sorted(sets)))
-            self.alive = now
-            self.samples += 1
-
-    def run(self):
-        while not self.stop.is_set():
-            self.sample()
-            time.sleep(0.05)
-
-    def running_jobs(self):
-        """job -> [(pid, rank)] alive at the last sample."""
-        with self.lock:
-            return {job: sorted(w for ws in sets.values() for w in ws) for job, sets in self.alive.items()}
 
 
 def serve_argv(aryl, bed, work, out, token, port, extra=()):
