@@ -170,9 +170,13 @@ void run_writer::snapshot(const cluster_snapshot& s) {
 run_summary run_writer::finish(run_summary s) {
   std::sort(jobs_.begin(), jobs_.end(), [](auto& a, auto& b) { return a.index < b.index; });
   int64_t last_end = first_t_us_;
+  // From the run's start: a serve restarted on its journal sees its first snapshot only then,
+  // after the restored jobs were submitted.
+  int64_t first = first_t_us_;
   std::vector<double> jct, queue, first_wait, slowdown;
   for (auto& j : jobs_) {
     last_end = std::max(last_end, j.end_us);
+    first = std::min(first, j.submit_us);
     // A cancelled job's times say when it was given up, not how well it was served.
     if (j.outcome != "done") {
       ++(j.outcome == "failed" ? s.jobs_failed : s.jobs_cancelled);
@@ -205,7 +209,7 @@ run_summary run_writer::finish(run_summary s) {
   s.mean_first_wait_s = mean(first_wait);
   s.mean_slowdown = mean(slowdown);
   s.p95_slowdown = percentile(slowdown, 0.95);
-  s.makespan_s = static_cast<double>(last_end - first_t_us_) / 1e6;
+  s.makespan_s = static_cast<double>(last_end - first) / 1e6;
   double all_total = training_total_ + inference_total_;
   s.gpu_usage = all_total > 0 ? (busy_training_ + busy_inference_) / all_total : 0;
   s.window_gpu_usage = window_total_ > 0 ? window_busy_ / window_total_ : 0;

@@ -19,8 +19,9 @@ While the loss holds, `aryl status` asks serve through t0's proxy.
 Checks: testbed.sh exits 0, the restarted serve's code (the first one died of SIGKILL); DIR/pids
 lists a second serve, "PID serve restarted", which live_faults.py follows; it was started the
 plan's down time / speedup after the kill, on the same port; jobs.csv lists a and b once each,
-done; summary.json counts 1 scheduler restart and both jobs adopted; a /proc sampler (every 50
-ms, the whole run) never sees two launches of one job alive at once. The loss: the proxy's
+done; summary.json counts 1 scheduler restart and both jobs adopted, and its makespan runs from
+the run's start; a /proc sampler (every 50 ms, the whole run) never sees two launches of one
+job alive at once. The loss: the proxy's
 random stream is seeded from the entry (crc32 of "t0 20"); it drops every heartbeat of t0 and
 nothing else (the status through it is answered); serve, which hears an idle agent only by its
 heartbeats, drops t0's connection for silence although the proxy never cut it, reports t0 lost
@@ -153,6 +154,9 @@ def checks_restart(bed, out, port, sampler):
     check(summary.get("adopted_after_scheduler_restart") == 2 and summary.get("jobs_completed") == 2,
           f"summary.json: both jobs adopted by the restarted serve and completed "
           f"({summary.get('adopted_after_scheduler_restart')}, {summary.get('jobs_completed')})")
+    # The restarted serve's first snapshot comes after the restart: the run is measured from its start.
+    check(summary.get("makespan_s", 0) >= 40, f"summary.json's makespan spans the run from its start, past b's "
+                                              f"40 s ({summary.get('makespan_s')})")
     time.sleep(0.2)
     sampler.stop.set()
     sampler.join()
