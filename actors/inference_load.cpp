@@ -34,6 +34,10 @@ inference_actor::behavior_type inference_behavior(inference_actor::stateful_poin
   end_run_on_exception(self, recorder);
   self->state.setup = std::move(setup);
   self->state.serving.insert(self->state.setup.servers.begin(), self->state.setup.servers.end());
+  for (int id : self->state.setup.lent) {
+    self->state.serving.erase(id);
+    self->state.loaned.insert(id);
+  }
   auto log = [=](sim_time now, std::string event, std::string detail, std::string why) {
     self->send(recorder, event_atom::value,
                event_record{now.us, "inference", std::move(event), std::move(detail), std::move(why)});

@@ -23,6 +23,8 @@ struct inference_setup {
   int gpus_per_server = 8;
   /// Lend idle servers to training (policies with loaning); otherwise only report demand.
   bool lend = true;
+  /// Lent from the start (loans that carry on after a scheduler restart).
+  std::vector<int> lent;
 };
 
 struct inference_state {

@@ -4,6 +4,7 @@
 #include <caf/scheduler/test_coordinator.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <map>
@@ -234,6 +235,14 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   if (live && live->journal)
     journal = sys.spawn(journal_behavior, live->journal, recorder, std::chrono::milliseconds(2000),
                         static_cast<uint32_t>(c.state_compact_every));
+  // Loans that carry on after a scheduler restart: lent from the start.
+  std::vector<int> lent;
+  if (live)
+    for (auto& s : plan.setup.servers)
+      if (std::count(live->loaned.begin(), live->loaned.end(), s.name) > 0 && s.home == server_home::inference) {
+        s.mode = server_mode::loaned;
+        lent.push_back(s.id);
+      }
   std::vector<server_actor> servers;
   for (auto& s : plan.setup.servers)
     servers.push_back(sys.spawn(server_behavior, s.name, s.gpus, static_cast<int>(s.mode), recorder,
@@ -245,7 +254,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   inference_actor inference;
   if (!plan.inference_ids.empty()) {
     inference_setup is{plan.inference_ids, std::move(in.demand), c.inference_interval_s, c.inference_headroom,
-                       c.inference_grace_s, c.inference.gpus_per_server, plan.setup.policy.loaning};
+                       c.inference_grace_s, c.inference.gpus_per_server, plan.setup.policy.loaning, lent};
     inference = sys.spawn(inference_behavior, std::move(is), scheduler, recorder, tb);
   }
   // Clients' requests from the network thread, asked by the driver's loop.

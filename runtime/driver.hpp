@@ -85,6 +85,8 @@ struct live_world {
   /// simulated time the run starts at; the next free job index; the restart counters for
   /// summary.json.
   std::vector<saved_job> restored;
+  /// Inference servers lent to training when the scheduler went away (by name): lent still.
+  std::vector<std::string> loaned;
   int64_t start_at_us = 0;
   uint32_t first_free_index = 0;
   uint32_t scheduler_restarts = 0;

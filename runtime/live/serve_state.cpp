@@ -80,12 +80,18 @@ serve_state open_serve_state(const std::string& path, const config& c, run_input
                      "{} were running, {} queued; {} trace jobs still to come\n",
                      path, s.run.scheduler_restarts, ended, running, queued, inputs.jobs.size());
   if (!saved.server_modes.empty()) {
+    // Loans carry on, so that jobs running on lent servers can be adopted there. A reclaim in
+    // flight is not: its server is lent again, and the inference-load actor, which starts
+    // afresh, asks for it anew if demand still needs it.
     std::string loans;
-    for (auto& [name, mode] : saved.server_modes) loans += fmt::format("{}{} {}", loans.empty() ? "" : ", ", name, mode);
-    log << fmt::format("[serve] state {}: loans in flight ({}) end with the restart: every inference server serves "
-                       "again, and is lent anew as demand allows\n",
+    for (auto& [name, mode] : saved.server_modes) {
+      loans += fmt::format("{}{} {}", loans.empty() ? "" : ", ", name, mode);
+      world.loaned.push_back(name);
+      if (mode != "loaned") s.journal->put_server_mode(name, "loaned");
+    }
+    log << fmt::format("[serve] state {}: loans carry on ({}); a reclaim in flight is asked again if demand still "
+                       "needs it\n",
                        path, loans);
-    for (auto& [name, mode] : saved.server_modes) s.journal->put_server_mode(name, "serving");
   }
   return s;
 }
@@ -121,7 +127,8 @@ std::set<uint32_t> plan_adoption(serve_state& s, live_world& world,
       auto colon = part.rfind(':');
       auto m = machines.find(part.substr(0, colon));
       int count = colon == std::string::npos ? 0 : std::atoi(part.c_str() + colon + 1);
-      if (m == machines.end() || m->second.inference || count <= 0) fits = false;
+      bool lent = m != machines.end() && std::count(world.loaned.begin(), world.loaned.end(), m->first) > 0;
+      if (m == machines.end() || (m->second.inference && !lent) || count <= 0) fits = false;
       for (int i = 0; fits && i < count; ++i, ++rank) {
         auto r = ranks.find(rank);
         fits = r != ranks.end() && r->second.first == m->first && r->second.second.size() == 1 &&

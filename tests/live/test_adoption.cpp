@@ -37,7 +37,7 @@ TEST_CASE("a restarted scheduler adopts a job only if every worker runs where it
                 job(2, "running", "t2:2", 2),        // rank 1 missing (died while serve was away)
                 job(3, "running", "t3:2", 2),        // found on t4: not where the journal put it
                 job(4, "queued", "", 0),             // queued in the journal, yet running: stopped
-                job(5, "running", "i0:2", 2),        // on a loaned inference server: lent no more
+                job(5, "running", "i0:2", 2),        // on an inference server the journal has not lent
                 job(6, "running", "t6:2", 2),        // both ranks on one GPU
                 job(7, "ended", "", 0)};
   s.was_running = 5;
@@ -61,6 +61,22 @@ TEST_CASE("a restarted scheduler adopts a job only if every worker runs where it
   CHECK(w.restarted_jobs == 4);
   CHECK(log.str().find("of the 5 jobs running when the scheduler went away, 1 keep running, adopted: jobs 1; 4 "
                        "restart from their checkpoints") != std::string::npos);
+}
+
+TEST_CASE("a restarted scheduler adopts a job on an inference server only if the journal has it lent") {
+  config c;
+  serve_state s;
+  live_world w;
+  w.loaned = {"i1"};
+  w.restored = {job(1, "running", "i1:2", 2),   // lent: the loan carries on, and the job with it
+                job(2, "running", "i2:2", 2)};  // not lent (any more): stopped
+  s.was_running = 2;
+  std::map<std::string, std::vector<wire::running_worker>> found{{"i1", listed({{1, 0, 0}, {1, 1, 1}})},
+                                                                  {"i2", listed({{2, 0, 0}, {2, 1, 1}})}};
+  std::ostringstream log;
+  CHECK(plan_adoption(s, w, found, c, log) == std::set<uint32_t>{1});
+  REQUIRE(w.restored[0].adopt.size() == 2);
+  CHECK(w.restored[1].adopt.empty());
 }
 
 TEST_CASE("a restarted scheduler adopts no job whose rank two agents list") {

@@ -7,22 +7,24 @@ on; in the same run, a heartbeat-loss link enacted through the testbed's fault p
 
 scripts/testbed.sh on loopback: serve with --state at speedup 2 (detection grace
 faults.heartbeat_s 5 x faults.missed_heartbeats 2 / 2 = 5 s), two training agents t0, t1 of 4
-GPUs, t0 through its fault proxy (--proxy t0). Two inelastic 4-GPU jobs: a (16 s, on t0) and b
-(40 s, on t1). scripts/live_faults.py --speedup 2 enacts the plan (simulated seconds from the
-run's start; wall time is half):
-   4 s  scheduler_crash, down_for 3: serve SIGKILLed while both jobs run, started again by the
-        testbed 1.5 s later on the same port and state file;
+GPUs, t0 through its fault proxy (--proxy t0), and one inference agent i0 of 4 T4 GPUs, lent to
+training from the start (inference demand 0). Three inelastic 4-GPU jobs: a (16 s, on t0), b
+(40 s, on t1) and c (6 s of work at 1 s, on the lent i0, inelastic jobs allowed there).
+scripts/live_faults.py --speedup 2 enacts the plan (simulated seconds from the run's start;
+wall time is half):
+   4 s  scheduler_crash, down_for 3: serve SIGKILLed while the three jobs run, started again by
+        the testbed 1.5 s later on the same port and state file;
   20 s  link t0 for 14 s, loss 1: t0's proxy drops every heartbeat of t0's agent, idle since a
         ended (about 16 s), and passes every other frame.
 While the loss holds, `aryl status` asks serve through t0's proxy.
 
 Checks: testbed.sh exits 0, the restarted serve's code (the first one died of SIGKILL); DIR/pids
 lists a second serve, "PID serve restarted", which live_faults.py follows; it was started the
-plan's down time / speedup after the kill, on the same port; jobs.csv lists a and b once each,
-done; summary.json counts 1 scheduler restart and both jobs adopted, and its makespan runs from
-the run's start; a /proc sampler (every 50 ms, the whole run) never sees two launches of one
-job alive at once. The loss: the proxy's
-random stream is seeded from the entry (crc32 of "t0 20"); it drops every heartbeat of t0 and
+plan's down time / speedup after the kill, on the same port; jobs.csv lists a, b and c once
+each, done; summary.json counts 1 scheduler restart, the three jobs adopted and none restarted,
+and its makespan runs from the run's start; the restarted serve keeps i0 lent and adopts c
+there; a /proc sampler (every 50 ms, the whole run) never sees two launches of one job alive at
+once. The loss: the proxy's random stream is seeded from the entry (crc32 of "t0 20"); it drops every heartbeat of t0 and
 nothing else (the status through it is answered); serve, which hears an idle agent only by its
 heartbeats, drops t0's connection for silence although the proxy never cut it, reports t0 lost
 during the loss, and has it back only after the loss ends. No process is left, no port bound;
@@ -45,7 +47,9 @@ PYTHON = "/usr/bin/python3"
 SPEEDUP = 2
 TRACE = ("job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\n"
          "a,0,4,16,0,4,4\n"
-         "b,0,4,40,0,4,4\n")
+         "b,0,4,40,0,4,4\n"
+         "c,1,4,6,0,4,4\n")
+DEMAND = "t_s,servers_needed\n0,0\n"  # i0 is lent to training from the start
 CRASH_AT, DOWN_FOR = 4, 3
 LINK_AT, LINK_FOR = 20, 14
 PLAN = ("faults:\n"
@@ -58,18 +62,22 @@ def run(a, work, procs, sampler):
     bed, out = os.path.join(work, "testbed"), os.path.join(work, "out")
     os.makedirs(bed)
     trace, plan = os.path.join(work, "trace.csv"), os.path.join(work, "plan.yaml")
+    demand = os.path.join(work, "demand.csv")
     with open(trace, "w") as f:
         f.write(TRACE)
+    with open(demand, "w") as f:
+        f.write(DEMAND)
     with open(plan, "w") as f:
         f.write(PLAN)
     aryl = os.path.abspath(a.aryl)
     testbed = procs.start("testbed", [
-        os.path.join(a.source, "scripts", "testbed.sh"), "--dir", bed, "--training", "2", "--inference", "0",
+        os.path.join(a.source, "scripts", "testbed.sh"), "--dir", bed, "--training", "2", "--inference", "1",
         "--gpus", "4", "--proxy", "t0", "--",
         "--state", os.path.join(bed, "state.db"), "--trace", trace, "--speedup", str(SPEEDUP), "--out", out,
         "--stop-grace", "3", "--agent-wait", "30", "--set", "faults.heartbeat_s=5",
         "--set", "faults.missed_heartbeats=2", "--set", "jobs.restart_overhead_s=0",
-        "--set", "jobs.scale_overhead_s=0", "--set", "run.check_invariants=true"],
+        "--set", "jobs.scale_overhead_s=0", "--set", "run.check_invariants=true",
+        "--set", f"inference.trace={demand}", "--set", "scheduler.inelastic_on_loaned=true"],
         os.path.join(bed, "testbed.out"), env=dict(os.environ, ARYL_BIN=aryl))
 
     pids_file = os.path.join(bed, "pids")
@@ -78,8 +86,9 @@ def run(a, work, procs, sampler):
         return [line.split()[1:] for line in read(pids_file).splitlines() if line.split()[1:] == list(words)]
 
     # live_faults.py reads DIR/pids when it starts: once the agents are in it.
-    if not check(wait_for(lambda: listed("agent", "t0") and listed("agent", "t1") and listed("proxy", "t0"), 30,
-                          "the testbed's agents and proxy"), "testbed.sh starts serve, t0's proxy and both agents"):
+    if not check(wait_for(lambda: listed("agent", "t0") and listed("agent", "t1") and listed("agent", "i0") and
+                          listed("proxy", "t0"), 30, "the testbed's agents and proxy"),
+                 "testbed.sh starts serve, t0's proxy and the three agents"):
         return
     port = int(read(os.path.join(bed, "port")))
     proxy_port = int(read(os.path.join(bed, "agent-t0", "proxy.port")))
@@ -106,7 +115,7 @@ def run(a, work, procs, sampler):
             servers = {s["name"] for s in json.loads(read(os.path.join(bed, "status.json"))).get("servers", [])}
         except ValueError:
             servers = set()
-        check(rc == 0 and still and servers == {"t0", "t1"},
+        check(rc == 0 and still and servers == {"t0", "t1", "i0"},
               f"a status through t0's proxy during the loss is answered (exit {rc}, servers {sorted(servers)}, "
               f"loss still on: {still})")
 
@@ -146,14 +155,22 @@ def checks_restart(bed, out, port, sampler):
     check(log.count(f"listening on 127.0.0.1:{port}\n") == 2, f"both serves listen on port {port}")
 
     ends, listed = outcomes(out)
-    check(sorted(ends) == ["0", "1"] and listed == 2, f"jobs.csv lists a and b once each ({sorted(ends)}, {listed} rows)")
+    check(sorted(ends) == ["0", "1", "2"] and listed == 3,
+          f"jobs.csv lists a, b and c once each ({sorted(ends)}, {listed} rows)")
     check(all(o == "done" for o in ends.values()), f"every job's outcome is done ({list(ends.values())})")
     summary = json.loads(read(os.path.join(out, "summary.json")) or "{}")
     check(summary.get("scheduler_restarts") == 1, f"summary.json counts one scheduler restart "
                                                   f"({summary.get('scheduler_restarts')})")
-    check(summary.get("adopted_after_scheduler_restart") == 2 and summary.get("jobs_completed") == 2,
-          f"summary.json: both jobs adopted by the restarted serve and completed "
-          f"({summary.get('adopted_after_scheduler_restart')}, {summary.get('jobs_completed')})")
+    check(summary.get("adopted_after_scheduler_restart") == 3 and summary.get("restarts_after_scheduler_restart") == 0
+          and summary.get("jobs_completed") == 3,
+          f"summary.json: the three jobs adopted by the restarted serve, none restarted, all completed "
+          f"({summary.get('adopted_after_scheduler_restart')}, {summary.get('restarts_after_scheduler_restart')}, "
+          f"{summary.get('jobs_completed')})")
+    # c runs on the lent inference server: the loan carries on over the restart, and c with it.
+    check("loans carry on (i0 loaned)" in log, "the restarted serve keeps i0 lent")
+    events = read(os.path.join(out, "events.log"))
+    check(re.search(r"scheduler adopt job-2 workers=4 T4 \[i0:4\]", events) is not None,
+          "c, on the lent i0 at the kill, is adopted there")
     # The restarted serve's first snapshot comes after the restart: the run is measured from its start.
     check(summary.get("makespan_s", 0) >= 40, f"summary.json's makespan spans the run from its start, past b's "
                                               f"40 s ({summary.get('makespan_s')})")
