@@ -121,6 +121,8 @@ def run(host, port, token, name, gpu_type, gpus, pool, heartbeat_s):
             return 0
         decoder.feed(data)
         for msg in decoder:
+            if msg["type"] == "heartbeat":  # the scheduler's answer to ours: it hears us
+                continue
             print(msg, flush=True)
             if msg["type"] in ("bye", "error"):
                 sock.sendall(encode_frame({"type": "bye"}))

@@ -171,8 +171,8 @@ if [ "$FORMAT" = philly ]; then
 fi
 
 # Faults on the first evaluation window: server crashes (seeded, each back after an hour on
-# average), slow checkpoints (what loaning costs when reclaims are slow) and inference surges,
-# aryl against SJF. label|settings
+# average; on inference servers too in one scenario), slow checkpoints (what loaning costs when
+# reclaims are slow), inference surges and scheduler crashes, aryl against SJF. label|settings
 faults=(
   "no faults|"
   "1 crash per server-day|--set faults.random.server_crash_per_day=1"
@@ -181,6 +181,8 @@ faults=(
   "checkpoints 60 s + 5 s per worker|--set jobs.checkpoint_s=60 --set jobs.checkpoint_per_gpu_s=5"
   "checkpoints 300 s + 10 s per worker|--set jobs.checkpoint_s=300 --set jobs.checkpoint_per_gpu_s=10"
   "12 inference surges per day|--set faults.random.surge_per_day=12"
+  "1 crash per server-day, inference servers too|--set faults.random.server_crash_per_day=1 --set faults.random.inference_servers=true"
+  "12 scheduler crashes per day, 10 min each|--set faults.random.scheduler_crash_per_day=12 --set faults.random.mean_scheduler_down_s=600"
 )
 : > "$work/faults.txt"
 for i in "${!faults[@]}"; do
