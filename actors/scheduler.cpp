@@ -385,7 +385,9 @@ void accept_job(self_ptr self, job_spec& spec, const saved_job* restored = nullp
   st.durations[spec.index] = spec.duration_s;
   auto& j = l.jobs[spec.index];
   j.index = spec.index;
-  j.submit = now;
+  // When it was submitted, not when the scheduler took it: later only if the scheduler was
+  // away (a crash; a live restart submitting the trace jobs it missed).
+  j.submit = std::min(now, spec.submit);
   j.gpus = spec.gpus;
   j.min_workers = spec.min_workers;
   j.max_workers = spec.max_workers;
@@ -412,7 +414,7 @@ void accept_job(self_ptr self, job_spec& spec, const saved_job* restored = nullp
     j.progress.work_done = restored->work_done;
     st.retries[spec.index] = restored->retries;
   }
-  l.submit(spec.index, now);
+  l.submit(spec.index, restored ? now : j.submit);  // queued since its submission
   if (restored) {
     bool was_running = restored->status == "running";
     log(self, now, "restore",

@@ -212,21 +212,20 @@ class agent {
   /// the new copies. Their exits are reported once the scheduler is heard again.
   void fence(time_point now) {
     fenced_ = true;
-    size_t n = 0;
-    for (auto& [id, w] : workers_) {
-      if (w->status) continue;
-      w->proc.signal_group(SIGTERM);
-      const auto deadline = now + seconds(o_.shutdown_grace_s);
-      w->kill_at = w->kill_at ? std::min(*w->kill_at, deadline) : deadline;
-      ++n;
-    }
-    if (n > 0)
+    if (size_t n = terminate_all(now); n > 0)
       say("fenced: nothing heard from the scheduler for " + format_double(o_.fence_after_s) + " s; SIGTERM to " +
           std::to_string(n) + " worker(s), SIGKILL after " + format_double(o_.shutdown_grace_s) + " s");
   }
 
   void begin_shutdown(time_point now) {
     shutting_down_ = true;
+    size_t n = terminate_all(now);
+    say("stopping: SIGTERM to " + std::to_string(n) + " worker(s), SIGKILL after " +
+        format_double(o_.shutdown_grace_s) + " s");
+  }
+
+  /// SIGTERM to every running worker's group, SIGKILL after shutdown_grace_s; how many.
+  size_t terminate_all(time_point now) {
     size_t n = 0;
     for (auto& [id, w] : workers_) {
       if (w->status) continue;
@@ -235,8 +234,7 @@ class agent {
       w->kill_at = w->kill_at ? std::min(*w->kill_at, deadline) : deadline;
       ++n;
     }
-    say("stopping: SIGTERM to " + std::to_string(n) + " worker(s), SIGKILL after " +
-        format_double(o_.shutdown_grace_s) + " s");
+    return n;
   }
 
   /// With every worker gone: sends bye if connected, waits for it to be written (bounded),

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "runtime/config.hpp"
 #include "runtime/driver.hpp"
@@ -15,6 +16,22 @@ inline std::string temp_dir(const std::string& name) {
   auto p = std::filesystem::temp_directory_path() / ("aryl-test-" + name);
   std::filesystem::remove_all(p);
   return p.string();
+}
+
+/// Writes `text` to a fresh temporary file named for `name` (unique per test); its path.
+inline std::string write_temp_file(const std::string& name, const std::string& text) {
+  auto path = temp_dir(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+/// The lines of `log` that contain `needle`.
+inline std::vector<std::string> lines_with(const std::string& log, const std::string& needle) {
+  std::vector<std::string> out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (line.find(needle) != std::string::npos) out.push_back(line);
+  return out;
 }
 
 inline std::string slurp(const std::string& path) {

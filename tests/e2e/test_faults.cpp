@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "runtime/input_error.hpp"
@@ -13,20 +12,7 @@ using namespace aryl;
 
 namespace {
 
-std::string write_file(const std::string& name, const std::string& text) {
-  auto path = test::temp_dir("faults-" + name);
-  std::ofstream(path) << text;
-  return path;
-}
-
-/// The lines of events.log that contain `needle`.
-std::vector<std::string> lines_with(const std::string& log, const std::string& needle) {
-  std::vector<std::string> out;
-  std::istringstream in(log);
-  for (std::string line; std::getline(in, line);)
-    if (line.find(needle) != std::string::npos) out.push_back(line);
-  return out;
-}
+const std::string tmp = "faults-";  // temporary files of these tests
 
 config small_run(const std::string& name) {
   config c;
@@ -42,21 +28,22 @@ config small_run(const std::string& name) {
 
 TEST_CASE("a crashed server is noticed after its missed heartbeats, its jobs restart elsewhere, and all complete once") {
   auto c = small_run("server");
-  c.faults_file = write_file("server.yaml", "faults:\n  - {at: 35, server_crash: t1, down_for: 100}\n");
+  c.faults_file =
+      test::write_temp_file(tmp + "server.yaml", "faults:\n  - {at: 35, server_crash: t1, down_for: 100}\n");
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   CHECK(out.summary.jobs_completed == 8);
   CHECK(out.summary.jobs_failed == 0);
   auto log = test::slurp(c.out_dir + "/events.log");
-  REQUIRE(lines_with(log, "faults fault server_crash t1").size() == 1);
-  auto lost = lines_with(log, "scheduler lost server=t1");
+  REQUIRE(test::lines_with(log, "faults fault server_crash t1").size() == 1);
+  auto lost = test::lines_with(log, "scheduler lost server=t1");
   REQUIRE(lost.size() == 1);
   // Noticed within (crash, crash + missed x heartbeat]: modelled, not assumed.
   double noticed = std::stod(lost[0]);
   CHECK(noticed > 35);
   CHECK(noticed <= 35 + c.missed_heartbeats * c.heartbeat_s);
-  CHECK(lines_with(log, "server t1 was lost").size() >= 1);
-  auto back = lines_with(log, "scheduler back server=t1");
+  CHECK(test::lines_with(log, "server t1 was lost").size() >= 1);
+  auto back = test::lines_with(log, "scheduler back server=t1");
   REQUIRE(back.size() == 1);
   CHECK(std::stod(back[0]) == doctest::Approx(135));
   CHECK(out.summary.recoveries >= 1);
@@ -68,10 +55,10 @@ TEST_CASE("a worker crash loses exactly the work since the last periodic checkpo
   // at once, restarts at 50 s paying the restart overhead (60 s) and redoes 20 s of work from
   // its checkpoint at 30 s: it ends at 50 + 60 + 70 = 180 s.
   auto c = small_run("worker");
-  c.trace_file = write_file("one.csv", "job_id,submit_s,gpus,duration_s\nonly,0,1,100\n");
+  c.trace_file = test::write_temp_file(tmp + "one.csv", "job_id,submit_s,gpus,duration_s\nonly,0,1,100\n");
   c.elastic_fraction = 0;
   c.checkpoint_interval_s = 30;
-  c.faults_file = write_file("worker.yaml", "faults:\n  - {at: 50, worker_crash: 0}\n");
+  c.faults_file = test::write_temp_file(tmp + "worker.yaml", "faults:\n  - {at: 50, worker_crash: 0}\n");
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   CHECK(out.summary.jobs_completed == 1);
@@ -83,12 +70,13 @@ TEST_CASE("a worker crash loses exactly the work since the last periodic checkpo
 
 TEST_CASE("a job whose workers keep dying ends as failed after faults.max_retries restarts, named in jobs.csv") {
   auto c = small_run("retries");
-  c.trace_file = write_file("retry.csv", "job_id,submit_s,gpus,duration_s\nfragile,0,1,1000\nsteady,0,1,100\n");
+  c.trace_file =
+      test::write_temp_file(tmp + "retry.csv", "job_id,submit_s,gpus,duration_s\nfragile,0,1,1000\nsteady,0,1,100\n");
   c.elastic_fraction = 0;
   c.max_retries = 2;
-  c.faults_file = write_file("retries.yaml",
-                             "faults:\n  - {at: 100, worker_crash: 0}\n  - {at: 200, worker_crash: 0}\n"
-                             "  - {at: 300, worker_crash: 0}\n  - {at: 400, worker_crash: 0}\n");
+  c.faults_file = test::write_temp_file(tmp + "retries.yaml",
+                                        "faults:\n  - {at: 100, worker_crash: 0}\n  - {at: 200, worker_crash: 0}\n"
+                                        "  - {at: 300, worker_crash: 0}\n  - {at: 400, worker_crash: 0}\n");
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   CHECK(out.summary.jobs_submitted == 2);
@@ -96,14 +84,14 @@ TEST_CASE("a job whose workers keep dying ends as failed after faults.max_retrie
   CHECK(out.summary.jobs_failed == 1);
   auto jobs = test::slurp(c.out_dir + "/jobs.csv");
   CHECK(jobs.find("0,fragile,") != std::string::npos);
-  CHECK(lines_with(jobs, "fragile")[0].ends_with(",failed"));
-  CHECK(lines_with(jobs, "steady")[0].ends_with(",done"));
-  CHECK(lines_with(test::slurp(c.out_dir + "/events.log"), "2 restarts after faults exhausted").size() == 1);
+  CHECK(test::lines_with(jobs, "fragile")[0].ends_with(",failed"));
+  CHECK(test::lines_with(jobs, "steady")[0].ends_with(",done"));
+  CHECK(test::lines_with(test::slurp(c.out_dir + "/events.log"), "2 restarts after faults exhausted").size() == 1);
 }
 
 TEST_CASE("a reclaim waits for the stopped jobs' checkpoints, and a late one counts as an SLO miss with its lateness") {
   auto c = small_run("reclaim");
-  c.inference_trace = write_file("demand.csv", "t_s,servers_needed\n0,0\n100,1\n");
+  c.inference_trace = test::write_temp_file(tmp + "demand.csv", "t_s,servers_needed\n0,0\n100,1\n");
   c.inference_interval_s = 30;
   c.inference_grace_s = 0;  // any checkpoint time is late
   c.checkpoint_s = 30;
@@ -140,21 +128,21 @@ TEST_CASE("random faults are the same for the same seed: byte-identical decision
   auto b = test::run(b_cfg);
   REQUIRE_MESSAGE(b.ok, b.error);
   auto log_a = test::slurp(c.out_dir + "/events.log");
-  CHECK(lines_with(log_a, "faults fault").size() > 5);
+  CHECK(test::lines_with(log_a, "faults fault").size() > 5);
   CHECK(log_a == test::slurp(b_cfg.out_dir + "/events.log"));
   CHECK(a.summary.jobs_completed + a.summary.jobs_failed == a.summary.jobs_submitted);
 }
 
 TEST_CASE("a bad fault plan is refused naming the file, the line and the problem") {
   auto c = small_run("bad");
-  c.faults_file = write_file("bad-server.yaml", "faults:\n  - {at: 5, server_crash: t9}\n");
+  c.faults_file = test::write_temp_file(tmp + "bad-server.yaml", "faults:\n  - {at: 5, server_crash: t9}\n");
   CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("bad-server.yaml:2"), input_error);
   CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("'t9' is not a server of the config (t0..t1, i0)"), input_error);
-  c.faults_file = write_file("no-time.yaml", "faults:\n  - {worker_crash: 3}\n");
+  c.faults_file = test::write_temp_file(tmp + "no-time.yaml", "faults:\n  - {worker_crash: 3}\n");
   CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("needs `at`"), input_error);
-  c.faults_file = write_file("two.yaml", "faults:\n  - {at: 1, worker_crash: 3, surge: 2}\n");
+  c.faults_file = test::write_temp_file(tmp + "two.yaml", "faults:\n  - {at: 1, worker_crash: 3, surge: 2}\n");
   CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("exactly one of"), input_error);
-  c.faults_file = write_file("typo.yaml", "faults:\n  - {at: 1, server_crsh: t0}\n");
+  c.faults_file = test::write_temp_file(tmp + "typo.yaml", "faults:\n  - {at: 1, server_crsh: t0}\n");
   CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("unknown key 'server_crsh'"), input_error);
   c.faults_file = std::filesystem::temp_directory_path().string();
   CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("is a directory, not a fault plan"), input_error);
@@ -164,15 +152,15 @@ TEST_CASE("a server back before its loss is noticed restarts the jobs whose work
   // Down for 5 s, noticed only after 20-30 s: its agent registers again first, without the
   // workers the scheduler placed there. (This once left those jobs stalled for ever.)
   auto c = small_run("reboot");
-  c.faults_file = write_file("reboot.yaml", "faults:\n  - {at: 35, server_crash: t1, down_for: 5}\n");
+  c.faults_file = test::write_temp_file(tmp + "reboot.yaml", "faults:\n  - {at: 35, server_crash: t1, down_for: 5}\n");
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   CHECK(out.summary.jobs_completed == 8);
   auto log = test::slurp(c.out_dir + "/events.log");
-  REQUIRE(lines_with(log, "scheduler rebooted server=t1").size() == 1);
-  CHECK(std::stod(lines_with(log, "scheduler rebooted server=t1")[0]) == doctest::Approx(40));
-  CHECK(lines_with(log, "server t1 restarted").size() >= 1);
-  CHECK(lines_with(log, "scheduler lost").empty());
+  REQUIRE(test::lines_with(log, "scheduler rebooted server=t1").size() == 1);
+  CHECK(std::stod(test::lines_with(log, "scheduler rebooted server=t1")[0]) == doctest::Approx(40));
+  CHECK(test::lines_with(log, "server t1 restarted").size() >= 1);
+  CHECK(test::lines_with(log, "scheduler lost").empty());
 }
 
 namespace {
@@ -181,10 +169,10 @@ namespace {
 /// starts on t0 at 0; restarting costs 60 s).
 config one_job_run(const std::string& name, const std::string& plan) {
   auto c = small_run(name);
-  c.trace_file = write_file("one-" + name + ".csv", "job_id,submit_s,gpus,duration_s\nonly,0,1,100\n");
+  c.trace_file = test::write_temp_file(tmp + "one-" + name + ".csv", "job_id,submit_s,gpus,duration_s\nonly,0,1,100\n");
   c.elastic_fraction = 0;
   c.checkpoint_interval_s = 30;
-  c.faults_file = write_file(name + ".yaml", "faults:\n" + plan);
+  c.faults_file = test::write_temp_file(tmp + name + ".yaml", "faults:\n" + plan);
   return c;
 }
 
@@ -207,11 +195,12 @@ TEST_CASE("a disconnect shorter than the grace changes no job") {
   auto calm_log = test::slurp(c.out_dir + "/events.log");
   auto calm_jobs = test::slurp(c.out_dir + "/jobs.csv");
   c.out_dir = test::temp_dir("faults-out-short-disconnect-faulty");
-  c.faults_file = write_file("short-disconnect.yaml", "faults:\n  - {at: 35, disconnect: t1, for: 15}\n");
+  c.faults_file =
+      test::write_temp_file(tmp + "short-disconnect.yaml", "faults:\n  - {at: 35, disconnect: t1, for: 15}\n");
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   auto log = test::slurp(c.out_dir + "/events.log");
-  CHECK(lines_with(log, "faults fault disconnect t1 for=15").size() == 1);
+  CHECK(test::lines_with(log, "faults fault disconnect t1 for=15").size() == 1);
   CHECK(decisions(log) == calm_log);
   CHECK(test::slurp(c.out_dir + "/jobs.csv") == calm_jobs);
   CHECK(out.summary.lost_gpu_hours == 0);
@@ -225,10 +214,10 @@ TEST_CASE("a disconnect longer than the grace is noticed like a crash: its job r
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   auto log = test::slurp(c.out_dir + "/events.log");
-  auto lost = lines_with(log, "scheduler lost server=t0 jobs=1");
+  auto lost = test::lines_with(log, "scheduler lost server=t0 jobs=1");
   REQUIRE(lost.size() == 1);
   CHECK(std::stod(lost[0]) == doctest::Approx(80));
-  REQUIRE(lines_with(log, "scheduler start job-0 workers=1 V100 [t1:1]").size() == 1);
+  REQUIRE(test::lines_with(log, "scheduler start job-0 workers=1 V100 [t1:1]").size() == 1);
   CHECK(out.summary.jobs_completed == 1);
   CHECK(out.summary.mean_jct_s == doctest::Approx(180).epsilon(1e-6));
   CHECK(out.summary.lost_gpu_hours == doctest::Approx(20.0 / 3600).epsilon(1e-6));
@@ -239,11 +228,11 @@ TEST_CASE("a disconnected agent's surviving workers are stopped when it reconnec
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   auto log = test::slurp(c.out_dir + "/events.log");
-  auto stopped = lines_with(log, "scheduler reconcile server=t0 stopped=job-0");
+  auto stopped = test::lines_with(log, "scheduler reconcile server=t0 stopped=job-0");
   REQUIRE(stopped.size() == 1);
   CHECK(std::stod(stopped[0]) == doctest::Approx(150));
   // Stopped before the server is back in use.
-  auto back = lines_with(log, "scheduler back server=t0");
+  auto back = test::lines_with(log, "scheduler back server=t0");
   REQUIRE(back.size() == 1);
   CHECK(log.find(stopped[0]) < log.find(back[0]));
 }
@@ -254,9 +243,9 @@ TEST_CASE("heartbeats delayed past the grace make a spurious loss, the job moves
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   auto log = test::slurp(c.out_dir + "/events.log");
-  REQUIRE(lines_with(log, "scheduler lost server=t0").size() == 1);
-  CHECK(std::stod(lines_with(log, "scheduler lost server=t0")[0]) == doctest::Approx(80));
-  auto stopped = lines_with(log, "scheduler reconcile server=t0 stopped=job-0");
+  REQUIRE(test::lines_with(log, "scheduler lost server=t0").size() == 1);
+  CHECK(std::stod(test::lines_with(log, "scheduler lost server=t0")[0]) == doctest::Approx(80));
+  auto stopped = test::lines_with(log, "scheduler reconcile server=t0 stopped=job-0");
   REQUIRE(stopped.size() == 1);
   CHECK(std::stod(stopped[0]) == doctest::Approx(85));
   CHECK(out.summary.jobs_completed == 1);
@@ -288,7 +277,7 @@ TEST_CASE("a slow stop checkpoint delays the reclaim waiting for it by its extra
   // As the reclaim test above: every stop's checkpoint takes 30 s; the job on the reclaimed
   // server is told to stop at 120 and its checkpoint now takes 50 s more.
   auto c = small_run("reclaim-slow");
-  c.inference_trace = write_file("demand-slow.csv", "t_s,servers_needed\n0,0\n100,1\n");
+  c.inference_trace = test::write_temp_file(tmp + "demand-slow.csv", "t_s,servers_needed\n0,0\n100,1\n");
   c.inference_interval_s = 30;
   c.inference_grace_s = 0;
   c.checkpoint_s = 30;
@@ -298,7 +287,7 @@ TEST_CASE("a slow stop checkpoint delays the reclaim waiting for it by its extra
   REQUIRE_MESSAGE(calm.ok, calm.error);
   std::string plan = "faults:\n";
   for (int job = 0; job < 8; ++job) plan += "  - {at: 119, checkpoint: " + std::to_string(job) + ", slow_s: 50}\n";
-  c.faults_file = write_file("reclaim-slow.yaml", plan);
+  c.faults_file = test::write_temp_file(tmp + "reclaim-slow.yaml", plan);
   c.out_dir += "-slow";
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
@@ -309,7 +298,7 @@ TEST_CASE("a slow stop checkpoint delays the reclaim waiting for it by its extra
 TEST_CASE("a bad disconnect, link or checkpoint fault is refused naming the file, the line and the key") {
   auto c = small_run("bad-new");
   auto refused = [&](const std::string& entry, const std::string& message) {
-    c.faults_file = write_file("bad-new.yaml", "faults:\n  - {at: 1, surge: 1}\n  - " + entry + "\n");
+    c.faults_file = test::write_temp_file(tmp + "bad-new.yaml", "faults:\n  - {at: 1, surge: 1}\n  - " + entry + "\n");
     CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("bad-new.yaml:3"), input_error);
     CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains(message.c_str()), input_error);
   };
@@ -341,10 +330,10 @@ TEST_CASE("random disconnects, link faults and checkpoint faults are the same fo
   auto b = test::run(b_cfg);
   REQUIRE_MESSAGE(b.ok, b.error);
   auto log_a = test::slurp(c.out_dir + "/events.log");
-  CHECK(lines_with(log_a, "faults fault disconnect").size() > 2);
-  CHECK(lines_with(log_a, "faults fault link").size() > 2);
-  CHECK(lines_with(log_a, "faults fault checkpoint").size() > 2);
-  CHECK(lines_with(log_a, "scheduler reconcile").size() >= 1);
+  CHECK(test::lines_with(log_a, "faults fault disconnect").size() > 2);
+  CHECK(test::lines_with(log_a, "faults fault link").size() > 2);
+  CHECK(test::lines_with(log_a, "faults fault checkpoint").size() > 2);
+  CHECK(test::lines_with(log_a, "scheduler reconcile").size() >= 1);
   CHECK(log_a == test::slurp(b_cfg.out_dir + "/events.log"));
   CHECK(a.summary.jobs_completed + a.summary.jobs_failed == a.summary.jobs_submitted);
 }

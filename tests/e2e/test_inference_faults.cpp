@@ -3,7 +3,6 @@
 // lost one, asks for a lent server back if it must, and lends the server again once it is back.
 #include <doctest/doctest.h>
 
-#include <fstream>
 #include <sstream>
 
 #include "runtime/fault_plan.hpp"
@@ -13,11 +12,7 @@ using namespace aryl;
 
 namespace {
 
-std::string write_file(const std::string& name, const std::string& text) {
-  auto path = test::temp_dir("infer-faults-" + name);
-  std::ofstream(path) << text;
-  return path;
-}
+const std::string tmp = "infer-faults-";  // temporary files of these tests
 
 std::vector<double> times_of(const std::string& log, const std::string& needle) {
   std::vector<double> out;
@@ -34,11 +29,11 @@ config run_with(const std::string& name, int inference, const std::string& deman
   c.trace_file = "tests/e2e/data/small.csv";
   c.training.servers = 2;
   c.inference.servers = inference;
-  c.inference_trace = write_file(name + "-demand.csv", "t_s,servers_needed\n" + demand);
+  c.inference_trace = test::write_temp_file(tmp + name + "-demand.csv", "t_s,servers_needed\n" + demand);
   c.inference_interval_s = 30;
   c.inference_headroom = 0;
   c.check_invariants = true;
-  c.faults_file = write_file(name + ".yaml", "faults:\n" + plan);
+  c.faults_file = test::write_temp_file(tmp + name + ".yaml", "faults:\n" + plan);
   c.out_dir = test::temp_dir("infer-faults-out-" + name);
   return c;
 }
@@ -92,7 +87,8 @@ TEST_CASE("an inference server lost while it is being returned settles its share
   // for it for ever and never lend again; demand falls to 0 at 300, and i0 is back at 400
   // while a long job (z) still runs.
   auto c = run_with("returning", 1, "0,0\n100,1\n300,0\n", "  - {at: 130, server_crash: i0, down_for: 270}\n");
-  c.trace_file = write_file("returning.csv", test::slurp("tests/e2e/data/small.csv") + "z,50,1,3000\n");
+  c.trace_file =
+      test::write_temp_file(tmp + "returning.csv", test::slurp("tests/e2e/data/small.csv") + "z,50,1,3000\n");
   c.checkpoint_s = 60;
   c.checkpoint_per_gpu_s = 0;
   c.checkpoint_jitter = 0;

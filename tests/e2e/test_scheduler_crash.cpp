@@ -2,9 +2,6 @@
 // cluster runs on, nothing is decided, and what was sent to it waits until it is back.
 #include <doctest/doctest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "runtime/fault_plan.hpp"
 #include "runtime/input_error.hpp"
 #include "tests/e2e/run_helpers.hpp"
@@ -13,36 +10,25 @@ using namespace aryl;
 
 namespace {
 
-std::string write_file(const std::string& name, const std::string& text) {
-  auto path = test::temp_dir("sched-crash-" + name);
-  std::ofstream(path) << text;
-  return path;
-}
-
-std::vector<std::string> lines_with(const std::string& log, const std::string& needle) {
-  std::vector<std::string> out;
-  std::istringstream in(log);
-  for (std::string line; std::getline(in, line);)
-    if (line.find(needle) != std::string::npos) out.push_back(line);
-  return out;
-}
+const std::string tmp = "sched-crash-";  // temporary files of these tests
 
 /// Two inelastic 1-GPU jobs on one 1-GPU server: a (0..100 s), then b, which waits for a.
 config queue_of_two(const std::string& name, const std::string& plan) {
   config c;
-  c.trace_file = write_file("two-" + name + ".csv", "job_id,submit_s,gpus,duration_s\na,0,1,100\nb,10,1,100\n");
+  c.trace_file =
+      test::write_temp_file(tmp + "two-" + name + ".csv", "job_id,submit_s,gpus,duration_s\na,0,1,100\nb,10,1,100\n");
   c.training.servers = 1;
   c.training.gpus_per_server = 1;
   c.inference.servers = 0;
   c.elastic_fraction = 0;
   c.check_invariants = true;
   c.out_dir = test::temp_dir("sched-crash-out-" + name);
-  if (!plan.empty()) c.faults_file = write_file(name + ".yaml", "faults:\n" + plan);
+  if (!plan.empty()) c.faults_file = test::write_temp_file(tmp + name + ".yaml", "faults:\n" + plan);
   return c;
 }
 
 double start_of(const std::string& log, const std::string& job) {
-  auto starts = lines_with(log, "scheduler start " + job + " ");
+  auto starts = test::lines_with(log, "scheduler start " + job + " ");
   REQUIRE(starts.size() == 1);
   return std::stod(starts[0]);
 }
@@ -59,8 +45,8 @@ TEST_CASE("while the scheduler is away a job still finishes on time, but the job
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   auto log = test::slurp(c.out_dir + "/events.log");
-  REQUIRE(lines_with(log, "scheduler away for=200").size() == 1);
-  auto awake = lines_with(log, "scheduler awake");
+  REQUIRE(test::lines_with(log, "scheduler away for=200").size() == 1);
+  auto awake = test::lines_with(log, "scheduler awake");
   REQUIRE(awake.size() == 1);
   CHECK(std::stod(awake[0]) == doctest::Approx(250));
   CHECK(start_of(log, "job-1") == doctest::Approx(250));
@@ -70,13 +56,28 @@ TEST_CASE("while the scheduler is away a job still finishes on time, but the job
   CHECK(out.summary.lost_gpu_hours == 0);
 }
 
+TEST_CASE("a job submitted while the scheduler is away counts its wait from its submission, not from its return") {
+  // Two jobs on two GPUs, so nothing queues but for the outage: b comes at 60, while the
+  // scheduler is away (50..250), and starts at 250.
+  auto c = queue_of_two("late", "  - {at: 50, scheduler_crash: true, down_for: 200}\n");
+  c.training.gpus_per_server = 2;
+  c.trace_file = test::write_temp_file(tmp + "late.csv", "job_id,submit_s,gpus,duration_s\na,0,1,100\nb,60,1,100\n");
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  CHECK(start_of(test::slurp(c.out_dir + "/events.log"), "job-1") == doctest::Approx(250));
+  auto jobs = test::lines_with(test::slurp(c.out_dir + "/jobs.csv"), "1,b,");
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0].find("1,b,1,0,60.000000,250.000000,") == 0);
+  CHECK(out.summary.mean_queue_s == doctest::Approx(190.0 / 2));
+}
+
 TEST_CASE("a crash of the scheduler while it is away is ignored, and the run is the same for the same plan") {
   auto c = queue_of_two("twice", "  - {at: 50, scheduler_crash: true, down_for: 200}\n"
                                  "  - {at: 60, scheduler_crash: true, down_for: 1000}\n");
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   auto log = test::slurp(c.out_dir + "/events.log");
-  CHECK(lines_with(log, "scheduler away").size() == 1);
+  CHECK(test::lines_with(log, "scheduler away").size() == 1);
   CHECK(start_of(log, "job-1") == doctest::Approx(250));
   auto again = c;
   again.out_dir = test::temp_dir("sched-crash-out-twice-again");
@@ -93,27 +94,29 @@ TEST_CASE("a server that crashes while the scheduler is away is found lost when 
   c.inference.servers = 1;
   c.check_invariants = true;
   c.out_dir = test::temp_dir("sched-crash-out-lost");
-  c.faults_file = write_file("lost.yaml", "faults:\n  - {at: 30, scheduler_crash: true, down_for: 100}\n"
-                                          "  - {at: 35, server_crash: t1, down_for: 300}\n");
+  c.faults_file = test::write_temp_file(tmp + "lost.yaml",
+                                        "faults:\n  - {at: 30, scheduler_crash: true, down_for: 100}\n"
+                                        "  - {at: 35, server_crash: t1, down_for: 300}\n");
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   auto log = test::slurp(c.out_dir + "/events.log");
-  auto lost = lines_with(log, "scheduler lost server=t1");
+  auto lost = test::lines_with(log, "scheduler lost server=t1");
   REQUIRE(lost.size() == 1);
   CHECK(std::stod(lost[0]) == doctest::Approx(130));
-  CHECK(lines_with(log, "scheduler back server=t1").size() == 1);
+  CHECK(test::lines_with(log, "scheduler back server=t1").size() == 1);
   CHECK(out.summary.jobs_completed == 8);
   CHECK(out.summary.recoveries >= 1);
 
   // Back at 95, before the scheduler (130): its agent registers again without the workers.
   c.out_dir = test::temp_dir("sched-crash-out-rebooted");
-  c.faults_file = write_file("rebooted.yaml", "faults:\n  - {at: 30, scheduler_crash: true, down_for: 100}\n"
-                                              "  - {at: 35, server_crash: t1, down_for: 60}\n");
+  c.faults_file = test::write_temp_file(tmp + "rebooted.yaml",
+                                        "faults:\n  - {at: 30, scheduler_crash: true, down_for: 100}\n"
+                                        "  - {at: 35, server_crash: t1, down_for: 60}\n");
   auto rebooted = test::run(c);
   REQUIRE_MESSAGE(rebooted.ok, rebooted.error);
   log = test::slurp(c.out_dir + "/events.log");
-  CHECK(lines_with(log, "scheduler lost server=t1").empty());
-  auto line = lines_with(log, "scheduler rebooted server=t1");
+  CHECK(test::lines_with(log, "scheduler lost server=t1").empty());
+  auto line = test::lines_with(log, "scheduler rebooted server=t1");
   REQUIRE(line.size() == 1);
   CHECK(std::stod(line[0]) == doctest::Approx(130));
   CHECK(rebooted.summary.jobs_completed == 8);
@@ -126,7 +129,7 @@ TEST_CASE("a reclaim asked while the scheduler is away is answered when it is ba
   c.training.servers = 2;
   c.inference.servers = 1;
   c.check_invariants = true;
-  c.inference_trace = write_file("demand.csv", "t_s,servers_needed\n0,0\n100,1\n");
+  c.inference_trace = test::write_temp_file(tmp + "demand.csv", "t_s,servers_needed\n0,0\n100,1\n");
   c.inference_interval_s = 30;
   c.inference_grace_s = 0;
   c.checkpoint_s = 0;
@@ -137,7 +140,8 @@ TEST_CASE("a reclaim asked while the scheduler is away is answered when it is ba
   REQUIRE_MESSAGE(calm.ok, calm.error);
   REQUIRE(calm.summary.reclaim_slo_misses == 0);
   c.out_dir = test::temp_dir("sched-crash-out-reclaim");
-  c.faults_file = write_file("reclaim.yaml", "faults:\n  - {at: 90, scheduler_crash: true, down_for: 100}\n");
+  c.faults_file =
+      test::write_temp_file(tmp + "reclaim.yaml", "faults:\n  - {at: 90, scheduler_crash: true, down_for: 100}\n");
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   // Demand rises at 100 and is seen at the inference tick of 120; the scheduler is back at 190.
@@ -149,7 +153,7 @@ TEST_CASE("a reclaim asked while the scheduler is away is answered when it is ba
 TEST_CASE("a bad scheduler_crash is refused naming the file, the line and the problem") {
   auto c = queue_of_two("bad", "");
   auto refused = [&](const std::string& entry, const std::string& message) {
-    c.faults_file = write_file("bad.yaml", "faults:\n  - {at: 1, surge: 1}\n  - " + entry + "\n");
+    c.faults_file = test::write_temp_file(tmp + "bad.yaml", "faults:\n  - {at: 1, surge: 1}\n  - " + entry + "\n");
     CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains("bad.yaml:3"), input_error);
     CHECK_THROWS_WITH_AS(test::run(c), doctest::Contains(message.c_str()), input_error);
   };
@@ -194,8 +198,8 @@ TEST_CASE("random scheduler crashes are the same for the same seed, leave the ot
   auto b = test::run(b_cfg);
   REQUIRE_MESSAGE(b.ok, b.error);
   auto log = test::slurp(c.out_dir + "/events.log");
-  CHECK(lines_with(log, "scheduler away").size() > 2);
-  CHECK(lines_with(log, "scheduler away").size() == lines_with(log, "scheduler awake").size());
+  CHECK(test::lines_with(log, "scheduler away").size() > 2);
+  CHECK(test::lines_with(log, "scheduler away").size() == test::lines_with(log, "scheduler awake").size());
   CHECK(log == test::slurp(b_cfg.out_dir + "/events.log"));
   CHECK(a.summary.jobs_completed + a.summary.jobs_failed == a.summary.jobs_submitted);
 }
