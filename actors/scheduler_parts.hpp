@@ -1,0 +1,32 @@
+#pragma once
+/// What the scheduler actor's two source files share: scheduler.cpp (rounds, jobs, reclaims,
+/// the journal, the behavior) and scheduler_faults.cpp (faults and recovery). Internal to the
+/// actor: nothing else includes it.
+#include <cstdint>
+#include <string>
+
+#include "actors/scheduler.hpp"
+
+namespace aryl::sched {
+
+using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
+
+// scheduler.cpp
+std::string describe(const scheduler_state& st, const allocation& a);
+std::string job_name(uint32_t id);
+void log(self_ptr self, sim_time now, std::string event, std::string detail, std::string why);
+void mark_dirty(self_ptr self);
+void dispatch(self_ptr self, const decision& d);
+void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string& why);
+void complete_reclaims(self_ptr self, sim_time now);
+void journal_server(self_ptr self, int sid, const char* mode);
+
+// scheduler_faults.cpp: the fault actor's and the gateway's messages, and recovery.
+/// A job whose workers died restarts from its checkpoint (see the definition).
+void recover_job(self_ptr self, uint32_t job, int lost_server, sim_time now, const std::string& why);
+void on_crash(self_ptr self, int server, int64_t down_us);
+void on_linkfault(self_ptr self, const link_fault& f);
+void on_lost(self_ptr self, int server);
+void on_back(self_ptr self, int server);
+
+} // namespace aryl::sched
