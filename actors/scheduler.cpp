@@ -1,5 +1,6 @@
 #include "actors/scheduler.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -16,13 +17,13 @@ std::string describe(const scheduler_state& st, const allocation& a) {
   std::string out = "[";
   for (size_t i = 0; i < a.size(); ++i) {
     if (i) out += ' ';
-    fmt::format_to(std::back_inserter(out), "{}:{}", st.ledger.servers[static_cast<size_t>(a[i].first)].name, a[i].second);
+    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}:{}"), st.ledger.servers[static_cast<size_t>(a[i].first)].name, a[i].second);
   }
   out += ']';
   return out;
 }
 
-std::string job_name(uint32_t id) { return fmt::format("job-{}", id); }
+std::string job_name(uint32_t id) { return fmt::format(FMT_COMPILE("job-{}"), id); }
 
 void log(self_ptr self, sim_time now, std::string event, std::string detail, std::string why) {
   self->send(self->state.jenv.recorder, event_atom::value,
@@ -182,9 +183,9 @@ void run_round(self_ptr self) {
   for (auto& d : decisions) {
     dispatch_assignment(self, d);
     auto& j = st.ledger.jobs[d.job];
-    std::string detail = fmt::format("job-{} workers={}", d.job, j.workers);
+    std::string detail = fmt::format(FMT_COMPILE("job-{} workers={}"), d.job, j.workers);
     if (!d.alloc.empty())
-      fmt::format_to(std::back_inserter(detail), " {} {}", st.setup.type_names[static_cast<size_t>(j.alloc_type)],
+      fmt::format_to(std::back_inserter(detail), FMT_COMPILE(" {} {}"), st.setup.type_names[static_cast<size_t>(j.alloc_type)],
                      describe(st, d.alloc));
     log(self, now, kind_name(d.what), std::move(detail), d.why);
   }
@@ -265,7 +266,7 @@ void start_reclaim(self_ptr self, sim_time now) {
     decision d{decision::kind::rescale, job, after, before, l.jobs[job].alloc_type,
                fmt::format("scale in by {}: its loaned server is reclaimed", lost)};
     dispatch(self, d);
-    log(self, now, "rescale", fmt::format("{} workers={} {}", job_name(job), l.jobs[job].workers, describe(st, after)),
+    log(self, now, "rescale", fmt::format(FMT_COMPILE("job-{} workers={} {}"), job, l.jobs[job].workers, describe(st, after)),
         d.why);
     rf.waiting[job] = l.jobs[job].generation;
   }
@@ -350,7 +351,7 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   std::string_view what = outcome;
   bool done = what == "done";
   log(self, now, done ? "finish" : what == "failed" ? "fail" : "cancel",
-      fmt::format("{} workers={}", job_name(job), workers), why);
+      fmt::format(FMT_COMPILE("job-{} workers={}"), job, workers), why);
   auto record = make_record(st, j, now, workers, outcome);
   journal_job(self, job, now, &record);
   self->send(st.jenv.recorder, jobrec_atom::value, std::move(record));
@@ -424,7 +425,8 @@ void accept_job(self_ptr self, job_spec& spec, const saved_job* restored = nullp
                                  : "the scheduler restarted; queued again");
   } else {
     log(self, now, "submit",
-        fmt::format("{} gpus={} elastic={} name={}", job_name(spec.index), spec.gpus, spec.elastic ? 1 : 0, spec.name),
+        fmt::format(FMT_COMPILE("job-{} gpus={} elastic={} name={}"), spec.index, spec.gpus, spec.elastic ? 1 : 0,
+                    spec.name),
         "");
   }
   st.jobs[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);

@@ -1,5 +1,6 @@
 #include "runtime/outputs.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,13 @@ std::FILE* open_for_write(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) throw input_error(path + ": cannot write: " + std::strerror(errno));
   return f;
+}
+
+/// What "{:.6f}" prints for `us` / 1e6 seconds, from integers where that is exact (every
+/// time of a run is whole microseconds): the busiest outputs' times, without float formatting.
+void append_seconds(std::string& out, int64_t us) {
+  if (us >= 0) fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}.{:06}"), us / 1000000, us % 1000000);
+  else fmt::format_to(std::back_inserter(out), FMT_COMPILE("{:.6f}"), static_cast<double>(us) / 1e6);
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -109,13 +117,12 @@ void run_writer::event(const event_record& e) {
   // time as whole seconds and microseconds (what "{:.6f}" of the seconds prints).
   auto& line = line_;
   line.clear();
-  if (e.t_us >= 0)
-    fmt::format_to(std::back_inserter(line), "{}.{:06} {} {} {}", e.t_us / 1000000, e.t_us % 1000000, e.actor, e.event,
-                   e.detail);
-  else
-    fmt::format_to(std::back_inserter(line), "{:.6f} {} {} {}", static_cast<double>(e.t_us) / 1e6, e.actor, e.event,
-                   e.detail);
-  if (!e.why.empty()) fmt::format_to(std::back_inserter(line), " | {}", e.why);
+  append_seconds(line, e.t_us);
+  fmt::format_to(std::back_inserter(line), FMT_COMPILE(" {} {} {}"), e.actor, e.event, e.detail);
+  if (!e.why.empty()) {
+    line += " | ";
+    line += e.why;
+  }
   line.push_back('\n');
   std::fwrite(line.data(), 1, line.size(), events_file_);
 }
@@ -160,8 +167,10 @@ void run_writer::snapshot(const cluster_snapshot& s) {
   last_ = s;
   have_snapshot_ = true;
   if (!changed || !timeline_file_) return;
-  auto row = fmt::format("{:.6f},{},{},{},{},{},{},{},{},{},{}\n", static_cast<double>(s.t_us) / 1e6,
-                         s.training_busy_gpus, s.training_gpus, s.loaned_busy_gpus, s.loaned_servers,
+  auto& row = line_;
+  row.clear();
+  append_seconds(row, s.t_us);
+  fmt::format_to(std::back_inserter(row), FMT_COMPILE(",{},{},{},{},{},{},{},{},{},{}\n"), s.training_busy_gpus, s.training_gpus, s.loaned_busy_gpus, s.loaned_servers,
                          s.serving_servers, s.reclaiming_servers, s.inference_gpus, s.queued_jobs,
                          s.running_jobs, serving_busy_);
   std::fputs(row.c_str(), timeline_file_);
@@ -236,13 +245,18 @@ run_summary run_writer::finish(run_summary s) {
   std::fputs("job,name,gpus,elastic,submit_s,first_start_s,end_s,jct_s,queued_s,duration_s,gpu_seconds,"
              "preemptions,scale_ins,scale_outs,last_workers,on_loaned_s,slowdown,below_speed_s,outcome\n",
              jf);
+  std::string row;
   for (auto& j : jobs_) {
-    auto row = fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{},{},{},{},{:.3f},{:.6f},{:.3f},{}\n",
-                           j.index, j.name, j.gpus, j.elastic ? 1 : 0, j.submit_us / 1e6,
-                           j.first_start_us / 1e6, j.end_us / 1e6, (j.end_us - j.submit_us) / 1e6,
-                           j.queued_s, j.duration_s, j.gpu_seconds, j.preemptions, j.scale_ins,
-                           j.scale_outs, j.last_workers, j.on_loaned_s, j.slowdown, j.below_speed_s, j.outcome);
-    std::fputs(row.c_str(), jf);
+    row.clear();
+    fmt::format_to(std::back_inserter(row), FMT_COMPILE("{},{},{},{},"), j.index, j.name, j.gpus, j.elastic ? 1 : 0);
+    for (int64_t us : {j.submit_us, j.first_start_us, j.end_us, j.end_us - j.submit_us}) {
+      append_seconds(row, us);
+      row += ',';
+    }
+    fmt::format_to(std::back_inserter(row), FMT_COMPILE("{:.6f},{:.6f},{:.3f},{},{},{},{},{:.3f},{:.6f},{:.3f},{}\n"),
+                   j.queued_s, j.duration_s, j.gpu_seconds, j.preemptions, j.scale_ins, j.scale_outs,
+                   j.last_workers, j.on_loaned_s, j.slowdown, j.below_speed_s, j.outcome);
+    std::fwrite(row.data(), 1, row.size(), jf);
   }
   close(jf, "jobs.csv");
   close(events_file_, "events.log");

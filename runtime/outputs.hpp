@@ -64,7 +64,7 @@ private:
   void check(std::FILE* f, const char* name);
   void close(std::FILE*& f, const char* name);
   std::FILE* events_file_ = nullptr;
-  std::string line_;  ///< event()'s buffer
+  std::string line_;  ///< the buffer of event() and snapshot() lines
   std::FILE* timeline_file_ = nullptr;
   std::vector<job_record> jobs_;
   uint64_t events_ = 0;
