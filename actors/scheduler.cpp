@@ -328,9 +328,8 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
   out.jobs_finished = st.jobs_finished;
   out.reclaim_latency_s = st.reclaim_latency_s;
   out.rounds = st.rounds;
-  for (bool running : {true, false})
-    for (auto id : running ? l.running : l.queued)
-      out.jobs.push_back({id, st.names[id], running, l.jobs[id].workers});
+  for (auto id : l.running) out.jobs.push_back({id, st.names[id], true, l.jobs[id].workers});
+  for (auto id : l.queued) out.jobs.push_back({id, st.names[id], false, l.jobs[id].workers});
   for (auto& s : l.servers)
     out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus, s.free,
                            s.home == server_home::inference, modes[static_cast<int>(s.mode)]});

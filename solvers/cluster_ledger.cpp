@@ -133,15 +133,17 @@ void cluster_ledger::dequeue(const job_entry& j) {
     broken("job " + std::to_string(j.index) + " left the queue with keys it was not queued under");
 }
 
-void cluster_ledger::count_extras(const job_entry& j, const allocation& alloc, int sign) {
-  if (!j.elastic || count_workers(alloc) <= j.min_workers) return;
-  keep_on_fewest(alloc, j.min_workers, base_scratch_);
-  for (auto& [sid, w] : alloc) {
-    int extra = w;
-    for (auto& [bsid, bw] : base_scratch_)
-      if (bsid == sid) extra -= bw;
-    servers[static_cast<size_t>(sid)].extra += sign * extra;
-  }
+void cluster_ledger::count_extras(job_entry& j, const allocation& alloc, int sign) {
+  if (!j.elastic) return;
+  if (sign > 0) keep_on_fewest(alloc, j.min_workers, j.base);
+  if (count_workers(alloc) > j.min_workers)
+    for (auto& [sid, w] : alloc) {
+      int extra = w;
+      for (auto& [bsid, bw] : j.base)
+        if (bsid == sid) extra -= bw;
+      servers[static_cast<size_t>(sid)].extra += sign * extra;
+    }
+  if (sign < 0) j.base.clear();
 }
 
 void cluster_ledger::take(uint32_t index, const allocation& alloc) {
@@ -237,7 +239,8 @@ void cluster_ledger::rescale(uint32_t index, const allocation& alloc, sim_time n
 }
 
 void cluster_ledger::reassign(const std::vector<reassignment>& changes, sim_time now) {
-  std::vector<int> before;
+  auto& before = workers_before_;
+  before.clear();
   for (auto& c : changes) {
     auto& j = jobs.at(c.job);
     if (j.status != job_status::running) broken("job " + std::to_string(c.job) + " reassigned while not running");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "solvers/id_set.hpp"
 #include "solvers/sim_time.hpp"
 #include "solvers/job_progress.hpp"
 #include "solvers/placement.hpp"
@@ -28,7 +29,7 @@ struct server_entry {
   server_home home = server_home::training;
   server_mode mode = server_mode::training;
   /// Jobs with workers here (ids); a server is idle when empty.
-  std::set<uint32_t> jobs;
+  id_set jobs;
   /// GPUs here held by elastic jobs' workers beyond their min_workers (keep_on_fewest): what
   /// a queued job may take from them without stopping any job.
   int extra = 0;
@@ -48,6 +49,10 @@ struct job_entry {
 
   job_status status = job_status::unsubmitted;
   allocation alloc;       ///< (server id, workers)
+  /// An elastic job's first min_workers of `alloc` on the fewest servers (keep_on_fewest):
+  /// what it keeps when it shrinks to its minimum. Kept with `alloc`, since every round and
+  /// the count of extra workers read it.
+  allocation base;
   int workers = 0;
   int alloc_type = -1;    ///< GPU type of the current allocation
   job_progress progress;  ///< the scheduler's mirror of the job's progress (predicted)
@@ -100,7 +105,7 @@ public:
   std::vector<server_entry> servers;   ///< by server id
   std::vector<job_entry> jobs;         ///< by job index
   std::set<uint32_t> queued;           ///< queued job indices
-  std::set<uint32_t> running;
+  id_set running;
   /// The queued jobs again, in the orders non-preemptive rounds take them: by submit time and
   /// by predicted remaining work (ties: index). A queued job makes no progress, so both keys
   /// hold while it waits, and a round walks the queue without sorting it.
@@ -150,8 +155,8 @@ private:
   void take(uint32_t index, const allocation& alloc);
   void release(uint32_t index);
   /// Adds (sign +1) or removes (-1) the extra workers of `j` on `alloc` to servers' `extra`.
-  void count_extras(const job_entry& j, const allocation& alloc, int sign);
-  allocation base_scratch_;
+  void count_extras(job_entry& j, const allocation& alloc, int sign);
+  std::vector<int> workers_before_;  ///< reassign()'s scratch
   void settle_attained(job_entry& j, sim_time now);
   /// Servers, their free GPUs or their modes changed: keep the index and the totals.
   void unindex(const server_entry& s) const;

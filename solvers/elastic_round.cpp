@@ -22,14 +22,14 @@
 namespace aryl::detail {
 namespace {
 
-allocation merge(allocation a, const allocation& b) {
+/// Adds `b`'s workers to `a`, which stays sorted by server.
+void merge_into(allocation& a, const allocation& b) {
   for (auto& [sid, w] : b) {
     auto it = std::find_if(a.begin(), a.end(), [sid = sid](auto& p) { return p.first == sid; });
     if (it == a.end()) a.emplace_back(sid, w);
     else it->second += w;
   }
   std::sort(a.begin(), a.end());
-  return a;
 }
 
 struct work_view {
@@ -130,8 +130,9 @@ struct round_buffers {
   std::vector<decision> rescales;
   extras_request home_only;
   std::vector<server_slot> slots;
+  std::vector<std::vector<server_slot>> ranking;  ///< by GPU type
   std::vector<int> spans, types;
-  allocation base;
+  allocation base, kept;
   /// Vectors of last round's plans and knapsack classes, emptied, for this round's.
   std::vector<allocation> spare_allocs;
   std::vector<std::vector<mckp_item>> spare_items;
@@ -164,6 +165,12 @@ thread_local round_buffers buffers;
 
 /// Without elastic scaling (loan-only) a job's base is its whole allocation: it only moves.
 int base_workers(const job_entry& j, const policy_spec& p) { return p.elastic ? j.min_workers : j.gpus; }
+
+/// A running job's base allocation, into `out`: the ledger keeps it for elastic scaling.
+void base_of(const job_entry& j, const policy_spec& p, allocation& out) {
+  if (p.elastic && j.elastic) out.assign(j.base.begin(), j.base.end());
+  else keep_on_fewest(j.alloc, base_workers(j, p), out);
+}
 
 /// The GPU types a queued job tries, in order, into `types`: fastest first, or slowest first
 /// for a short elastic job (sum of JCTs is least when the longest jobs run fastest).
@@ -227,7 +234,7 @@ void build_views(const cluster_ledger& l, const policy_spec& p, work_view& view,
     auto& j = l.jobs[id];
     if (!j.elastic) continue;
     elastic_plan e{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()};
-    keep_on_fewest(j.alloc, base_workers(j, p), e.base);
+    base_of(j, p, e.base);
     view.give(j.alloc);
     view.take(e.base);
     b.plans.push_back(std::move(e));
@@ -335,7 +342,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
     for (auto id : losers) {
       if (lost == 0) break;
       auto& j = l.jobs[id];
-      keep_on_fewest(j.alloc, base_workers(j, p), b.base);
+      base_of(j, p, b.base);
       int extra = 0;
       for_each_extra(j.alloc, b.base, [&](int sid, int w) {
         if (sid == s.id) extra = w;
@@ -442,9 +449,11 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     if (usable_for(s, any_elastic, p, o)) in.capacity[static_cast<size_t>(s.gpu_type)] += view.free[static_cast<size_t>(s.id)];
   // Every elastic job may use the same servers: one ranking of their free GPUs per type
   // serves all the jobs' spans.
-  std::vector<std::vector<server_slot>> ranking(l.params.type_speed.size());
+  auto& ranking = b.ranking;
+  ranking.resize(l.params.type_speed.size());
   for (size_t t = 0; t < ranking.size(); ++t)
     if (in.capacity[t] > 0) ranking[t] = most_free_first(view.slots(any_elastic, p, o, static_cast<int>(t), b.slots), static_cast<int>(t));
+    else ranking[t].clear();
   auto& class_plan = b.class_plan;
   class_plan.clear();
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -510,7 +519,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     auto& j = l.jobs[e.job];
     int extra = in.classes[c].items[static_cast<size_t>(sol.choice[c])].weight;
     if (!e.started && e.type == j.alloc_type && j.min_workers + extra == e.current) {
-      allocation kept;
+      auto& kept = b.kept;
+      kept.clear();
       bool fits = true;
       for_each_extra(j.alloc, e.base, [&](int sid, int w) {
         kept.emplace_back(sid, w);
@@ -518,7 +528,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       });
       if (fits) {
         view.take(kept);
-        e.final = merge(e.final, kept);
+        merge_into(e.final, kept);
         continue;
       }
     }
@@ -531,7 +541,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     auto a = place_extras(view.slots(j, p, o, e.type, b.slots), extras_for(e, j, extra));
     if (!a) continue;  // cannot happen: the capacity counted these GPUs
     view.take(*a);
-    e.final = merge(e.final, *a);
+    merge_into(e.final, *a);
   }
 
   apply(l, now, out, "shortest predicted job that fits its base demand");
