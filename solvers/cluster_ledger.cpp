@@ -22,6 +22,8 @@ void cluster_ledger::ensure_indexed() const {
   for (auto& s : servers) types = std::max(types, static_cast<size_t>(s.gpu_type) + 1);
   free_training_.assign(types, {});
   free_loaned_.assign(types, {});
+  room_training_.assign(types, {});
+  room_loaned_.assign(types, {});
   smallest_.assign(types, 0);
   totals_ = {};
   double best = 0, any = 0;
@@ -43,10 +45,15 @@ void cluster_ledger::index(const server_entry& s) const {
   totals_.gpus[m] += s.gpus;
   totals_.busy[m] += s.gpus - s.free;
   if (s.home == server_home::inference) totals_.inference_gpus += s.gpus;
-  if (s.free <= 0) return;
   auto t = static_cast<size_t>(s.gpu_type);
-  if (s.mode == server_mode::training) free_training_[t].emplace(s.free, s.id);
-  else if (s.mode == server_mode::loaned) free_loaned_[t].emplace(s.free, s.id);
+  const int room = s.free + s.extra;
+  if (s.mode == server_mode::training) {
+    if (s.free > 0) free_training_[t].emplace(s.free, s.id);
+    if (room > 0) room_training_[t].emplace(room, s.id);
+  } else if (s.mode == server_mode::loaned) {
+    if (s.free > 0) free_loaned_[t].emplace(s.free, s.id);
+    if (room > 0) room_loaned_[t].emplace(room, s.id);
+  }
 }
 
 void cluster_ledger::unindex(const server_entry& s) const {
@@ -58,6 +65,8 @@ void cluster_ledger::unindex(const server_entry& s) const {
   auto t = static_cast<size_t>(s.gpu_type);
   free_training_[t].erase({s.free, s.id});
   free_loaned_[t].erase({s.free, s.id});
+  room_training_[t].erase({s.free + s.extra, s.id});
+  room_loaned_[t].erase({s.free + s.extra, s.id});
 }
 
 void cluster_ledger::set_mode(int server, server_mode mode) {
@@ -68,19 +77,8 @@ void cluster_ledger::set_mode(int server, server_mode mode) {
   index(s);
 }
 
-int cluster_ledger::best_fit(int type, int gpus, bool loaned) const {
-  ensure_indexed();
-  if (type < 0 || static_cast<size_t>(type) >= free_training_.size()) return -1;
-  auto first = [&](const std::set<std::pair<int, int>>& idx) {
-    auto it = idx.lower_bound({std::max(gpus, 1), -1});
-    return it == idx.end() ? std::pair<int, int>{-1, -1} : *it;
-  };
-  auto a = first(free_training_[static_cast<size_t>(type)]);
-  if (loaned) {
-    auto b = first(free_loaned_[static_cast<size_t>(type)]);
-    if (b.second >= 0 && (a.second < 0 || b < a)) a = b;
-  }
-  return a.second;
+int cluster_ledger::best_fit(int type, int gpus, bool loaned, bool with_extras) const {
+  return best_fit_if(type, gpus, loaned, with_extras, [](int) { return false; });
 }
 
 int cluster_ledger::smallest_server(int type) const {
@@ -133,21 +131,19 @@ void cluster_ledger::dequeue(const job_entry& j) {
     broken("job " + std::to_string(j.index) + " left the queue with keys it was not queued under");
 }
 
-void cluster_ledger::count_extras(job_entry& j, const allocation& alloc, int sign) {
-  if (!j.elastic) return;
-  if (sign > 0) keep_on_fewest(alloc, j.min_workers, j.base);
-  if (count_workers(alloc) > j.min_workers)
-    for (auto& [sid, w] : alloc) {
-      int extra = w;
-      for (auto& [bsid, bw] : j.base)
-        if (bsid == sid) extra -= bw;
-      servers[static_cast<size_t>(sid)].extra += sign * extra;
-    }
-  if (sign < 0) j.base.clear();
+/// GPUs of `j`'s workers on server `sid` beyond its base (j.base, for `alloc`): 0 unless it
+/// is elastic and above its minimum.
+int cluster_ledger::extra_on(const job_entry& j, const allocation& alloc, int sid, int w) const {
+  if (!j.elastic || count_workers(alloc) <= j.min_workers) return 0;
+  for (auto& [bsid, bw] : j.base)
+    if (bsid == sid) w -= bw;
+  return w;
 }
 
 void cluster_ledger::take(uint32_t index, const allocation& alloc) {
   ensure_indexed();
+  auto& j = jobs.at(index);
+  if (j.elastic) keep_on_fewest(alloc, j.min_workers, j.base);
   for (auto& [sid, w] : alloc) {
     auto& s = servers.at(static_cast<size_t>(sid));
     if (w <= 0 || s.free < w)
@@ -155,25 +151,26 @@ void cluster_ledger::take(uint32_t index, const allocation& alloc) {
              " with " + std::to_string(s.free) + " free");
     unindex(s);
     s.free -= w;
+    s.extra += extra_on(j, alloc, sid, w);
     this->index(s);
     s.jobs.insert(index);
   }
-  count_extras(jobs.at(index), alloc, +1);
 }
 
 void cluster_ledger::release(uint32_t index) {
   auto& j = jobs.at(index);
-  count_extras(j, j.alloc, -1);
   ensure_indexed();
   for (auto& [sid, w] : j.alloc) {
     auto& s = servers.at(static_cast<size_t>(sid));
     unindex(s);
     s.free += w;
+    s.extra -= extra_on(j, j.alloc, sid, w);
     this->index(s);
     s.jobs.erase(index);
     if (s.free > s.gpus) broken("server " + s.name + " freed beyond its size");
   }
   j.alloc.clear();
+  j.base.clear();
   j.workers = 0;
 }
 

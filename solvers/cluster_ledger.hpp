@@ -139,8 +139,12 @@ public:
   void set_mode(int server, server_mode mode);
   /// Best fit among training servers (and loaned ones if `loaned`) of `type`: the fewest
   /// free GPUs >= `gpus`, ties lowest id; the server id or -1. What place_one's consolidated
-  /// rule picks for a request that fits one server, from an index instead of a scan.
-  int best_fit(int type, int gpus, bool loaned) const;
+  /// rule picks for a request that fits one server, from an index instead of a scan. With
+  /// `with_extras`, a server's GPUs held by extra workers count as free (a round's view).
+  int best_fit(int type, int gpus, bool loaned, bool with_extras = false) const;
+  /// The same, among the servers for which `skip(id)` is false.
+  template <class Skip>
+  int best_fit_if(int type, int gpus, bool loaned, bool with_extras, Skip skip) const;
   /// The smallest server of `type` (0 if none).
   int smallest_server(int type) const;
   const server_totals& totals() const;
@@ -154,8 +158,7 @@ private:
   void dequeue(const job_entry& j);
   void take(uint32_t index, const allocation& alloc);
   void release(uint32_t index);
-  /// Adds (sign +1) or removes (-1) the extra workers of `j` on `alloc` to servers' `extra`.
-  void count_extras(job_entry& j, const allocation& alloc, int sign);
+  int extra_on(const job_entry& j, const allocation& alloc, int sid, int w) const;
   std::vector<int> workers_before_;  ///< reassign()'s scratch
   void settle_attained(job_entry& j, sim_time now);
   /// Servers, their free GPUs or their modes changed: keep the index and the totals.
@@ -163,12 +166,31 @@ private:
   void index(const server_entry& s) const;
   void ensure_indexed() const;
   /// Built on first use (servers are set up by assignment), then kept by take, release and
-  /// set_mode. By GPU type: (free, id) of training servers and of loaned ones with free GPUs.
+  /// set_mode. By GPU type: (free, id) of training servers and of loaned ones with free GPUs,
+  /// and (free + extra, id) of those with either.
   mutable size_t indexed_ = 0;
-  mutable std::vector<std::set<std::pair<int, int>>> free_training_, free_loaned_;
+  mutable std::vector<std::set<std::pair<int, int>>> free_training_, free_loaned_, room_training_, room_loaned_;
   mutable std::vector<int> smallest_;
   mutable server_totals totals_;
   mutable double home_speed_ = 0;  ///< the fastest training type's speed (home_speed)
 };
+
+template <class Skip>
+int cluster_ledger::best_fit_if(int type, int gpus, bool loaned, bool with_extras, Skip skip) const {
+  ensure_indexed();
+  if (type < 0 || static_cast<size_t>(type) >= free_training_.size()) return -1;
+  auto t = static_cast<size_t>(type);
+  auto first = [&](const std::set<std::pair<int, int>>& idx) {
+    for (auto it = idx.lower_bound({std::max(gpus, 1), -1}); it != idx.end(); ++it)
+      if (!skip(it->second)) return *it;
+    return std::pair<int, int>{-1, -1};
+  };
+  auto a = first(with_extras ? room_training_[t] : free_training_[t]);
+  if (loaned) {
+    auto b = first(with_extras ? room_loaned_[t] : free_loaned_[t]);
+    if (b.second >= 0 && (a.second < 0 || b < a)) a = b;
+  }
+  return a.second;
+}
 
 } // namespace aryl

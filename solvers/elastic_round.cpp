@@ -32,9 +32,48 @@ void merge_into(allocation& a, const allocation& b) {
   std::sort(a.begin(), a.end());
 }
 
+/// Free GPUs per server as a round plans them. A view starts as the ledger has it (really
+/// free GPUs, plus those of extra workers when `with_extras`) and records only the servers
+/// the round changes, so that a round touching a few servers costs no pass over all of them.
 struct work_view {
   const cluster_ledger& l;
-  std::vector<int>& free;  ///< by server id
+  std::vector<int>& vals;        ///< by server id, where stamp == epoch
+  std::vector<uint32_t>& stamp;  ///< by server id
+  std::vector<int>& touched;     ///< servers changed this round, in the order changed
+  uint32_t& epoch;               ///< this round's stamp (kept between rounds with the stamps)
+  bool with_extras = false;
+
+  /// A fresh view of the ledger as it is now.
+  void reset(bool extras) {
+    with_extras = extras;
+    touched.clear();
+    if (stamp.size() != l.servers.size()) {
+      stamp.assign(l.servers.size(), 0);
+      vals.assign(l.servers.size(), 0);
+      epoch = 0;
+    }
+    if (++epoch == 0) {  // wrapped: no stamp may look current
+      std::fill(stamp.begin(), stamp.end(), 0);
+      epoch = 1;
+    }
+  }
+  int initial(size_t sid) const {
+    auto& s = l.servers[sid];
+    return s.free + (with_extras ? s.extra : 0);
+  }
+  int at(int sid) const {
+    auto i = static_cast<size_t>(sid);
+    return stamp[i] == epoch ? vals[i] : initial(i);
+  }
+  int& at_mut(int sid) {
+    auto i = static_cast<size_t>(sid);
+    if (stamp[i] != epoch) {
+      stamp[i] = epoch;
+      vals[i] = initial(i);
+      touched.push_back(sid);
+    }
+    return vals[i];
+  }
 
   /// The servers `j` may use (of `only_type` if set) with their free GPUs in this view, into
   /// `out`.
@@ -43,14 +82,30 @@ struct work_view {
     out.clear();
     for (auto& s : l.servers)
       if ((only_type < 0 || s.gpu_type == only_type) && usable_for(s, j, p, o))
-        out.push_back({s.id, s.gpu_type, s.gpus, free[static_cast<size_t>(s.id)]});
+        out.push_back({s.id, s.gpu_type, s.gpus, at(s.id)});
     return out;
   }
+  /// What place_one's consolidated rule picks for a request of `gpus` that fits one server
+  /// of `type` (the fewest free >= gpus, ties lowest id), from the ledger's index for the
+  /// servers this round has not changed and a look at those it has.
+  int best_fit(int type, int gpus, bool loaned) const {
+    int best = l.best_fit_if(type, gpus, loaned, with_extras,
+                             [&](int sid) { return stamp[static_cast<size_t>(sid)] == epoch; });
+    std::pair<int, int> key{best >= 0 ? at(best) : 0, best};
+    for (int sid : touched) {
+      auto& s = l.servers[static_cast<size_t>(sid)];
+      if (s.gpu_type != type || !(s.mode == server_mode::training || (loaned && s.mode == server_mode::loaned)))
+        continue;
+      std::pair<int, int> k{vals[static_cast<size_t>(sid)], sid};
+      if (k.first >= gpus && (key.second < 0 || k < key)) key = k;
+    }
+    return key.second;
+  }
   void take(const allocation& a) {
-    for (auto& [sid, w] : a) free[static_cast<size_t>(sid)] -= w;
+    for (auto& [sid, w] : a) at_mut(sid) -= w;
   }
   void give(const allocation& a) {
-    for (auto& [sid, w] : a) free[static_cast<size_t>(sid)] += w;
+    for (auto& [sid, w] : a) at_mut(sid) += w;
   }
 };
 
@@ -119,7 +174,10 @@ struct start {
 /// does not allocate and free arrays the size of the cluster and of the running jobs. No
 /// content outlives its round: every use starts from clear().
 struct round_buffers {
-  std::vector<int> free_view, free_hard;
+  std::vector<int> free_view, free_hard, touched_view, touched_hard;
+  std::vector<uint32_t> stamp_view, stamp_hard;
+  uint32_t epoch_view = 0, epoch_hard = 0;
+  std::vector<int> changed;
   std::vector<elastic_plan> plans;
   std::vector<start> starts;
   mckp_input in;
@@ -190,7 +248,14 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
   auto& types = b.types;
   types_for(l, j, o, types);
   const int demand = j.elastic ? base_workers(j, p) : j.gpus;
+  const bool loaned = p.loaning && (j.elastic || o.inelastic_on_loaned);
   auto try_on = [&](work_view& v, int type) {
+    if (o.placement == placement_mode::consolidated && demand >= 1 && demand <= l.smallest_server(type)) {
+      int sid = v.best_fit(type, demand, loaned);
+      if (sid >= 0) a = allocation{{sid, demand}};
+      else a.reset();
+      return a.has_value();
+    }
     auto& slots = v.slots(j, p, o, type, b.slots);
     a = place_one(o.placement, slots, {static_cast<int>(id), demand, type, {}});
     return a.has_value();
@@ -207,7 +272,10 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
   }
   if (!a) return false;
   view.take(*a);
-  for (auto& [sid, w] : *a) hard.free[static_cast<size_t>(sid)] = std::max(0, hard.free[static_cast<size_t>(sid)] - w);
+  for (auto& [sid, w] : *a) {
+    auto& f = hard.at_mut(sid);
+    f = std::max(0, f - w);
+  }
   long plan = -1;
   if (j.elastic) {
     plan = static_cast<long>(b.plans.size());
@@ -217,26 +285,19 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
   return true;
 }
 
-/// The views of a round: `view` counts every elastic job's extra workers free (and a full
-/// round plans each such job from its base), `hard` only the GPUs really free.
+/// The views of a round: `view` counts every elastic job's extra workers free, `hard` only
+/// the GPUs really free; a full round also plans each elastic job from its base.
 void build_views(const cluster_ledger& l, const policy_spec& p, work_view& view, work_view& hard,
                  round_scope scope) {
   auto& b = buffers;
-  view.free.clear();
-  hard.free.clear();
-  for (auto& s : l.servers) hard.free.push_back(s.free);
-  if (scope == round_scope::local) {
-    for (auto& s : l.servers) view.free.push_back(s.free + (p.elastic ? s.extra : 0));
-    return;
-  }
-  view.free = hard.free;
+  hard.reset(false);
+  view.reset(p.elastic);
+  if (scope == round_scope::local) return;
   for (auto id : l.running) {
     auto& j = l.jobs[id];
     if (!j.elastic) continue;
     elastic_plan e{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()};
     base_of(j, p, e.base);
-    view.give(j.alloc);
-    view.take(e.base);
     b.plans.push_back(std::move(e));
   }
 }
@@ -303,10 +364,11 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
   auto& b = buffers;
   b.recycle();
   b.starts.clear();
-  work_view view{l, b.free_view}, hard{l, b.free_hard};
+  work_view view{l, b.free_view, b.stamp_view, b.touched_view, b.epoch_view},
+      hard{l, b.free_hard, b.stamp_hard, b.touched_hard, b.epoch_hard};
   // Jobs that fit on GPUs really free start at once, found from the ledger's index; the
-  // views (a pass over every server) are built only when a job needs extra workers' GPUs.
-  // From then on the round continues as step 1 of a full round does.
+  // views are built only when a job needs extra workers' GPUs. From then on the round
+  // continues as step 1 of a full round does.
   const char* why = "shortest predicted job that fits its base demand (sizes wait for the scale round)";
   bool viewing = !o.free_gpus_first;  // interleaved types need the views from the start
   if (viewing) build_views(l, p, view, hard, round_scope::local);
@@ -327,9 +389,14 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
   // Where starts took GPUs of extra workers, those jobs scale in: the shortest predicted
   // remaining time first (the longest keep their extras, which save them the most); no
   // other job changes. GPUs left free wait for the next full round.
+  // Only servers this round took GPUs from can have lost extra workers' GPUs; in id order.
   auto& losers = b.losers;
-  for (auto& s : l.servers) {
-    const int kept = std::min(p.elastic ? s.extra : 0, view.free[static_cast<size_t>(s.id)]);
+  auto& changed = b.changed;
+  changed.assign(view.touched.begin(), view.touched.end());
+  std::sort(changed.begin(), changed.end());
+  for (int sid : changed) {
+    auto& s = l.servers[static_cast<size_t>(sid)];
+    const int kept = std::min(p.elastic ? s.extra : 0, view.at(sid));
     int lost = (p.elastic ? s.extra : 0) - kept;
     if (lost <= 0) continue;
     losers.clear();
@@ -367,7 +434,8 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
 void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
                   std::vector<decision>& out) {
   auto& b = buffers;
-  work_view view{l, b.free_view}, hard{l, b.free_hard};
+  work_view view{l, b.free_view, b.stamp_view, b.touched_view, b.epoch_view},
+      hard{l, b.free_hard, b.stamp_hard, b.touched_hard, b.epoch_hard};
   b.recycle();
   b.starts.clear();
   build_views(l, p, view, hard, round_scope::full);
@@ -397,8 +465,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       any_elastic.elastic = true;
       for (auto& s : l.servers)
         if (usable_for(s, any_elastic, p, o)) {
-          hard_type_free[static_cast<size_t>(s.gpu_type)] += hard.free[static_cast<size_t>(s.id)];
-          view_type_free[static_cast<size_t>(s.gpu_type)] += view.free[static_cast<size_t>(s.id)];
+          hard_type_free[static_cast<size_t>(s.gpu_type)] += hard.at(s.id);
+          view_type_free[static_cast<size_t>(s.gpu_type)] += view.at(s.id);
         }
     }
     for (auto& [neg_rem, i] : slow) {
@@ -429,7 +497,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         view_type_free[static_cast<size_t>(e.type)] += count_workers(e.base);
         view_type_free[t] -= count_workers(*a);
         for (auto& [sid, w] : *a) {
-          auto& f = hard.free[static_cast<size_t>(sid)];
+          auto& f = hard.at_mut(sid);
           hard_type_free[t] -= std::min(f, w);
           f = std::max(0, f - w);
         }
@@ -446,7 +514,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   job_entry any_elastic;
   any_elastic.elastic = true;
   for (auto& s : l.servers)
-    if (usable_for(s, any_elastic, p, o)) in.capacity[static_cast<size_t>(s.gpu_type)] += view.free[static_cast<size_t>(s.id)];
+    if (usable_for(s, any_elastic, p, o)) in.capacity[static_cast<size_t>(s.gpu_type)] += view.at(s.id);
   // Every elastic job may use the same servers: one ranking of their free GPUs per type
   // serves all the jobs' spans.
   auto& ranking = b.ranking;
@@ -467,7 +535,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     bool intact = !moved;
     if (intact && !e.started)
       for_each_extra(j.alloc, e.base, [&](int sid, int w) {
-        if (view.free[static_cast<size_t>(sid)] < w) intact = false;
+        if (view.at(sid) < w) intact = false;
       });
     int current = e.current;
     double t_min = remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, servers_spanned(e.base), sp);
@@ -485,7 +553,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     long home_free = 0;
     for (auto& [sid, w] : e.base) {  // a base has each server once
       req.home.push_back(sid);
-      home_free += view.free[static_cast<size_t>(sid)];
+      home_free += view.at(sid);
     }
     auto& spans = b.spans;
     spans_from_ranking(ranking[static_cast<size_t>(e.type)], home_free, req, top - j.min_workers, spans);
@@ -524,7 +592,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       bool fits = true;
       for_each_extra(j.alloc, e.base, [&](int sid, int w) {
         kept.emplace_back(sid, w);
-        fits = fits && view.free[static_cast<size_t>(sid)] >= w;
+        fits = fits && view.at(sid) >= w;
       });
       if (fits) {
         view.take(kept);
