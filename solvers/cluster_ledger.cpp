@@ -26,6 +26,8 @@ void cluster_ledger::ensure_indexed() const {
   room_loaned_.assign(types, {});
   smallest_.assign(types, 0);
   totals_ = {};
+  keys_.assign(servers.size(), index_key{});
+  dirty_.clear();
   double best = 0, any = 0;
   for (auto& s : servers) {
     auto& m = smallest_[static_cast<size_t>(s.gpu_type)];
@@ -37,36 +39,60 @@ void cluster_ledger::ensure_indexed() const {
   // A job's home type is the fastest of the training servers (of any server when none).
   home_speed_ = best > 0 ? best : (any > 0 ? any : 1.0);
   indexed_ = servers.size();
+  flush_index();
 }
 
-void cluster_ledger::index(const server_entry& s) const {
+void cluster_ledger::count(const server_entry& s, bool add) const {
+  const int k = add ? 1 : -1;
   auto m = static_cast<size_t>(s.mode);
-  ++totals_.servers[m];
-  totals_.gpus[m] += s.gpus;
-  totals_.busy[m] += s.gpus - s.free;
-  if (s.home == server_home::inference) totals_.inference_gpus += s.gpus;
-  auto t = static_cast<size_t>(s.gpu_type);
-  const int room = s.free + s.extra;
-  if (s.mode == server_mode::training) {
-    if (s.free > 0) free_training_[t].emplace(s.free, s.id);
-    if (room > 0) room_training_[t].emplace(room, s.id);
-  } else if (s.mode == server_mode::loaned) {
-    if (s.free > 0) free_loaned_[t].emplace(s.free, s.id);
-    if (room > 0) room_loaned_[t].emplace(room, s.id);
+  totals_.servers[m] += k;
+  totals_.gpus[m] += k * s.gpus;
+  totals_.busy[m] += k * (s.gpus - s.free);
+  if (s.home == server_home::inference) totals_.inference_gpus += k * s.gpus;
+}
+
+// The totals follow every change at once; the best-fit index only when read, and only for
+// servers whose key changed: a rescale releases and takes its servers again, and where the
+// counts come back to what they were, the index is not touched.
+void cluster_ledger::index(const server_entry& s) const {
+  count(s, true);
+  auto& k = keys_[static_cast<size_t>(s.id)];
+  if (!k.dirty) {
+    k.dirty = true;
+    dirty_.push_back(s.id);
   }
 }
 
-void cluster_ledger::unindex(const server_entry& s) const {
-  auto m = static_cast<size_t>(s.mode);
-  --totals_.servers[m];
-  totals_.gpus[m] -= s.gpus;
-  totals_.busy[m] -= s.gpus - s.free;
-  if (s.home == server_home::inference) totals_.inference_gpus -= s.gpus;
-  auto t = static_cast<size_t>(s.gpu_type);
-  free_training_[t].erase({s.free, s.id});
-  free_loaned_[t].erase({s.free, s.id});
-  room_training_[t].erase({s.free + s.extra, s.id});
-  room_loaned_[t].erase({s.free + s.extra, s.id});
+void cluster_ledger::unindex(const server_entry& s) const { count(s, false); }
+
+void cluster_ledger::flush_index() const {
+  auto sets = [&](const index_key& k) -> std::pair<std::set<std::pair<int, int>>*, std::set<std::pair<int, int>>*> {
+    auto t = static_cast<size_t>(k.type);
+    if (k.mode == server_mode::training) return {&free_training_[t], &room_training_[t]};
+    if (k.mode == server_mode::loaned) return {&free_loaned_[t], &room_loaned_[t]};
+    return {nullptr, nullptr};
+  };
+  for (int id : dirty_) {
+    auto& s = servers[static_cast<size_t>(id)];
+    auto& k = keys_[static_cast<size_t>(id)];
+    k.dirty = false;
+    index_key now{s.gpu_type, s.mode, s.free, s.free + s.extra, true, false};
+    if (k.indexed && k.type == now.type && k.mode == now.mode && k.free == now.free && k.room == now.room) continue;
+    if (k.indexed) {
+      auto [f, r] = sets(k);
+      if (f) {
+        f->erase({k.free, id});
+        r->erase({k.room, id});
+      }
+    }
+    auto [f, r] = sets(now);
+    if (f) {
+      if (now.free > 0) f->emplace(now.free, id);
+      if (now.room > 0) r->emplace(now.room, id);
+    }
+    k = now;
+  }
+  dirty_.clear();
 }
 
 void cluster_ledger::set_mode(int server, server_mode mode) {

@@ -164,12 +164,23 @@ private:
   /// Servers, their free GPUs or their modes changed: keep the index and the totals.
   void unindex(const server_entry& s) const;
   void index(const server_entry& s) const;
+  void count(const server_entry& s, bool add) const;
   void ensure_indexed() const;
+  void flush_index() const;
   /// Built on first use (servers are set up by assignment), then kept by take, release and
   /// set_mode. By GPU type: (free, id) of training servers and of loaned ones with free GPUs,
   /// and (free + extra, id) of those with either.
   mutable size_t indexed_ = 0;
   mutable std::vector<std::set<std::pair<int, int>>> free_training_, free_loaned_, room_training_, room_loaned_;
+  /// What each server is indexed under, and the servers changed since the index was read.
+  struct index_key {
+    int type = 0;
+    server_mode mode = server_mode::training;
+    int free = 0, room = 0;
+    bool indexed = false, dirty = false;
+  };
+  mutable std::vector<index_key> keys_;
+  mutable std::vector<int> dirty_;
   mutable std::vector<int> smallest_;
   mutable server_totals totals_;
   mutable double home_speed_ = 0;  ///< the fastest training type's speed (home_speed)
@@ -178,6 +189,7 @@ private:
 template <class Skip>
 int cluster_ledger::best_fit_if(int type, int gpus, bool loaned, bool with_extras, Skip skip) const {
   ensure_indexed();
+  flush_index();
   if (type < 0 || static_cast<size_t>(type) >= free_training_.size()) return -1;
   auto t = static_cast<size_t>(type);
   auto first = [&](const std::set<std::pair<int, int>>& idx) {
