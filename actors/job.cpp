@@ -36,6 +36,12 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
   end_run_on_exception(self, env->recorder);
   self->state.spec = std::move(spec);
   auto scheduler = [=] { return caf::actor_cast<scheduler_actor>(env->scheduler); };
+  auto arm_tick = [=](sim_time at) {
+    auto& st = self->state;
+    st.ticking = true;
+    st.tick_at = at;
+    self->delayed_send(self, env->tb.span(at - env->tb.now(self)), tick_atom::value);
+  };
   // Where an armed checkpoint fault stands at `now`: waiting for its checkpoint (the job's
   // next, from when it was armed), spoiling the periodic checkpoint it fell on (which is the
   // latest, and failed or not written yet), or past (that checkpoint no longer matters).
@@ -179,7 +185,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
                                           "at {} workers; check its duration and the GPU speeds",
                                           st.spec.index, st.spec.name, sim_time::horizon().seconds(), a.workers));
           st.due = at;
-          self->delayed_send(self, env->tb.span(at - now), tick_atom::value, a.generation);
+          if (!st.ticking || at < st.tick_at) arm_tick(at);
         }
         // A slow link: the stop reaches the workers late, and their answer comes back late.
         if (stop_s > 0) st.ckpt_until = now + sim_time::from_seconds(a.link_delay_s + stop_s);
@@ -233,13 +239,18 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         self->send(env->recorder, lostwork_atom::value, lost_gpu_s, -1.0);
         if (server < 0) self->send(scheduler(), wfail_atom::value, st.spec.index);
       },
-      [=](tick_atom, uint64_t generation) {
+      [=](tick_atom) {
         auto& st = self->state;
-        if (generation != st.generation || st.workers == 0 || st.crashed) return;  // stale timer
         auto now = env->tb.now(self);
+        if (st.ticking && now >= st.tick_at) st.ticking = false;  // the earliest timer fired
+        if (st.workers == 0 || st.crashed) return;
+        if (now < st.due) {  // completion was pushed back since this timer was armed
+          if (!st.ticking) arm_tick(st.due);
+          return;
+        }
         if (now > st.due) self->send(env->recorder, lag_atom::value, (now - st.due).us);
         st.progress.settle(now);
-        self->send(scheduler(), finished_atom::value, st.spec.index, generation);
+        self->send(scheduler(), finished_atom::value, st.spec.index, st.generation);
         self->quit();
       },
       [=](wprogress_atom, uint32_t rank, double work_done) {

@@ -15,7 +15,12 @@ struct job_state {
   job_progress progress;
   uint64_t generation = 0;
   int workers = 0;
-  sim_time due;  ///< when the current completion timer is due
+  sim_time due;  ///< when the job completes at its current rate
+  /// The earliest completion timer pending, if any. A job keeps one timer, not one per
+  /// assignment: a rescale that pushes completion back lets the pending timer fire and
+  /// re-arm; only an earlier completion arms another.
+  bool ticking = false;
+  sim_time tick_at;
   // Checkpoints and crashes (simulated time):
   double ckpt_work = 0;        ///< work saved by the latest stop's checkpoint
   sim_time ckpt_until;         ///< the latest stop's checkpoint is written then

@@ -67,7 +67,7 @@ typename Inspector::result_type inspect(Inspector& f, job_ack& x) {
 /// wexit(rank, exit code, signal) from the workers of its current launch; adopt(assignment):
 /// after a scheduler restart, the workers of `assignment` still run: they are its launch.
 using job_actor = caf::typed_actor<caf::reacts_to<assign_atom, job_assignment>,
-                                   caf::reacts_to<tick_atom, uint64_t>,
+                                   caf::reacts_to<tick_atom>,
                                    caf::reacts_to<crash_atom, int>,
                                    caf::reacts_to<ckpt_atom, uint64_t, double>,
                                    caf::reacts_to<ckfault_atom, checkpoint_fault>,

@@ -28,7 +28,7 @@ job_actor::behavior_type stand_in_job(job_actor::pointer self, server_actor serv
                                       std::shared_ptr<std::vector<std::string>> seen) {
   return {
       [=](assign_atom, const job_assignment&) { self->send(server, launch_atom::value, r); },
-      [=](tick_atom, uint64_t) {},
+      [=](tick_atom) {},
       [=](crash_atom, int) {},
       [=](ckpt_atom, uint64_t, double) {},
       [=](ckfault_atom, const checkpoint_fault&) {},
