@@ -187,7 +187,7 @@ void run_round(self_ptr self) {
     if (!d.alloc.empty())
       fmt::format_to(std::back_inserter(detail), FMT_COMPILE(" {} {}"), st.setup.type_names[static_cast<size_t>(j.alloc_type)],
                      describe(st, d.alloc));
-    log(self, now, kind_name(d.what), std::move(detail), d.why);
+    log(self, now, kind_name(d.what), std::move(detail), std::move(d.why));
   }
   send_snapshot(self, now);
   st.rounds.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - st.round_asked).count());

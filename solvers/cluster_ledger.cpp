@@ -25,6 +25,7 @@ void cluster_ledger::ensure_indexed() const {
   room_training_.assign(types, {});
   room_loaned_.assign(types, {});
   smallest_.assign(types, 0);
+  capacity_.assign(types, type_capacity{});
   totals_ = {};
   keys_.assign(servers.size(), index_key{});
   dirty_.clear();
@@ -49,6 +50,12 @@ void cluster_ledger::count(const server_entry& s, bool add) const {
   totals_.gpus[m] += k * s.gpus;
   totals_.busy[m] += k * (s.gpus - s.free);
   if (s.home == server_home::inference) totals_.inference_gpus += k * s.gpus;
+  if (s.mode == server_mode::training || s.mode == server_mode::loaned) {
+    auto& c = capacity_[static_cast<size_t>(s.gpu_type)];
+    const size_t loaned = s.mode == server_mode::loaned ? 1 : 0;
+    c.free[loaned] += k * s.free;
+    c.room[loaned] += k * (s.free + s.extra);
+  }
 }
 
 // The totals follow every change at once; the best-fit index only when read, and only for
@@ -105,6 +112,14 @@ void cluster_ledger::set_mode(int server, server_mode mode) {
 
 int cluster_ledger::best_fit(int type, int gpus, bool loaned, bool with_extras) const {
   return best_fit_if(type, gpus, loaned, with_extras, [](int) { return false; });
+}
+
+long cluster_ledger::capacity(int type, bool loaned, bool with_extras) const {
+  ensure_indexed();
+  if (type < 0 || static_cast<size_t>(type) >= capacity_.size()) return 0;
+  auto& c = capacity_[static_cast<size_t>(type)];
+  auto& v = with_extras ? c.room : c.free;
+  return v[0] + (loaned ? v[1] : 0);
 }
 
 int cluster_ledger::smallest_server(int type) const {

@@ -145,6 +145,9 @@ public:
   /// The same, among the servers for which `skip(id)` is false.
   template <class Skip>
   int best_fit_if(int type, int gpus, bool loaned, bool with_extras, Skip skip) const;
+  /// Free GPUs of `type` on the servers best_fit looks at (with `with_extras`, counting extra
+  /// workers' GPUs free): no placement there can take more.
+  long capacity(int type, bool loaned, bool with_extras) const;
   /// The smallest server of `type` (0 if none).
   int smallest_server(int type) const;
   const server_totals& totals() const;
@@ -182,6 +185,13 @@ private:
   mutable std::vector<index_key> keys_;
   mutable std::vector<int> dirty_;
   mutable std::vector<int> smallest_;
+  /// By GPU type: free GPUs, and free plus extra workers' GPUs, of training servers [0] and
+  /// loaned ones [1].
+  struct type_capacity {
+    long free[2] = {};
+    long room[2] = {};
+  };
+  mutable std::vector<type_capacity> capacity_;
   mutable server_totals totals_;
   mutable double home_speed_ = 0;  ///< the fastest training type's speed (home_speed)
 };

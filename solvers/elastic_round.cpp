@@ -101,6 +101,16 @@ struct work_view {
     }
     return key.second;
   }
+  /// Free GPUs of `type` in this view on the servers best_fit looks at.
+  long capacity(int type, bool loaned) const {
+    long c = l.capacity(type, loaned, with_extras);
+    for (int sid : touched) {
+      auto& s = l.servers[static_cast<size_t>(sid)];
+      if (s.gpu_type == type && (s.mode == server_mode::training || (loaned && s.mode == server_mode::loaned)))
+        c += vals[static_cast<size_t>(sid)] - initial(static_cast<size_t>(sid));
+    }
+    return c;
+  }
   void take(const allocation& a) {
     for (auto& [sid, w] : a) at_mut(sid) -= w;
   }
@@ -255,6 +265,10 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
       if (sid >= 0) a = allocation{{sid, demand}};
       else a.reset();
       return a.has_value();
+    }
+    if (v.capacity(type, loaned) < demand) {  // most rounds with a blocked queue head: no scan
+      a.reset();
+      return false;
     }
     auto& slots = v.slots(j, p, o, type, b.slots);
     a = place_one(o.placement, slots, {static_cast<int>(id), demand, type, {}});

@@ -232,7 +232,7 @@ TEST_CASE("a local round starts queued jobs, on extra workers' GPUs if it must, 
   CHECK(l.jobs[0].workers == 14);
 }
 
-TEST_CASE("over random full and local rounds, the ledger's extra-worker counts, bases, totals and best fits match a recount, and local rounds never grow or move a job") {
+TEST_CASE("over random full and local rounds, the ledger's extra-worker counts, bases, totals, capacities and best fits match a recount, and local rounds never grow or move a job") {
   std::mt19937 rng(7);
   auto l = make_ledger(4, 2);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
@@ -284,7 +284,8 @@ TEST_CASE("over random full and local rounds, the ledger's extra-worker counts, 
       CHECK(l.totals().gpus[m] == t.gpus[m]);
       CHECK(l.totals().busy[m] == t.busy[m]);
     }
-    // Best fit from the index = place_one's pick among the servers it would scan, counting
+    // Capacity and best fit from the ledger = a recount and place_one's pick among the servers
+    // it would scan, counting
     // extra workers' GPUs free or not.
     for (int type = 0; type < 2; ++type)
       for (int g = 1; g <= 8; ++g)
@@ -294,6 +295,9 @@ TEST_CASE("over random full and local rounds, the ledger's extra-worker counts, 
             for (auto& s : l.servers)
               if (s.gpu_type == type && (s.mode == server_mode::training || (loaned && s.mode == server_mode::loaned)))
                 slots.push_back({s.id, s.gpu_type, s.gpus, s.free + (with_extras ? s.extra : 0)});
+            long capacity = 0;
+            for (auto& slot : slots) capacity += slot.free;
+            CHECK(l.capacity(type, loaned, with_extras) == capacity);
             auto a = place_one(placement_mode::consolidated, slots, {0, g, type, {}});
             CHECK(l.best_fit(type, g, loaned, with_extras) == (a ? a->front().first : -1));
           }
