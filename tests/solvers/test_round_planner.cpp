@@ -285,8 +285,7 @@ TEST_CASE("over random full and local rounds, the ledger's extra-worker counts, 
       CHECK(l.totals().busy[m] == t.busy[m]);
     }
     // Capacity and best fit from the ledger = a recount and place_one's pick among the servers
-    // it would scan, counting
-    // extra workers' GPUs free or not.
+    // it would scan, counting extra workers' GPUs free or not.
     for (int type = 0; type < 2; ++type)
       for (int g = 1; g <= 8; ++g)
         for (bool loaned : {false, true})
