@@ -42,9 +42,9 @@ struct job_state {
 };
 
 /// Spawn with `spawn(job_behavior, spec, env)`. On each assignment it settles progress to
-/// now, pays the overhead, re-arms its completion timer and acknowledges (after the stopped
-/// workers' checkpoint is written); when the timer of the current generation fires it reports
-/// `finished` and quits. A crash rolls it back to its latest checkpoint and stalls it until an
+/// now, pays the overhead, moves its completion time and acknowledges (after the stopped
+/// workers' checkpoint is written); when its completion timer fires at that time it reports
+/// `finished` and quits (one timer: fired early, it re-arms for the completion time). A crash rolls it back to its latest checkpoint and stalls it until an
 /// assignment without the dead servers; a worker crash is reported to the scheduler at once.
 /// A checkpoint fault falls on its next checkpoint: a slow one is written (and acknowledged)
 /// later, a failed one leaves the checkpoint before as the one it restarts from.
