@@ -44,8 +44,9 @@ struct job_state {
 /// Spawn with `spawn(job_behavior, spec, env)`. On each assignment it settles progress to
 /// now, pays the overhead, moves its completion time and acknowledges (after the stopped
 /// workers' checkpoint is written); when its completion timer fires at that time it reports
-/// `finished` and quits (one timer: fired early, it re-arms for the completion time). A crash rolls it back to its latest checkpoint and stalls it until an
-/// assignment without the dead servers; a worker crash is reported to the scheduler at once.
+/// `finished` and quits (one timer: fired early, it re-arms for the completion time). A crash
+/// rolls it back to its latest checkpoint and stalls it until an assignment without the dead
+/// servers; a worker crash is reported to the scheduler at once.
 /// A checkpoint fault falls on its next checkpoint: a slow one is written (and acknowledged)
 /// later, a failed one leaves the checkpoint before as the one it restarts from.
 /// Live mode (env.workers.follow_workers): instead of a timer, real workers. On an

@@ -17,7 +17,8 @@ std::string describe(const scheduler_state& st, const allocation& a) {
   std::string out = "[";
   for (size_t i = 0; i < a.size(); ++i) {
     if (i) out += ' ';
-    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}:{}"), st.ledger.servers[static_cast<size_t>(a[i].first)].name, a[i].second);
+    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}:{}"), st.ledger.servers[static_cast<size_t>(a[i].first)].name,
+                   a[i].second);
   }
   out += ']';
   return out;
@@ -185,8 +186,8 @@ void run_round(self_ptr self) {
     auto& j = st.ledger.jobs[d.job];
     std::string detail = fmt::format(FMT_COMPILE("job-{} workers={}"), d.job, j.workers);
     if (!d.alloc.empty())
-      fmt::format_to(std::back_inserter(detail), FMT_COMPILE(" {} {}"), st.setup.type_names[static_cast<size_t>(j.alloc_type)],
-                     describe(st, d.alloc));
+      fmt::format_to(std::back_inserter(detail), FMT_COMPILE(" {} {}"),
+                     st.setup.type_names[static_cast<size_t>(j.alloc_type)], describe(st, d.alloc));
     log(self, now, kind_name(d.what), std::move(detail), std::move(d.why));
   }
   send_snapshot(self, now);
@@ -266,8 +267,8 @@ void start_reclaim(self_ptr self, sim_time now) {
     decision d{decision::kind::rescale, job, after, before, l.jobs[job].alloc_type,
                fmt::format("scale in by {}: its loaned server is reclaimed", lost)};
     dispatch(self, d);
-    log(self, now, "rescale", fmt::format(FMT_COMPILE("job-{} workers={} {}"), job, l.jobs[job].workers, describe(st, after)),
-        d.why);
+    log(self, now, "rescale",
+        fmt::format(FMT_COMPILE("job-{} workers={} {}"), job, l.jobs[job].workers, describe(st, after)), d.why);
     rf.waiting[job] = l.jobs[job].generation;
   }
   std::string names;

@@ -170,10 +170,10 @@ void run_writer::snapshot(const cluster_snapshot& s) {
   auto& row = line_;
   row.clear();
   append_seconds(row, s.t_us);
-  fmt::format_to(std::back_inserter(row), FMT_COMPILE(",{},{},{},{},{},{},{},{},{},{}\n"), s.training_busy_gpus, s.training_gpus, s.loaned_busy_gpus, s.loaned_servers,
-                         s.serving_servers, s.reclaiming_servers, s.inference_gpus, s.queued_jobs,
-                         s.running_jobs, serving_busy_);
-  std::fputs(row.c_str(), timeline_file_);
+  fmt::format_to(std::back_inserter(row), FMT_COMPILE(",{},{},{},{},{},{},{},{},{},{}\n"), s.training_busy_gpus,
+                 s.training_gpus, s.loaned_busy_gpus, s.loaned_servers, s.serving_servers, s.reclaiming_servers,
+                 s.inference_gpus, s.queued_jobs, s.running_jobs, serving_busy_);
+  std::fwrite(row.data(), 1, row.size(), timeline_file_);
 }
 
 run_summary run_writer::finish(run_summary s) {
