@@ -130,9 +130,7 @@ void on_lost(self_ptr self, int server) {
   bool predicted = self->current_sender() == self->address();
   if (s.mode == server_mode::down || (predicted && !loss_due(t, now))) return;
   auto was = s.mode;
-  auto jobs = s.jobs;
-  std::vector<uint32_t> ids(jobs.begin(), jobs.end());
-  std::sort(ids.begin(), ids.end());
+  std::vector<uint32_t> ids(s.jobs.begin(), s.jobs.end());  // ascending; s.jobs changes below
   log(self, now, "lost", fmt::format("server={} jobs={}", s.name, ids.size()),
       fmt::format("{} heartbeats missed", st.setup.missed_heartbeats));
   st.ledger.set_mode(server, server_mode::down);  // first: nothing sent there from now on is waited for
@@ -161,8 +159,7 @@ void on_back(self_ptr self, int server) {
     // Back before its loss was noticed: the agent registers again with no workers, which
     // is how the scheduler learns that the ones it placed there died.
     if (t.crashed) {
-      std::vector<uint32_t> ids(s.jobs.begin(), s.jobs.end());
-      std::sort(ids.begin(), ids.end());
+      std::vector<uint32_t> ids(s.jobs.begin(), s.jobs.end());  // ascending; s.jobs changes below
       log(self, now, "rebooted", fmt::format("server={} jobs={}", s.name, ids.size()),
           "its agent registered again without its workers");
       for (auto id : ids) recover_job(self, id, server, now, fmt::format("server {} restarted", s.name));

@@ -57,6 +57,10 @@ struct work_view {
       epoch = 1;
     }
   }
+  /// A server best_fit and capacity look at: of `type`, training, or loaned if `loaned`.
+  static bool in_scope(const server_entry& s, int type, bool loaned) {
+    return s.gpu_type == type && (s.mode == server_mode::training || (loaned && s.mode == server_mode::loaned));
+  }
   int initial(size_t sid) const {
     auto& s = l.servers[sid];
     return s.free + (with_extras ? s.extra : 0);
@@ -93,9 +97,7 @@ struct work_view {
                              [&](int sid) { return stamp[static_cast<size_t>(sid)] == epoch; });
     std::pair<int, int> key{best >= 0 ? at(best) : 0, best};
     for (int sid : touched) {
-      auto& s = l.servers[static_cast<size_t>(sid)];
-      if (s.gpu_type != type || !(s.mode == server_mode::training || (loaned && s.mode == server_mode::loaned)))
-        continue;
+      if (!in_scope(l.servers[static_cast<size_t>(sid)], type, loaned)) continue;
       std::pair<int, int> k{vals[static_cast<size_t>(sid)], sid};
       if (k.first >= gpus && (key.second < 0 || k < key)) key = k;
     }
@@ -105,8 +107,7 @@ struct work_view {
   long capacity(int type, bool loaned) const {
     long c = l.capacity(type, loaned, with_extras);
     for (int sid : touched) {
-      auto& s = l.servers[static_cast<size_t>(sid)];
-      if (s.gpu_type == type && (s.mode == server_mode::training || (loaned && s.mode == server_mode::loaned)))
+      if (in_scope(l.servers[static_cast<size_t>(sid)], type, loaned))
         c += vals[static_cast<size_t>(sid)] - initial(static_cast<size_t>(sid));
     }
     return c;

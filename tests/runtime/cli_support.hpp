@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace aryl::test {
@@ -38,6 +39,13 @@ inline std::string write_temp(const std::string& name, const std::string& text) 
   auto path = "/tmp/aryl-cli-" + name;
   std::ofstream(path) << text;
   return path;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 inline void check_one_line_error(const result& r, const std::string& must_contain) {

@@ -4,20 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "tests/runtime/cli_support.hpp"
 
 using namespace aryl::test;
 
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 /// A run on a one-off trace, without an inference cluster unless `extra` adds one; its
 /// outputs go to /tmp/aryl-cli-out-NAME (tests run in parallel).

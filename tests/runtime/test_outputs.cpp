@@ -2,24 +2,13 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "runtime/outputs.hpp"
+#include "tests/runtime/cli_support.hpp"
 
 using namespace aryl;
-
-namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-} // namespace
+using aryl::test::read_file;
 
 TEST_CASE("outputs: times print as the seconds with six decimals, also before zero, past a day and for a job never started") {
   auto dir = (std::filesystem::temp_directory_path() / "aryl-test-outputs").string();
@@ -46,13 +35,13 @@ TEST_CASE("outputs: times print as the seconds with six decimals, also before ze
     run_summary s;
     w.commit(w.finish(s));
   }
-  CHECK(read_all(dir + "/events.log") ==
+  CHECK(read_file(dir + "/events.log") ==
         "-1.500000 scheduler away for=1\n"
         "0.000000 scheduler submit job-0 | why\n"
         "123456.789012 scheduler finish job-0 workers=1\n");
-  auto timeline = read_all(dir + "/timeline.csv");
+  auto timeline = read_file(dir + "/timeline.csv");
   CHECK(timeline.find("\n86400.000001,0,8,") != std::string::npos);
-  auto jobs = read_all(dir + "/jobs.csv");
+  auto jobs = read_file(dir + "/jobs.csv");
   CHECK(jobs.find("\n0,a,1,0,0.000005,-0.000001,2.000000,1.999995,0.250000,") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
