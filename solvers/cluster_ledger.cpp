@@ -85,17 +85,31 @@ void cluster_ledger::flush_index() const {
     k.dirty = false;
     index_key now{s.gpu_type, s.mode, s.free, s.free + s.extra, true, false};
     if (k.indexed && k.type == now.type && k.mode == now.mode && k.free == now.free && k.room == now.room) continue;
+    // Nodes taken out are put back with their new key: no allocation once the index is built.
+    auto out = [&](std::set<std::pair<int, int>>* set, int key) {
+      if (auto node = set->extract({key, id})) spare_nodes_.push_back(std::move(node));
+    };
+    auto in = [&](std::set<std::pair<int, int>>* set, int key) {
+      if (spare_nodes_.empty()) {
+        set->emplace(key, id);
+        return;
+      }
+      auto node = std::move(spare_nodes_.back());
+      spare_nodes_.pop_back();
+      node.value() = {key, id};
+      set->insert(std::move(node));
+    };
     if (k.indexed) {
       auto [f, r] = sets(k);
       if (f) {
-        f->erase({k.free, id});
-        r->erase({k.room, id});
+        out(f, k.free);
+        out(r, k.room);
       }
     }
     auto [f, r] = sets(now);
     if (f) {
-      if (now.free > 0) f->emplace(now.free, id);
-      if (now.room > 0) r->emplace(now.room, id);
+      if (now.free > 0) in(f, now.free);
+      if (now.room > 0) in(r, now.room);
     }
     k = now;
   }

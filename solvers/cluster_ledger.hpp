@@ -175,6 +175,16 @@ private:
   /// and (free + extra, id) of those with either.
   mutable size_t indexed_ = 0;
   mutable std::vector<std::set<std::pair<int, int>>> free_training_, free_loaned_, room_training_, room_loaned_;
+  /// Index nodes taken out, for reuse. A copy of the ledger starts without any.
+  using index_node = std::set<std::pair<int, int>>::node_type;
+  struct node_pool : std::vector<index_node> {
+    node_pool() = default;
+    node_pool(const node_pool&) : std::vector<index_node>() {}
+    node_pool(node_pool&&) = default;
+    node_pool& operator=(const node_pool&) { return *this; }
+    node_pool& operator=(node_pool&&) = default;
+  };
+  mutable node_pool spare_nodes_;
   /// What each server is indexed under, and the servers changed since the index was read.
   struct index_key {
     int type = 0;

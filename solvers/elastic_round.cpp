@@ -18,6 +18,7 @@
 #include "solvers/extra_placement.hpp"
 #include "solvers/jct_value.hpp"
 #include "solvers/round_planner.hpp"
+#include "solvers/small_sort.hpp"
 
 namespace aryl::detail {
 namespace {
@@ -134,7 +135,7 @@ void types_by_speed(const cluster_ledger& l, int required, std::vector<int>& out
     return;
   }
   for (size_t i = 0; i < l.params.type_speed.size(); ++i) out.push_back(static_cast<int>(i));
-  std::stable_sort(out.begin(), out.end(), [&](int a, int b) { return speed(l, a) > speed(l, b); });
+  small_stable_sort(out.begin(), out.end(), [&](int a, int b) { return speed(l, a) > speed(l, b); });
 }
 
 /// Calls f(server, workers) for each server where `a` has workers beyond those in `base`.
@@ -157,22 +158,26 @@ struct elastic_plan {
   allocation final;     ///< its allocation after this round
 };
 
-/// Server ids of `a`, most workers first, ties lowest id.
-std::vector<int> by_workers(const allocation& a) {
-  auto order = a;
-  std::stable_sort(order.begin(), order.end(), [](auto& x, auto& y) { return x.second > y.second; });
-  std::vector<int> out;
-  for (auto& [sid, w] : order) out.push_back(sid);
-  return out;
+/// Server ids of `a`, most workers first (ties: as listed, i.e. lowest id), into `out`.
+void by_workers(const allocation& a, allocation& scratch, std::vector<int>& out) {
+  scratch.assign(a.begin(), a.end());
+  small_stable_sort(scratch.begin(), scratch.end(), [](auto& x, auto& y) { return x.second > y.second; });
+  out.clear();
+  for (auto& [sid, w] : scratch) out.push_back(sid);
 }
 
-/// Where `extra` workers of plan `e` may go: filling its base servers spans nothing new;
-/// among new servers, those its current extras are on (same type) keep workers in place.
-extras_request extras_for(const elastic_plan& e, const job_entry& j, int extra) {
-  allocation extras;
+/// Where `extra` workers of plan `e` may go, into `req`: filling its base servers spans
+/// nothing new; among new servers, those its current extras are on (same type) keep workers
+/// in place.
+void extras_for(const elastic_plan& e, const job_entry& j, int extra, allocation& scratch, extras_request& req) {
+  req.gpus = extra;
+  req.gpu_type = e.type;
+  by_workers(e.base, scratch, req.home);
+  scratch.clear();
   if (!e.started && e.type == j.alloc_type)
-    for_each_extra(j.alloc, e.base, [&](int sid, int w) { extras.emplace_back(sid, w); });
-  return {extra, e.type, by_workers(e.base), by_workers(extras)};
+    for_each_extra(j.alloc, e.base, [&](int sid, int w) { scratch.emplace_back(sid, w); });
+  thread_local allocation order;
+  by_workers(scratch, order, req.occupied);
 }
 
 struct start {
@@ -195,8 +200,12 @@ struct round_buffers {
   std::vector<size_t> class_plan;
   std::vector<uint32_t> losers;  ///< a local round's jobs with extra workers on one server
   std::vector<std::pair<size_t, int>> still_needed;
+  std::vector<std::pair<double, size_t>> slow;  ///< step 2's candidates
+  std::vector<long> hard_type_free, view_type_free;
+  mckp_result sol;
+  extras_request extras;
+  allocation placed, scratch;
   std::vector<cluster_ledger::reassignment> changes;
-  std::vector<decision> rescales;
   extras_request home_only;
   std::vector<server_slot> slots;
   std::vector<std::vector<server_slot>> ranking;  ///< by GPU type
@@ -345,9 +354,8 @@ std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l,
 void apply(cluster_ledger& l, sim_time now, std::vector<decision>& out, const char* start_why) {
   auto& b = buffers;
   auto& changes = b.changes;
-  auto& rescales = b.rescales;
+  for (auto& c : changes) b.spare_allocs.push_back(std::move(c.alloc));
   changes.clear();
-  rescales.clear();
   for (auto& e : b.plans) {
     if (e.started) continue;
     auto id = e.job;
@@ -355,15 +363,15 @@ void apply(cluster_ledger& l, sim_time now, std::vector<decision>& out, const ch
     auto& fin = e.final;
     if (fin == j.alloc && e.type == j.alloc_type) continue;
     int workers = count_workers(fin);
-    std::string why = e.type != j.alloc_type ? "move to faster free GPUs: pays for its restart"
+    const char* why = e.type != j.alloc_type ? "move to faster free GPUs: pays for its restart"
                       : workers > j.workers  ? "scale out: the knapsack's best use of free GPUs"
                       : workers < j.workers  ? "scale in: GPUs go to queued base demand or a better scale-out"
                                              : "rebalance workers across servers";
-    rescales.push_back({decision::kind::rescale, id, fin, j.alloc, e.type, why});
-    changes.push_back({id, fin, e.type});
+    out.push_back({decision::kind::rescale, id, fin, j.alloc, e.type, why});
+    changes.push_back({id, b.spare_alloc(), e.type});
+    changes.back().alloc.assign(fin.begin(), fin.end());
   }
   l.reassign(changes, now);
-  for (auto& d : rescales) out.push_back(std::move(d));
   for (auto& s : b.starts) {
     auto& alloc = s.plan >= 0 ? b.plans[static_cast<size_t>(s.plan)].final : s.alloc;
     int type = type_of(l, alloc);
@@ -417,7 +425,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
     losers.clear();
     for (auto id : s.jobs)
       if (l.jobs[id].elastic) losers.push_back(id);
-    std::stable_sort(losers.begin(), losers.end(), [&](uint32_t x, uint32_t y) {
+    std::sort(losers.begin(), losers.end(), [&](uint32_t x, uint32_t y) {  // a total order
       auto rx = l.jobs[x].predicted_remaining(), ry = l.jobs[y].predicted_remaining();
       return rx < ry || (rx == ry && x > y);
     });
@@ -466,7 +474,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
 
   // 2. Moves off slower GPU types, longest predicted remaining time first.
   if (o.migrate && (queue_cleared || !o.migrate_only_when_queue_empty)) {
-    std::vector<std::pair<double, size_t>> slow;
+    auto& slow = b.slow;
+    slow.clear();
     double best = 0;
     for (auto s : l.params.type_speed) best = std::max(best, s);
     for (size_t i = 0; i < plans.size(); ++i)
@@ -474,7 +483,10 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         slow.emplace_back(-l.jobs[plans[i].job].predicted_remaining(), i);
     std::sort(slow.begin(), slow.end());
     // Free GPUs per type on the servers elastic jobs may use, kept as moves take them.
-    std::vector<long> hard_type_free(l.params.type_speed.size(), 0), view_type_free(hard_type_free);
+    auto& hard_type_free = b.hard_type_free;
+    auto& view_type_free = b.view_type_free;
+    hard_type_free.assign(l.params.type_speed.size(), 0);
+    view_type_free.assign(l.params.type_speed.size(), 0);
     if (!slow.empty()) {
       job_entry any_elastic;
       any_elastic.elastic = true;
@@ -535,7 +547,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   auto& ranking = b.ranking;
   ranking.resize(l.params.type_speed.size());
   for (size_t t = 0; t < ranking.size(); ++t)
-    if (in.capacity[t] > 0) ranking[t] = most_free_first(view.slots(any_elastic, p, o, static_cast<int>(t), b.slots), static_cast<int>(t));
+    if (in.capacity[t] > 0) most_free_first(view.slots(any_elastic, p, o, static_cast<int>(t), b.slots), static_cast<int>(t), ranking[t]);
     else ranking[t].clear();
   auto& class_plan = b.class_plan;
   class_plan.clear();
@@ -587,7 +599,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     in.classes.push_back(std::move(c));
     class_plan.push_back(i);
   }
-  auto sol = solve_mckp(in);
+  auto& sol = b.sol;
+  solve_mckp(in, sol);
 
   // 4. Extra workers. A job that keeps its size and still has all its GPUs keeps exactly its
   // allocation (the knapsack charged it no overhead, and any other change costs one). The
@@ -617,14 +630,17 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     }
     still_needed.emplace_back(class_plan[c], extra);
   }
-  std::stable_sort(still_needed.begin(), still_needed.end(), [](auto& x, auto& y) { return x.second > y.second; });
+  // Listed by plan: largest first, ties by plan, is the stable order.
+  std::sort(still_needed.begin(), still_needed.end(),
+            [](auto& x, auto& y) { return x.second > y.second || (x.second == y.second && x.first < y.first); });
   for (auto& [i, extra] : still_needed) {
     auto& e = plans[i];
     auto& j = l.jobs[e.job];
-    auto a = place_extras(view.slots(j, p, o, e.type, b.slots), extras_for(e, j, extra));
-    if (!a) continue;  // cannot happen: the capacity counted these GPUs
-    view.take(*a);
-    merge_into(e.final, *a);
+    extras_for(e, j, extra, b.scratch, b.extras);
+    if (!place_extras(view.slots(j, p, o, e.type, b.slots), b.extras, b.placed))
+      continue;  // cannot happen: the capacity counted these GPUs
+    view.take(b.placed);
+    merge_into(e.final, b.placed);
   }
 
   apply(l, now, out, "shortest predicted job that fits its base demand");

@@ -41,12 +41,11 @@ void sort_most_free_first(const std::vector<server_slot>& s, std::vector<size_t>
 
 /// Positions of the type's servers outside `home` with free GPUs, most free first, ties
 /// lowest id: the order in which the fewest new servers are counted.
-std::vector<size_t> others_most_free_first(const std::vector<server_slot>& s, const extras_request& req) {
-  std::vector<size_t> out;
+void others_most_free_first(const std::vector<server_slot>& s, const extras_request& req, std::vector<size_t>& out) {
+  out.clear();
   for (size_t i = 0; i < s.size(); ++i)
     if (s[i].gpu_type == req.gpu_type && s[i].free > 0 && !contains(req.home, s[i].id)) out.push_back(i);
   sort_most_free_first(s, out);
-  return out;
 }
 
 long home_free(const std::vector<server_slot>& s, const extras_request& req) {
@@ -59,14 +58,19 @@ long home_free(const std::vector<server_slot>& s, const extras_request& req) {
 } // namespace
 
 std::vector<server_slot> most_free_first(const std::vector<server_slot>& servers, int gpu_type) {
-  std::vector<size_t> pos;
+  std::vector<server_slot> out;
+  most_free_first(servers, gpu_type, out);
+  return out;
+}
+
+void most_free_first(const std::vector<server_slot>& servers, int gpu_type, std::vector<server_slot>& out) {
+  thread_local std::vector<size_t> pos;
+  pos.clear();
   for (size_t i = 0; i < servers.size(); ++i)
     if (servers[i].gpu_type == gpu_type && servers[i].free > 0) pos.push_back(i);
   sort_most_free_first(servers, pos);
-  std::vector<server_slot> out;
-  out.reserve(pos.size());
+  out.clear();
   for (size_t i : pos) out.push_back(servers[i]);
-  return out;
 }
 
 void spans_from_ranking(const std::vector<server_slot>& ranking, long home_free, const extras_request& req,
@@ -98,14 +102,20 @@ std::vector<int> spans_with_extras(const std::vector<server_slot>& servers, cons
 }
 
 std::optional<allocation> place_extras(std::vector<server_slot>& servers, const extras_request& req) {
-  if (req.gpus < 0) return std::nullopt;
-  if (req.gpus == 0) return allocation{};
+  allocation out;
+  if (!place_extras(servers, req, out)) return std::nullopt;
+  return out;
+}
+
+bool place_extras(std::vector<server_slot>& servers, const extras_request& req, allocation& out) {
+  out.clear();
+  if (req.gpus < 0) return false;
+  if (req.gpus == 0) return true;
   long total = 0;
   for (auto& x : servers)
     if (x.gpu_type == req.gpu_type) total += x.free;
-  if (total < req.gpus) return std::nullopt;
+  if (total < req.gpus) return false;
 
-  allocation out;
   int remaining = req.gpus;
   auto take = [&](server_slot& s, int n) {
     s.free -= n;
@@ -116,7 +126,8 @@ std::optional<allocation> place_extras(std::vector<server_slot>& servers, const 
     for (auto& s : servers)
       if (remaining > 0 && s.id == id && s.gpu_type == req.gpu_type && s.free > 0) take(s, std::min(s.free, remaining));
 
-  auto left = others_most_free_first(servers, req);
+  thread_local std::vector<size_t> left;
+  others_most_free_first(servers, req, left);
   // Picks left: the fewest new servers that hold the rest. Each pick below keeps the rest
   // within the picks that remain, so the count never grows past this.
   int picks = 0;
@@ -154,12 +165,13 @@ std::optional<allocation> place_extras(std::vector<server_slot>& servers, const 
   }
   std::sort(out.begin(), out.end());
   // A home id listed twice is taken twice: one entry per server.
-  allocation merged;
-  for (auto& p : out) {
-    if (!merged.empty() && merged.back().first == p.first) merged.back().second += p.second;
-    else merged.push_back(p);
+  size_t n = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (n > 0 && out[n - 1].first == out[i].first) out[n - 1].second += out[i].second;
+    else out[n++] = out[i];
   }
-  return merged;
+  out.resize(n);
+  return true;
 }
 
 } // namespace aryl

@@ -30,6 +30,8 @@ std::vector<int> spans_with_extras(const std::vector<server_slot>& servers, cons
 /// in which spans_with_extras counts new servers. One ranking serves every job of the type
 /// in a round.
 std::vector<server_slot> most_free_first(const std::vector<server_slot>& servers, int gpu_type);
+/// The same into `out` (a round reuses one vector per type).
+void most_free_first(const std::vector<server_slot>& servers, int gpu_type, std::vector<server_slot>& out);
 
 /// spans_with_extras from that ranking of the servers (the request's home servers may be in
 /// it) and the free GPUs on the home servers, into `out` (a round reuses one vector).
@@ -47,5 +49,7 @@ void spans_from_ranking(const std::vector<server_slot>& ranking, long home_free,
 /// GPUs; gpus == 0 gives an empty allocation. Preconditions: server ids unique,
 /// 0 <= free <= gpus. O(new servers * servers log servers).
 std::optional<allocation> place_extras(std::vector<server_slot>& servers, const extras_request& req);
+/// The same into `out` (replaced; left empty on failure); false where that gives nullopt.
+bool place_extras(std::vector<server_slot>& servers, const extras_request& req, allocation& out);
 
 } // namespace aryl

@@ -478,8 +478,14 @@ void solve_type(int capacity, const std::vector<prepared_class>& classes, mckp_r
 } // namespace
 
 mckp_result solve_mckp(const mckp_input& in) {
-  validate(in);
   mckp_result result;
+  solve_mckp(in, result);
+  return result;
+}
+
+void solve_mckp(const mckp_input& in, mckp_result& result) {
+  validate(in);
+  result.value = 0;
   result.choice.assign(in.classes.size(), -1);
   auto& by_type = sc.by_type;
   for (auto& classes : by_type) sc.recycle(classes);
@@ -495,7 +501,6 @@ mckp_result solve_mckp(const mckp_input& in) {
   // Reported value is the plain sum of the chosen items, in class order.
   for (size_t i = 0; i < in.classes.size(); ++i)
     if (result.choice[i] >= 0) result.value += in.classes[i].items[result.choice[i]].value;
-  return result;
 }
 
 } // namespace aryl

@@ -43,5 +43,7 @@ struct mckp_result {
 /// non-finite value, a negative capacity, a gpu_type outside capacity, or a class with
 /// more than 65,534 items.
 mckp_result solve_mckp(const mckp_input& in);
+/// The same into `out`, whose vector is reused (a round solves one per instant).
+void solve_mckp(const mckp_input& in, mckp_result& out);
 
 } // namespace aryl

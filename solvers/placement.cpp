@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <numeric>
 
+#include "solvers/small_sort.hpp"
+
 namespace aryl {
 namespace {
 
@@ -65,7 +67,8 @@ class linear_view {
     out.clear();
     for (size_t i = 0; i < s_.size(); ++i)
       if (s_[i].gpu_type == type && s_[i].gpus > 0 && s_[i].free == s_[i].gpus) out.push_back(i);
-    std::stable_sort(out.begin(), out.end(), [&](size_t a, size_t b) { return s_[a].id < s_[b].id; });
+    // Ids are unique: a total order, which std::sort keeps without a buffer.
+    std::sort(out.begin(), out.end(), [&](size_t a, size_t b) { return s_[a].id < s_[b].id; });
   }
 
   /// Servers of the type with free GPUs, most free first, ties lowest id.
@@ -73,7 +76,7 @@ class linear_view {
     out.clear();
     for (size_t i = 0; i < s_.size(); ++i)
       if (s_[i].gpu_type == type && s_[i].free > 0) out.push_back(i);
-    std::stable_sort(out.begin(), out.end(), [&](size_t a, size_t b) {
+    std::sort(out.begin(), out.end(), [&](size_t a, size_t b) {
       if (s_[a].free != s_[b].free) return s_[a].free > s_[b].free;
       return s_[a].id < s_[b].id;
     });
@@ -460,8 +463,9 @@ void keep_on_fewest(const allocation& a, int n, allocation& out) {
     out.emplace_back(a[0].first, std::min(a[0].second, n));
     return;
   }
-  auto order = a;
-  std::stable_sort(order.begin(), order.end(), [](auto& x, auto& y) { return x.second > y.second; });
+  thread_local allocation order;
+  order.assign(a.begin(), a.end());
+  small_stable_sort(order.begin(), order.end(), [](auto& x, auto& y) { return x.second > y.second; });
   for (auto& [sid, w] : order) {
     if (n <= 0) break;
     int k = std::min(w, n);

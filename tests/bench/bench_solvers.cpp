@@ -250,6 +250,7 @@ void bm_elastic_round(benchmark::State& state) {
   const auto now = sim_time::from_seconds(t + 600);
   cluster_ledger l;
   std::vector<long> allocs;
+  size_t decisions = 0;
   timed_loop(
       state,
       [&] {
@@ -258,11 +259,13 @@ void bm_elastic_round(benchmark::State& state) {
       },
       [&] {
         long before = heap_allocations;
-        benchmark::DoNotOptimize(plan_round(l, aryl_policy, o, now));
+        auto out = plan_round(l, aryl_policy, o, now);
         allocs.push_back(heap_allocations - before);
+        decisions = out.size();
       });
   std::sort(allocs.begin(), allocs.end());
   state.counters["allocs"] = static_cast<double>(allocs[allocs.size() / 2]);
+  state.counters["decisions"] = static_cast<double>(decisions);
   state.counters["running"] = static_cast<double>(base.running.size());
 }
 
