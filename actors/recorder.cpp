@@ -25,15 +25,19 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
   st.expected = expected;
   st.completed.assign(std::max(expected, index_space), 0);
   st.header = std::move(header);
+  // Once every job has finished the outputs are closed; later messages (the last snapshot, a
+  // final round) change nothing in them.
+  auto event = [=](const event_record& e) {
+    if (self->state.status->finished.load()) return;
+    self->state.writer->event(e);
+    self->state.status->now_us.store(e.t_us, std::memory_order_relaxed);
+    if (e.actor == "scheduler" && e.event != "loan" && e.event != "reclaim" && e.event != "return")
+      self->state.status->last_job_event_us.store(e.t_us, std::memory_order_relaxed);
+  };
   return {
-      // Once every job has finished the outputs are closed; later messages (the last
-      // snapshot, a final round) change nothing in them.
-      [=](event_atom, const event_record& e) {
-        if (self->state.status->finished.load()) return;
-        self->state.writer->event(e);
-        self->state.status->now_us.store(e.t_us, std::memory_order_relaxed);
-        if (e.actor == "scheduler" && e.event != "loan" && e.event != "reclaim" && e.event != "return")
-          self->state.status->last_job_event_us.store(e.t_us, std::memory_order_relaxed);
+      [=](event_atom, const event_record& e) { event(e); },
+      [=](events_atom, const std::vector<event_record>& es) {
+        for (auto& e : es) event(e);
       },
       [=](jobrec_atom, const job_record& j) {
         auto& s = self->state;

@@ -11,6 +11,7 @@
 namespace aryl {
 
 using event_atom = caf::atom_constant<caf::atom("event")>;
+using events_atom = caf::atom_constant<caf::atom("events")>;
 using jobrec_atom = caf::atom_constant<caf::atom("jobrec")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using violation_atom = caf::atom_constant<caf::atom("violation")>;
@@ -43,7 +44,7 @@ typename Inspector::result_type inspect(Inspector& f, cluster_snapshot& x) {
            x.serving_gpus, x.inference_gpus, x.queued_jobs, x.running_jobs);
 }
 
-/// event: one decision-log line. jobrec: a job finished. snapshot: cluster state after a
+/// event: one decision-log line; events: a round's lines, in order. jobrec: a job finished. snapshot: cluster state after a
 /// change. violation: an invariant broke (the run stops). slo: servers returned late.
 /// serving(t_us, gpus): inference GPUs busy serving demand from t on. failed(message,
 /// exit code): an actor threw; the run stops with that message and code. lag(us): a job's
@@ -53,6 +54,7 @@ typename Inspector::result_type inspect(Inspector& f, cluster_snapshot& x) {
 /// active ones as cancelled): close the outputs with what is there. lostwork(gpu_s,
 /// recovery_s, < 0 for none): a fault's cost. rdone(latency_s, late_s): a reclaim returned its servers.
 using recorder_actor = caf::typed_actor<caf::reacts_to<event_atom, event_record>,
+                                        caf::reacts_to<events_atom, std::vector<event_record>>,
                                         caf::reacts_to<jobrec_atom, job_record>,
                                         caf::reacts_to<snapshot_atom, cluster_snapshot>,
                                         caf::reacts_to<violation_atom, std::string>,

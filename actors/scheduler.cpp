@@ -13,14 +13,19 @@
 namespace aryl {
 namespace sched {
 
-std::string describe(const scheduler_state& st, const allocation& a) {
-  std::string out = "[";
+void describe_into(std::string& out, const scheduler_state& st, const allocation& a) {
+  out += '[';
   for (size_t i = 0; i < a.size(); ++i) {
     if (i) out += ' ';
     fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}:{}"), st.ledger.servers[static_cast<size_t>(a[i].first)].name,
                    a[i].second);
   }
   out += ']';
+}
+
+std::string describe(const scheduler_state& st, const allocation& a) {
+  std::string out;
+  describe_into(out, st, a);
   return out;
 }
 
@@ -106,8 +111,9 @@ void journal_server(self_ptr self, int sid, const char* mode) {
                std::string(mode));
 }
 
-/// Tells the job its new assignment and the servers its new workers.
-void dispatch_assignment(self_ptr self, const decision& d) {
+/// Tells the job its new assignment and (unless a round's batch told them already) the
+/// servers its new workers.
+void dispatch_assignment(self_ptr self, const decision& d, bool servers_told = false) {
   auto& st = self->state;
   auto& j = st.ledger.jobs[d.job];
   job_assignment a;
@@ -143,7 +149,8 @@ void dispatch_assignment(self_ptr self, const decision& d) {
   for (int sid : a.servers) delay(sid);
   for (auto& [sid, w] : d.before) delay(sid);
   self->send(st.jobs[d.job], assign_atom::value, a);
-  for (auto& [sid, w] : d.alloc) self->send(st.servers[static_cast<size_t>(sid)], place_atom::value, d.job, w);
+  if (!servers_told)
+    for (auto& [sid, w] : d.alloc) self->send(st.servers[static_cast<size_t>(sid)], place_atom::value, d.job, w);
   // Workers sent to a machine that died unnoticed die with it.
   for (int sid : a.servers)
     if (st.truth[static_cast<size_t>(sid)].crashed) self->send(st.jobs[d.job], crash_atom::value, sid);
@@ -180,16 +187,44 @@ void run_round(self_ptr self) {
   }
   auto decisions = plan_round(st.ledger, st.setup.policy, st.setup.planner, now,
                               full ? round_scope::full : round_scope::local);
-  for (auto& d : decisions) dispatch_removals(self, d);
+  // One message per server changed (its removals, then its placements) and one to the
+  // recorder: a round that rescales many jobs is most of its messages otherwise. Servers
+  // hear before any job does, so a removal never reaches a server after the new launch.
+  auto& batch = st.round_batch;
+  auto touch = [&](int sid) -> scheduler_state::server_changes& {
+    auto& c = batch[static_cast<size_t>(sid)];
+    if (c.removed.empty() && c.placed.empty()) st.round_servers.push_back(sid);
+    return c;
+  };
+  batch.resize(st.servers.size());
+  for (auto& d : decisions)
+    for (auto& [sid, w] : d.before) touch(sid).removed.push_back(d.job);
+  for (auto& d : decisions)
+    for (auto& [sid, w] : d.alloc) {
+      auto& c = touch(sid);
+      c.placed.push_back(d.job);
+      c.gpus.push_back(w);
+    }
+  for (int sid : st.round_servers) {
+    auto& c = batch[static_cast<size_t>(sid)];
+    self->send(st.servers[static_cast<size_t>(sid)], changes_atom::value, std::move(c.removed),
+               std::move(c.placed), std::move(c.gpus));
+    c = {};
+  }
+  st.round_servers.clear();
+  std::vector<event_record> lines;
+  lines.reserve(decisions.size());
   for (auto& d : decisions) {
-    dispatch_assignment(self, d);
+    dispatch_assignment(self, d, true);
     auto& j = st.ledger.jobs[d.job];
     std::string detail = fmt::format(FMT_COMPILE("job-{} workers={}"), d.job, j.workers);
-    if (!d.alloc.empty())
-      fmt::format_to(std::back_inserter(detail), FMT_COMPILE(" {} {}"),
-                     st.setup.type_names[static_cast<size_t>(j.alloc_type)], describe(st, d.alloc));
-    log(self, now, kind_name(d.what), std::move(detail), std::move(d.why));
+    if (!d.alloc.empty()) {
+      fmt::format_to(std::back_inserter(detail), FMT_COMPILE(" {} "), st.setup.type_names[static_cast<size_t>(j.alloc_type)]);
+      describe_into(detail, st, d.alloc);
+    }
+    lines.push_back({now.us, "scheduler", kind_name(d.what), std::move(detail), std::move(d.why)});
   }
+  if (!lines.empty()) self->send(st.jenv.recorder, events_atom::value, std::move(lines));
   send_snapshot(self, now);
   st.rounds.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - st.round_asked).count());
 }

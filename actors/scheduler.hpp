@@ -77,6 +77,14 @@ struct scheduler_state {
   std::vector<int> retries;         ///< by job: restarts after faults so far
   /// By job, while journaling: the specs, for the journal's rows.
   std::vector<job_spec> specs;
+  /// A round's messages to server actors, by server id, and the servers they go to in the
+  /// order first changed (emptied as they are sent).
+  struct server_changes {
+    std::vector<uint32_t> removed, placed;
+    std::vector<int> gpus;
+  };
+  std::vector<server_changes> round_batch;
+  std::vector<int> round_servers;
 
   /// A reclaim in negotiation: servers chosen, acknowledgements still awaited.
   struct reclaim_in_flight {

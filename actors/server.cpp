@@ -64,37 +64,44 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
   auto violation = [=](std::string what) {
     self->send(recorder, violation_atom::value, fmt::format("server {}: {}", self->state.server, what));
   };
+  auto place = [=](uint32_t job, int n) {
+    auto& st = self->state;
+    if (st.used + n > st.gpus)
+      violation(fmt::format("job {} placed on {} GPUs with only {} free", job, n, st.gpus - st.used));
+    if (st.mode == static_cast<int>(server_mode::serving))
+      violation(fmt::format("job {} placed while the server serves inference", job));
+    st.used += n;
+    st.workers[job] += n;
+    if (!st.node) return;
+    for (size_t g = 0; g < st.gpu_job.size() && n > 0; ++g)
+      if (st.gpu_job[g] < 0) {
+        st.gpu_job[g] = job;
+        --n;
+      }
+    try_launch(job);
+  };
+  auto remove = [=](uint32_t job) {
+    auto& st = self->state;
+    auto it = st.workers.find(job);
+    if (it == st.workers.end()) {
+      violation(fmt::format("job {} removed but not here", job));
+      return;
+    }
+    st.used -= it->second;
+    st.workers.erase(it);
+    if (!st.node) return;
+    for (auto& g : st.gpu_job)
+      if (g == job) g = -1;
+    st.pending.erase(job);
+    st.node->stop(job);
+  };
   return {
-      [=](place_atom, uint32_t job, int n) {
-        auto& st = self->state;
-        if (st.used + n > st.gpus)
-          violation(fmt::format("job {} placed on {} GPUs with only {} free", job, n, st.gpus - st.used));
-        if (st.mode == static_cast<int>(server_mode::serving))
-          violation(fmt::format("job {} placed while the server serves inference", job));
-        st.used += n;
-        st.workers[job] += n;
-        if (!st.node) return;
-        for (size_t g = 0; g < st.gpu_job.size() && n > 0; ++g)
-          if (st.gpu_job[g] < 0) {
-            st.gpu_job[g] = job;
-            --n;
-          }
-        try_launch(job);
-      },
-      [=](remove_atom, uint32_t job) {
-        auto& st = self->state;
-        auto it = st.workers.find(job);
-        if (it == st.workers.end()) {
-          violation(fmt::format("job {} removed but not here", job));
-          return;
-        }
-        st.used -= it->second;
-        st.workers.erase(it);
-        if (!st.node) return;
-        for (auto& g : st.gpu_job)
-          if (g == job) g = -1;
-        st.pending.erase(job);
-        st.node->stop(job);
+      [=](place_atom, uint32_t job, int n) { place(job, n); },
+      [=](remove_atom, uint32_t job) { remove(job); },
+      [=](changes_atom, const std::vector<uint32_t>& removed, const std::vector<uint32_t>& placed,
+          const std::vector<int>& gpus) {
+        for (auto job : removed) remove(job);
+        for (size_t i = 0; i < placed.size() && i < gpus.size(); ++i) place(placed[i], gpus[i]);
       },
       [=](mode_atom, int m) {
         auto& st = self->state;

@@ -14,6 +14,7 @@ namespace aryl {
 
 using place_atom = caf::atom_constant<caf::atom("place")>;
 using remove_atom = caf::atom_constant<caf::atom("remove")>;
+using changes_atom = caf::atom_constant<caf::atom("changes")>;
 using mode_atom = caf::atom_constant<caf::atom("mode")>;
 using launch_atom = caf::atom_constant<caf::atom("launch")>;
 
@@ -40,13 +41,16 @@ typename Inspector::result_type inspect(Inspector& f, launch_request& x) {
 }
 
 /// From the scheduler: place(job, gpus), remove(job), mode(server_mode as int: who the
-/// server works for). Live mode only: launch from a job actor; wprogress(job, rank,
+/// server works for); changes(removed jobs, placed jobs, their GPUs): a round's removals here,
+/// then its placements, in order, as one message. Live mode only: launch from a job actor; wprogress(job, rank,
 /// work_done) and wexit(job, rank, code, signal) from the node agent's connection, and
 /// reconcile(jobs, ranks, launches) when that agent registers again. adopt(job, ranks, gpus,
 /// owner): after a scheduler restart, the job's workers still running here (rank i on GPU
 /// gpus[i]) are placed and followed as if launched, their reports going to `owner`.
 using server_actor = caf::typed_actor<caf::reacts_to<place_atom, uint32_t, int>,
                                       caf::reacts_to<remove_atom, uint32_t>,
+                                      caf::reacts_to<changes_atom, std::vector<uint32_t>, std::vector<uint32_t>,
+                                                     std::vector<int>>,
                                       caf::reacts_to<mode_atom, int>,
                                       caf::reacts_to<launch_atom, launch_request>,
                                       caf::reacts_to<wprogress_atom, uint32_t, uint32_t, double>,
