@@ -34,30 +34,37 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
     if (e.actor == "scheduler" && e.event != "loan" && e.event != "reclaim" && e.event != "return")
       self->state.status->last_job_event_us.store(e.t_us, std::memory_order_relaxed);
   };
+  auto job = [=](const job_record& j) {
+    auto& s = self->state;
+    // Every submitted job completes exactly once.
+    if (j.index >= s.completed.size() || s.completed[j.index]) {
+      if (!s.status->failed.load()) {
+        s.status->failure = "invariant violated: job " + std::to_string(j.index) + " completed twice or was never submitted";
+        s.status->failed.store(true, std::memory_order_release);
+      }
+      return;
+    }
+    s.completed[j.index] = 1;
+    s.writer->job(j);
+    s.status->jobs_done.store(s.writer->jobs_recorded(), std::memory_order_relaxed);
+    if (s.writer->jobs_recorded() == s.expected && !s.keep_open) close_outputs(s);
+  };
+  auto snapshot = [=](const cluster_snapshot& c) {
+    self->state.status->running_jobs.store(c.running_jobs, std::memory_order_relaxed);
+    if (!self->state.status->finished.load()) self->state.writer->snapshot(c);
+  };
   return {
       [=](event_atom, const event_record& e) { event(e); },
-      [=](events_atom, const std::vector<event_record>& es) {
+      [=](roundlog_atom, const std::vector<event_record>& es, const cluster_snapshot& c) {
         for (auto& e : es) event(e);
+        snapshot(c);
       },
-      [=](jobrec_atom, const job_record& j) {
-        auto& s = self->state;
-        // Every submitted job completes exactly once.
-        if (j.index >= s.completed.size() || s.completed[j.index]) {
-          if (!s.status->failed.load()) {
-            s.status->failure = "invariant violated: job " + std::to_string(j.index) + " completed twice or was never submitted";
-            s.status->failed.store(true, std::memory_order_release);
-          }
-          return;
-        }
-        s.completed[j.index] = 1;
-        s.writer->job(j);
-        s.status->jobs_done.store(s.writer->jobs_recorded(), std::memory_order_relaxed);
-        if (s.writer->jobs_recorded() == s.expected && !s.keep_open) close_outputs(s);
+      [=](jobrec_atom, const job_record& j) { job(j); },
+      [=](ended_atom, const event_record& e, const job_record& j) {
+        event(e);
+        job(j);
       },
-      [=](snapshot_atom, const cluster_snapshot& c) {
-        self->state.status->running_jobs.store(c.running_jobs, std::memory_order_relaxed);
-        if (!self->state.status->finished.load()) self->state.writer->snapshot(c);
-      },
+      [=](snapshot_atom, const cluster_snapshot& c) { snapshot(c); },
       [=](violation_atom, const std::string& what) {
         auto& s = self->state;
         if (s.status->failed.load()) return;

@@ -11,7 +11,8 @@
 namespace aryl {
 
 using event_atom = caf::atom_constant<caf::atom("event")>;
-using events_atom = caf::atom_constant<caf::atom("events")>;
+using roundlog_atom = caf::atom_constant<caf::atom("roundlog")>;
+using ended_atom = caf::atom_constant<caf::atom("ended")>;
 using jobrec_atom = caf::atom_constant<caf::atom("jobrec")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using violation_atom = caf::atom_constant<caf::atom("violation")>;
@@ -44,8 +45,10 @@ typename Inspector::result_type inspect(Inspector& f, cluster_snapshot& x) {
            x.serving_gpus, x.inference_gpus, x.queued_jobs, x.running_jobs);
 }
 
-/// event: one decision-log line; events: a round's lines, in order. jobrec: a job finished. snapshot: cluster state after a
-/// change. violation: an invariant broke (the run stops). slo: servers returned late.
+/// event: one decision-log line. jobrec: a job finished. ended: a job's last log line, then
+/// its record. snapshot: cluster state after a change. roundlog: a round's log lines, in
+/// order, then the snapshot after it (a round's messages to the recorder, as one).
+/// violation: an invariant broke (the run stops). slo: servers returned late.
 /// serving(t_us, gpus): inference GPUs busy serving demand from t on. failed(message,
 /// exit code): an actor threw; the run stops with that message and code. lag(us): a job's
 /// completion timer fired this late (wall clock only; simulated time is exact).
@@ -54,7 +57,8 @@ typename Inspector::result_type inspect(Inspector& f, cluster_snapshot& x) {
 /// active ones as cancelled): close the outputs with what is there. lostwork(gpu_s,
 /// recovery_s, < 0 for none): a fault's cost. rdone(latency_s, late_s): a reclaim returned its servers.
 using recorder_actor = caf::typed_actor<caf::reacts_to<event_atom, event_record>,
-                                        caf::reacts_to<events_atom, std::vector<event_record>>,
+                                        caf::reacts_to<roundlog_atom, std::vector<event_record>, cluster_snapshot>,
+                                        caf::reacts_to<ended_atom, event_record, job_record>,
                                         caf::reacts_to<jobrec_atom, job_record>,
                                         caf::reacts_to<snapshot_atom, cluster_snapshot>,
                                         caf::reacts_to<violation_atom, std::string>,

@@ -36,8 +36,8 @@ void log(self_ptr self, sim_time now, std::string event, std::string detail, std
              event_record{now.us, "scheduler", std::move(event), std::move(detail), std::move(why)});
 }
 
-void send_snapshot(self_ptr self, sim_time now) {
-  auto& l = self->state.ledger;
+cluster_snapshot snapshot_at(const scheduler_state& st, sim_time now) {
+  auto& l = st.ledger;
   cluster_snapshot c;
   c.t_us = now.us;
   // From the ledger's running totals: a snapshot goes out every round.
@@ -53,7 +53,11 @@ void send_snapshot(self_ptr self, sim_time now) {
   c.inference_gpus = static_cast<int>(t.inference_gpus);
   c.queued_jobs = static_cast<int>(l.queued.size());
   c.running_jobs = static_cast<int>(l.running.size());
-  self->send(self->state.jenv.recorder, snapshot_atom::value, c);
+  return c;
+}
+
+void send_snapshot(self_ptr self, sim_time now) {
+  self->send(self->state.jenv.recorder, snapshot_atom::value, snapshot_at(self->state, now));
 }
 
 void mark_dirty(self_ptr self) {
@@ -224,8 +228,7 @@ void run_round(self_ptr self) {
     }
     lines.push_back({now.us, "scheduler", kind_name(d.what), std::move(detail), std::move(d.why)});
   }
-  if (!lines.empty()) self->send(st.jenv.recorder, events_atom::value, std::move(lines));
-  send_snapshot(self, now);
+  self->send(st.jenv.recorder, roundlog_atom::value, std::move(lines), snapshot_at(st, now));
   st.rounds.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - st.round_asked).count());
 }
 
@@ -385,11 +388,11 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
   std::string_view what = outcome;
   bool done = what == "done";
-  log(self, now, done ? "finish" : what == "failed" ? "fail" : "cancel",
-      fmt::format(FMT_COMPILE("job-{} workers={}"), job, workers), why);
+  event_record line{now.us, "scheduler", done ? "finish" : what == "failed" ? "fail" : "cancel",
+                    fmt::format(FMT_COMPILE("job-{} workers={}"), job, workers), why};
   auto record = make_record(st, j, now, workers, outcome);
   journal_job(self, job, now, &record);
-  self->send(st.jenv.recorder, jobrec_atom::value, std::move(record));
+  self->send(st.jenv.recorder, ended_atom::value, std::move(line), std::move(record));
   if (!done) self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
   st.jobs[job] = nullptr;
   bool any = false;

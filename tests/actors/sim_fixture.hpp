@@ -90,7 +90,13 @@ struct recorded {
 inline recorder_actor::behavior_type recording_recorder(recorder_actor::pointer, std::shared_ptr<recorded> r) {
   return {
       [=](event_atom, const event_record& e) { r->events.push_back(e); },
-      [=](events_atom, const std::vector<event_record>& es) { r->events.insert(r->events.end(), es.begin(), es.end()); },
+      [=](roundlog_atom, const std::vector<event_record>& es, const cluster_snapshot&) {
+        r->events.insert(r->events.end(), es.begin(), es.end());
+      },
+      [=](ended_atom, const event_record& e, const job_record& j) {
+        r->events.push_back(e);
+        r->jobs.push_back(j);
+      },
       [=](jobrec_atom, const job_record& j) { r->jobs.push_back(j); },
       [=](snapshot_atom, const cluster_snapshot&) {},
       [=](violation_atom, const std::string& s) { r->violations.push_back(s); },
