@@ -203,6 +203,8 @@ struct round_buffers {
   std::vector<std::pair<double, size_t>> slow;  ///< step 2's candidates
   std::vector<long> hard_type_free, view_type_free;
   mckp_result sol;
+  std::vector<std::vector<server_slot>> extra_slots;  ///< step 4's servers with GPUs left, by type
+  std::vector<char> listed;                           ///< ... whether listed this round
   extras_request extras;
   allocation placed, scratch;
   std::vector<cluster_ledger::reassignment> changes;
@@ -633,12 +635,25 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   // Listed by plan: largest first, ties by plan, is the stable order.
   std::sort(still_needed.begin(), still_needed.end(),
             [](auto& x, auto& y) { return x.second > y.second || (x.second == y.second && x.first < y.first); });
+  // The servers with GPUs left, per type, listed once: place_extras takes from this list as
+  // from the view, and servers without free GPUs change nothing in where extras go, so one
+  // list serves every job of the type instead of a pass over all servers per job.
+  auto& left = b.extra_slots;
+  left.resize(l.params.type_speed.size());
+  for (auto& v : left) v.clear();
+  b.listed.assign(left.size(), 0);
   for (auto& [i, extra] : still_needed) {
     auto& e = plans[i];
     auto& j = l.jobs[e.job];
+    auto t = static_cast<size_t>(e.type);
+    if (!b.listed[t]) {
+      b.listed[t] = 1;
+      for (auto& s : l.servers)
+        if (s.gpu_type == e.type && usable_for(s, j, p, o) && view.at(s.id) > 0)
+          left[t].push_back({s.id, s.gpu_type, s.gpus, view.at(s.id)});
+    }
     extras_for(e, j, extra, b.scratch, b.extras);
-    if (!place_extras(view.slots(j, p, o, e.type, b.slots), b.extras, b.placed))
-      continue;  // cannot happen: the capacity counted these GPUs
+    if (!place_extras(left[t], b.extras, b.placed)) continue;  // cannot happen: the capacity counted these GPUs
     view.take(b.placed);
     merge_into(e.final, b.placed);
   }
