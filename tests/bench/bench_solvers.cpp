@@ -266,6 +266,14 @@ void bm_elastic_round(benchmark::State& state) {
   std::sort(allocs.begin(), allocs.end());
   state.counters["allocs"] = static_cast<double>(allocs[allocs.size() / 2]);
   state.counters["decisions"] = static_cast<double>(decisions);
+  // The same instant planned again until a round changes nothing: what such a round allocates.
+  long idle = -1;
+  for (int k = 0; k < 10 && idle < 0; ++k) {
+    long before = heap_allocations;
+    auto again = plan_round(l, aryl_policy, o, now);
+    if (again.empty()) idle = heap_allocations - before;
+  }
+  state.counters["allocs_idle"] = static_cast<double>(idle);
   state.counters["running"] = static_cast<double>(base.running.size());
 }
 
