@@ -25,13 +25,6 @@ double time_at(const throughput_model& m, const scale_out_job& job, int k) {
 
 } // namespace
 
-double remaining_time_s(const throughput_model& m, double remaining_work, int requested,
-                        int workers, int servers, double type_speed) {
-  double rate = work_rate(m, requested, workers, servers, type_speed);
-  if (rate <= 0) return std::numeric_limits<double>::infinity();
-  return remaining_work / rate;
-}
-
 double scale_out_value(const throughput_model& m, const scale_out_job& job, int k) {
   check(job);
   if (k < 1) throw std::invalid_argument("scale_out: k < 1");

@@ -1,6 +1,7 @@
 #pragma once
 /// Values for the scale-out knapsack: how much adding workers shortens a job's remaining
 /// time (DESIGN.md section 3, phase 2). Pure functions of the throughput model.
+#include <limits>
 #include <vector>
 
 #include "solvers/mckp.hpp"
@@ -23,8 +24,12 @@ struct scale_out_job {
 
 /// Remaining seconds = remaining_work / work_rate(model, requested, workers, servers,
 /// type_speed). +infinity when `workers` is 0 (no progress).
-double remaining_time_s(const throughput_model& m, double remaining_work, int requested,
-                        int workers, int servers, double type_speed);
+inline double remaining_time_s(const throughput_model& m, double remaining_work, int requested,
+                               int workers, int servers, double type_speed) {
+  double rate = work_rate(m, requested, workers, servers, type_speed);
+  if (rate <= 0) return std::numeric_limits<double>::infinity();
+  return remaining_work / rate;
+}
 
 /// Value in seconds of adding `k` (>= 1) workers: T(cur) - T(cur + k) - scale overhead,
 /// each T at the span the job has with that many workers.

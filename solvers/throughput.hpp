@@ -3,6 +3,8 @@
 /// docs/throughput_model.md). speed(w, s, type) = w * type_speed * eff(w) * loc(s) for w
 /// workers spanning s servers; eff from a table or a power law, loc(1) = 1 and
 /// loc(s >= 2) = cross_server_eff.
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -32,17 +34,33 @@ struct throughput_model {
 throughput_model power_law_model(double exponent, int cached = 1024);
 
 /// Per-worker efficiency at `workers` (>= 1) workers, all on one server.
-double efficiency(const throughput_model& m, int workers);
+/// (Inline, with the two below: rounds value every size of every elastic job with them.)
+inline double efficiency(const throughput_model& m, int workers) {
+  if (workers <= 0) return 0;
+  if (!m.eff_table.empty()) {
+    auto i = std::min<size_t>(static_cast<size_t>(workers) - 1, m.eff_table.size() - 1);
+    return m.eff_table[i];
+  }
+  if (m.power_cache && static_cast<size_t>(workers) < m.power_cache->size())
+    return (*m.power_cache)[static_cast<size_t>(workers)];
+  return std::pow(static_cast<double>(workers), m.eff_exponent);
+}
 
 /// Per-worker efficiency multiplier for workers spread over `servers` servers: 1 for one
 /// server (or none), cross_server_eff for more.
-double locality_efficiency(const throughput_model& m, int servers);
+inline double locality_efficiency(const throughput_model& m, int servers) {
+  return servers >= 2 ? m.cross_server_eff : 1.0;
+}
 
 /// Work units done per second by `workers` workers spanning `servers` servers. One work
 /// unit is one second of the job running at its `requested` workers on speed-1.0 GPUs of
 /// one server, so a trace duration is the work in units, and a job whose requested
 /// workers must span servers runs slower than its duration says. Returns 0 when `workers`
 /// is 0.
-double work_rate(const throughput_model& m, int requested, int workers, int servers, double type_speed);
+inline double work_rate(const throughput_model& m, int requested, int workers, int servers, double type_speed) {
+  if (workers <= 0 || requested <= 0) return 0;
+  double base = requested * efficiency(m, requested);
+  return type_speed * workers * efficiency(m, workers) / base * locality_efficiency(m, servers);
+}
 
 } // namespace aryl
