@@ -87,7 +87,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
                  fmt::format("job {} lost {} work units {}, more than {} checkpoint interval(s)", st.spec.name,
                              done - saved, how, spoiled ? 2 : 1));
   };
-  // Live mode: launches the workers of `a` (none for a preemption) and acknowledges.
+  // Live mode: launches the workers of `a` (none for a preemption) and acknowledges it if asked.
   auto launch = [=](const job_assignment& a) {
     auto& st = self->state;
     st.generation = a.generation;
@@ -108,7 +108,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
       for (int w = 0; w < a.server_workers[i]; ++w) st.live_ranks.insert(rank++);
       self->send((*env->servers)[static_cast<size_t>(a.servers[i])], launch_atom::value, std::move(r));
     }
-    self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
+    if (a.ack) self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
   };
   return {
       [=](assign_atom, const job_assignment& a) {
@@ -192,6 +192,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         // No assignment is acknowledged before the stopped workers' checkpoint is written:
         // until then they still hold their GPUs.
         auto ack_at = std::max(st.ckpt_until, now + sim_time::from_seconds(a.link_delay_s));
+        if (!a.ack) return;
         if (ack_at > now)
           self->delayed_send(self, env->tb.span(ack_at - now), ckpt_atom::value, a.generation,
                              st.progress.work_done);

@@ -1,6 +1,6 @@
 #pragma once
 /// Scheduler <-> job actor protocol. The scheduler decides; the job actor owns its progress
-/// and its completion timer, and acknowledges every assignment.
+/// and its completion timer, and acknowledges the assignments the scheduler waits on.
 #include <caf/all.hpp>
 
 #include "actors/fault_protocol.hpp"
@@ -35,6 +35,9 @@ struct job_assignment {
   /// Seconds the assignment and its answers spend on slow links to the job's servers (a
   /// simulated link fault): new workers start, and the acknowledgement comes, that much later.
   double link_delay_s = 0;
+  /// Whether the scheduler waits for this assignment's acknowledgement: a reclaim waits for
+  /// the jobs on the servers it takes back. Others are not acknowledged.
+  bool ack = true;
 };
 
 /// Servers the assignment's workers span: with `workers`, what the throughput model needs.
@@ -47,7 +50,7 @@ inline int servers_spanned(const job_assignment& a) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_assignment& x) {
   return f(caf::meta::type_name("job_assignment"), x.generation, x.workers, x.type_speed, x.overhead_s,
-           x.servers, x.server_workers, x.link_delay_s);
+           x.servers, x.server_workers, x.link_delay_s, x.ack);
 }
 
 /// Job -> scheduler: the assignment of `generation` is in effect; `work_done` at that time.

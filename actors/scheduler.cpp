@@ -115,12 +115,22 @@ void journal_server(self_ptr self, int sid, const char* mode) {
                std::string(mode));
 }
 
+/// Whether a reclaim in flight waits for the job's acknowledgement.
+bool awaited(const scheduler_state& st, uint32_t job) {
+  for (auto& rf : st.reclaims)
+    if (rf.waiting.count(job)) return true;
+  return false;
+}
+
 /// Tells the job its new assignment and (unless a round's batch told them already) the
 /// servers its new workers.
-void dispatch_assignment(self_ptr self, const decision& d, bool servers_told = false) {
+void dispatch_assignment(self_ptr self, const decision& d, bool servers_told = false, bool ack = false) {
   auto& st = self->state;
   auto& j = st.ledger.jobs[d.job];
   job_assignment a;
+  // Only a reclaim waits for acknowledgements: a later one of the same job satisfies it too,
+  // so every assignment of a job a reclaim waits on asks for one.
+  a.ack = ack || awaited(st, d.job);
   a.generation = j.generation;
   a.workers = j.workers;
   if (j.workers > 0) a.type_speed = st.ledger.params.type_speed.at(static_cast<size_t>(j.alloc_type));
@@ -161,9 +171,9 @@ void dispatch_assignment(self_ptr self, const decision& d, bool servers_told = f
   journal_job(self, d.job, now);
 }
 
-void dispatch(self_ptr self, const decision& d) {
+void dispatch(self_ptr self, const decision& d, bool ack) {
   dispatch_removals(self, d);
-  dispatch_assignment(self, d);
+  dispatch_assignment(self, d, false, ack);
 }
 
 const char* kind_name(decision::kind k) {
@@ -291,7 +301,7 @@ void start_reclaim(self_ptr self, sim_time now) {
     auto before = l.jobs[job].alloc;
     l.preempt(job, now);
     decision d{decision::kind::preempt, job, {}, before, -1, "its loaned server is reclaimed"};
-    dispatch(self, d);
+    dispatch(self, d, true);
     log(self, now, "preempt", fmt::format("{} {}", job_name(job), describe(st, before)), d.why);
     rf.waiting[job] = l.jobs[job].generation;
   }
@@ -304,7 +314,7 @@ void start_reclaim(self_ptr self, sim_time now) {
     l.rescale(job, after, now);
     decision d{decision::kind::rescale, job, after, before, l.jobs[job].alloc_type,
                fmt::format("scale in by {}: its loaned server is reclaimed", lost)};
-    dispatch(self, d);
+    dispatch(self, d, true);
     log(self, now, "rescale",
         fmt::format(FMT_COMPILE("job-{} workers={} {}"), job, l.jobs[job].workers, describe(st, after)), d.why);
     rf.waiting[job] = l.jobs[job].generation;

@@ -16,7 +16,9 @@ std::string describe(const scheduler_state& st, const allocation& a);
 std::string job_name(uint32_t id);
 void log(self_ptr self, sim_time now, std::string event, std::string detail, std::string why);
 void mark_dirty(self_ptr self);
-void dispatch(self_ptr self, const decision& d);
+/// Sends a decision out. The job acknowledges it if `ack` (a reclaim's own decision) or if a
+/// reclaim in flight waits on the job.
+void dispatch(self_ptr self, const decision& d, bool ack = false);
 void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string& why);
 void complete_reclaims(self_ptr self, sim_time now);
 void journal_server(self_ptr self, int sid, const char* mode);

@@ -69,6 +69,21 @@ TEST_CASE_FIXTURE(job_fixture, "a job acknowledges each assignment with its gene
   CHECK(acks[1].generation == 2);
 }
 
+TEST_CASE_FIXTURE(job_fixture, "a job acknowledges only the assignments the scheduler waits on") {
+  auto j = spawn_job(4, 100);
+  job_assignment quiet{1, 4, 1.0, 0, {0}, {4}};
+  quiet.ack = false;
+  caf::anon_send(j, assign_atom::value, quiet);
+  drain();
+  assign(j, 2, 0);  // a stop a reclaim waits for
+  quiet.generation = 3;
+  caf::anon_send(j, assign_atom::value, quiet);
+  drain();
+  auto acks = of_kind("ack");
+  REQUIRE(acks.size() == 1);
+  CHECK(acks[0].generation == 2);
+}
+
 TEST_CASE_FIXTURE(job_fixture, "a job at its requested workers finishes exactly its duration after it starts") {
   auto j = spawn_job(4, 100);
   assign(j, 1, 4);
