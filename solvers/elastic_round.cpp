@@ -632,7 +632,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     }
     still_needed.emplace_back(class_plan[c], extra);
   }
-  // Listed by plan: largest first, ties by plan, is the stable order.
+  // Listed in plan order: largest first, ties by plan, is the order a stable sort gives.
   std::sort(still_needed.begin(), still_needed.end(),
             [](auto& x, auto& y) { return x.second > y.second || (x.second == y.second && x.first < y.first); });
   // The servers with GPUs left, per type, listed once: place_extras takes from this list as
