@@ -352,6 +352,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   for (auto& s : servers) stop_actors.actors.push_back(caf::actor_cast<caf::actor>(s));
 
   run_outcome out;
+  uint64_t activations = 0;
   auto last_report = start_wall;
   auto report = [&](bool force) {
     auto now = wall::now();
@@ -379,7 +380,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
     auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
     uint64_t steps = 0;
     for (;;) {
-      sched.run();
+      activations += sched.run();
       if (status->finished.load() || status->failed.load()) break;
       // Checked once every message of this instant is handled, so the instant counts.
       if (stalled(tb.at(sched.clock().now()))) {
@@ -425,6 +426,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
     out.ok = true;
     out.exit_code = 0;
     out.summary = status->summary;
+    out.summary.actor_activations = activations;
     out.summary.sim_wall_s = std::chrono::duration<double>(wall::now() - start_wall).count();
     out.summary.max_timer_lag_s = static_cast<double>(status->max_lag_us.load()) / 1e6;
   }

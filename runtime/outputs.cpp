@@ -305,6 +305,7 @@ std::string summary_json(const run_summary& s) {
   j["recovery_p50_s"] = s.recovery_p50_s;
   j["recovery_max_s"] = s.recovery_max_s;
   j["events"] = s.events;
+  j["actor_activations"] = s.actor_activations;
   j["sim_wall_s"] = s.sim_wall_s;
   j["max_timer_lag_s"] = s.max_timer_lag_s;
   if (s.scheduler_restarts > 0) {

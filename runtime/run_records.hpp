@@ -88,6 +88,9 @@ struct run_summary {
   uint64_t recoveries = 0;       ///< crashed jobs that ran again
   double recovery_p50_s = 0, recovery_max_s = 0;
   uint64_t events = 0;
+  /// Simulated time only: messages and timers the actors handled (the test coordinator's
+  /// count), a measure of the run's cost that the machine's noise does not touch.
+  uint64_t actor_activations = 0;
   double sim_wall_s = 0;
   /// Wall clock only: how late (simulated seconds) the latest job completion timer fired.
   /// Large values mean the machine could not keep up with the speedup.
