@@ -102,6 +102,16 @@ const std::map<std::string, setter>& setters() {
       {"scheduler.migrate_onto_extras", [](config& c, const std::string& v) { c.scheduler.migrate_onto_extras = to_bool(v); }},
       {"scheduler.free_gpus_first", [](config& c, const std::string& v) { c.scheduler.free_gpus_first = to_bool(v); }},
       {"scheduler.scale_period_s", [](config& c, const std::string& v) { c.scheduler.scale_period_s = seconds(v); }},
+      {"scheduler.scale_horizon", [](config& c, const std::string& v) {
+         c.scheduler.horizon = one_of(v, {"hold", "end"}) == "end" ? scale_horizon::end : scale_horizon::hold;
+       }},
+      {"scheduler.rescale_margin_s", [](config& c, const std::string& v) { c.scheduler.rescale_margin_s = seconds(v); }},
+      {"scheduler.rescale_cooldown_s", [](config& c, const std::string& v) { c.scheduler.rescale_cooldown_s = seconds(v); }},
+      {"scheduler.min_extra_efficiency", [](config& c, const std::string& v) { c.scheduler.min_extra_efficiency = fraction(to_double(v)); }},
+      {"scheduler.preempt_ratio", [](config& c, const std::string& v) { c.scheduler.preempt_ratio = within(to_double(v), 0.0, 1e6); }},
+      {"scheduler.max_preemptions", [](config& c, const std::string& v) { c.scheduler.max_preemptions = static_cast<int>(count(v, 0, 1000000)); }},
+      {"scheduler.hold_prior_s", [](config& c, const std::string& v) { c.scheduler.hold_prior_s = seconds(v, 1.0); }},
+      {"scheduler.hold_halflife_s", [](config& c, const std::string& v) { c.scheduler.hold_halflife_s = seconds(v); }},
       {"scheduler.short_job_s", [](config& c, const std::string& v) { c.scheduler.short_job_s = seconds(v); }},
       {"scheduler.inelastic_on_loaned", [](config& c, const std::string& v) { c.scheduler.inelastic_on_loaned = to_bool(v); }},
       {"scheduler.reclaim", [](config& c, const std::string& v) { c.reclaim_method = one_of(v, {"greedy", "exact"}); }},

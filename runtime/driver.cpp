@@ -51,6 +51,10 @@ cluster_plan plan_cluster(const config& c) {
   s.params.model.cross_server_eff = c.cross_server_eff;
   s.params.restart_overhead_s = c.restart_overhead_s;
   s.params.scale_overhead_s = c.scale_overhead_s;
+  s.params.checkpoint_s = c.checkpoint_s;
+  s.params.checkpoint_per_gpu_s = c.checkpoint_per_gpu_s;
+  s.params.hold_prior_s = c.scheduler.hold_prior_s;
+  s.params.hold_halflife_s = c.scheduler.hold_halflife_s;
   s.check_invariants = c.check_invariants;
   s.heartbeat_s = c.heartbeat_s;
   s.missed_heartbeats = c.missed_heartbeats;

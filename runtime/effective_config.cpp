@@ -24,6 +24,14 @@ std::string effective_config_json(const config& c) {
   j["scheduler.free_gpus_first"] = s.free_gpus_first;
   j["scheduler.short_job_s"] = s.short_job_s;
   j["scheduler.scale_period_s"] = s.scale_period_s;
+  j["scheduler.scale_horizon"] = s.horizon == scale_horizon::end ? "end" : "hold";
+  j["scheduler.rescale_margin_s"] = s.rescale_margin_s;
+  j["scheduler.rescale_cooldown_s"] = s.rescale_cooldown_s;
+  j["scheduler.min_extra_efficiency"] = s.min_extra_efficiency;
+  j["scheduler.preempt_ratio"] = s.preempt_ratio;
+  j["scheduler.max_preemptions"] = s.max_preemptions;
+  j["scheduler.hold_prior_s"] = s.hold_prior_s;
+  j["scheduler.hold_halflife_s"] = s.hold_halflife_s;
   j["scheduler.inelastic_on_loaned"] = s.inelastic_on_loaned;
   j["scheduler.reclaim"] = c.reclaim_method;
   // The key sets one threshold; a config holding more came from code, not from keys.

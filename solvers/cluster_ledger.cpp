@@ -1,6 +1,7 @@
 #include "solvers/cluster_ledger.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -155,9 +156,11 @@ void cluster_ledger::settle_attained(job_entry& j, sim_time now) {
   if (j.workers > 0 && now > j.attained_since) {
     double dt = (now - j.attained_since).seconds();
     j.attained_gpu_s += j.workers * dt;
+    bool loaned = false;
     for (auto& [sid, w] : j.alloc)
       if (servers.at(static_cast<size_t>(sid)).home == server_home::inference) {
         j.on_loaned_s += dt;
+        loaned = true;
         break;
       }
     // Called before any rate change, so `progress` still holds this interval's rate, and a
@@ -167,6 +170,15 @@ void cluster_ledger::settle_attained(job_entry& j, sim_time now) {
                       : std::clamp((j.progress.since - j.attained_since).seconds(), 0.0, dt);
     j.below_speed_s += slow;
     j.below_speed_gpu_s += j.workers * slow;
+    // Work efficiency's parts: every worker is on the allocation's one GPU type, and the work
+    // progressed is this interval's rate past any overhead.
+    const double overhead = std::clamp((j.progress.since - j.attained_since).seconds(), 0.0, dt);
+    const double held = j.workers * dt;
+    const double weighted = held * type_speed(*this, j.alloc_type) / j.home_speed;
+    const double needed = j.progress.rate * (dt - overhead) * j.gpus / j.home_speed;
+    (loaned ? j.loaned_gpu_s : j.training_gpu_s) += held;
+    (loaned ? j.loaned_speed_gpu_s : j.training_speed_gpu_s) += weighted;
+    (loaned ? j.loaned_needed_gpu_s : j.training_needed_gpu_s) += needed;
   }
   j.attained_since = now;
 }
@@ -235,6 +247,7 @@ void cluster_ledger::submit(uint32_t index, sim_time now) {
   ensure_indexed();
   const double home = j.gpu_type >= 0 && type_speed(*this, j.gpu_type) > 0 ? type_speed(*this, j.gpu_type) : home_speed_;
   j.requested_rate = work_rate(params.model, j.gpus, j.gpus, 1, home);
+  j.home_speed = home;
   j.progress.since = now;
   j.attained_since = now;
   j.queued_since = now;
@@ -258,8 +271,10 @@ void cluster_ledger::start(uint32_t index, const allocation& alloc, int type, si
   }
   ++j.generation;
   j.status = job_status::running;
+  j.resized_at = now;
   dequeue(j);
   running.insert(index);
+  track_extras(j, now, false);
 }
 
 void cluster_ledger::preempt(uint32_t index, sim_time now) {
@@ -273,14 +288,15 @@ void cluster_ledger::preempt(uint32_t index, sim_time now) {
   j.queued_since = now;
   running.erase(index);
   enqueue(j);
+  track_extras(j, now, true);
 }
 
 void cluster_ledger::rescale(uint32_t index, const allocation& alloc, sim_time now) {
   auto& j = jobs.at(index);
   if (j.status != job_status::running) broken("job " + std::to_string(index) + " rescaled while not running");
   settle_attained(j, now);
+  int before = j.workers;  // release() zeroes it
   release(index);
-  int before = j.workers;
   take(index, alloc);
   j.alloc = alloc;
   j.workers = count_workers(alloc);
@@ -288,6 +304,8 @@ void cluster_ledger::rescale(uint32_t index, const allocation& alloc, sim_time n
   if (j.workers > before) ++j.scale_outs;
   j.progress.change_rate(now, rate(j, j.alloc, j.alloc_type), params.scale_overhead_s);
   ++j.generation;
+  j.resized_at = now;
+  track_extras(j, now, j.workers < before);
 }
 
 void cluster_ledger::reassign(const std::vector<reassignment>& changes, sim_time now) {
@@ -314,6 +332,8 @@ void cluster_ledger::reassign(const std::vector<reassignment>& changes, sim_time
     j.progress.change_rate(now, rate(j, j.alloc, j.alloc_type),
                            moved ? params.restart_overhead_s : params.scale_overhead_s);
     ++j.generation;
+    j.resized_at = now;
+    track_extras(j, now, j.workers < before[i]);
   }
 }
 
@@ -331,6 +351,54 @@ void cluster_ledger::finish(uint32_t index, sim_time now) {
   release(index);
   j.status = job_status::done;
   running.erase(index);
+  track_extras(j, now, false);
+}
+
+hold_stats& cluster_ledger::holds(int type, sim_time now) {
+  auto t = static_cast<size_t>(type);
+  if (holds_.size() <= t) holds_.resize(t + 1);
+  auto& h = holds_[t];
+  if (now > h.decayed_at) {
+    double f = params.hold_halflife_s > 0 ? std::exp2(-(now - h.decayed_at).seconds() / params.hold_halflife_s) : 1.0;
+    h.ended_s *= f;
+    h.revoked *= f;
+    h.decayed_at = now;
+  }
+  return h;
+}
+
+void cluster_ledger::track_extras(job_entry& j, sim_time now, bool revoked) {
+  if (j.extras_type >= 0) {
+    auto& h = holds(j.extras_type, now);
+    double since = j.extras_since.seconds();
+    h.ended_s += now.seconds() - since;
+    h.revoked += revoked ? 1 : 0;
+    h.open -= 1;
+    h.open_since_s -= since;
+    j.extras_type = -1;
+  }
+  if (j.status == job_status::running && j.elastic && j.workers > j.min_workers) {
+    auto& h = holds(j.alloc_type, now);
+    j.extras_type = j.alloc_type;
+    j.extras_since = now;
+    h.open += 1;
+    h.open_since_s += now.seconds();
+  }
+}
+
+double cluster_ledger::hold_estimate(int type, sim_time now) const {
+  double ended = 0, revoked = 0, open_s = 0;
+  if (type >= 0 && static_cast<size_t>(type) < holds_.size()) {
+    auto& h = holds_[static_cast<size_t>(type)];
+    double f = params.hold_halflife_s > 0 && now > h.decayed_at
+                   ? std::exp2(-(now - h.decayed_at).seconds() / params.hold_halflife_s)
+                   : 1.0;
+    ended = h.ended_s * f;
+    revoked = h.revoked * f;
+    open_s = std::max(0.0, static_cast<double>(h.open) * now.seconds() - h.open_since_s);
+  }
+  double w = params.hold_prior_weight;
+  return (ended + open_s + w * params.hold_prior_s) / (revoked + w);
 }
 
 } // namespace aryl

@@ -79,6 +79,24 @@ struct job_entry {
   double on_loaned_s = 0;
   double below_speed_s = 0;
   double below_speed_gpu_s = 0;
+  /// Speed of its home type (the type of `requested_rate`): set at submit. Measurement only.
+  double home_speed = 1;
+  /// Work efficiency's parts, by pool: training servers, and loaned inference servers (an
+  /// interval with any worker on an inference server is loaned, as for on_loaned_s). GPU-seconds
+  /// held; the same with each GPU-second weighted by its type's speed over `home_speed`; and the
+  /// GPU-seconds the work progressed there needs at its requested size on its home type
+  /// (work units x gpus / home_speed). Integrated with attained_gpu_s. Measurement only.
+  double training_gpu_s = 0, loaned_gpu_s = 0;
+  double training_speed_gpu_s = 0, loaned_speed_gpu_s = 0;
+  double training_needed_gpu_s = 0, loaned_needed_gpu_s = 0;
+
+  /// When its allocation last changed (start, rescale, move): elastic rounds leave a job's
+  /// size alone for planner_options::rescale_cooldown_s after it.
+  sim_time resized_at;
+  /// Its current spell of extra workers (above min_workers): since when, on which GPU type
+  /// (-1: none open). Feeds the ledger's holding-time estimate.
+  sim_time extras_since;
+  int extras_type = -1;
 
   double predicted_remaining() const { return std::max(0.0, predicted_work - progress.work_done); }
 };
@@ -88,6 +106,26 @@ struct ledger_params {
   std::vector<double> type_speed;   ///< by GPU type id
   double restart_overhead_s = 60;
   double scale_overhead_s = 20;
+  /// A stop's checkpoint: fixed seconds plus seconds per worker stopped (jobs.checkpoint_*).
+  double checkpoint_s = 0;
+  double checkpoint_per_gpu_s = 0;
+  /// Holding-time estimate (hold_estimate): the prior mean spell of extra workers and its
+  /// weight in spells, and the half-life of older observations.
+  double hold_prior_s = 3600;
+  double hold_prior_weight = 1;
+  double hold_halflife_s = 6 * 3600;
+};
+
+/// Spells of extra workers on one GPU type, as the ledger observed them: a spell runs from a
+/// change that leaves a job with extra workers to its next change or its end, and is
+/// *revoked* when that change takes workers away (a scale-in or a preemption). Ended spells
+/// are weighted down by age (ledger_params::hold_halflife_s); open spells count as they stand.
+struct hold_stats {
+  double ended_s = 0;        ///< decayed sum of ended spells' lengths
+  double revoked = 0;        ///< decayed count of revoked spells
+  sim_time decayed_at;
+  long open = 0;             ///< spells open now
+  double open_since_s = 0;   ///< sum of their start times, seconds
 };
 
 /// Servers and GPUs per mode, kept up to date by the ledger (the cluster snapshot's sums).
@@ -151,6 +189,15 @@ public:
   /// The smallest server of `type` (0 if none).
   int smallest_server(int type) const;
   const server_totals& totals() const;
+  /// Expected seconds a job keeps extra workers of GPU type `type` before some are taken
+  /// back, at `now`: the exponential lifetime's maximum-likelihood mean over the spells
+  /// observed (ended ones decayed by age, open ones censored), with the prior as
+  /// hold_prior_weight pseudo-spells of hold_prior_s each.
+  double hold_estimate(int type, sim_time now) const;
+  /// Seconds of a stop's checkpoint of `workers` workers (its expected value).
+  double checkpoint_time_s(int workers) const {
+    return params.checkpoint_s + params.checkpoint_per_gpu_s * workers;
+  }
 
   /// Rate of a job on `alloc` (its workers and the servers they span) of GPU type `type`:
   /// the rate its job actor runs at for the same allocation.
@@ -164,6 +211,11 @@ private:
   int extra_on(const job_entry& j, const allocation& alloc, int sid, int w) const;
   std::vector<int> workers_before_;  ///< reassign()'s scratch
   void settle_attained(job_entry& j, sim_time now);
+  /// Ends a job's open spell of extra workers (revoked if `revoked`) and opens a new one
+  /// if it now holds extra workers.
+  void track_extras(job_entry& j, sim_time now, bool revoked);
+  hold_stats& holds(int type, sim_time now);
+  std::vector<hold_stats> holds_;  ///< by GPU type
   /// Servers, their free GPUs or their modes changed: keep the index and the totals.
   void unindex(const server_entry& s) const;
   void index(const server_entry& s) const;

@@ -13,7 +13,10 @@
 // A local round (between scale rounds) does step 1 only, and scales in just the jobs whose
 // extra workers' GPUs it takes.
 #include <algorithm>
+#include <cstdio>
 #include <optional>
+#include <string>
+#include <tuple>
 
 #include "solvers/extra_placement.hpp"
 #include "solvers/jct_value.hpp"
@@ -156,6 +159,14 @@ struct elastic_plan {
   int current = 0;      ///< workers now (min for a job started this round)
   bool started = false; ///< started this round
   allocation final;     ///< its allocation after this round
+  bool frozen = false;  ///< keeps its allocation: within its cooldown and all its GPUs there
+  /// What justified its change, for the decision's reason (seconds of predicted JCT): the
+  /// net gain over keeping its size (after cost and margin), the cost (overhead and
+  /// checkpoint; a move's restart), and the holding time the values assumed (0: to the end).
+  /// `forced`: queued base demand took GPUs of its extra workers, so it changes anyway.
+  double net_s = 0, cost_s = 0, hold_s = 0;
+  bool forced = false;
+  bool preempted = false;  ///< preempted this round for a shorter queued job
 };
 
 /// Server ids of `a`, most workers first (ties: as listed, i.e. lowest id), into `out`.
@@ -186,6 +197,12 @@ struct start {
   long plan;  ///< its elastic plan, or -1
 };
 
+/// A running job preempted this round for a queued one, and why.
+struct victim {
+  uint32_t job;
+  std::string why;
+};
+
 /// A round's working arrays, kept between rounds (one set per thread) so that an instant
 /// does not allocate and free arrays the size of the cluster and of the running jobs. No
 /// content outlives its round: every use starts from clear().
@@ -196,6 +213,10 @@ struct round_buffers {
   std::vector<int> changed;
   std::vector<elastic_plan> plans;
   std::vector<start> starts;
+  std::vector<victim> victims;
+  std::vector<std::pair<double, uint32_t>> candidates;  ///< (-predicted remaining s, job)
+  std::vector<std::tuple<long, int, int>> preempt_options;
+  std::vector<std::vector<uint32_t>> server_victims;  ///< by server id
   mckp_input in;
   std::vector<size_t> class_plan;
   std::vector<uint32_t> losers;  ///< a local round's jobs with extra workers on one server
@@ -311,6 +332,115 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
   return true;
 }
 
+/// Step 1's fallback for queued job `id` whose base demand fits nowhere: preempt running
+/// jobs without extra workers (rigid, or elastic at their minimum), each victim's predicted
+/// remaining time being above preempt_ratio x (the queued job's predicted run + the
+/// victim's restart overhead and checkpoint), and none preempted max_preemptions times
+/// already. A demand that fits one server goes on the server where the fewest GPUs must
+/// stop; a larger one on whole servers, those where the fewest GPUs must stop first.
+/// Longest-remaining victims first on each server. Records the victims and the start; false
+/// if the demand cannot be met so.
+bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                 work_view& view, work_view& hard) {
+  if (o.preempt_ratio <= 0) return false;
+  auto& b = buffers;
+  auto& q = l.jobs[id];
+  const int demand = q.elastic ? base_workers(q, p) : q.gpus;
+  const bool loaned = p.loaning && (q.elastic || o.inelastic_on_loaned);
+  if (demand < 1) return false;
+  auto& types = b.types;
+  types_for(l, q, o, types);
+  for (int type : types) {
+    const bool one_server = demand <= l.smallest_server(type);
+    const int span = one_server ? 1 : (demand + std::max(l.smallest_server(type), 1) - 1) / std::max(l.smallest_server(type), 1);
+    const double q_run =
+        q.predicted_remaining() / work_rate(l.params.model, q.gpus, demand, span, speed(l, type));
+    // Per server that can give its share: (victims' GPUs, -GPUs it gives, server), and the
+    // victims, in b.server_victims[k].
+    auto& opts = b.preempt_options;
+    opts.clear();
+    b.server_victims.resize(std::max(b.server_victims.size(), l.servers.size()));
+    for (auto& s : l.servers) {
+      if (!work_view::in_scope(s, type, loaned) || (one_server && s.gpus < demand)) continue;
+      const int need = one_server ? demand : s.gpus;
+      int have = view.at(s.id);
+      auto& cand = b.candidates;
+      cand.clear();
+      if (have < need)
+        for (auto vid : s.jobs) {
+          auto& v = l.jobs[vid];
+          if (v.status != job_status::running || v.preemptions >= o.max_preemptions) continue;
+          if (v.elastic && p.elastic && v.workers > v.min_workers) continue;  // its extras go first
+          if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
+          double rate = l.rate(v, v.alloc, v.alloc_type);
+          if (rate <= 0) continue;
+          double v_time = v.predicted_remaining() / rate;
+          double cost = l.params.restart_overhead_s + l.checkpoint_time_s(v.workers);
+          if (v_time > o.preempt_ratio * (q_run + cost)) cand.emplace_back(-v_time, vid);
+        }
+      std::sort(cand.begin(), cand.end());  // longest remaining first: they lose least by waiting
+      auto& chosen = b.server_victims[static_cast<size_t>(s.id)];
+      chosen.clear();
+      long gpus = 0;
+      for (auto& [neg, vid] : cand) {
+        if (have >= need) break;
+        auto& v = l.jobs[vid];
+        for (auto& [sid, w] : v.alloc)
+          if (sid == s.id) have += w;
+        gpus += v.workers;
+        chosen.push_back(vid);
+      }
+      if (have < need || (one_server && chosen.empty())) continue;
+      opts.push_back({gpus, -std::min(have, need), s.id});
+    }
+    std::sort(opts.begin(), opts.end());
+    // Servers until the demand is met: one for a demand that fits one.
+    allocation a;
+    int left = demand;
+    size_t used = 0;
+    for (; used < opts.size() && left > 0; ++used) {
+      int give = std::min(left, -std::get<1>(opts[used]));
+      a.emplace_back(std::get<2>(opts[used]), give);
+      left -= give;
+    }
+    if (left > 0) continue;
+    bool any = false;
+    for (size_t k = 0; k < used; ++k)
+      any = any || !b.server_victims[static_cast<size_t>(std::get<2>(opts[k]))].empty();
+    if (!any) continue;  // it fits without stopping anyone: not this step's to place
+    std::sort(a.begin(), a.end());
+    for (size_t k = 0; k < used; ++k)
+      for (auto vid : b.server_victims[static_cast<size_t>(std::get<2>(opts[k]))]) {
+        if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
+        auto& v = l.jobs[vid];
+        view.give(v.alloc);
+        hard.give(v.alloc);
+        char buf[256];
+        std::snprintf(buf, sizeof buf,
+                      "preempted for job %u: its predicted remaining %.0f s exceeds %g x (that job's run %.0f s + "
+                      "its restart and checkpoint %.0f s)",
+                      id, v.predicted_remaining() / l.rate(v, v.alloc, v.alloc_type), o.preempt_ratio, q_run,
+                      l.params.restart_overhead_s + l.checkpoint_time_s(v.workers));
+        b.victims.push_back({vid, buf});
+        for (auto& e : b.plans)
+          if (e.job == vid && !e.started) e.preempted = true;
+      }
+    view.take(a);
+    for (auto& [sid, w] : a) {
+      auto& f = hard.at_mut(sid);
+      f = std::max(0, f - w);
+    }
+    long plan = -1;
+    if (q.elastic) {
+      plan = static_cast<long>(b.plans.size());
+      b.plans.push_back(elastic_plan{id, a, type, base_workers(q, p), true, {}});
+    }
+    b.starts.push_back({id, std::move(a), plan});
+    return true;
+  }
+  return false;
+}
+
 /// The views of a round: `view` counts every elastic job's extra workers free, `hard` only
 /// the GPUs really free; a full round also plans each elastic job from its base.
 void build_views(const cluster_ledger& l, const policy_spec& p, work_view& view, work_view& hard,
@@ -352,24 +482,52 @@ std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l,
   return std::nullopt;
 }
 
+/// Why plan `e` changes job `j` to `workers` workers, with the gain and the cost that
+/// justified it (seconds of predicted JCT).
+std::string change_reason(const cluster_ledger& l, const elastic_plan& e, const job_entry& j, int workers) {
+  char buf[256];
+  const char* what = workers > j.workers ? "scale out" : workers < j.workers ? "scale in" : "rebalance";
+  if (e.type != j.alloc_type)
+    std::snprintf(buf, sizeof buf,
+                  "move to faster free GPUs: saves %.0f s of predicted JCT beyond its restart (%.0f s) and margin",
+                  e.net_s, e.cost_s);
+  else if (e.forced)
+    std::snprintf(buf, sizeof buf,
+                  "%s: queued base demand took GPUs of its extra workers; its best size left is worth %.0f s "
+                  "after its cost (%.0f s)",
+                  what, e.net_s, l.params.scale_overhead_s + l.checkpoint_time_s(j.workers));
+  else if (e.hold_s > 0)
+    std::snprintf(buf, sizeof buf,
+                  "%s: gains %.0f s of predicted JCT over keeping its size, after its cost (%.0f s) and margin, "
+                  "over an expected hold of %.0f s",
+                  what, e.net_s, e.cost_s, e.hold_s);
+  else
+    std::snprintf(buf, sizeof buf,
+                  "%s: gains %.0f s of predicted JCT over keeping its size (to its end), after its cost (%.0f s) "
+                  "and margin",
+                  what, e.net_s, e.cost_s);
+  return buf;
+}
+
 /// Applies a round: changed running jobs as one batch, then the starts.
 void apply(cluster_ledger& l, sim_time now, std::vector<decision>& out, const char* start_why) {
   auto& b = buffers;
   auto& changes = b.changes;
   for (auto& c : changes) b.spare_allocs.push_back(std::move(c.alloc));
   changes.clear();
+  for (auto& v : b.victims) {
+    auto before = l.jobs[v.job].alloc;
+    l.preempt(v.job, now);
+    out.push_back({decision::kind::preempt, v.job, {}, std::move(before), -1, std::move(v.why)});
+  }
+  b.victims.clear();
   for (auto& e : b.plans) {
-    if (e.started) continue;
+    if (e.started || e.preempted) continue;
     auto id = e.job;
     auto& j = l.jobs[id];
     auto& fin = e.final;
     if (fin == j.alloc && e.type == j.alloc_type) continue;
-    int workers = count_workers(fin);
-    const char* why = e.type != j.alloc_type ? "move to faster free GPUs: pays for its restart"
-                      : workers > j.workers  ? "scale out: the knapsack's best use of free GPUs"
-                      : workers < j.workers  ? "scale in: GPUs go to queued base demand or a better scale-out"
-                                             : "rebalance workers across servers";
-    out.push_back({decision::kind::rescale, id, fin, j.alloc, e.type, why});
+    out.push_back({decision::kind::rescale, id, fin, j.alloc, e.type, change_reason(l, e, j, count_workers(fin))});
     changes.push_back({id, b.spare_alloc(), e.type});
     changes.back().alloc.assign(fin.begin(), fin.end());
   }
@@ -389,6 +547,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
   auto& b = buffers;
   b.recycle();
   b.starts.clear();
+  b.victims.clear();
   work_view view{l, b.free_view, b.stamp_view, b.touched_view, b.epoch_view},
       hard{l, b.free_hard, b.stamp_hard, b.touched_hard, b.epoch_hard};
   // Jobs that fit on GPUs really free start at once, found from the ledger's index; the
@@ -407,7 +566,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
       viewing = true;
       build_views(l, p, view, hard, round_scope::local);
     }
-    return place_base(l, p, o, id, view, hard) || o.backfill;
+    return place_base(l, p, o, id, view, hard) || preempt_for(l, p, o, id, view, hard) || o.backfill;
   });
   if (!viewing) return;
   for (auto& e : b.plans) e.final = e.base;  // jobs started now run at their base
@@ -445,6 +604,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
       if (it == b.plans.end()) {
         b.plans.push_back(elastic_plan{id, {}, j.alloc_type, j.workers, false, j.alloc});
         it = b.plans.end() - 1;
+        it->forced = true;
       }
       int k = std::min(extra, lost);
       lost -= k;
@@ -463,11 +623,12 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       hard{l, b.free_hard, b.stamp_hard, b.touched_hard, b.epoch_hard};
   b.recycle();
   b.starts.clear();
+  b.victims.clear();
   build_views(l, p, view, hard, round_scope::full);
   // 1. Base demand in queue order.
   bool queue_cleared = true;
   walk_queue(l, p, [&](uint32_t id) {
-    if (place_base(l, p, o, id, view, hard)) return true;
+    if (place_base(l, p, o, id, view, hard) || preempt_for(l, p, o, id, view, hard)) return true;
     queue_cleared = false;
     return o.backfill;
   });
@@ -481,7 +642,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     double best = 0;
     for (auto s : l.params.type_speed) best = std::max(best, s);
     for (size_t i = 0; i < plans.size(); ++i)
-      if (!plans[i].started && speed(l, plans[i].type) < best)
+      if (!plans[i].started && !plans[i].preempted && speed(l, plans[i].type) < best)
         slow.emplace_back(-l.jobs[plans[i].job].predicted_remaining(), i);
     std::sort(slow.begin(), slow.end());
     // Free GPUs per type on the servers elastic jobs may use, kept as moves take them.
@@ -521,6 +682,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         auto& slots = target.slots(j, p, o, type, b.slots);
         auto a = place_one(o.placement, slots, {static_cast<int>(id), base_workers(j), type, {}});
         if (!a || t_now - t_new(type, servers_spanned(*a)) <= o.migrate_min_gain_s) continue;
+        e.net_s = t_now - t_new(type, servers_spanned(*a)) - o.migrate_min_gain_s;
+        e.cost_s = l.params.restart_overhead_s;
         view.give(e.base);
         view.take(*a);
         view_type_free[static_cast<size_t>(e.type)] += count_workers(e.base);
@@ -537,7 +700,25 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     }
   }
 
-  // 3. Scale-out knapsack over what is left, per GPU type.
+  // 3. Scale-out knapsack over what is left, per GPU type. A job within its cooldown whose
+  // extra workers all still have their GPUs keeps them (no voluntary change), and is left
+  // out of the knapsack.
+  if (p.elastic && o.rescale_cooldown_s > 0)
+    for (auto& e : plans) {
+      auto& j = l.jobs[e.job];
+      if (e.started || e.type != j.alloc_type || e.current <= j.min_workers) continue;
+      if ((now - j.resized_at).seconds() >= o.rescale_cooldown_s) continue;
+      bool intact = true;
+      for_each_extra(j.alloc, e.base, [&](int sid, int w) { intact = intact && view.at(sid) >= w; });
+      if (!intact) continue;
+      auto& kept = b.kept;
+      kept.clear();
+      for_each_extra(j.alloc, e.base, [&](int sid, int w) { kept.emplace_back(sid, w); });
+      view.take(kept);
+      e.final = e.base;
+      merge_into(e.final, kept);
+      e.frozen = true;
+    }
   auto& in = b.in;
   in.capacity.assign(l.params.type_speed.size(), 0);
   job_entry any_elastic;
@@ -556,7 +737,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   for (size_t i = 0; i < plans.size(); ++i) {
     auto& e = plans[i];
     auto& j = l.jobs[e.job];
-    if (!p.elastic || j.max_workers <= j.min_workers) continue;
+    if (!p.elastic || j.max_workers <= j.min_workers || e.frozen || e.preempted) continue;
     double rem = j.predicted_remaining();
     double sp = speed(l, e.type);
     bool moved = !e.started && e.type != j.alloc_type;
@@ -586,18 +767,46 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     }
     auto& spans = b.spans;
     spans_from_ranking(ranking[static_cast<size_t>(e.type)], home_free, req, top - j.min_workers, spans);
+    const int base_span = std::max(servers_spanned(e.base), 1);
+    const double r_min = work_rate(l.params.model, j.gpus, j.min_workers, base_span, sp);
+    const bool hold = o.horizon == scale_horizon::hold;
+    const double hold_s = hold ? l.hold_estimate(e.type, now) : 0;
+    // A change now: the overhead, and (valuing by holding time) the stop's checkpoint of the
+    // workers it has. Relative to staying at min, so a job already above min pays it for
+    // min too (the class's empty choice), and keeping its size pays nothing.
+    const double change_s = l.params.scale_overhead_s + (hold ? l.checkpoint_time_s(current) : 0) + o.rescale_margin_s;
+    const bool pays_change = !e.started && intact;
+    e.forced = !e.started && !intact && !moved;
+    e.cost_s = change_s - o.rescale_margin_s;
+    e.hold_s = hold_s;
+    double keep_v = 0;  // keeping its size: the empty choice at min, else its kept item
     for (int w = j.min_workers + 1; w <= top; ++w) {
       bool kept = !e.started && intact && w == current;
       int servers = kept ? servers_spanned(j.alloc) : spans[static_cast<size_t>(w - j.min_workers)];
-      double v = t_min - remaining_time_s(l.params.model, rem, j.gpus, w, std::max(servers, 1), sp);
-      // Relative to staying at min: a change of size costs the overhead, keeping it does not.
-      // A job starting now pays nothing for its size.
-      if (!e.started && intact) {
-        if (w != current) v -= l.params.scale_overhead_s;
-        if (current > j.min_workers) v += l.params.scale_overhead_s;
+      double r_w = work_rate(l.params.model, j.gpus, w, std::max(servers, 1), sp);
+      // Sizes whose GPUs do too little work each are not offered (kept ones stay offered:
+      // dropping them would force a change).
+      if (!kept && r_w * j.min_workers < o.min_extra_efficiency * r_min * w) continue;
+      double v;
+      if (hold) {
+        // Kept for an exponential time of mean H, or until the job ends (T_w): the JCT saved
+        // is E[min(X, T_w)] x (r_w / r_min - 1), and with probability P(X < T_w) the extras
+        // are taken back, which is one more change (its overhead and checkpoint).
+        double t_w = rem / r_w;
+        double p_back = -std::expm1(-t_w / hold_s);
+        double held = hold_s * p_back;
+        v = held * (r_w / r_min - 1) - p_back * (l.params.scale_overhead_s + l.checkpoint_time_s(w));
+      } else {
+        v = t_min - rem / r_w;
       }
+      if (pays_change) {
+        if (w != current) v -= change_s;
+        if (current > j.min_workers) v += change_s;
+      }
+      if (kept) keep_v = v;
       c.items.push_back({w - j.min_workers, v});
     }
+    e.net_s = keep_v;  // until the knapsack's choice: what keeping its size is worth
     in.classes.push_back(std::move(c));
     class_plan.push_back(i);
   }
@@ -610,11 +819,15 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   // order), so that big demands find room before small ones split the free servers.
   auto& still_needed = b.still_needed;  // (plan, extra workers)
   still_needed.clear();
-  for (auto& e : plans) e.final = e.base;
+  for (auto& e : plans)
+    if (!e.frozen) e.final = e.base;
   for (size_t c = 0; c < class_plan.size(); ++c) {
-    if (sol.choice[c] < 0) continue;
     auto& e = plans[class_plan[c]];
     auto& j = l.jobs[e.job];
+    // Net gain over keeping its size: the chosen item's value (or the empty choice's, 0)
+    // less what keeping was worth.
+    e.net_s = (sol.choice[c] < 0 ? 0 : in.classes[c].items[static_cast<size_t>(sol.choice[c])].value) - e.net_s;
+    if (sol.choice[c] < 0) continue;
     int extra = in.classes[c].items[static_cast<size_t>(sol.choice[c])].weight;
     if (!e.started && e.type == j.alloc_type && j.min_workers + extra == e.current) {
       auto& kept = b.kept;

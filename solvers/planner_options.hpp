@@ -6,6 +6,12 @@
 
 namespace aryl {
 
+/// What an extra worker is worth (docs/design.md, "What a change of size must pay").
+enum class scale_horizon {
+  hold,  ///< the JCT it saves over the time the job is expected to keep it
+  end,   ///< the JCT it saves if kept until the job ends (every round re-decides)
+};
+
 struct planner_options {
   placement_mode placement = placement_mode::consolidated;
   bool backfill = false;
@@ -28,10 +34,43 @@ struct planner_options {
   /// between only start queued jobs at their base demand on free GPUs. 0: every round
   /// re-plans (docs/design.md, "Scale period").
   double scale_period_s = 0;
+  scale_horizon horizon = scale_horizon::hold;
+  /// A change of an elastic job's size (or a move) must gain this many seconds of predicted
+  /// JCT beyond its full cost.
+  double rescale_margin_s = 60;
+  /// After its allocation changes, a job keeps its size this long unless queued base
+  /// demand, a reclaim or a fault takes its GPUs: no voluntary growth or shrink.
+  double rescale_cooldown_s = 3600;
+  /// A size is offered only if each of its GPUs does at least this fraction of the work a
+  /// GPU does at the job's minimum (sub-linear scaling and spanning servers waste GPUs).
+  double min_extra_efficiency = 0.8;
+  /// A queued job whose base demand fits nowhere may preempt running jobs without extra
+  /// workers on one server when each victim's predicted remaining time exceeds this many
+  /// times the queued job's predicted run plus the victim's restart and checkpoint (0: off).
+  double preempt_ratio = 4;
+  /// ... but never a job already preempted this many times (no job starves).
+  int max_preemptions = 2;
+  /// The holding-time estimate's prior mean and the half-life of its observations
+  /// (cluster_ledger::hold_estimate), seconds.
+  double hold_prior_s = 3600;
+  double hold_halflife_s = 6 * 3600;
   /// LAS queue thresholds in attained GPU-seconds, ascending.
   std::vector<double> las_thresholds{3600.0 * 8};
 
   friend bool operator==(const planner_options&, const planner_options&) = default;
 };
+
+/// `o` with the scaling rule aryl had before sizes had to pay for themselves: extras valued
+/// as kept to the job's end, no margin, cooldown or efficiency floor, no preemption for
+/// queued jobs (every idle GPU goes to extras at once). For comparisons and for tests of
+/// mechanisms that need extras on every free GPU.
+inline planner_options myopic_scaling(planner_options o) {
+  o.horizon = scale_horizon::end;
+  o.rescale_margin_s = 0;
+  o.rescale_cooldown_s = 0;
+  o.min_extra_efficiency = 0;
+  o.preempt_ratio = 0;
+  return o;
+}
 
 } // namespace aryl

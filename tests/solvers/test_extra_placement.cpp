@@ -191,7 +191,7 @@ TEST_CASE("extras: a scale-out spreads over the fewest servers, not over the job
   auto l = ledger_of(3, profiled_cross_server_eff);
   run_job(l, 8, 4, 10, 1e6, {{0, 6}, {1, 1}});
   run_job(l, 7, 7, 7, 1e6, {{0, 2}, {1, 5}});
-  plan_round(l, *find_policy("elastic-only"), planner_options{}, at(100));
+  plan_round(l, *find_policy("elastic-only"), myopic_scaling(planner_options{}), at(100));
   CHECK(l.jobs[0].alloc == allocation{{0, 6}, {2, 4}});
   CHECK(servers_spanned(l.jobs[0].alloc) == 2);
 }
@@ -204,7 +204,7 @@ TEST_CASE("extras: a scale-out across a server boundary is chosen only when it b
     auto l = ledger_of(2, eff);
     run_job(l, 4, 2, 6, 1e6, {{0, 4}});
     run_job(l, 4, 4, 4, 1e6, {{0, 4}});
-    plan_round(l, *find_policy("elastic-only"), planner_options{}, at(100));
+    plan_round(l, *find_policy("elastic-only"), myopic_scaling(planner_options{}), at(100));
     CAPTURE(eff);
     CHECK(l.jobs[0].alloc == (eff < 1 ? allocation{{0, 4}} : allocation{{0, 4}, {1, 2}}));
   }

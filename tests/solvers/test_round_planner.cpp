@@ -55,10 +55,12 @@ int count(const std::vector<decision>& ds, decision::kind k) {
   return n;
 }
 
+/// The tests below were written for the myopic scaling rule (every idle GPU to extras);
+/// the rule that makes sizes pay for themselves has its own tests (test_paid_scaling.cpp).
 planner_options options() {
   planner_options o;
   o.placement = placement_mode::consolidated;
-  return o;
+  return myopic_scaling(o);
 }
 
 } // namespace

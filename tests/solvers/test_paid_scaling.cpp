@@ -1,0 +1,204 @@
+// Elastic changes that pay for themselves (docs/design.md, "What a change of size must pay",
+// "Preemption for short jobs"): the holding-time estimate, the cooldown, the efficiency
+// floor, the margin, and preemption for queued jobs, each on a hand-made ledger.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "solvers/round_planner.hpp"
+
+using namespace aryl;
+
+namespace {
+
+sim_time at(double s) { return sim_time::from_seconds(s); }
+
+/// `servers` training servers of 8 GPUs (type 0, speed 1); checkpoints of 10 s + 0.5 s/GPU.
+cluster_ledger make_ledger(int servers) {
+  cluster_ledger l;
+  l.params.model = power_law_model(-0.05);
+  l.params.model.cross_server_eff = profiled_cross_server_eff;
+  l.params.type_speed = {1.0};
+  l.params.restart_overhead_s = 60;
+  l.params.scale_overhead_s = 20;
+  l.params.checkpoint_s = 10;
+  l.params.checkpoint_per_gpu_s = 0.5;
+  for (int i = 0; i < servers; ++i) {
+    server_entry s;
+    s.id = i;
+    s.name = "t" + std::to_string(i);
+    s.gpus = s.free = 8;
+    l.servers.push_back(s);
+  }
+  return l;
+}
+
+/// A job of `gpus` workers (elastic: min gpus/2, max 2 x gpus) submitted at `submit`.
+uint32_t add_job(cluster_ledger& l, int gpus, double work, double submit = 0, bool elastic = false) {
+  job_entry j;
+  j.index = static_cast<uint32_t>(l.jobs.size());
+  j.submit = at(submit);
+  j.gpus = gpus;
+  j.min_workers = elastic ? std::max(1, gpus / 2) : gpus;
+  j.max_workers = elastic ? 2 * gpus : gpus;
+  j.elastic = elastic;
+  j.predicted_work = work;
+  l.jobs.push_back(j);
+  l.submit(j.index, at(submit));
+  return j.index;
+}
+
+const policy_spec& aryl_policy() { return *find_policy("elastic-only"); }
+
+} // namespace
+
+TEST_CASE("holding-time estimate: the prior alone, then revoked spells shorten it and open ones count as they stand") {
+  auto l = make_ledger(2);
+  l.params.hold_prior_s = 3600;
+  l.params.hold_prior_weight = 1;
+  l.params.hold_halflife_s = 0;  // no ageing: the sums are exact
+  CHECK(l.hold_estimate(0, at(0)) == doctest::Approx(3600));
+  // Elastic job-0 (min 2) starts with 4 workers: a spell opens at t=0.
+  add_job(l, 4, 1e6, 0, true);
+  l.start(0, {{0, 4}}, 0, at(0));
+  CHECK(l.hold_estimate(0, at(400)) == doctest::Approx(3600 + 400));
+  // At t=100 it loses 2 workers: one revoked spell of 100 s, none open.
+  l.rescale(0, {{0, 2}}, at(100));
+  CHECK(l.hold_estimate(0, at(500)) == doctest::Approx((100.0 + 3600) / 2));
+  // A spell that ends with its job is not revoked: only its time counts.
+  l.rescale(0, {{0, 6}}, at(200));
+  l.finish(0, at(1200));
+  CHECK(l.hold_estimate(0, at(1300)) == doctest::Approx((100.0 + 1000 + 3600) / 2));
+}
+
+TEST_CASE("holding-time estimate: observations lose half their weight every half-life") {
+  auto l = make_ledger(1);
+  l.params.hold_prior_s = 1000;
+  l.params.hold_halflife_s = 3600;
+  add_job(l, 4, 1e6, 0, true);
+  l.start(0, {{0, 4}}, 0, at(0));
+  l.rescale(0, {{0, 2}}, at(600));  // revoked after 600 s
+  CHECK(l.hold_estimate(0, at(600)) == doctest::Approx((600.0 + 1000) / 2));
+  CHECK(l.hold_estimate(0, at(600 + 3600)) == doctest::Approx((300.0 + 1000) / 1.5));
+}
+
+TEST_CASE("a job within its cooldown keeps its size when GPUs free up, and grows once it is past") {
+  // Elastic job-0 (4 GPUs, min 2, max 8) starts next to rigid job-1 (6 GPUs) on one server:
+  // 2 workers fit. Job-1 ends at t=100: 6 GPUs free.
+  auto l = make_ledger(1);
+  planner_options o;
+  add_job(l, 4, 1e6, 0, true);
+  add_job(l, 6, 1000, 0);
+  plan_round(l, aryl_policy(), o, at(0));
+  REQUIRE(l.jobs[0].workers == 2);
+  REQUIRE(l.jobs[1].workers == 6);
+  l.finish(1, at(100));
+  // Within the cooldown a job at its minimum has no extras to keep, so it may grow: the
+  // cooldown holds sizes, it does not stop a first growth. Started at t=0 at its minimum
+  // (no spell), job-0 grows to 8 at t=100.
+  auto ds = plan_round(l, aryl_policy(), o, at(100));
+  REQUIRE(ds.size() == 1);
+  CHECK(l.jobs[0].workers == 8);
+  CHECK(ds[0].why.find("scale out: gains") == 0);
+  // Rigid job-2 (4 GPUs) arrives at t=200 and takes 4 extras (base demand comes first);
+  // job-0 is back to 4 workers.
+  add_job(l, 4, 100000, 200);
+  plan_round(l, aryl_policy(), o, at(200));
+  REQUIRE(l.jobs[2].workers == 4);
+  REQUIRE(l.jobs[0].workers == 4);
+  // Job-2 ends at t=300: job-0 was resized at t=200, so it keeps 4 until t=3800.
+  l.finish(2, at(300));
+  CHECK(plan_round(l, aryl_policy(), o, at(300)).empty());
+  CHECK(plan_round(l, aryl_policy(), o, at(3799)).empty());
+  CHECK(l.jobs[0].workers == 4);
+  ds = plan_round(l, aryl_policy(), o, at(3800));
+  REQUIRE(ds.size() == 1);
+  CHECK(l.jobs[0].workers == 8);
+}
+
+TEST_CASE("the efficiency floor keeps a one-server job from growing across servers") {
+  // Elastic job-0 (8 GPUs, min 4, max 16) alone on 2 servers. On two servers each GPU does
+  // 0.66 x (16/4)^-0.05 = 0.61 of a GPU's work at min: below the 0.8 floor, so job-0 stops
+  // at 8 on one server; with the floor at 0 it takes all 16.
+  for (double floor : {0.8, 0.0}) {
+    auto l = make_ledger(2);
+    planner_options o;
+    o.min_extra_efficiency = floor;
+    add_job(l, 8, 1e6, 0, true);
+    plan_round(l, aryl_policy(), o, at(0));
+    CAPTURE(floor);
+    CHECK(l.jobs[0].workers == (floor > 0 ? 8 : 16));
+    CHECK(servers_spanned(l.jobs[0].alloc) == (floor > 0 ? 1 : 2));
+  }
+}
+
+TEST_CASE("a growth whose gain does not clear its cost and margin is not made") {
+  // Elastic job-0 (2 GPUs, min 1, max 4) with 15 work units left: 29 s at 1 worker, 7.8 s at
+  // 4. Growing saves about 21 s of JCT, less than the 20 s overhead + the 10.5 s checkpoint +
+  // the 60 s margin: it stays at 1. With 10^6 units the same change pays.
+  for (double work : {15.0, 1e6}) {
+    auto l = make_ledger(1);
+    planner_options o;
+    o.rescale_cooldown_s = 0;
+    add_job(l, 2, work, 0, true);
+    add_job(l, 7, 1000, 0);
+    plan_round(l, aryl_policy(), o, at(0));
+    REQUIRE(l.jobs[0].workers == 1);
+    l.finish(1, at(10));
+    plan_round(l, aryl_policy(), o, at(10));
+    CAPTURE(work);
+    CHECK(l.jobs[0].workers == (work < 100 ? 1 : 4));
+  }
+}
+
+TEST_CASE("a queued short job preempts a long rigid job only past the ratio, and never a job preempted max times") {
+  // Rigid job-0 (8 GPUs) fills the one server with 10^5 s of work. Job-1 (8 GPUs, 1000 s)
+  // arrives: 10^5 > 4 x (1000 + 60 + 14) s, so job-0 is preempted and job-1 starts.
+  auto l = make_ledger(1);
+  planner_options o;
+  add_job(l, 8, 1e5, 0);
+  plan_round(l, aryl_policy(), o, at(0));
+  add_job(l, 8, 1000, 10);
+  auto ds = plan_round(l, aryl_policy(), o, at(10));
+  REQUIRE(ds.size() == 2);
+  CHECK(ds[0].what == decision::kind::preempt);
+  CHECK(ds[0].job == 0);
+  CHECK(ds[0].why.find("preempted for job 1") == 0);
+  CHECK(ds[1].what == decision::kind::start);
+  CHECK(ds[1].job == 1);
+  CHECK(l.jobs[0].status == job_status::queued);
+  // Job-2 (30,000 s) cannot preempt job-1 (1000 s left): the ratio is not met.
+  add_job(l, 8, 30000, 20);
+  CHECK(plan_round(l, aryl_policy(), o, at(20)).empty());
+  // Job-1 ends: job-2 (30,000 s) comes before job-0 (99,990 s left) in SJF order and starts;
+  // job-0 cannot preempt it (ratio). Job-3 (100 s) arrives and preempts job-2.
+  l.finish(1, at(1030));
+  plan_round(l, aryl_policy(), o, at(1030));
+  REQUIRE(l.jobs[2].status == job_status::running);
+  add_job(l, 8, 100, 1040);
+  ds = plan_round(l, aryl_policy(), o, at(1040));
+  REQUIRE(!ds.empty());
+  CHECK(ds[0].what == decision::kind::preempt);
+  CHECK(ds[0].job == 2);
+  // With max_preemptions 1, a job preempted once already is never a victim.
+  auto m = make_ledger(1);
+  o.max_preemptions = 1;
+  add_job(m, 8, 1e5, 0);
+  plan_round(m, aryl_policy(), o, at(0));
+  m.preempt(0, at(1));
+  plan_round(m, aryl_policy(), o, at(2));
+  REQUIRE(m.jobs[0].status == job_status::running);
+  add_job(m, 8, 100, 10);
+  CHECK(plan_round(m, aryl_policy(), o, at(10)).empty());
+  CHECK(m.jobs[1].status == job_status::queued);
+}
+
+TEST_CASE("with the ratio at 0 a queued job never preempts") {
+  auto l = make_ledger(1);
+  planner_options o;
+  o.preempt_ratio = 0;
+  add_job(l, 8, 1e6, 0);
+  plan_round(l, aryl_policy(), o, at(0));
+  add_job(l, 8, 10, 10);
+  CHECK(plan_round(l, aryl_policy(), o, at(10)).empty());
+}
