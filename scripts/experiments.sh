@@ -94,8 +94,8 @@ done
 ew=$(window_args "$eval_w")
 echo "$eval_w" > "$work/sweep_window.txt"
 for f in 0 0.2 0.4 0.6; do
-  for p in fifo baseline aryl; do
-    queue "mis-$f-$p $p $ew --set jobs.mispredict_fraction=$f --set jobs.mispredict_error=0.25"
+  for p in fifo fifo-backfill baseline aryl; do
+    queue "mis-$f-$p $(policy_args "$p") $ew --set jobs.mispredict_fraction=$f --set jobs.mispredict_error=0.25"
   done
 done
 for e in 0.25 0.5 0.75 1; do queue "ela-$e-aryl aryl $ew --set jobs.elastic_fraction=$e"; done
@@ -132,6 +132,12 @@ ablations=(
   "migrate=false|--set scheduler.migrate=false"
   "inelastic_on_loaned=true|--set scheduler.inelastic_on_loaned=true"
   "short_job_s=3600|--set scheduler.short_job_s=3600"
+  "scale_horizon=end (extras valued to the job's end)|--set scheduler.scale_horizon=end"
+  "rescale_margin_s=0|--set scheduler.rescale_margin_s=0"
+  "rescale_cooldown_s=0|--set scheduler.rescale_cooldown_s=0"
+  "min_extra_efficiency=0|--set scheduler.min_extra_efficiency=0"
+  "preempt_ratio=0 (no preemption for queued jobs)|--set scheduler.preempt_ratio=0"
+  "all five above (the myopic rule)|--set scheduler.scale_horizon=end --set scheduler.rescale_margin_s=0 --set scheduler.rescale_cooldown_s=0 --set scheduler.min_extra_efficiency=0 --set scheduler.preempt_ratio=0"
 )
 small="--set cluster.training.servers=6 --set cluster.inference.servers=6"
 [ "$FORMAT" = philly ] && small+=" --set trace.vc=6214e9 --set trace.from=2017-11-01 --set trace.to=2017-11-16"

@@ -233,6 +233,7 @@ struct round_buffers {
   std::vector<server_slot> slots;
   std::vector<std::vector<server_slot>> ranking;  ///< by GPU type
   std::vector<int> spans, types;
+  std::vector<double> hold_by_type;  ///< the ledger's holding-time estimate, this round
   allocation base, kept;
   /// Vectors of last round's plans and knapsack classes, emptied, for this round's.
   std::vector<allocation> spare_allocs;
@@ -732,6 +733,9 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   for (size_t t = 0; t < ranking.size(); ++t)
     if (in.capacity[t] > 0) most_free_first(view.slots(any_elastic, p, o, static_cast<int>(t), b.slots), static_cast<int>(t), ranking[t]);
     else ranking[t].clear();
+  b.hold_by_type.clear();
+  for (size_t t = 0; t < l.params.type_speed.size(); ++t)
+    b.hold_by_type.push_back(l.hold_estimate(static_cast<int>(t), now));
   auto& class_plan = b.class_plan;
   class_plan.clear();
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -747,6 +751,10 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       for_each_extra(j.alloc, e.base, [&](int sid, int w) {
         if (view.at(sid) < w) intact = false;
       });
+    e.forced = !e.started && !intact && !moved;
+    // No GPU of its type to size it with (its own intact extras would be counted): it runs
+    // at its base, as an empty class would choose.
+    if (in.capacity[static_cast<size_t>(e.type)] == 0) continue;
     int current = e.current;
     double t_min = remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, servers_spanned(e.base), sp);
     mckp_class c{b.spare_item_list(), e.type};
@@ -770,15 +778,16 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     const int base_span = std::max(servers_spanned(e.base), 1);
     const double r_min = work_rate(l.params.model, j.gpus, j.min_workers, base_span, sp);
     const bool hold = o.horizon == scale_horizon::hold;
-    const double hold_s = hold ? l.hold_estimate(e.type, now) : 0;
+    const double hold_s = hold ? b.hold_by_type[static_cast<size_t>(e.type)] : 0;
     // A change now: the overhead, and (valuing by holding time) the stop's checkpoint of the
     // workers it has. Relative to staying at min, so a job already above min pays it for
     // min too (the class's empty choice), and keeping its size pays nothing.
     const double change_s = l.params.scale_overhead_s + (hold ? l.checkpoint_time_s(current) : 0) + o.rescale_margin_s;
     const bool pays_change = !e.started && intact;
-    e.forced = !e.started && !intact && !moved;
-    e.cost_s = change_s - o.rescale_margin_s;
-    e.hold_s = hold_s;
+    if (!moved) {  // a move's reason is its own gain and restart
+      e.cost_s = change_s - o.rescale_margin_s;
+      e.hold_s = hold_s;
+    }
     double keep_v = 0;  // keeping its size: the empty choice at min, else its kept item
     for (int w = j.min_workers + 1; w <= top; ++w) {
       bool kept = !e.started && intact && w == current;
@@ -806,7 +815,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       if (kept) keep_v = v;
       c.items.push_back({w - j.min_workers, v});
     }
-    e.net_s = keep_v;  // until the knapsack's choice: what keeping its size is worth
+    if (!moved) e.net_s = keep_v;  // until the knapsack's choice: what keeping its size is worth
     in.classes.push_back(std::move(c));
     class_plan.push_back(i);
   }
@@ -826,7 +835,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     auto& j = l.jobs[e.job];
     // Net gain over keeping its size: the chosen item's value (or the empty choice's, 0)
     // less what keeping was worth.
-    e.net_s = (sol.choice[c] < 0 ? 0 : in.classes[c].items[static_cast<size_t>(sol.choice[c])].value) - e.net_s;
+    if (e.started || e.type == j.alloc_type)
+      e.net_s = (sol.choice[c] < 0 ? 0 : in.classes[c].items[static_cast<size_t>(sol.choice[c])].value) - e.net_s;
     if (sol.choice[c] < 0) continue;
     int extra = in.classes[c].items[static_cast<size_t>(sol.choice[c])].weight;
     if (!e.started && e.type == j.alloc_type && j.min_workers + extra == e.current) {
