@@ -57,6 +57,10 @@ void check_same_allocations(const std::string& policy) {
   for (auto& [job, seq] : a) CHECK_MESSAGE(seq == b[job], job);
   // Wall-clock JCTs drift by scheduling latency only.
   CHECK(live.summary.mean_jct_s == doctest::Approx(sim.summary.mean_jct_s).epsilon(0.05));
+  CHECK(live.summary.scale_ins + live.summary.scale_outs == sim.summary.scale_ins + sim.summary.scale_outs);
+  MESSAGE(policy << ": rescales (scale-ins + scale-outs) " << live.summary.scale_ins + live.summary.scale_outs
+                 << " on the wall clock, " << sim.summary.scale_ins + sim.summary.scale_outs << " simulated; preemptions "
+                 << live.summary.preemptions << " / " << sim.summary.preemptions);
 }
 
 } // namespace
@@ -67,4 +71,8 @@ TEST_CASE("fifo on the wall clock makes the same allocations per job as in simul
 
 TEST_CASE("srtf with preemptions on the wall clock makes the same allocations per job as in simulated time") {
   check_same_allocations("srtf");
+}
+
+TEST_CASE("aryl with elastic scaling and preemption for queued jobs on the wall clock makes the same allocations per job as in simulated time") {
+  check_same_allocations("aryl");
 }
