@@ -281,6 +281,13 @@ void types_for(const cluster_ledger& l, const job_entry& j, const planner_option
   if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
 }
 
+/// GPUs an elastic job's base should find on one server of `type` so that it can grow there
+/// (planner_options::base_room_to_grow): its maximum, at most a server; 0 for others.
+int grow_room(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j, int type) {
+  if (!o.base_room_to_grow || !p.elastic || !j.elastic) return 0;
+  return std::min(j.max_workers, l.smallest_server(type));
+}
+
 /// Step 1 for one queued job: its base demand on GPUs that are really free (`hard`) if it
 /// fits there, so that running jobs are disturbed only when they must be, else on GPUs held
 /// by extra workers (`view`). Records the start; false if it fits nowhere.
@@ -295,7 +302,9 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
   const bool loaned = p.loaning && (j.elastic || o.inelastic_on_loaned);
   auto try_on = [&](work_view& v, int type) {
     if (o.placement == placement_mode::consolidated && demand >= 1 && demand <= l.smallest_server(type)) {
-      int sid = v.best_fit(type, demand, loaned);
+      const int room = grow_room(l, p, o, j, type);
+      int sid = room > demand ? v.best_fit(type, room, loaned) : -1;
+      if (sid < 0) sid = v.best_fit(type, demand, loaned);
       if (sid >= 0) a = allocation{{sid, demand}};
       else a.reset();
       return a.has_value();
@@ -470,7 +479,9 @@ std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l,
   const bool loaned = p.loaning && (j.elastic || o.inelastic_on_loaned);
   for (int type : types) {
     if (o.placement == placement_mode::consolidated && demand >= 1 && demand <= l.smallest_server(type)) {
-      int sid = l.best_fit(type, demand, loaned);
+      const int room = grow_room(l, p, o, j, type);
+      int sid = room > demand ? l.best_fit(type, room, loaned) : -1;
+      if (sid < 0) sid = l.best_fit(type, demand, loaned);
       if (sid >= 0) return std::make_pair(allocation{{sid, demand}}, type);
       continue;
     }

@@ -44,6 +44,10 @@ struct planner_options {
   /// A size is offered only if each of its GPUs does at least this fraction of the work a
   /// GPU does at the job's minimum (sub-linear scaling and spanning servers waste GPUs).
   double min_extra_efficiency = 0.8;
+  /// An elastic job's base that fits one server goes on the tightest server with room for
+  /// its maximum (at most a server), if there is one, else on the tightest that holds it:
+  /// growth then stays on its server.
+  bool base_room_to_grow = true;
   /// A queued job whose base demand fits nowhere may preempt running jobs without extra
   /// workers on one server when each victim's predicted remaining time exceeds this many
   /// times the queued job's predicted run plus the victim's restart and checkpoint (0: off).
@@ -70,6 +74,7 @@ inline planner_options myopic_scaling(planner_options o) {
   o.rescale_cooldown_s = 0;
   o.min_extra_efficiency = 0;
   o.preempt_ratio = 0;
+  o.base_room_to_grow = false;
   return o;
 }
 
