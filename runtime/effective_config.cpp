@@ -28,6 +28,7 @@ std::string effective_config_json(const config& c) {
   j["scheduler.rescale_margin_s"] = s.rescale_margin_s;
   j["scheduler.rescale_cooldown_s"] = s.rescale_cooldown_s;
   j["scheduler.min_extra_efficiency"] = s.min_extra_efficiency;
+  j["scheduler.move_with_size"] = s.move_with_size;
   j["scheduler.base_room_to_grow"] = s.base_room_to_grow;
   j["scheduler.preempt_ratio"] = s.preempt_ratio;
   j["scheduler.max_preemptions"] = s.max_preemptions;

@@ -678,23 +678,37 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       double rem = -neg_rem;
       double t_now = remaining_time_s(l.params.model, rem, j.gpus, e.current, servers_spanned(j.alloc),
                                       speed(l, e.type));
-      auto t_new = [&](int type, int servers) {
+      auto t_new = [&](int type, int servers, int workers) {
         return l.params.restart_overhead_s +
-               remaining_time_s(l.params.model, rem, j.gpus, base_workers(j), servers, speed(l, type));
+               remaining_time_s(l.params.model, rem, j.gpus, workers, servers, speed(l, type));
       };
-      for (size_t t = 0; t < l.params.type_speed.size(); ++t) {
+      // A job grown on the slow type moves with its size where the fast GPUs hold it (kept
+      // there as it is, out of this round's knapsack), else at its base.
+      const int sized = o.move_with_size && p.elastic ? std::min(e.current, j.max_workers) : base_workers(j);
+      std::optional<allocation> a;
+      int moved_workers = 0;
+      for (size_t t = 0; t < l.params.type_speed.size() && !a; ++t) {
         int type = static_cast<int>(t);
         if (speed(l, type) <= speed(l, e.type)) continue;
-        // One server is the best any placement gives: no need to place where that cannot pay.
-        if (t_now - t_new(type, 1) <= o.migrate_min_gain_s) continue;
         // Only onto GPUs that are really free: a move never takes GPUs from other jobs.
         auto& target = o.migrate_onto_extras ? view : hard;
         auto& target_free = o.migrate_onto_extras ? view_type_free : hard_type_free;
-        if (target_free[t] < base_workers(j)) continue;  // most rounds: the fast GPUs are all busy
-        auto& slots = target.slots(j, p, o, type, b.slots);
-        auto a = place_one(o.placement, slots, {static_cast<int>(id), base_workers(j), type, {}});
-        if (!a || t_now - t_new(type, servers_spanned(*a)) <= o.migrate_min_gain_s) continue;
-        e.net_s = t_now - t_new(type, servers_spanned(*a)) - o.migrate_min_gain_s;
+        const int sizes[2] = {std::max(sized, base_workers(j)), base_workers(j)};
+        for (int k = 0; k < (sizes[0] > sizes[1] ? 2 : 1); ++k) {
+          const int w = sizes[k];
+          // One server is the best any placement gives: no need to place where that cannot pay.
+          if (t_now - t_new(type, 1, w) <= o.migrate_min_gain_s) continue;
+          if (target_free[t] < w) continue;  // most rounds: the fast GPUs are all busy
+          auto& slots = target.slots(j, p, o, type, b.slots);
+          a = place_one(o.placement, slots, {static_cast<int>(id), w, type, {}});
+          if (a && t_now - t_new(type, servers_spanned(*a), w) > o.migrate_min_gain_s) {
+            moved_workers = w;
+            break;
+          }
+          a.reset();
+        }
+        if (!a) continue;
+        e.net_s = t_now - t_new(type, servers_spanned(*a), moved_workers) - o.migrate_min_gain_s;
         e.cost_s = l.params.restart_overhead_s;
         view.give(e.base);
         view.take(*a);
@@ -705,9 +719,14 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
           hard_type_free[t] -= std::min(f, w);
           f = std::max(0, f - w);
         }
-        e.base = std::move(*a);
+        if (moved_workers > base_workers(j)) {
+          keep_on_fewest(*a, base_workers(j), e.base);
+          e.final = std::move(*a);
+          e.frozen = true;
+        } else {
+          e.base = std::move(*a);
+        }
         e.type = type;
-        break;
       }
     }
   }

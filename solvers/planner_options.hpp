@@ -20,6 +20,9 @@ struct planner_options {
   /// Move elastic jobs off slower GPU types (loaned servers) onto faster free ones when the
   /// move pays for its restart overhead.
   bool migrate = true;
+  /// An elastic job above its minimum moves with its size when the faster free GPUs hold
+  /// it, instead of at its minimum (which may be slower than where it is).
+  bool move_with_size = true;
   /// A move must shorten the job's predicted remaining time by more than this.
   double migrate_min_gain_s = 60;
   bool migrate_only_when_queue_empty = false;
@@ -75,6 +78,7 @@ inline planner_options myopic_scaling(planner_options o) {
   o.min_extra_efficiency = 0;
   o.preempt_ratio = 0;
   o.base_room_to_grow = false;
+  o.move_with_size = false;
   return o;
 }
 
