@@ -264,6 +264,14 @@ job_record make_record(const scheduler_state& st, const job_entry& j, sim_time n
   r.below_speed_s = j.below_speed_s;
   r.below_speed_gpu_s = j.below_speed_gpu_s;
   r.outcome = outcome;
+  // Its duration at the requested size on its home type, on each of its GPUs.
+  r.needed_gpu_s = j.requested_rate > 0 ? j.gpus * r.duration_s / j.requested_rate : 0.0;
+  r.training_gpu_s = j.training_gpu_s;
+  r.loaned_gpu_s = j.loaned_gpu_s;
+  r.training_speed_gpu_s = j.training_speed_gpu_s;
+  r.loaned_speed_gpu_s = j.loaned_speed_gpu_s;
+  r.training_needed_gpu_s = j.training_needed_gpu_s;
+  r.loaned_needed_gpu_s = j.loaned_needed_gpu_s;
   return r;
 }
 
@@ -459,6 +467,12 @@ void accept_job(self_ptr self, job_spec& spec, const saved_job* restored = nullp
     j.on_loaned_s = r.on_loaned_s;
     j.below_speed_s = r.below_speed_s;
     j.below_speed_gpu_s = r.below_speed_gpu_s;
+    j.training_gpu_s = r.training_gpu_s;
+    j.loaned_gpu_s = r.loaned_gpu_s;
+    j.training_speed_gpu_s = r.training_speed_gpu_s;
+    j.loaned_speed_gpu_s = r.loaned_speed_gpu_s;
+    j.training_needed_gpu_s = r.training_needed_gpu_s;
+    j.loaned_needed_gpu_s = r.loaned_needed_gpu_s;
     j.progress.work_done = restored->work_done;
     st.retries[spec.index] = restored->retries;
   }

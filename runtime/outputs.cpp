@@ -183,6 +183,10 @@ run_summary run_writer::finish(run_summary s) {
   // after the restored jobs were submitted.
   int64_t first = first_t_us_;
   std::vector<double> jct, queue, first_wait, slowdown;
+  // Work efficiency's sums: GPU-seconds held (all, speed-weighted, training servers, loaned
+  // ones) and needed (all, of the work progressed on training servers, on loaned ones).
+  double used = 0, used_weighted = 0, used_training = 0, used_loaned = 0;
+  double needed = 0, needed_training = 0, needed_loaned = 0;
   for (auto& j : jobs_) {
     last_end = std::max(last_end, j.end_us);
     first = std::min(first, j.submit_us);
@@ -196,6 +200,13 @@ run_summary run_writer::finish(run_summary s) {
     first_wait.push_back(static_cast<double>(j.first_start_us - j.submit_us) / 1e6);
     slowdown.push_back(j.slowdown);
     s.below_speed_gpu_hours += j.below_speed_gpu_s / 3600;
+    used += j.gpu_seconds;
+    used_weighted += j.training_speed_gpu_s + j.loaned_speed_gpu_s;
+    used_training += j.training_gpu_s;
+    used_loaned += j.loaned_gpu_s;
+    needed += j.needed_gpu_s;
+    needed_training += j.training_needed_gpu_s;
+    needed_loaned += j.loaned_needed_gpu_s;
     s.preemptions += static_cast<uint64_t>(j.preemptions);
     s.scale_ins += static_cast<uint64_t>(j.scale_ins);
     s.scale_outs += static_cast<uint64_t>(j.scale_outs);
@@ -219,6 +230,12 @@ run_summary run_writer::finish(run_summary s) {
   s.mean_slowdown = mean(slowdown);
   s.p95_slowdown = percentile(slowdown, 0.95);
   s.makespan_s = static_cast<double>(last_end - first) / 1e6;
+  auto over = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  s.work_efficiency = over(used, needed);
+  s.work_efficiency_speed_weighted = over(used_weighted, needed);
+  s.work_efficiency_training = over(used_training, needed_training);
+  s.work_efficiency_loaned = over(used_loaned, needed_loaned);
+  s.needed_gpu_hours = needed / 3600;
   double all_total = training_total_ + inference_total_;
   s.gpu_usage = all_total > 0 ? (busy_training_ + busy_inference_) / all_total : 0;
   s.window_gpu_usage = window_total_ > 0 ? window_busy_ / window_total_ : 0;
@@ -243,7 +260,8 @@ run_summary run_writer::finish(run_summary s) {
     return s;
   }
   std::fputs("job,name,gpus,elastic,submit_s,first_start_s,end_s,jct_s,queued_s,duration_s,gpu_seconds,"
-             "preemptions,scale_ins,scale_outs,last_workers,on_loaned_s,slowdown,below_speed_s,outcome\n",
+             "preemptions,scale_ins,scale_outs,last_workers,on_loaned_s,slowdown,below_speed_s,outcome,needed_gpu_s,"
+             "work_efficiency\n",
              jf);
   std::string row;
   for (auto& j : jobs_) {
@@ -253,9 +271,11 @@ run_summary run_writer::finish(run_summary s) {
       append_seconds(row, us);
       row += ',';
     }
-    fmt::format_to(std::back_inserter(row), FMT_COMPILE("{:.6f},{:.6f},{:.3f},{},{},{},{},{:.3f},{:.6f},{:.3f},{}\n"),
-                   j.queued_s, j.duration_s, j.gpu_seconds, j.preemptions, j.scale_ins, j.scale_outs,
-                   j.last_workers, j.on_loaned_s, j.slowdown, j.below_speed_s, j.outcome);
+    fmt::format_to(std::back_inserter(row),
+                   FMT_COMPILE("{:.6f},{:.6f},{:.3f},{},{},{},{},{:.3f},{:.6f},{:.3f},{},{:.3f},{:.6f}\n"), j.queued_s,
+                   j.duration_s, j.gpu_seconds, j.preemptions, j.scale_ins, j.scale_outs, j.last_workers,
+                   j.on_loaned_s, j.slowdown, j.below_speed_s, j.outcome, j.needed_gpu_s,
+                   j.needed_gpu_s > 0 ? j.gpu_seconds / j.needed_gpu_s : 0.0);
     std::fwrite(row.data(), 1, row.size(), jf);
   }
   close(jf, "jobs.csv");
@@ -292,6 +312,11 @@ std::string summary_json(const run_summary& s) {
   j["mean_slowdown"] = s.mean_slowdown;
   j["p95_slowdown"] = s.p95_slowdown;
   j["below_speed_gpu_hours"] = s.below_speed_gpu_hours;
+  j["work_efficiency"] = s.work_efficiency;
+  j["work_efficiency_speed_weighted"] = s.work_efficiency_speed_weighted;
+  j["work_efficiency_training"] = s.work_efficiency_training;
+  j["work_efficiency_loaned"] = s.work_efficiency_loaned;
+  j["needed_gpu_hours"] = s.needed_gpu_hours;
   j["training_gpu_hours"] = s.training_gpu_hours;
   j["loaned_gpu_hours"] = s.loaned_gpu_hours;
   j["serving_gpu_hours"] = s.serving_gpu_hours;
@@ -327,6 +352,9 @@ void print_summary_table(std::ostream& os, const run_summary& s) {
   os << fmt::format("  makespan           {:>12.1f} s\n", s.makespan_s);
   os << fmt::format("  GPU usage          {:>12.3f} (training {:.3f}, inference {:.3f}; while jobs arrive {:.3f})\n",
                     s.gpu_usage, s.training_gpu_usage, s.inference_gpu_usage, s.window_gpu_usage);
+  os << fmt::format("  work efficiency    {:>12.3f} (speed-weighted {:.3f}; training {:.3f}, loaned {:.3f}; needed {:.1f} GPU-h)\n",
+                    s.work_efficiency, s.work_efficiency_speed_weighted, s.work_efficiency_training,
+                    s.work_efficiency_loaned, s.needed_gpu_hours);
   os << fmt::format("  preemptions        {:>12}   scale-ins {}   scale-outs {}\n", s.preemptions,
                     s.scale_ins, s.scale_outs);
   os << fmt::format("  loaned server-h    {:>12.1f}   reclaim SLO misses {}\n", s.loaned_server_hours,

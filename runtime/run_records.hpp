@@ -42,6 +42,18 @@ struct job_record {
   /// done, cancelled (by a client, or because the run was told to stop), or failed (its
   /// restarts after faults exhausted).
   std::string outcome = "done";
+  /// Work efficiency = GPU-seconds held (gpu_seconds) over needed_gpu_s, the GPU-seconds its
+  /// work needs at its requested workers on one server of its home type (gpus x duration_s /
+  /// the home type's speed): above 1 it held GPUs beyond what its work needs (sub-linear
+  /// scale-out, spanning servers, overheads, slower GPUs).
+  double needed_gpu_s = 0;
+  /// gpu_seconds by pool: on training servers, and on loaned inference servers (any worker
+  /// there, as for on_loaned_s); the same with each GPU-second weighted by its type's speed
+  /// over the home type's; and needed GPU-seconds of the work progressed in each pool (work
+  /// units x gpus / the home type's speed).
+  double training_gpu_s = 0, loaned_gpu_s = 0;
+  double training_speed_gpu_s = 0, loaned_speed_gpu_s = 0;
+  double training_needed_gpu_s = 0, loaned_needed_gpu_s = 0;
 };
 
 /// Cluster state after a change; piecewise constant until the next snapshot.
@@ -77,6 +89,13 @@ struct run_summary {
   /// Completed jobs' slowdown (job_record::slowdown), and GPU-hours below requested speed.
   double mean_slowdown = 0, p95_slowdown = 0;
   double below_speed_gpu_hours = 0;
+  /// Completed jobs' work efficiency: their GPU-seconds held over the GPU-seconds their work
+  /// needs (job_record::needed_gpu_s, summed: needed_gpu_hours); the same with GPU-seconds
+  /// weighted by their type's speed over the job's home type's; and per pool, GPU-seconds held
+  /// there over the needed GPU-seconds of the work progressed there (0 when no work was).
+  double work_efficiency = 0, work_efficiency_speed_weighted = 0;
+  double work_efficiency_training = 0, work_efficiency_loaned = 0;
+  double needed_gpu_hours = 0;
   /// GPU-hours per pool: training jobs on training servers, on loaned inference servers, and
   /// inference servers serving demand.
   double training_gpu_hours = 0, loaned_gpu_hours = 0, serving_gpu_hours = 0;

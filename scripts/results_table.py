@@ -61,6 +61,11 @@ def fmt_r(x):
     return "inf" if math.isinf(x) else f"{x:.2f}x"
 
 
+def fmt_eff(s, key):
+    """A work efficiency of summary `s`; runs made before aryl reported it show n/a."""
+    return f"{s[key]:.3f}" if key in s else "n/a"
+
+
 def span_s(cfg, jl):
     """The submission window in seconds: trace.from..to if set, else first to last submit."""
     if cfg["trace.from"] and cfg["trace.to"]:
@@ -224,6 +229,15 @@ def main(work, out):
     w("  (training jobs anywhere, plus inference GPUs serving demand) over all GPUs of both clusters;")
     w("  `usage` is over the whole run, `usage while arriving` over the submission window. GPU-hours per")
     w("  pool: training jobs on training servers, on loaned inference servers, inference serving demand.")
+    w("- **Work efficiency**: completed jobs' GPU-seconds held over the GPU-seconds their work needs,")
+    w("  that is each job's GPUs x its duration at its requested workers on one server of its home type")
+    w("  (`needed_gpu_hours`). Above 1, GPUs were held beyond what the work needs: extra workers at")
+    w("  sub-linear scaling, workers spanning servers at the cross-server factor, restart and scaling")
+    w("  overheads, slower loaned GPUs. **Speed-weighted** counts each GPU-second at its type's speed")
+    w(f"  over the job's home type's (a {it} second as {c0['gpu_speed.' + it] / c0['gpu_speed.' + tt]:g} of a {tt} second),"
+      " so slower GPUs alone do")
+    w("  not raise it. Per pool (summary.json): GPU-seconds held on training servers, or on loaned")
+    w("  inference servers, over the needed GPU-seconds of the work progressed there.")
     w("")
 
     def service_table(wid):
@@ -236,12 +250,13 @@ def main(work, out):
         w("")
 
     def resource_table(wid):
-        w("| policy | usage | usage while arriving | training GPU-h | loaned GPU-h | serving GPU-h | below-speed GPU-h | preemptions | scale-ins | reclaim latency p50 / p99 (s) | reclaim SLO misses (latest, s) |")
-        w("|---|---|---|---|---|---|---|---|---|---|---|")
+        w("| policy | usage | usage while arriving | training GPU-h | loaned GPU-h | serving GPU-h | below-speed GPU-h | work efficiency | speed-weighted | preemptions | scale-ins | reclaim latency p50 / p99 (s) | reclaim SLO misses (latest, s) |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for p in policies:
             s = S[(wid, p)]
             w(f"| {NAMES.get(p, p)} | {s['gpu_usage']:.3f} | {s['window_gpu_usage']:.3f} | {fmt_s(s['training_gpu_hours'])} | "
               f"{fmt_s(s['loaned_gpu_hours'])} | {fmt_s(s['serving_gpu_hours'])} | {fmt_s(s['below_speed_gpu_hours'])} | "
+              f"{fmt_eff(s, 'work_efficiency')} | {fmt_eff(s, 'work_efficiency_speed_weighted')} | "
               f"{s['preemptions']:,} | {s['scale_ins']:,} | {s['reclaim_latency_p50_s']:.1f} / {s['reclaim_latency_p99_s']:.1f} | "
               f"{s['reclaim_slo_misses']} ({s['reclaim_max_late_s']:.1f}) |")
         w("")

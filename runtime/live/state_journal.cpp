@@ -92,8 +92,19 @@ json to_json(const job_record& r) {
           {"slowdown", r.slowdown},
           {"below_speed_s", r.below_speed_s},
           {"below_speed_gpu_s", r.below_speed_gpu_s},
-          {"outcome", r.outcome}};
+          {"outcome", r.outcome},
+          {"needed_gpu_s", r.needed_gpu_s},
+          {"training_gpu_s", r.training_gpu_s},
+          {"loaned_gpu_s", r.loaned_gpu_s},
+          {"training_speed_gpu_s", r.training_speed_gpu_s},
+          {"loaned_speed_gpu_s", r.loaned_speed_gpu_s},
+          {"training_needed_gpu_s", r.training_needed_gpu_s},
+          {"loaned_needed_gpu_s", r.loaned_needed_gpu_s}};
 }
+
+/// The work-efficiency fields of a record came later than the others: a journal written
+/// before them reads as 0 (a number when present).
+double work_field(const json& j, const char* key) { return j.contains(key) ? j.at(key).get<double>() : 0.0; }
 
 job_record record_from(const json& j) {
   job_record r;
@@ -116,6 +127,13 @@ job_record record_from(const json& j) {
   r.below_speed_s = j.at("below_speed_s").get<double>();
   r.below_speed_gpu_s = j.at("below_speed_gpu_s").get<double>();
   r.outcome = j.at("outcome").get<std::string>();
+  r.needed_gpu_s = work_field(j, "needed_gpu_s");
+  r.training_gpu_s = work_field(j, "training_gpu_s");
+  r.loaned_gpu_s = work_field(j, "loaned_gpu_s");
+  r.training_speed_gpu_s = work_field(j, "training_speed_gpu_s");
+  r.loaned_speed_gpu_s = work_field(j, "loaned_speed_gpu_s");
+  r.training_needed_gpu_s = work_field(j, "training_needed_gpu_s");
+  r.loaned_needed_gpu_s = work_field(j, "loaned_needed_gpu_s");
   return r;
 }
 
@@ -124,11 +142,15 @@ job_record record_from(const json& j) {
 json compact_json(const job_record& r) {
   return json::array({r.index, r.name, r.gpus, r.elastic, r.submit_us, r.first_start_us, r.end_us, r.queued_s,
                       r.gpu_seconds, r.preemptions, r.scale_ins, r.scale_outs, r.duration_s, r.last_workers,
-                      r.on_loaned_s, r.slowdown, r.below_speed_s, r.below_speed_gpu_s, r.outcome});
+                      r.on_loaned_s, r.slowdown, r.below_speed_s, r.below_speed_gpu_s, r.outcome, r.needed_gpu_s,
+                      r.training_gpu_s, r.loaned_gpu_s, r.training_speed_gpu_s, r.loaned_speed_gpu_s,
+                      r.training_needed_gpu_s, r.loaned_needed_gpu_s});
 }
 
 job_record record_from_compact(const json& a) {
-  if (!a.is_array() || a.size() != 19) throw std::runtime_error("an ended job's record is not an array of 19 fields");
+  // 19 fields before the work-efficiency ones (read as 0), 26 since.
+  if (!a.is_array() || (a.size() != 19 && a.size() != 26))
+    throw std::runtime_error("an ended job's record is not an array of 19 or 26 fields");
   job_record r;
   r.index = a[0].get<uint32_t>();
   r.name = a[1].get<std::string>();
@@ -149,6 +171,15 @@ job_record record_from_compact(const json& a) {
   r.below_speed_s = a[16].get<double>();
   r.below_speed_gpu_s = a[17].get<double>();
   r.outcome = a[18].get<std::string>();
+  if (a.size() == 26) {
+    r.needed_gpu_s = a[19].get<double>();
+    r.training_gpu_s = a[20].get<double>();
+    r.loaned_gpu_s = a[21].get<double>();
+    r.training_speed_gpu_s = a[22].get<double>();
+    r.loaned_speed_gpu_s = a[23].get<double>();
+    r.training_needed_gpu_s = a[24].get<double>();
+    r.loaned_needed_gpu_s = a[25].get<double>();
+  }
   return r;
 }
 

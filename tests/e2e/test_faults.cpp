@@ -84,8 +84,8 @@ TEST_CASE("a job whose workers keep dying ends as failed after faults.max_retrie
   CHECK(out.summary.jobs_failed == 1);
   auto jobs = test::slurp(c.out_dir + "/jobs.csv");
   CHECK(jobs.find("0,fragile,") != std::string::npos);
-  CHECK(test::lines_with(jobs, "fragile")[0].ends_with(",failed"));
-  CHECK(test::lines_with(jobs, "steady")[0].ends_with(",done"));
+  CHECK(test::lines_with(jobs, "fragile")[0].find(",failed,") != std::string::npos);
+  CHECK(test::lines_with(jobs, "steady")[0].find(",done,") != std::string::npos);
   CHECK(test::lines_with(test::slurp(c.out_dir + "/events.log"), "2 restarts after faults exhausted").size() == 1);
 }
 

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -274,13 +275,26 @@ TEST_CASE("live: aryl status and aryl demand work during a run, and the run stil
 
 namespace {
 
-/// jobs.csv rows by job id: the outcome column (the last one).
+/// jobs.csv rows by job id: the outcome column, found by its name in the header.
 std::map<std::string, std::string> outcomes(const std::string& jobs_csv) {
+  auto fields = [](const std::string& line) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    return f;
+  };
   std::map<std::string, std::string> out;
   std::istringstream in(test::slurp(jobs_csv));
   std::string line;
   std::getline(in, line);
-  while (std::getline(in, line)) out[line.substr(0, line.find(','))] = line.substr(line.rfind(',') + 1);
+  auto header = fields(line);
+  auto col = static_cast<size_t>(std::find(header.begin(), header.end(), "outcome") - header.begin());
+  REQUIRE(col < header.size());
+  while (std::getline(in, line)) {
+    auto f = fields(line);
+    REQUIRE(f.size() == header.size());
+    out[f[0]] = f[col];
+  }
   return out;
 }
 

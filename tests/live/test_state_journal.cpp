@@ -218,7 +218,10 @@ saved_job job_at(uint32_t index, const std::string& status) {
   j.spec.index = j.record.index = index;
   j.spec.name = j.record.name = "job" + std::to_string(index);
   j.status = status;
+  j.record.training_gpu_s = index * 0.5;
+  j.record.loaned_needed_gpu_s = 1.0 / (index + 3);  // must read back exactly
   if (status == "ended") {
+    j.record.needed_gpu_s = index * 2.0;
     j.record.outcome = index % 3 == 0 ? "cancelled" : "done";
     j.record.end_us = 1'000'000 + index;
     j.record.gpu_seconds = index * 0.1;
@@ -300,11 +303,14 @@ TEST_CASE("state journal: compaction keeps the file's rows bounded over many end
   for (uint32_t i = 0; i < 1000; ++i) {
     auto& got = st.jobs[i];
     CHECK(got.spec.index == i);
+    CHECK(got.record.training_gpu_s == i * 0.5);
+    CHECK(got.record.loaned_needed_gpu_s == 1.0 / (i + 3));
     if (i >= 996) {
       CHECK(got.status == "running");
       continue;
     }
     auto want = job_at(i, "ended");
+    CHECK(got.record.needed_gpu_s == want.record.needed_gpu_s);
     CHECK(got.status == "ended");
     CHECK(got.spec.name == want.spec.name);
     CHECK(got.spec.submit.us == want.record.submit_us);

@@ -45,3 +45,46 @@ TEST_CASE("outputs: times print as the seconds with six decimals, also before ze
   CHECK(jobs.find("\n0,a,1,0,0.000005,-0.000001,2.000000,1.999995,0.250000,") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("outputs: work efficiency sums completed jobs only, and a pool with no work reads 0") {
+  // a (done): held 600 GPU-s on training servers for work that needs 400 there; its weighted
+  // GPU-seconds 500. b (cancelled): left out of every sum.
+  auto dir = (std::filesystem::temp_directory_path() / "aryl-test-outputs-efficiency").string();
+  std::filesystem::remove_all(dir);
+  run_summary s;
+  {
+    run_writer w(dir);
+    job_record a;
+    a.index = 0;
+    a.name = "a";
+    a.gpus = 4;
+    a.duration_s = 100;
+    a.end_us = 200000000;
+    a.gpu_seconds = a.training_gpu_s = 600;
+    a.training_speed_gpu_s = 500;
+    a.needed_gpu_s = a.training_needed_gpu_s = 400;
+    w.job(a);
+    job_record b = a;
+    b.index = 1;
+    b.name = "b";
+    b.outcome = "cancelled";
+    b.gpu_seconds = b.loaned_gpu_s = b.loaned_speed_gpu_s = 1e6;
+    b.training_gpu_s = b.training_speed_gpu_s = 0;
+    b.needed_gpu_s = b.loaned_needed_gpu_s = 1;
+    w.job(b);
+    s = w.finish(s);
+    w.commit(s);
+  }
+  CHECK(s.work_efficiency == doctest::Approx(1.5));
+  CHECK(s.work_efficiency_speed_weighted == doctest::Approx(1.25));
+  CHECK(s.work_efficiency_training == doctest::Approx(1.5));
+  CHECK(s.work_efficiency_loaned == 0);
+  CHECK(s.needed_gpu_hours == doctest::Approx(400.0 / 3600));
+  auto jobs = read_file(dir + "/jobs.csv");
+  CHECK(jobs.substr(0, jobs.find('\n')).ends_with(",outcome,needed_gpu_s,work_efficiency"));
+  CHECK(jobs.find(",done,400.000,1.500000\n") != std::string::npos);
+  auto summary = read_file(dir + "/summary.json");
+  CHECK(summary.find("\"work_efficiency\": 1.5,") != std::string::npos);
+  CHECK(summary.find("\"work_efficiency_loaned\": 0.0,") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
