@@ -26,7 +26,7 @@ NAMES = {  # how tables name the policies
     "las": "LAS (2D-LAS)",
 }
 # aryl is compared with each of these in every window: mean queuing, JCT and slowdown.
-RIVALS = ["baseline", "fifo-backfill", "fifo", "las"]
+RIVALS = ["baseline", "srtf", "fifo-backfill", "fifo", "las"]
 # Keys that differ between the main runs of one window by design.
 PER_RUN_KEYS = {"policy", "scheduler.backfill", "run.out"}
 
@@ -47,6 +47,16 @@ def summary(run):
 def jobs(run):
     with open(os.path.join(run, "jobs.csv")) as f:
         return list(csv.DictReader(f))
+
+
+def rescales_per_elastic(run):
+    """Scale-ins plus scale-outs of completed elastic jobs, per completed elastic job."""
+    n = changes = 0
+    for r in jobs(run):
+        if r["outcome"] == "done" and r["elastic"] == "1":
+            n += 1
+            changes += int(r["scale_ins"]) + int(r["scale_outs"])
+    return changes / n if n else 0.0
 
 
 def fmt_s(x):
@@ -155,6 +165,7 @@ def main(work, out):
     order = [wid for wid, _ in windows if role[wid] == "evaluation"] + [wid for wid, _ in windows if role[wid] == "tuning"]
     cfgs = {wid: config(d.run(f"main-{wid}-aryl")) for wid, _ in windows}
     S = {(wid, p): summary(d.run(f"main-{wid}-{p}")) for wid, _ in windows for p in policies}
+    RESC = {(wid, p): rescales_per_elastic(d.run(f"main-{wid}-{p}")) for wid, _ in windows for p in policies}
     for (wid, p), s in S.items():
         assert s["jobs_completed"] == s["jobs_submitted"], (wid, p)
     # Every main run of a window ran the same setup but for its policy: the printed
@@ -180,7 +191,8 @@ def main(work, out):
     if tuned:
         tw = [wid for wid in order if role[wid] == "tuning"][0]
         w(f"- **Tuning window** {label[tw]}: aryl's design choices (`scheduler.free_gpus_first`,")
-        w("  `scheduler.migrate_onto_extras`, ...; docs/design.md) were chosen on it. **Evaluation windows** "
+        w("  `scheduler.migrate_onto_extras`, the paid-scaling rule's `scheduler.preempt_ratio` and")
+        w("  `scheduler.rescale_cooldown_s`, ...; docs/design.md) were chosen on it. **Evaluation windows** "
           + ", ".join(label[wid] for wid in order if role[wid] == "evaluation") + ":")
         w("  never used for tuning. Headline tables come first for the evaluation windows; the tuning window")
         w(f"  is reported last, for reference. The sweeps and robustness variants run on {label[sweep_w]}, the")
@@ -215,6 +227,14 @@ def main(work, out):
     w(f"- Jobs: {100 * c0['jobs.elastic_fraction']:.0f}% elastic (seeded), elastic min = max(1, floor(n x "
       f"{c0['jobs.min_workers_fraction']:g})), max = ceil(n x {c0['jobs.max_workers_factor']:g}) workers; restart overhead "
       f"{c0['jobs.restart_overhead_s']:g} s, scaling overhead {c0['jobs.scale_overhead_s']:g} s.")
+    if "scheduler.scale_horizon" in c0:
+        w(f"- aryl's elastic changes pay for themselves (docs/design.md, \"What a change of size must pay\"):"
+          f" extras valued over their expected holding time (`scale_horizon={c0['scheduler.scale_horizon']}`),"
+          f" a change's full cost plus a {c0['scheduler.rescale_margin_s']:g} s margin, a"
+          f" {c0['scheduler.rescale_cooldown_s']:g} s cooldown, sizes whose GPUs each do at least"
+          f" {c0['scheduler.min_extra_efficiency']:g} of a GPU's work at the minimum; a queued job preempts jobs whose"
+          f" remaining time is above {c0['scheduler.preempt_ratio']:g}x its run plus their restart"
+          f" (at most {c0['scheduler.max_preemptions']} preemptions a job).")
     w(f"- Checkpoints: every {c0['jobs.checkpoint_interval_s']:g} s of a job's run and at every stop; a stop's"
       f" checkpoint takes {c0['jobs.checkpoint_s']:g} s + {c0['jobs.checkpoint_per_gpu_s']:g} s per worker"
       f" (+-{100 * c0['jobs.checkpoint_jitter']:.0f}%), and a reclaimed server returns only once every job on it"
@@ -250,14 +270,14 @@ def main(work, out):
         w("")
 
     def resource_table(wid):
-        w("| policy | usage | usage while arriving | training GPU-h | loaned GPU-h | serving GPU-h | below-speed GPU-h | work efficiency | speed-weighted | preemptions | scale-ins | reclaim latency p50 / p99 (s) | reclaim SLO misses (latest, s) |")
-        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        w("| policy | usage | usage while arriving | training GPU-h | loaned GPU-h | serving GPU-h | below-speed GPU-h | work efficiency | speed-weighted | preemptions | scale-ins | rescales per elastic job | reclaim latency p50 / p99 (s) | reclaim SLO misses (latest, s) |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for p in policies:
             s = S[(wid, p)]
             w(f"| {NAMES.get(p, p)} | {s['gpu_usage']:.3f} | {s['window_gpu_usage']:.3f} | {fmt_s(s['training_gpu_hours'])} | "
               f"{fmt_s(s['loaned_gpu_hours'])} | {fmt_s(s['serving_gpu_hours'])} | {fmt_s(s['below_speed_gpu_hours'])} | "
               f"{fmt_eff(s, 'work_efficiency')} | {fmt_eff(s, 'work_efficiency_speed_weighted')} | "
-              f"{s['preemptions']:,} | {s['scale_ins']:,} | {s['reclaim_latency_p50_s']:.1f} / {s['reclaim_latency_p99_s']:.1f} | "
+              f"{s['preemptions']:,} | {s['scale_ins']:,} | {RESC[(wid, p)]:.2f} | {s['reclaim_latency_p50_s']:.1f} / {s['reclaim_latency_p99_s']:.1f} | "
               f"{s['reclaim_slo_misses']} ({s['reclaim_max_late_s']:.1f}) |")
         w("")
 
@@ -358,6 +378,41 @@ def main(work, out):
         met = all(rs[wid] >= target for wid in order if role[wid] == "evaluation")
         w(f"| {name} | " + " | ".join(fmt_r(rs[wid]) for wid in order) + f" | >= {target:.2f}x | {'yes' if met else 'NO'} |")
     w("")
+    rigid = [p for p in ("baseline", "fifo", "fifo-backfill", "srtf", "las") if p in policies]
+    others = [p for p in policies if p not in ("aryl", "loan-only", "elastic-only")]
+    w("## Elastic decisions that pay for themselves: the targets")
+    w("Each row in every window; the last column asks whether it holds in every evaluation window.")
+    w("Work efficiency is compared with the best (lowest) rigid policy's; rescales are scale-ins plus")
+    w("scale-outs of completed elastic jobs (moves to faster GPUs are counted apart, in events.log).")
+    w("")
+    w("| target | " + " | ".join(f"{label[wid]} ({role[wid]})" for wid in order) + " | met in every evaluation window |")
+    w("|---|" + "---|" * len(order) + "---|")
+
+    def target_row(name, value, ok, fmt):
+        vals = {wid: value(wid) for wid in order}
+        met = all(ok(vals[wid]) for wid in order if role[wid] == "evaluation")
+        w(f"| {name} | " + " | ".join(fmt(vals[wid]) for wid in order) + f" | {'yes' if met else 'NO'} |")
+
+    jct_targets = [("baseline", 1.30), ("srtf", 1.15), ("fifo-backfill", 1.0), ("las", 1.0)]
+    for rival, t in jct_targets:
+        if rival in policies:
+            target_row(f"mean JCT vs {NAMES[rival]} >= {t:.2f}x" if t > 1 else f"mean JCT better than {NAMES[rival]}",
+                       lambda wid, r=rival: ratio(S[(wid, r)]["mean_jct_s"], S[(wid, "aryl")]["mean_jct_s"]),
+                       lambda v, t=t: v >= t if t > 1 else v > 1, fmt_r)
+    for key, what in (("p95_jct_s", "p95 JCT"), ("mean_slowdown", "mean slowdown")):
+        def best_other(wid, key=key):
+            return min(others, key=lambda p: S[(wid, p)][key] if p != "aryl" else math.inf)
+        target_row(f"{what} no worse than any baseline (aryl / best baseline)",
+                   lambda wid, key=key: S[(wid, "aryl")][key] / S[(wid, best_other(wid))][key],
+                   lambda v: v <= 1.0, lambda v: f"{v:.3f}")
+    for key, what in (("work_efficiency", "raw"), ("work_efficiency_speed_weighted", "speed-weighted")):
+        if all(key in S[(wid, "aryl")] for wid in order):
+            target_row(f"work efficiency ({what}) within 10% of the rigid policies' (aryl / best rigid)",
+                       lambda wid, key=key: S[(wid, "aryl")][key] / min(S[(wid, p)][key] for p in rigid),
+                       lambda v: v <= 1.10, lambda v: f"{v:.3f}")
+    target_row("rescales per elastic job <= 2", lambda wid: RESC[(wid, "aryl")], lambda v: v <= 2.0, lambda v: f"{v:.2f}")
+    w("")
+
     w("### JCT bound under the locality model")
     w("With no queuing at all and every job at its fastest size for its whole run (elastic jobs at the")
     w("size between min and max with the highest rate, rigid jobs at their request, each on the fewest")
@@ -374,17 +429,19 @@ def main(work, out):
 
     sw = label[sweep_w]
     w(f"## Misprediction sweep (error up to +-25%; window {sw}, {role[sweep_w]})")
-    w("| mispredicted jobs | strict FIFO queuing | SJF queuing | aryl queuing | aryl vs strict FIFO queuing | aryl vs strict FIFO JCT | aryl vs SJF queuing | aryl vs SJF JCT | aryl mean slowdown |")
-    w("|---|---|---|---|---|---|---|---|---|")
+    w("| mispredicted jobs | strict FIFO queuing | FIFO + backfill queuing | SJF queuing | aryl queuing | aryl vs strict FIFO queuing | aryl vs FIFO + backfill queuing | aryl vs strict FIFO JCT | aryl vs SJF queuing | aryl vs SJF JCT | aryl mean slowdown |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|")
     for f in ["0", "0.2", "0.4", "0.6"]:
-        fi, ba, ar = (summary(d.run(f"mis-{f}-{p}")) for p in ("fifo", "baseline", "aryl"))
+        fi, fb, ba, ar = (summary(d.run(f"mis-{f}-{p}")) for p in ("fifo", "fifo-backfill", "baseline", "aryl"))
         w(f"| {100 * config(d.run(f'mis-{f}-aryl'))['jobs.mispredict_fraction']:.0f}% | {fmt_s(fi['mean_queue_s'])} | "
-          f"{fmt_s(ba['mean_queue_s'])} | {fmt_s(ar['mean_queue_s'])} | "
-          f"{fmt_r(ratio(fi['mean_queue_s'], ar['mean_queue_s']))} | {fmt_r(ratio(fi['mean_jct_s'], ar['mean_jct_s']))} | "
+          f"{fmt_s(fb['mean_queue_s'])} | {fmt_s(ba['mean_queue_s'])} | {fmt_s(ar['mean_queue_s'])} | "
+          f"{fmt_r(ratio(fi['mean_queue_s'], ar['mean_queue_s']))} | {fmt_r(ratio(fb['mean_queue_s'], ar['mean_queue_s']))} | "
+          f"{fmt_r(ratio(fi['mean_jct_s'], ar['mean_jct_s']))} | "
           f"{fmt_r(ratio(ba['mean_queue_s'], ar['mean_queue_s']))} | {fmt_r(ratio(ba['mean_jct_s'], ar['mean_jct_s']))} | "
           f"{ar['mean_slowdown']:.2f} |")
     w("")
-    w("Target (paper): >= 1.76x lower mean queuing than FIFO with 60% of predictions wrong.")
+    w("Targets: >= 1.76x lower mean queuing than FIFO (the paper's; here against FIFO + backfill too)")
+    w("and >= 1.2x lower mean JCT than SJF, with 60% of predictions wrong; SJF and aryl mispredict alike.")
     w("")
     base = S[(sweep_w, "baseline")]
     w(f"## Elastic fraction sweep (aryl; window {sw}, {role[sweep_w]}; SJF does not depend on it)")
@@ -438,22 +495,26 @@ def main(work, out):
         if tuned:
             cols.append(("eval", sweep_w, f"{label[sweep_w]} ({role[sweep_w]})"))
         w("## Design choices (aryl with one knob changed; docs/design.md)")
-        w(f"Mean JCT / mean queuing in seconds, mean slowdown, preemptions. `small`: {describe(small)}.")
+        w(f"Mean JCT / p95 JCT / mean queuing in seconds, mean slowdown, preemptions, rescales per elastic")
+        w(f"job, work efficiency (speed-weighted). `small`: {describe(small)}.")
         w("")
-        w("| aryl with | " + " | ".join(f"{c[2]}: JCT / queuing | slowdown | preemptions" for c in cols)
-          + " | small: JCT / queuing | slowdown | preemptions |")
-        w("|---|" + "---|---|---|" * (len(cols) + 1))
+        heads = "JCT / p95 JCT / queuing | slowdown | preemptions | rescales per elastic job | work efficiency"
+        w("| aryl with | " + " | ".join(f"{c[2]}: {heads}" for c in cols) + f" | small: {heads} |")
+        w("|---|" + "---|---|---|---|---|" * (len(cols) + 1))
 
-        def cells(s):
-            return f"{fmt_s(s['mean_jct_s'])} / {fmt_s(s['mean_queue_s'])} | {s['mean_slowdown']:.2f} | {s['preemptions']:,}"
+        def cells(run):
+            s = summary(run)
+            return (f"{fmt_s(s['mean_jct_s'])} / {fmt_s(s['p95_jct_s'])} / {fmt_s(s['mean_queue_s'])} | "
+                    f"{s['mean_slowdown']:.2f} | {s['preemptions']:,} | {rescales_per_elastic(run):.2f} | "
+                    f"{fmt_eff(s, 'work_efficiency_speed_weighted')}")
 
         for i, lab in ablations:
-            row = [summary(d.run(f"main-{wid}-aryl" if i == "0" else f"abl-{i}-{tag}")) for tag, wid, _ in cols]
-            row.append(summary(d.run(f"abl-{i}-small")))
-            w(f"| {lab} | " + " | ".join(cells(s) for s in row) + " |")
+            row = [d.run(f"main-{wid}-aryl" if i == "0" else f"abl-{i}-{tag}") for tag, wid, _ in cols]
+            row.append(d.run(f"abl-{i}-small"))
+            w(f"| {lab} | " + " | ".join(cells(r) for r in row) + " |")
         for p in ["baseline", "elastic-only"]:
-            row = [S[(wid, p)] for _, wid, _ in cols] + [summary(d.run(f"abl-{p}-small"))]
-            w(f"| ({NAMES[p]}, for reference) | " + " | ".join(cells(s) for s in row) + " |")
+            row = [d.run(f"main-{wid}-{p}") for _, wid, _ in cols] + [d.run(f"abl-{p}-small")]
+            w(f"| ({NAMES[p]}, for reference) | " + " | ".join(cells(r) for r in row) + " |")
         w("")
 
     fault_runs = d.listing("faults.txt")
