@@ -114,14 +114,18 @@ TEST_CASE("live: a Philly day on 4 training and 4 inference agents completes eve
 
 TEST_CASE("live: a reclaim preempts jobs on loaned servers, and the servers return once their workers stopped") {
   // The small trace on 2 + 2 servers: jobs spill onto the loaned inference servers, which are
-  // all taken back at 100 s.
+  // all taken back at 100 s. Extras on every free GPU (the myopic scaling rule), so that the
+  // loaned servers have jobs to stop.
   auto demand = test::temp_dir("testbed-demand-small") + ".csv";
   std::ofstream(demand) << "t_s,servers_needed\n0,0\n100,2\n";
   auto out = test::temp_dir("testbed-small-out");
   auto r = run_testbed("small", "--training 2 --inference 2 -- --trace " + std::string(ARYL_SOURCE_DIR) +
                                     "/tests/e2e/data/small.csv --speedup 50 --set inference.interval_s=30"
                                     " --set run.check_invariants=true --set inference.trace=" + demand +
-                                    " --out " + out);
+                                    " --set scheduler.scale_horizon=end --set scheduler.rescale_margin_s=0"
+                                    " --set scheduler.rescale_cooldown_s=0 --set scheduler.min_extra_efficiency=0"
+                                    " --set scheduler.preempt_ratio=0 --set scheduler.base_room_to_grow=false"
+                                    " --set scheduler.move_with_size=false --out " + out);
   REQUIRE_MESSAGE(r.code == 0, r.output);
   auto events = test::slurp(out + "/events.log");
   CHECK(completed_jobs(out + "/jobs.csv").size() == 8);
