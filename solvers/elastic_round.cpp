@@ -907,6 +907,29 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     }
     extras_for(e, j, extra, b.scratch, b.extras);
     if (!place_extras(left[t], b.extras, b.placed)) continue;  // cannot happen: the capacity counted these GPUs
+    // The knapsack valued each size at the span the job would have alone; other jobs' extras
+    // may have taken its room. If the servers it really gets leave its GPUs below the
+    // efficiency floor, it keeps only the extras on its base's servers.
+    if (o.min_extra_efficiency > 0 && p.elastic) {
+      allocation& trial = b.kept;
+      trial.assign(e.final.begin(), e.final.end());
+      merge_into(trial, b.placed);
+      const int w = count_workers(trial);
+      const double sp = speed(l, e.type);
+      const double r_min = work_rate(l.params.model, j.gpus, j.min_workers, std::max(servers_spanned(e.base), 1), sp);
+      const double r_w = work_rate(l.params.model, j.gpus, w, servers_spanned(trial), sp);
+      if (r_w * j.min_workers < o.min_extra_efficiency * r_min * w) {
+        for (auto& [sid, k] : b.placed) {
+          bool home = std::any_of(e.base.begin(), e.base.end(), [sid = sid](auto& x) { return x.first == sid; });
+          if (home) continue;
+          auto slot = std::find_if(left[t].begin(), left[t].end(), [sid = sid](auto& x) { return x.id == sid; });
+          if (slot != left[t].end()) slot->free += k;
+          else left[t].push_back({sid, e.type, l.servers[static_cast<size_t>(sid)].gpus, k});
+          k = 0;
+        }
+        std::erase_if(b.placed, [](auto& x) { return x.second == 0; });
+      }
+    }
     view.take(b.placed);
     merge_into(e.final, b.placed);
   }

@@ -202,3 +202,27 @@ TEST_CASE("with the ratio at 0 a queued job never preempts") {
   add_job(l, 8, 10, 10);
   CHECK(plan_round(l, aryl_policy(), o, at(10)).empty());
 }
+
+TEST_CASE("extras that another job's growth pushes onto a second server are dropped when they break the efficiency floor") {
+  // t0: elastic job-0 and job-1 (4 GPUs, min 2, max 8) at 2 workers each, 4 GPUs free; t1:
+  // rigid job-2 on 4, 4 free. Alone, each would grow to 6 on t0. Job-0 is placed first and
+  // takes t0's 4; job-1's 4 extras would go on t1, where 6 workers on two servers do
+  // 0.66 x 3^-0.05 = 0.62 of a GPU's work at min each: below 0.8, so job-1 stays at 2 on t0.
+  // With the floor at 0 it runs 6 over both servers.
+  for (double floor : {0.8, 0.0}) {
+    auto l = make_ledger(2);
+    planner_options o;
+    o.min_extra_efficiency = floor;
+    add_job(l, 4, 1e6, 0, true);
+    add_job(l, 4, 1e6, 0, true);
+    add_job(l, 4, 1e6, 0);
+    l.start(0, {{0, 2}}, 0, at(0));
+    l.start(1, {{0, 2}}, 0, at(0));
+    l.start(2, {{1, 4}}, 0, at(0));
+    plan_round(l, aryl_policy(), o, at(10));
+    CAPTURE(floor);
+    CHECK(l.jobs[0].alloc == allocation{{0, 6}});
+    CHECK(l.jobs[1].workers == (floor > 0 ? 2 : 6));
+    CHECK(servers_spanned(l.jobs[1].alloc) == (floor > 0 ? 1 : 2));
+  }
+}
