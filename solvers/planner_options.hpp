@@ -38,8 +38,8 @@ struct planner_options {
   /// re-plans (docs/design.md, "Scale period").
   double scale_period_s = 0;
   scale_horizon horizon = scale_horizon::hold;
-  /// A change of an elastic job's size (or a move) must gain this many seconds of predicted
-  /// JCT beyond its full cost.
+  /// A change of an elastic job's size must gain this many seconds of predicted JCT beyond
+  /// its full cost.
   double rescale_margin_s = 60;
   /// After its allocation changes, a job keeps its size this long unless queued base
   /// demand, a reclaim or a fault takes its GPUs: no voluntary growth or shrink.
@@ -52,8 +52,8 @@ struct planner_options {
   /// growth then stays on its server.
   bool base_room_to_grow = true;
   /// A queued job whose base demand fits nowhere may preempt running jobs without extra
-  /// workers on one server when each victim's predicted remaining time exceeds this many
-  /// times the queued job's predicted run plus the victim's restart and checkpoint (0: off).
+  /// workers when each victim's predicted remaining time exceeds this many times the queued
+  /// job's predicted run plus the victim's restart and checkpoint (0: off).
   double preempt_ratio = 4;
   /// ... but never a job already preempted this many times (no job starves).
   int max_preemptions = 2;
@@ -69,8 +69,8 @@ struct planner_options {
 
 /// `o` with the scaling rule aryl had before sizes had to pay for themselves: extras valued
 /// as kept to the job's end, no margin, cooldown or efficiency floor, no preemption for
-/// queued jobs (every idle GPU goes to extras at once). For comparisons and for tests of
-/// mechanisms that need extras on every free GPU.
+/// queued jobs, bases by best fit, moves at the minimum (every idle GPU goes to extras at
+/// once). For comparisons and for tests of mechanisms that need extras on every free GPU.
 inline planner_options myopic_scaling(planner_options o) {
   o.horizon = scale_horizon::end;
   o.rescale_margin_s = 0;

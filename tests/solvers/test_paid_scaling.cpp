@@ -226,3 +226,26 @@ TEST_CASE("extras that another job's growth pushes onto a second server are drop
     CHECK(servers_spanned(l.jobs[1].alloc) == (floor > 0 ? 1 : 2));
   }
 }
+
+TEST_CASE("a queued job larger than a server preempts on whole servers, where the fewest GPUs must stop") {
+  // Three servers. t0: rigid job-0 (8 GPUs, 10^6 s). t1: rigid job-1 (4 GPUs, 10^6 s), 4 free.
+  // t2: rigid job-2 (8 GPUs, 500 s: not past the ratio). Job-3 (16 GPUs, 1000 s) arrives: it
+  // takes t1 (4 GPUs to stop) and t0 (8); job-2 keeps running.
+  auto l = make_ledger(3);
+  planner_options o;
+  add_job(l, 8, 1e6, 0);
+  add_job(l, 4, 1e6, 0);
+  add_job(l, 8, 500, 0);
+  l.start(0, {{0, 8}}, 0, at(0));
+  l.start(1, {{1, 4}}, 0, at(0));
+  l.start(2, {{2, 8}}, 0, at(0));
+  add_job(l, 16, 1000, 10);
+  auto ds = plan_round(l, aryl_policy(), o, at(10));
+  REQUIRE(ds.size() == 3);
+  CHECK(ds[0].what == decision::kind::preempt);
+  CHECK(ds[1].what == decision::kind::preempt);
+  CHECK(((ds[0].job == 1 && ds[1].job == 0) || (ds[0].job == 0 && ds[1].job == 1)));
+  CHECK(ds[2].what == decision::kind::start);
+  CHECK(l.jobs[3].alloc == allocation{{0, 8}, {1, 8}});
+  CHECK(l.jobs[2].status == job_status::running);
+}
