@@ -380,6 +380,13 @@ def main(work, out):
         met = all(rs[wid] >= target for wid in order if role[wid] == "evaluation")
         w(f"| {name} | " + " | ".join(fmt_r(rs[wid]) for wid in order) + f" | >= {target:.2f}x | {'yes' if met else 'NO'} |")
     w("")
+    if "fifo" in policies and all("work_efficiency" in S[(wid, "aryl")] for wid in order):
+        w("GPU usage counts GPU-seconds held, waste included, so with the same work offered it rises by")
+        w("finishing more work inside the window or by holding GPUs the work does not need. aryl's work")
+        w("efficiency against strict FIFO's (GPU-seconds held per GPU-second needed): " + ", ".join(
+            f"{label[wid]} {S[(wid, 'aryl')]['work_efficiency']:.3f} / {S[(wid, 'fifo')]['work_efficiency']:.3f}"
+            for wid in order) + ".")
+        w("")
     rigid = [p for p in ("baseline", "fifo", "fifo-backfill", "srtf", "las") if p in policies]
     others = [p for p in policies if p not in ("aryl", "loan-only", "elastic-only")]
     w("## Elastic decisions that pay for themselves: the targets")
