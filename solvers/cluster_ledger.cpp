@@ -397,8 +397,8 @@ double cluster_ledger::hold_estimate(int type, sim_time now) const {
     revoked = h.revoked * f;
     open_s = std::max(0.0, static_cast<double>(h.open) * now.seconds() - h.open_since_s);
   }
-  double w = params.hold_prior_weight;
-  return (ended + open_s + w * params.hold_prior_s) / (revoked + w);
+  // The prior is one spell of hold_prior_s, revoked.
+  return (ended + open_s + params.hold_prior_s) / (revoked + 1);
 }
 
 } // namespace aryl

@@ -109,10 +109,9 @@ struct ledger_params {
   /// A stop's checkpoint: fixed seconds plus seconds per worker stopped (jobs.checkpoint_*).
   double checkpoint_s = 0;
   double checkpoint_per_gpu_s = 0;
-  /// Holding-time estimate (hold_estimate): the prior mean spell of extra workers and its
-  /// weight in spells, and the half-life of older observations.
+  /// Holding-time estimate (hold_estimate): the prior mean spell of extra workers, and the
+  /// half-life of older observations.
   double hold_prior_s = 3600;
-  double hold_prior_weight = 1;
   double hold_halflife_s = 6 * 3600;
 };
 
@@ -192,7 +191,7 @@ public:
   /// Expected seconds a job keeps extra workers of GPU type `type` before some are taken
   /// back, at `now`: the exponential lifetime's maximum-likelihood mean over the spells
   /// observed (ended ones decayed by age, open ones censored), with the prior as
-  /// hold_prior_weight pseudo-spells of hold_prior_s each.
+  /// one revoked pseudo-spell of hold_prior_s.
   double hold_estimate(int type, sim_time now) const;
   /// Seconds of a stop's checkpoint of `workers` workers (its expected value).
   double checkpoint_time_s(int workers) const {

@@ -6,46 +6,22 @@
 #include <string>
 
 #include "solvers/round_planner.hpp"
+#include "tests/solvers/ledger_fixtures.hpp"
 
 using namespace aryl;
+using aryl::test::add_job;
+using aryl::test::at;
 
 namespace {
 
-sim_time at(double s) { return sim_time::from_seconds(s); }
-
-/// `servers` training servers of 8 GPUs (type 0, speed 1); checkpoints of 10 s + 0.5 s/GPU.
+/// `servers` training servers of 8 GPUs, the profiled cross-server cost, checkpoints of
+/// 10 s + 0.5 s per GPU.
 cluster_ledger make_ledger(int servers) {
-  cluster_ledger l;
-  l.params.model = power_law_model(-0.05);
+  auto l = test::make_ledger(servers);
   l.params.model.cross_server_eff = profiled_cross_server_eff;
-  l.params.type_speed = {1.0};
-  l.params.restart_overhead_s = 60;
-  l.params.scale_overhead_s = 20;
   l.params.checkpoint_s = 10;
   l.params.checkpoint_per_gpu_s = 0.5;
-  for (int i = 0; i < servers; ++i) {
-    server_entry s;
-    s.id = i;
-    s.name = "t" + std::to_string(i);
-    s.gpus = s.free = 8;
-    l.servers.push_back(s);
-  }
   return l;
-}
-
-/// A job of `gpus` workers (elastic: min gpus/2, max 2 x gpus) submitted at `submit`.
-uint32_t add_job(cluster_ledger& l, int gpus, double work, double submit = 0, bool elastic = false) {
-  job_entry j;
-  j.index = static_cast<uint32_t>(l.jobs.size());
-  j.submit = at(submit);
-  j.gpus = gpus;
-  j.min_workers = elastic ? std::max(1, gpus / 2) : gpus;
-  j.max_workers = elastic ? 2 * gpus : gpus;
-  j.elastic = elastic;
-  j.predicted_work = work;
-  l.jobs.push_back(j);
-  l.submit(j.index, at(submit));
-  return j.index;
 }
 
 const policy_spec& aryl_policy() { return *find_policy("elastic-only"); }
@@ -55,7 +31,6 @@ const policy_spec& aryl_policy() { return *find_policy("elastic-only"); }
 TEST_CASE("holding-time estimate: the prior alone, then revoked spells shorten it and open ones count as they stand") {
   auto l = make_ledger(2);
   l.params.hold_prior_s = 3600;
-  l.params.hold_prior_weight = 1;
   l.params.hold_halflife_s = 0;  // no ageing: the sums are exact
   CHECK(l.hold_estimate(0, at(0)) == doctest::Approx(3600));
   // Elastic job-0 (min 2) starts with 4 workers: a spell opens at t=0.

@@ -1,0 +1,118 @@
+// Step 1's fallback of an elastic round (docs/design.md, "Preemption for short jobs"): a
+// queued job that fits nowhere may stop running jobs that have far longer to go.
+#include <cstdio>
+
+#include "solvers/round_state.hpp"
+
+namespace aryl::detail {
+
+/// Step 1's fallback for queued job `id` whose base demand fits nowhere: preempt running
+/// jobs without extra workers (rigid, or elastic at their minimum), each victim's predicted
+/// remaining time being above preempt_ratio x (the queued job's predicted run + the
+/// victim's restart overhead and checkpoint), and none preempted max_preemptions times
+/// already. A demand that fits one server goes on the server where the fewest GPUs must
+/// stop; a larger one on whole servers, those where the fewest GPUs must stop first.
+/// Longest-remaining victims first on each server. Records the victims and the start; false
+/// if the demand cannot be met so.
+bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                 work_view& view, work_view& hard) {
+  if (o.preempt_ratio <= 0) return false;
+  auto& b = buffers;
+  auto& q = l.jobs[id];
+  const int demand = q.elastic ? base_workers(q, p) : q.gpus;
+  const bool loaned = p.loaning && (q.elastic || o.inelastic_on_loaned);
+  if (demand < 1) return false;
+  auto& types = b.types;
+  types_for(l, q, o, types);
+  for (int type : types) {
+    const bool one_server = demand <= l.smallest_server(type);
+    const int span = one_server ? 1 : (demand + std::max(l.smallest_server(type), 1) - 1) / std::max(l.smallest_server(type), 1);
+    const double q_run =
+        q.predicted_remaining() / work_rate(l.params.model, q.gpus, demand, span, speed(l, type));
+    // Per server that can give its share: (victims' GPUs, -GPUs it gives, server), and the
+    // victims, in b.server_victims[k].
+    auto& opts = b.preempt_options;
+    opts.clear();
+    b.server_victims.resize(std::max(b.server_victims.size(), l.servers.size()));
+    for (auto& s : l.servers) {
+      if (!work_view::in_scope(s, type, loaned) || (one_server && s.gpus < demand)) continue;
+      const int need = one_server ? demand : s.gpus;
+      int have = view.at(s.id);
+      auto& cand = b.candidates;
+      cand.clear();
+      if (have < need)
+        for (auto vid : s.jobs) {
+          auto& v = l.jobs[vid];
+          if (v.status != job_status::running || v.preemptions >= o.max_preemptions) continue;
+          if (v.elastic && p.elastic && v.workers > v.min_workers) continue;  // its extras go first
+          if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
+          double rate = l.rate(v, v.alloc, v.alloc_type);
+          if (rate <= 0) continue;
+          double v_time = v.predicted_remaining() / rate;
+          double cost = l.params.restart_overhead_s + l.checkpoint_time_s(v.workers);
+          if (v_time > o.preempt_ratio * (q_run + cost)) cand.emplace_back(-v_time, vid);
+        }
+      std::sort(cand.begin(), cand.end());  // longest remaining first: they lose least by waiting
+      auto& chosen = b.server_victims[static_cast<size_t>(s.id)];
+      chosen.clear();
+      long gpus = 0;
+      for (auto& [neg, vid] : cand) {
+        if (have >= need) break;
+        auto& v = l.jobs[vid];
+        for (auto& [sid, w] : v.alloc)
+          if (sid == s.id) have += w;
+        gpus += v.workers;
+        chosen.push_back(vid);
+      }
+      if (have < need || (one_server && chosen.empty())) continue;
+      opts.push_back({gpus, -std::min(have, need), s.id});
+    }
+    std::sort(opts.begin(), opts.end());
+    // Servers until the demand is met: one for a demand that fits one.
+    allocation a;
+    int left = demand;
+    size_t used = 0;
+    for (; used < opts.size() && left > 0; ++used) {
+      int give = std::min(left, -std::get<1>(opts[used]));
+      a.emplace_back(std::get<2>(opts[used]), give);
+      left -= give;
+    }
+    if (left > 0) continue;
+    bool any = false;
+    for (size_t k = 0; k < used; ++k)
+      any = any || !b.server_victims[static_cast<size_t>(std::get<2>(opts[k]))].empty();
+    if (!any) continue;  // it fits without stopping anyone: not this step's to place
+    std::sort(a.begin(), a.end());
+    for (size_t k = 0; k < used; ++k)
+      for (auto vid : b.server_victims[static_cast<size_t>(std::get<2>(opts[k]))]) {
+        if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
+        auto& v = l.jobs[vid];
+        view.give(v.alloc);
+        hard.give(v.alloc);
+        char buf[256];
+        std::snprintf(buf, sizeof buf,
+                      "preempted for job %u: its predicted remaining %.0f s exceeds %g x (that job's run %.0f s + "
+                      "its restart and checkpoint %.0f s)",
+                      id, v.predicted_remaining() / l.rate(v, v.alloc, v.alloc_type), o.preempt_ratio, q_run,
+                      l.params.restart_overhead_s + l.checkpoint_time_s(v.workers));
+        b.victims.push_back({vid, buf});
+        for (auto& e : b.plans)
+          if (e.job == vid && !e.started) e.preempted = true;
+      }
+    view.take(a);
+    for (auto& [sid, w] : a) {
+      auto& f = hard.at_mut(sid);
+      f = std::max(0, f - w);
+    }
+    long plan = -1;
+    if (q.elastic) {
+      plan = static_cast<long>(b.plans.size());
+      b.plans.push_back(elastic_plan{id, a, type, base_workers(q, p), true, {}});
+    }
+    b.starts.push_back({id, std::move(a), plan});
+    return true;
+  }
+  return false;
+}
+
+} // namespace aryl::detail

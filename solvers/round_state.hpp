@@ -1,0 +1,284 @@
+#pragma once
+/// The working state of an elastic round, shared by the files that plan one
+/// (elastic_round.cpp, queue_preemption.cpp): the round's views of free GPUs, its plans and
+/// its kept buffers, and the small helpers every step uses. Internal to solvers/.
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "solvers/extra_placement.hpp"
+#include "solvers/mckp.hpp"
+#include "solvers/round_planner.hpp"
+#include "solvers/small_sort.hpp"
+
+namespace aryl::detail {
+
+/// Adds `b`'s workers to `a`, which stays sorted by server.
+inline void merge_into(allocation& a, const allocation& b) {
+  for (auto& [sid, w] : b) {
+    auto it = std::find_if(a.begin(), a.end(), [sid = sid](auto& p) { return p.first == sid; });
+    if (it == a.end()) a.emplace_back(sid, w);
+    else it->second += w;
+  }
+  std::sort(a.begin(), a.end());
+}
+
+/// Free GPUs per server as a round plans them. A view starts as the ledger has it (really
+/// free GPUs, plus those of extra workers when `with_extras`) and records only the servers
+/// the round changes, so that a round touching a few servers costs no pass over all of them.
+struct work_view {
+  const cluster_ledger& l;
+  std::vector<int>& vals;        ///< by server id, where stamp == epoch
+  std::vector<uint32_t>& stamp;  ///< by server id
+  std::vector<int>& touched;     ///< servers changed this round, in the order changed
+  uint32_t& epoch;               ///< this round's stamp (kept between rounds with the stamps)
+  bool with_extras = false;
+
+  /// A fresh view of the ledger as it is now.
+  void reset(bool extras) {
+    with_extras = extras;
+    touched.clear();
+    if (stamp.size() != l.servers.size()) {
+      stamp.assign(l.servers.size(), 0);
+      vals.assign(l.servers.size(), 0);
+      epoch = 0;
+    }
+    if (++epoch == 0) {  // wrapped: no stamp may look current
+      std::fill(stamp.begin(), stamp.end(), 0);
+      epoch = 1;
+    }
+  }
+  /// A server best_fit and capacity look at: of `type`, training, or loaned if `loaned`.
+  static bool in_scope(const server_entry& s, int type, bool loaned) {
+    return s.gpu_type == type && (s.mode == server_mode::training || (loaned && s.mode == server_mode::loaned));
+  }
+  int initial(size_t sid) const {
+    auto& s = l.servers[sid];
+    return s.free + (with_extras ? s.extra : 0);
+  }
+  int at(int sid) const {
+    auto i = static_cast<size_t>(sid);
+    return stamp[i] == epoch ? vals[i] : initial(i);
+  }
+  int& at_mut(int sid) {
+    auto i = static_cast<size_t>(sid);
+    if (stamp[i] != epoch) {
+      stamp[i] = epoch;
+      vals[i] = initial(i);
+      touched.push_back(sid);
+    }
+    return vals[i];
+  }
+
+  /// The servers `j` may use (of `only_type` if set) with their free GPUs in this view, into
+  /// `out`.
+  std::vector<server_slot>& slots(const job_entry& j, const policy_spec& p, const planner_options& o,
+                                  int only_type, std::vector<server_slot>& out) const {
+    out.clear();
+    for (auto& s : l.servers)
+      if ((only_type < 0 || s.gpu_type == only_type) && usable_for(s, j, p, o))
+        out.push_back({s.id, s.gpu_type, s.gpus, at(s.id)});
+    return out;
+  }
+  /// What place_one's consolidated rule picks for a request of `gpus` that fits one server
+  /// of `type` (the fewest free >= gpus, ties lowest id), from the ledger's index for the
+  /// servers this round has not changed and a look at those it has.
+  int best_fit(int type, int gpus, bool loaned) const {
+    int best = l.best_fit_if(type, gpus, loaned, with_extras,
+                             [&](int sid) { return stamp[static_cast<size_t>(sid)] == epoch; });
+    std::pair<int, int> key{best >= 0 ? at(best) : 0, best};
+    for (int sid : touched) {
+      if (!in_scope(l.servers[static_cast<size_t>(sid)], type, loaned)) continue;
+      std::pair<int, int> k{vals[static_cast<size_t>(sid)], sid};
+      if (k.first >= gpus && (key.second < 0 || k < key)) key = k;
+    }
+    return key.second;
+  }
+  /// Free GPUs of `type` in this view on the servers best_fit looks at.
+  long capacity(int type, bool loaned) const {
+    long c = l.capacity(type, loaned, with_extras);
+    for (int sid : touched) {
+      if (in_scope(l.servers[static_cast<size_t>(sid)], type, loaned))
+        c += vals[static_cast<size_t>(sid)] - initial(static_cast<size_t>(sid));
+    }
+    return c;
+  }
+  void take(const allocation& a) {
+    for (auto& [sid, w] : a) at_mut(sid) -= w;
+  }
+  void give(const allocation& a) {
+    for (auto& [sid, w] : a) at_mut(sid) += w;
+  }
+};
+
+inline int type_of(const cluster_ledger& l, const allocation& a) {
+  return l.servers.at(static_cast<size_t>(a.front().first)).gpu_type;
+}
+
+inline double speed(const cluster_ledger& l, int type) { return l.params.type_speed.at(static_cast<size_t>(type)); }
+
+/// GPU types to try, fastest first (ties: lower id); just `required` when it is set; into `out`.
+inline void types_by_speed(const cluster_ledger& l, int required, std::vector<int>& out) {
+  out.clear();
+  if (required >= 0) {
+    out.push_back(required);
+    return;
+  }
+  for (size_t i = 0; i < l.params.type_speed.size(); ++i) out.push_back(static_cast<int>(i));
+  small_stable_sort(out.begin(), out.end(), [&](int a, int b) { return speed(l, a) > speed(l, b); });
+}
+
+/// Calls f(server, workers) for each server where `a` has workers beyond those in `base`.
+template <class F>
+inline void for_each_extra(const allocation& a, const allocation& base, F f) {
+  for (auto [sid, w] : a) {
+    for (auto& [bsid, bw] : base)
+      if (bsid == sid) w -= bw;
+    if (w > 0) f(sid, w);
+  }
+}
+
+/// An elastic job in this round: its base allocation and where it stands.
+struct elastic_plan {
+  uint32_t job = 0;
+  allocation base;
+  int type = -1;
+  int current = 0;      ///< workers now (min for a job started this round)
+  bool started = false; ///< started this round
+  allocation final;     ///< its allocation after this round
+  bool frozen = false;  ///< keeps its allocation: within its cooldown and all its GPUs there
+  /// What justified its change, for the decision's reason (seconds of predicted JCT): the
+  /// net gain over keeping its size (after cost and margin), the cost (overhead and
+  /// checkpoint; a move's restart), and the holding time the values assumed (0: to the end).
+  /// `forced`: queued base demand took GPUs of its extra workers, so it changes anyway.
+  double net_s = 0, cost_s = 0, hold_s = 0;
+  bool forced = false;
+  bool preempted = false;  ///< preempted this round for a shorter queued job
+};
+
+/// Server ids of `a`, most workers first (ties: as listed, i.e. lowest id), into `out`.
+inline void by_workers(const allocation& a, allocation& scratch, std::vector<int>& out) {
+  scratch.assign(a.begin(), a.end());
+  small_stable_sort(scratch.begin(), scratch.end(), [](auto& x, auto& y) { return x.second > y.second; });
+  out.clear();
+  for (auto& [sid, w] : scratch) out.push_back(sid);
+}
+
+/// Where `extra` workers of plan `e` may go, into `req`: filling its base servers spans
+/// nothing new; among new servers, those its current extras are on (same type) keep workers
+/// in place.
+inline void extras_for(const elastic_plan& e, const job_entry& j, int extra, allocation& scratch, extras_request& req) {
+  req.gpus = extra;
+  req.gpu_type = e.type;
+  by_workers(e.base, scratch, req.home);
+  scratch.clear();
+  if (!e.started && e.type == j.alloc_type)
+    for_each_extra(j.alloc, e.base, [&](int sid, int w) { scratch.emplace_back(sid, w); });
+  thread_local allocation order;
+  by_workers(scratch, order, req.occupied);
+}
+
+struct start {
+  uint32_t job;
+  allocation alloc;
+  long plan;  ///< its elastic plan, or -1
+};
+
+/// A running job preempted this round for a queued one, and why.
+struct victim {
+  uint32_t job;
+  std::string why;
+};
+
+/// A round's working arrays, kept between rounds (one set per thread) so that an instant
+/// does not allocate and free arrays the size of the cluster and of the running jobs. No
+/// content outlives its round: every use starts from clear().
+struct round_buffers {
+  std::vector<int> free_view, free_hard, touched_view, touched_hard;
+  std::vector<uint32_t> stamp_view, stamp_hard;
+  uint32_t epoch_view = 0, epoch_hard = 0;
+  std::vector<int> changed;
+  std::vector<elastic_plan> plans;
+  std::vector<start> starts;
+  std::vector<victim> victims;
+  std::vector<std::pair<double, uint32_t>> candidates;  ///< (-predicted remaining s, job)
+  std::vector<std::tuple<long, int, int>> preempt_options;
+  std::vector<std::vector<uint32_t>> server_victims;  ///< by server id
+  mckp_input in;
+  std::vector<size_t> class_plan;
+  std::vector<uint32_t> losers;  ///< a local round's jobs with extra workers on one server
+  std::vector<std::pair<size_t, int>> still_needed;
+  std::vector<std::pair<double, size_t>> slow;  ///< step 2's candidates
+  std::vector<long> hard_type_free, view_type_free;
+  mckp_result sol;
+  std::vector<std::vector<server_slot>> extra_slots;  ///< step 4's servers with GPUs left, by type
+  std::vector<char> listed;                           ///< ... whether listed this round
+  extras_request extras;
+  allocation placed, scratch;
+  std::vector<cluster_ledger::reassignment> changes;
+  extras_request home_only;
+  std::vector<server_slot> slots;
+  std::vector<std::vector<server_slot>> ranking;  ///< by GPU type
+  std::vector<int> spans, types;
+  std::vector<double> hold_by_type;  ///< the ledger's holding-time estimate, this round
+  allocation base, kept;
+  /// Vectors of last round's plans and knapsack classes, emptied, for this round's.
+  std::vector<allocation> spare_allocs;
+  std::vector<std::vector<mckp_item>> spare_items;
+
+  allocation spare_alloc() {
+    if (spare_allocs.empty()) return {};
+    auto a = std::move(spare_allocs.back());
+    spare_allocs.pop_back();
+    a.clear();
+    return a;
+  }
+  std::vector<mckp_item> spare_item_list() {
+    if (spare_items.empty()) return {};
+    auto v = std::move(spare_items.back());
+    spare_items.pop_back();
+    v.clear();
+    return v;
+  }
+  void recycle() {
+    for (auto& e : plans) {
+      spare_allocs.push_back(std::move(e.base));
+      spare_allocs.push_back(std::move(e.final));
+    }
+    plans.clear();
+    for (auto& c : in.classes) spare_items.push_back(std::move(c.items));
+    in.classes.clear();
+  }
+};
+/// One set of round buffers per thread, shared by the round's steps in every file.
+inline thread_local round_buffers buffers;
+
+/// Without elastic scaling (loan-only) a job's base is its whole allocation: it only moves.
+inline int base_workers(const job_entry& j, const policy_spec& p) { return p.elastic ? j.min_workers : j.gpus; }
+
+/// A running job's base allocation, into `out`: the ledger keeps it for elastic scaling.
+inline void base_of(const job_entry& j, const policy_spec& p, allocation& out) {
+  if (p.elastic && j.elastic) out.assign(j.base.begin(), j.base.end());
+  else keep_on_fewest(j.alloc, base_workers(j, p), out);
+}
+
+/// The GPU types a queued job tries, in order, into `types`: fastest first, or slowest first
+/// for a short elastic job (sum of JCTs is least when the longest jobs run fastest).
+inline void types_for(const cluster_ledger& l, const job_entry& j, const planner_options& o, std::vector<int>& types) {
+  types_by_speed(l, j.gpu_type, types);
+  if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
+}
+
+/// GPUs an elastic job's base should find on one server of `type` so that it can grow there
+/// (planner_options::base_room_to_grow): its maximum, at most a server; 0 for others.
+inline int grow_room(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j, int type) {
+  if (!o.base_room_to_grow || !p.elastic || !j.elastic) return 0;
+  return std::min(j.max_workers, l.smallest_server(type));
+}
+
+/// Step 1's fallback for a queued job whose base demand fits nowhere (queue_preemption.cpp).
+bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                 work_view& view, work_view& hard);
+
+} // namespace aryl::detail
