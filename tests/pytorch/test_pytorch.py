@@ -7,6 +7,9 @@ scripts/testbed.sh runs `aryl serve` (ARYL_BIN = the given binary) and one agent
 GPUs, no inference server. Every job's workers are examples/pytorch/train.py. The trace:
   a  t=0    elastic, 2 GPUs, 1..4 workers, 300 s: alone, it starts with 4 workers;
   b  t=100  inelastic, 2 GPUs, 60 s: a scales in to 2 to make room, and out to 4 once b is done.
+The regrowth gains about 40 s, less than the default rescale margin and within the cooldown of the
+scale-in, so the test sets both to 0: it proves the mechanism (checkpoint, relaunch, resume), and
+tests/solvers/test_paid_scaling.cpp proves the rule that would hold the job at 2.
 At --speedup 5 that is about a minute (each launch also pays torch's start-up, a few seconds).
 
 Checks: serve exits 0; jobs.csv has both jobs once; events.log rescales job-0 down and up; job
@@ -92,7 +95,8 @@ def main():
            "--trace", trace, "--speedup", str(SPEEDUP), "--out", out,
            "--set", f"live.worker_command={PYTHON} {train}",
            "--set", "jobs.scale_overhead_s=0", "--set", "jobs.restart_overhead_s=0",
-           "--set", "run.check_invariants=true"]
+           "--set", "run.check_invariants=true",
+           "--set", "scheduler.rescale_margin_s=0", "--set", "scheduler.rescale_cooldown_s=0"]
     print("running:", " ".join(cmd), flush=True)
     began = time.monotonic()
     run = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
