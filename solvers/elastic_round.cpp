@@ -125,7 +125,12 @@ std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l,
 std::string change_reason(const cluster_ledger& l, const elastic_plan& e, const job_entry& j, int workers) {
   char buf[256];
   const char* what = workers > j.workers ? "scale out" : workers < j.workers ? "scale in" : "rebalance";
-  if (e.type != j.alloc_type)
+  if (e.consolidated)
+    std::snprintf(buf, sizeof buf,
+                  "consolidate onto %d servers from %d: gains %.0f s of predicted JCT after its cost (%.0f s) and "
+                  "margin, over an expected hold of %.0f s",
+                  servers_spanned(e.final), servers_spanned(j.alloc), e.net_s, e.cost_s, e.hold_s);
+  else if (e.type != j.alloc_type)
     std::snprintf(buf, sizeof buf,
                   "move to faster free GPUs: saves %.0f s of predicted JCT beyond its restart (%.0f s) and margin",
                   e.net_s, e.cost_s);
@@ -254,6 +259,81 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
   apply(l, now, out, why);
 }
 
+namespace {
+
+/// Step 2b for every running elastic job outside its cooldown whose allocation is intact and
+/// spread: its size on the fewest servers that GPUs really free plus its own hold (the
+/// consolidated rule), kept if it spans fewer servers and its gain, E[min(hold, T)] x
+/// (r_new / r_now - 1), exceeds the change's overhead, checkpoint and margin. The job keeps
+/// that allocation this round (out of the knapsack).
+void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                 work_view& view, work_view& hard) {
+  auto& b = buffers;
+  // GPUs really free per type where elastic jobs may run: a job moves onto fewer servers
+  // only if some server has room beyond its own share, and most rounds nothing is free.
+  auto& type_free = b.hard_type_free;
+  type_free.assign(l.params.type_speed.size(), 0);
+  job_entry any_elastic;
+  any_elastic.elastic = true;
+  int widest = 1;
+  for (auto& s : l.servers)
+    if (usable_for(s, any_elastic, p, o)) {
+      type_free[static_cast<size_t>(s.gpu_type)] += hard.at(s.id);
+      widest = std::max(widest, s.gpus);
+    }
+  for (auto& e : b.plans) {
+    if (e.started || e.preempted || e.frozen || e.type != l.jobs[e.job].alloc_type) continue;
+    auto& j = l.jobs[e.job];
+    const int spanned = servers_spanned(j.alloc);
+    if (spanned <= (j.workers + widest - 1) / widest) continue;
+    if (o.rescale_cooldown_s > 0 && (now - j.resized_at).seconds() < o.rescale_cooldown_s) continue;
+    // One server fewer needs free GPUs elsewhere for at least its smallest share.
+    int smallest_share = j.workers;
+    for (auto& [sid, w] : j.alloc) smallest_share = std::min(smallest_share, w);
+    if (type_free[static_cast<size_t>(e.type)] < smallest_share) continue;
+    bool intact = true;
+    for_each_extra(j.alloc, e.base, [&](int sid, int w) { intact = intact && view.at(sid) >= w; });
+    if (!intact) continue;  // its size changes anyway: the knapsack places it
+    auto& slots = hard.slots(j, p, o, e.type, b.slots);
+    for (auto& sl : slots)
+      for (auto& [sid, w] : j.alloc)
+        if (sid == sl.id) sl.free += w;
+    auto a = place_one(o.placement, slots, {static_cast<int>(e.job), j.workers, e.type, {}});
+    if (!a || servers_spanned(*a) >= spanned) continue;
+    const double sp = speed(l, e.type);
+    const double rem = j.predicted_remaining();
+    const double r_now = work_rate(l.params.model, j.gpus, j.workers, spanned, sp);
+    const double r_new = work_rate(l.params.model, j.gpus, j.workers, servers_spanned(*a), sp);
+    if (r_now <= 0 || r_new <= r_now) continue;
+    const double t_new = rem / r_new;
+    const double hold_s = o.horizon == scale_horizon::hold ? l.hold_estimate(e.type, now) : 0;
+    const double held = hold_s > 0 ? hold_s * -std::expm1(-t_new / hold_s) : t_new;
+    const double cost = l.params.scale_overhead_s + l.checkpoint_time_s(j.workers);
+    const double gain = held * (r_new / r_now - 1) - cost - o.rescale_margin_s;
+    if (gain <= 0) continue;
+    view.give(j.alloc);
+    view.take(*a);
+    for (auto& [sid, w] : *a) {
+      int own = 0;
+      for (auto& [osid, ow] : j.alloc)
+        if (osid == sid) own = ow;
+      auto& f = hard.at_mut(sid);
+      const int taken = std::min(f, std::max(0, w - own));
+      f -= taken;
+      type_free[static_cast<size_t>(e.type)] -= taken;
+    }
+    keep_on_fewest(*a, base_workers(j, p), e.base);
+    e.final = std::move(*a);
+    e.frozen = true;
+    e.consolidated = true;
+    e.net_s = gain;
+    e.cost_s = cost;
+    e.hold_s = hold_s;
+  }
+}
+
+} // namespace
+
 void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
                   std::vector<decision>& out) {
   auto& b = buffers;
@@ -356,6 +436,12 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       }
     }
   }
+
+  // 2b. Consolidation: a job whose workers span more servers than their count needs moves
+  // onto fewer, on GPUs really free now and its own, when the rate it gains over the time it
+  // is expected to keep its size pays for the change (overhead, checkpoint) and the margin.
+  if (o.consolidate && p.elastic && o.placement == placement_mode::consolidated)
+    consolidate(l, p, o, now, view, hard);
 
   // 3. Scale-out knapsack over what is left, per GPU type. A job within its cooldown whose
   // extra workers all still have their GPUs keeps them (no voluntary change), and is left

@@ -51,6 +51,9 @@ struct planner_options {
   /// its maximum (at most a server), if there is one, else on the tightest that holds it:
   /// growth then stays on its server.
   bool base_room_to_grow = true;
+  /// A running elastic job spread over more servers than its workers need moves onto fewer
+  /// when GPUs free up, if the rate it gains over its expected hold pays for the change.
+  bool consolidate = true;
   /// A queued job whose base demand fits nowhere may preempt running jobs without extra
   /// workers when each victim's predicted remaining time exceeds this many times the queued
   /// job's predicted run plus the victim's restart and checkpoint (0: off).
@@ -79,6 +82,7 @@ inline planner_options myopic_scaling(planner_options o) {
   o.preempt_ratio = 0;
   o.base_room_to_grow = false;
   o.move_with_size = false;
+  o.consolidate = false;
   return o;
 }
 

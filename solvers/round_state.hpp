@@ -155,6 +155,7 @@ struct elastic_plan {
   double net_s = 0, cost_s = 0, hold_s = 0;
   bool forced = false;
   bool preempted = false;  ///< preempted this round for a shorter queued job
+  bool consolidated = false;  ///< moved onto fewer servers at its size (step 2b)
 };
 
 /// Server ids of `a`, most workers first (ties: as listed, i.e. lowest id), into `out`.

@@ -224,3 +224,36 @@ TEST_CASE("a queued job larger than a server preempts on whole servers, where th
   CHECK(l.jobs[3].alloc == allocation{{0, 8}, {1, 8}});
   CHECK(l.jobs[2].status == job_status::running);
 }
+
+TEST_CASE("a spread job moves onto fewer servers when the rate it gains pays for the change, and only then") {
+  // Elastic job-0 (8 GPUs, min 4, max 16) runs 8 workers as 4 + 4 on servers 0 and 1 (as a
+  // reclaim or a fault can leave it); server 2 is free. On one server it runs 1/0.66 as fast
+  // as on two: over the expected hold (the prior and its open spell, 10800 s) that gains far
+  // more than the change's cost (34 s) and margin (60 s), so it moves onto one server at its
+  // size. With 100 s of work left the move saves about 50 s, less than cost and margin; with
+  // consolidation off it stays spread at its size.
+  struct variant {
+    double work;
+    bool consolidate;
+    bool moves;
+  };
+  for (auto v : {variant{1e6, true, true}, variant{100, true, false}, variant{1e6, false, false}}) {
+    auto l = make_ledger(3);
+    planner_options o;
+    o.consolidate = v.consolidate;
+    add_job(l, 8, v.work, 0, true);
+    l.start(0, {{0, 4}, {1, 4}}, 0, at(0));
+    auto ds = plan_round(l, aryl_policy(), o, at(7200));
+    CAPTURE(v.work);
+    CAPTURE(v.consolidate);
+    if (v.moves) {
+      REQUIRE(ds.size() == 1);
+      CHECK(ds[0].why.find("consolidate onto 1 servers from 2: gains") == 0);
+      CHECK(l.jobs[0].workers == 8);
+      CHECK(servers_spanned(l.jobs[0].alloc) == 1);
+    } else {
+      for (auto& d : ds) CHECK_MESSAGE(d.why.find("consolidate") == std::string::npos, d.why);
+      CHECK_FALSE((l.jobs[0].workers == 8 && servers_spanned(l.jobs[0].alloc) == 1));
+    }
+  }
+}
