@@ -139,7 +139,8 @@ ablations=(
   "preempt_ratio=0 (no preemption for queued jobs)|--set scheduler.preempt_ratio=0"
   "base_room_to_grow=false|--set scheduler.base_room_to_grow=false"
   "move_with_size=false|--set scheduler.move_with_size=false"
-  "all seven above (the earlier, myopic rule)|--set scheduler.scale_horizon=end --set scheduler.rescale_margin_s=0 --set scheduler.rescale_cooldown_s=0 --set scheduler.min_extra_efficiency=0 --set scheduler.preempt_ratio=0 --set scheduler.base_room_to_grow=false --set scheduler.move_with_size=false"
+  "consolidate=false|--set scheduler.consolidate=false"
+  "all eight above (the earlier, myopic rule)|--set scheduler.scale_horizon=end --set scheduler.rescale_margin_s=0 --set scheduler.rescale_cooldown_s=0 --set scheduler.min_extra_efficiency=0 --set scheduler.preempt_ratio=0 --set scheduler.base_room_to_grow=false --set scheduler.move_with_size=false --set scheduler.consolidate=false"
 )
 small="--set cluster.training.servers=6 --set cluster.inference.servers=6"
 [ "$FORMAT" = philly ] && small+=" --set trace.vc=6214e9 --set trace.from=2017-11-01 --set trace.to=2017-11-16"
