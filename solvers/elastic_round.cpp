@@ -311,7 +311,7 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
     const double cost = l.params.scale_overhead_s + l.checkpoint_time_s(j.workers);
     const double gain = held * (r_new / r_now - 1) - cost - o.rescale_margin_s;
     if (gain <= 0) continue;
-    view.give(j.alloc);
+    view.give(e.base);  // its extras already count as free in the view
     view.take(*a);
     for (auto& [sid, w] : *a) {
       int own = 0;

@@ -257,3 +257,22 @@ TEST_CASE("a spread job moves onto fewer servers when the rate it gains pays for
     }
   }
 }
+
+TEST_CASE("a consolidating job's old GPUs are counted once: jobs growing in the same round fit their servers") {
+  // As above, job-0 moves from 4 + 4 on servers 0 and 1 onto server 0. Elastic job-1 (8 GPUs,
+  // min 4, max 32) runs 4 workers on server 2 and, with no efficiency floor, grows into every
+  // GPU the round finds free. Server 1 has 8 GPUs: the ledger refuses a plan that puts more
+  // there (it would, were job-0's extras on server 1 counted free twice).
+  auto l = make_ledger(3);
+  planner_options o;
+  o.min_extra_efficiency = 0;
+  add_job(l, 8, 1e6, 0, true);
+  add_job(l, 8, 1e6, 0, true);
+  l.start(0, {{0, 4}, {1, 4}}, 0, at(0));
+  l.jobs[1].max_workers = 32;
+  l.start(1, {{2, 4}}, 0, at(0));
+  REQUIRE_NOTHROW(plan_round(l, aryl_policy(), o, at(7200)));
+  CHECK(servers_spanned(l.jobs[0].alloc) == 1);
+  for (auto& s : l.servers) CHECK(s.free >= 0);
+  CHECK(l.jobs[0].workers + l.jobs[1].workers <= 24);
+}
