@@ -556,6 +556,25 @@ def main(work, out):
             row = [d.run(f"main-{wid}-{p}") for _, wid, _ in cols] + [d.run(f"abl-{p}-small")]
             w(f"| ({NAMES[p]}, for reference) | " + " | ".join(cells(r) for r in row) + " |")
         w("")
+        # Consolidation moves only when a job is spread and GPUs are free: how often it did.
+        def consolidations(run):
+            path = os.path.join(run, "events.log")
+            if not os.path.exists(path):
+                return None
+            with open(path, errors="replace") as f:
+                return sum(" | consolidate onto " in line for line in f)
+        counts = []
+        for i, lab in ablations:
+            row = [d.run(f"main-{wid}-aryl" if i == "0" else f"abl-{i}-{tag}") for tag, wid, _ in cols]
+            row.append(d.run(f"abl-{i}-small"))
+            n = [consolidations(r) for r in row]
+            if any(n):
+                counts.append(f"{lab}: " + " / ".join("?" if x is None else f"{x:,}" for x in n))
+        w("Consolidations (events.log lines `consolidate onto`, per column): " +
+          ("; ".join(counts) if counts else "none in any run") +
+          ". Where a row is not listed it made none: with the efficiency floor on, growth seldom spreads a job, "
+          "and spreads left by base demand happen when no GPU is free.")
+        w("")
 
     fault_runs = d.listing("faults.txt")
     if fault_runs:
