@@ -269,24 +269,29 @@ namespace {
 void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
                  work_view& view, work_view& hard) {
   auto& b = buffers;
-  // GPUs really free per type where elastic jobs may run: a job moves onto fewer servers
-  // only if some server has room beyond its own share, and most rounds nothing is free.
+  // GPUs really free per type where elastic jobs may run (a job moves onto fewer servers only
+  // if some server has room beyond its own share), and the largest server: counted at the
+  // first spread job, as most rounds have none.
   auto& type_free = b.hard_type_free;
-  type_free.assign(l.params.type_speed.size(), 0);
-  job_entry any_elastic;
-  any_elastic.elastic = true;
-  int widest = 1;
-  for (auto& s : l.servers)
-    if (usable_for(s, any_elastic, p, o)) {
-      type_free[static_cast<size_t>(s.gpu_type)] += hard.at(s.id);
-      widest = std::max(widest, s.gpus);
-    }
+  int widest = 0;
   for (auto& e : b.plans) {
     if (e.started || e.preempted || e.frozen || e.type != l.jobs[e.job].alloc_type) continue;
     auto& j = l.jobs[e.job];
     const int spanned = servers_spanned(j.alloc);
-    if (spanned <= (j.workers + widest - 1) / widest) continue;
+    if (spanned <= 1) continue;
     if (o.rescale_cooldown_s > 0 && (now - j.resized_at).seconds() < o.rescale_cooldown_s) continue;
+    if (widest == 0) {
+      type_free.assign(l.params.type_speed.size(), 0);
+      job_entry any_elastic;
+      any_elastic.elastic = true;
+      for (auto& s : l.servers)
+        if (usable_for(s, any_elastic, p, o)) {
+          type_free[static_cast<size_t>(s.gpu_type)] += hard.at(s.id);
+          widest = std::max(widest, s.gpus);
+        }
+      widest = std::max(widest, 1);
+    }
+    if (spanned <= (j.workers + widest - 1) / widest) continue;
     // One server fewer needs free GPUs elsewhere for at least its smallest share.
     int smallest_share = j.workers;
     for (auto& [sid, w] : j.alloc) smallest_share = std::min(smallest_share, w);
@@ -382,8 +387,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       auto id = e.job;
       auto& j = l.jobs[id];
       double rem = -neg_rem;
-      double t_now = remaining_time_s(l.params.model, rem, j.gpus, e.current, servers_spanned(j.alloc),
-                                      speed(l, e.type));
+      double t_now = -1;  // computed when some faster type has room: most rounds none has
       auto t_new = [&](int type, int servers, int workers) {
         return l.params.restart_overhead_s +
                remaining_time_s(l.params.model, rem, j.gpus, workers, servers, speed(l, type));
@@ -403,8 +407,10 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         for (int k = 0; k < (sizes[0] > sizes[1] ? 2 : 1); ++k) {
           const int w = sizes[k];
           // One server is the best any placement gives: no need to place where that cannot pay.
-          if (t_now - t_new(type, 1, w) <= o.migrate_min_gain_s) continue;
           if (target_free[t] < w) continue;  // most rounds: the fast GPUs are all busy
+          if (t_now < 0)
+            t_now = remaining_time_s(l.params.model, rem, j.gpus, e.current, servers_spanned(j.alloc), speed(l, e.type));
+          if (t_now - t_new(type, 1, w) <= o.migrate_min_gain_s) continue;
           auto& slots = target.slots(j, p, o, type, b.slots);
           a = place_one(o.placement, slots, {static_cast<int>(id), w, type, {}});
           if (a && t_now - t_new(type, servers_spanned(*a), w) > o.migrate_min_gain_s) {
