@@ -125,7 +125,12 @@ struct gateway_fixture {
         [this](int s) { note("back server=" + std::to_string(s)); },
         [this](int s, std::vector<uint32_t> jobs, std::vector<uint32_t> ranks, uint64_t launches) {
           std::string w;
-          for (size_t i = 0; i < jobs.size(); ++i) w += " " + std::to_string(jobs[i]) + ":" + std::to_string(ranks[i]);
+          for (size_t i = 0; i < jobs.size(); ++i) {  // appended piecewise: GCC 12 -Wrestrict misfires on " " + s
+            w += ' ';
+            w += std::to_string(jobs[i]);
+            w += ':';
+            w += std::to_string(ranks[i]);
+          }
           note("reconcile server=" + std::to_string(s) + " launches=" + std::to_string(launches) + w);
         }});
   }
