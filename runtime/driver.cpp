@@ -19,6 +19,7 @@
 #include "actors/recorder.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/server.hpp"
+#include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
 #include "runtime/input_limits.hpp"
 
@@ -137,6 +138,8 @@ void check_runnable(const config& c, const scheduler_setup& s, const std::vector
 void check_submitted(const config& c, const scheduler_setup& s, const job_spec& j) {
   auto bad = [&](const std::string& why) { throw input_error(fmt::format("job '{}': {}", j.name, why)); };
   if (j.name.empty() || j.name.size() > 256) bad("a name of 1 to 256 characters is required");
+  // Shown in logs, tables and jobs.csv, one line per job, as a trace's job_id.
+  if (find_control(j.name) != std::string::npos) bad("the name holds " + describe_control(j.name));
   if (j.gpus < 1 || j.gpus > max_job_gpus) bad(fmt::format("gpus {} is not in 1..{}", j.gpus, max_job_gpus));
   if (j.min_workers < 1 || j.min_workers > j.gpus || j.max_workers < j.gpus || j.max_workers > max_job_gpus)
     bad(fmt::format("workers must satisfy 1 <= min_workers ({}) <= gpus ({}) <= max_workers ({}) <= {}",

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
 
 namespace aryl {
@@ -123,6 +124,8 @@ void run_writer::event(const event_record& e) {
     line += " | ";
     line += e.why;
   }
+  // One event per line, whatever a name restored from a journal holds.
+  if (find_control(line) != std::string::npos) line = escape_control(line);
   line.push_back('\n');
   std::fwrite(line.data(), 1, line.size(), events_file_);
 }

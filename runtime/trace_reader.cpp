@@ -14,6 +14,7 @@
 
 #include <sys/stat.h>
 
+#include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
 #include "runtime/input_limits.hpp"
 
@@ -193,8 +194,7 @@ bool parse_int(std::string_view text, int64_t& value) {
 }
 
 std::string printable(std::string_view text) {
-  std::string out;
-  for (const char c : text.substr(0, 40)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  std::string out = escape_control(text.substr(0, 40));
   if (text.size() > 40) out += "...";
   return out;
 }
@@ -358,6 +358,8 @@ void read_canonical(const std::string& path, csv::line_reader& reader, csv::fiel
     job_spec job;
     const std::string_view id = f[static_cast<size_t>(c_id)];
     if (id.empty()) ctx.fail("column 'job_id' is empty");
+    // A job's name is written to logs, tables and jobs.csv, one line per job.
+    if (find_control(id) != std::string_view::npos) ctx.fail("job_id", id, "holds " + describe_control(id));
     job.name = std::string(id);
     job.submit = sim_time::from_seconds(seconds_field(ctx, f, c_submit, "submit_s", true));
     job.gpus = count_field(ctx, f[static_cast<size_t>(c_gpus)], "gpus");

@@ -116,7 +116,7 @@ private:
 bool parse_double(std::string_view text, double& value);
 /// A whole number filling the whole field; "3.0" is accepted as 3, "3.5" is not.
 bool parse_int(std::string_view text, int64_t& value);
-/// `text` made safe for a one-line message: control characters replaced, cut to 40 characters.
+/// `text` made safe for a one-line message: cut to 40 characters, control characters escaped.
 std::string printable(std::string_view text);
 
 } // namespace csv
