@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "runtime/control_chars.hpp"
+#include "runtime/csv_field.hpp"
 #include "runtime/input_error.hpp"
 
 namespace aryl {
@@ -269,7 +270,9 @@ run_summary run_writer::finish(run_summary s) {
   std::string row;
   for (auto& j : jobs_) {
     row.clear();
-    fmt::format_to(std::back_inserter(row), FMT_COMPILE("{},{},{},{},"), j.index, j.name, j.gpus, j.elastic ? 1 : 0);
+    fmt::format_to(std::back_inserter(row), FMT_COMPILE("{},"), j.index);
+    csv::append_field(row, j.name);
+    fmt::format_to(std::back_inserter(row), FMT_COMPILE(",{},{},"), j.gpus, j.elastic ? 1 : 0);
     for (int64_t us : {j.submit_us, j.first_start_us, j.end_us, j.end_us - j.submit_us}) {
       append_seconds(row, us);
       row += ',';
