@@ -149,6 +149,27 @@ void check_submitted(const config& c, const scheduler_setup& s, const job_spec& 
   check_runnable(c, s, j, fmt::format("job '{}'", j.name));
 }
 
+/// When the last timed event that can give queued jobs somewhere to run falls due: a crashed
+/// server's return, the end of a disconnect or bad link (a server noticed lost comes back
+/// then), the scheduler's return, a demand surge, a fall in inference demand. Worker and
+/// checkpoint faults only take away. Until then a quiet cluster is waiting, not stalled.
+sim_time last_capacity_return(const std::vector<fault_event>& faults, const std::vector<demand_point>& demand) {
+  using kind = fault_event::kind;
+  sim_time last;
+  auto later = [&](sim_time t) { last = std::max(last, t); };
+  for (auto& e : faults) {
+    if ((e.what == kind::server_crash && e.down_s >= 0) || e.what == kind::scheduler_crash)
+      later(e.at + sim_time::from_seconds(e.down_s));
+    else if (e.what == kind::disconnect || e.what == kind::link)
+      later(e.at + sim_time::from_seconds(e.for_s));
+    else if (e.what == kind::surge)
+      later(e.at);
+  }
+  for (size_t i = 1; i < demand.size(); ++i)
+    if (demand[i].servers_needed < demand[i - 1].servers_needed) later(demand[i].t);
+  return last;
+}
+
 /// Work handed to the driver's loop thread: actors are spawned only from there (spawning
 /// from the network thread would tie CAF's logger to it and hang the actor system's
 /// shutdown).
@@ -210,6 +231,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
                   std::ostream* progress, const live_world* live) {
   auto status = std::make_shared<run_status>();
   bool simulated = c.mode == "simulated";
+  const sim_time returns_until = last_capacity_return(in.faults, in.demand);
 
   caf::actor_system_config cfg;
   cfg.set("logger.file-verbosity", caf::atom("quiet"));
@@ -371,13 +393,15 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
               << std::flush;
   };
   // A job that can never be placed while the inference actor keeps ticking would run for ever.
-  // Pending submissions and running jobs (each has a finish timer) are progress, however far
-  // apart: only a run where neither is left and no job moved for the limit is stuck.
+  // Pending submissions, running jobs (each has a finish timer) and pending returns of
+  // capacity are progress, however far apart: only a run where none is left and no job moved
+  // for the limit since the last of them is stuck.
   auto stalled = [&](sim_time now) {
     // Serving until told to stop, an idle cluster is waiting for submissions.
     if (live && live->until_stopped) return false;
-    if (now < last_submit || status->running_jobs.load() > 0) return false;
-    if ((now - sim_time::from_us(status->last_job_event_us.load())).seconds() <= c.stall_limit_s) return false;
+    if (now < last_submit || status->running_jobs.load() > 0 || now < returns_until) return false;
+    auto moved = std::max(sim_time::from_us(status->last_job_event_us.load()), returns_until);
+    if ((now - moved).seconds() <= c.stall_limit_s) return false;
     out.error = fmt::format("stalled: no job moved for {:.0f} s with {} of {} jobs finished, none running and "
                             "none left to submit",
                             c.stall_limit_s, status->jobs_done.load(), total_jobs);
