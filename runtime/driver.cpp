@@ -469,6 +469,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
 run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live) {
   auto plan = plan_cluster(c);
   check_runnable(c, plan.setup, in.jobs);
+  if (!live) check_fault_jobs(in.faults, in.jobs.size());
   auto writer = std::make_shared<run_writer>(c.out_dir);
   if (!in.jobs.empty()) writer->set_window_end(in.jobs.back().submit.us);
   if (live && live->nodes.size() != plan.setup.servers.size())

@@ -267,11 +267,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (!in_file.empty()) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(in_file, ec)) throw aryl::input_error(in_file + ": is a directory, not a JSON file");
       std::ifstream in(in_file);
-      if (!in) {
-        std::cerr << "aryl: " << in_file << ": cannot open\n";
-        return 2;
-      }
+      if (!in) throw aryl::input_error(in_file + ": cannot open");
       return aryl::run_solve_command(problem, method, in, std::cout, std::cerr);
     }
     return aryl::run_solve_command(problem, method, std::cin, std::cout, std::cerr);
