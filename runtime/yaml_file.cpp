@@ -72,7 +72,8 @@ YAML::Node load_yaml_file(const std::string& path, const std::string& what) {
   if (documents.empty()) return YAML::Node();
   // A second document (after `---`, or text after a JSON object) would be left unread.
   if (documents.size() > 1)
-    throw input_error(yaml_where(path, documents[1].Mark()) + ": a second YAML document: a " + what +
+    throw input_error(yaml_where(path, documents[1].Mark()) +
+                      ": a second YAML document (after `---`, or text after a JSON object): a " + what +
                       " is one document");
   structure_check{path}.walk(documents.front(), "", 0);
   return documents.front();
