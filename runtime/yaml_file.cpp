@@ -20,29 +20,32 @@ struct structure_check {
   const std::string& file;
   uint64_t nodes = 0;
 
-  void walk(const YAML::Node& node, const std::string& path, int depth) {
+  /// `at`: where the value was given (its key's mark in a map: an alias's node has the
+  /// anchor's).
+  void walk(const YAML::Node& node, const std::string& path, int depth, const YAML::Mark& at) {
     if (++nodes > max_yaml_nodes)
-      throw input_error(yaml_where(file, node.Mark()) + ": more than " + std::to_string(max_yaml_nodes) +
+      throw input_error(yaml_where(file, at) + ": more than " + std::to_string(max_yaml_nodes) +
                         " values once aliases are expanded");
     if (depth > max_yaml_depth)
-      throw input_error(yaml_where(file, node.Mark()) + ": '" + path + "' is nested deeper than " +
-                        std::to_string(max_yaml_depth) + " levels (or an alias refers to its own node)");
+      throw input_error(yaml_where(file, at) + ": '" + (path.size() > 80 ? path.substr(0, 77) + "..." : path) +
+                        "' is nested deeper than " + std::to_string(max_yaml_depth) +
+                        " levels (or an alias refers to its own node)");
     if (node.IsSequence()) {
       size_t i = 0;
-      for (const auto& item : node) walk(item, path + "[" + std::to_string(i++) + "]", depth + 1);
+      for (const auto& item : node) walk(item, path + "[" + std::to_string(i++) + "]", depth + 1, item.Mark());
     } else if (node.IsMap()) {
       std::map<std::string, int> first_line;
       for (const auto& kv : node) {
         // Complex keys are refused by each reader, naming them.
         if (!kv.first.IsScalar()) continue;
         const auto& key = kv.first.Scalar();
-        const auto at = kv.first.Mark();
+        const auto key_at = kv.first.Mark();
         const auto full = path.empty() ? key : path + "." + key;
-        auto [it, inserted] = first_line.emplace(key, at.line + 1);
+        auto [it, inserted] = first_line.emplace(key, key_at.line + 1);
         if (!inserted)
-          throw input_error(yaml_where(file, at) + ": duplicate key '" + full + "' (first given on line " +
+          throw input_error(yaml_where(file, key_at) + ": duplicate key '" + full + "' (first given on line " +
                             std::to_string(it->second) + ")");
-        walk(kv.second, full, depth + 1);
+        walk(kv.second, full, depth + 1, key_at);
       }
     }
   }
@@ -75,7 +78,7 @@ YAML::Node load_yaml_file(const std::string& path, const std::string& what) {
     throw input_error(yaml_where(path, documents[1].Mark()) +
                       ": a second YAML document (after `---`, or text after a JSON object): a " + what +
                       " is one document");
-  structure_check{path}.walk(documents.front(), "", 0);
+  structure_check{path}.walk(documents.front(), "", 0, documents.front().Mark());
   return documents.front();
 }
 
