@@ -19,6 +19,7 @@
 #include "actors/recorder.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/server.hpp"
+#include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
 #include "runtime/input_limits.hpp"
 
@@ -137,6 +138,8 @@ void check_runnable(const config& c, const scheduler_setup& s, const std::vector
 void check_submitted(const config& c, const scheduler_setup& s, const job_spec& j) {
   auto bad = [&](const std::string& why) { throw input_error(fmt::format("job '{}': {}", j.name, why)); };
   if (j.name.empty() || j.name.size() > 256) bad("a name of 1 to 256 characters is required");
+  // Shown in logs, tables and jobs.csv, one line per job, as a trace's job_id.
+  if (find_control(j.name) != std::string::npos) bad("the name holds " + describe_control(j.name));
   if (j.gpus < 1 || j.gpus > max_job_gpus) bad(fmt::format("gpus {} is not in 1..{}", j.gpus, max_job_gpus));
   if (j.min_workers < 1 || j.min_workers > j.gpus || j.max_workers < j.gpus || j.max_workers > max_job_gpus)
     bad(fmt::format("workers must satisfy 1 <= min_workers ({}) <= gpus ({}) <= max_workers ({}) <= {}",
@@ -144,6 +147,27 @@ void check_submitted(const config& c, const scheduler_setup& s, const job_spec& 
   if (!(j.duration_s > 0) || j.duration_s > max_input_seconds)
     bad(fmt::format("expected duration {} s is not in (0, {:g}]", j.duration_s, max_input_seconds));
   check_runnable(c, s, j, fmt::format("job '{}'", j.name));
+}
+
+/// When the last timed event that can give queued jobs somewhere to run falls due: a crashed
+/// server's return, the end of a disconnect or bad link (a server noticed lost comes back
+/// then), the scheduler's return, a demand surge, a fall in inference demand. Worker and
+/// checkpoint faults only take away. Until then a quiet cluster is waiting, not stalled.
+sim_time last_capacity_return(const std::vector<fault_event>& faults, const std::vector<demand_point>& demand) {
+  using kind = fault_event::kind;
+  sim_time last;
+  auto later = [&](sim_time t) { last = std::max(last, t); };
+  for (auto& e : faults) {
+    if ((e.what == kind::server_crash && e.down_s >= 0) || e.what == kind::scheduler_crash)
+      later(e.at + sim_time::from_seconds(e.down_s));
+    else if (e.what == kind::disconnect || e.what == kind::link)
+      later(e.at + sim_time::from_seconds(e.for_s));
+    else if (e.what == kind::surge)
+      later(e.at);
+  }
+  for (size_t i = 1; i < demand.size(); ++i)
+    if (demand[i].servers_needed < demand[i - 1].servers_needed) later(demand[i].t);
+  return last;
 }
 
 /// Work handed to the driver's loop thread: actors are spawned only from there (spawning
@@ -207,6 +231,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
                   std::ostream* progress, const live_world* live) {
   auto status = std::make_shared<run_status>();
   bool simulated = c.mode == "simulated";
+  const sim_time returns_until = last_capacity_return(in.faults, in.demand);
 
   caf::actor_system_config cfg;
   cfg.set("logger.file-verbosity", caf::atom("quiet"));
@@ -368,13 +393,15 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
               << std::flush;
   };
   // A job that can never be placed while the inference actor keeps ticking would run for ever.
-  // Pending submissions and running jobs (each has a finish timer) are progress, however far
-  // apart: only a run where neither is left and no job moved for the limit is stuck.
+  // Pending submissions, running jobs (each has a finish timer) and pending returns of
+  // capacity are progress, however far apart: only a run where none is left and no job moved
+  // for the limit since the last of them is stuck.
   auto stalled = [&](sim_time now) {
     // Serving until told to stop, an idle cluster is waiting for submissions.
     if (live && live->until_stopped) return false;
-    if (now < last_submit || status->running_jobs.load() > 0) return false;
-    if ((now - sim_time::from_us(status->last_job_event_us.load())).seconds() <= c.stall_limit_s) return false;
+    if (now < last_submit || status->running_jobs.load() > 0 || now < returns_until) return false;
+    auto moved = std::max(sim_time::from_us(status->last_job_event_us.load()), returns_until);
+    if ((now - moved).seconds() <= c.stall_limit_s) return false;
     out.error = fmt::format("stalled: no job moved for {:.0f} s with {} of {} jobs finished, none running and "
                             "none left to submit",
                             c.stall_limit_s, status->jobs_done.load(), total_jobs);
@@ -442,6 +469,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
 run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live) {
   auto plan = plan_cluster(c);
   check_runnable(c, plan.setup, in.jobs);
+  if (!live) check_fault_jobs(in.faults, in.jobs.size());
   auto writer = std::make_shared<run_writer>(c.out_dir);
   if (!in.jobs.empty()) writer->set_window_end(in.jobs.back().submit.us);
   if (live && live->nodes.size() != plan.setup.servers.size())

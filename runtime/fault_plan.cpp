@@ -21,6 +21,15 @@ double number(const YAML::Node& v, const std::string& at, const std::string& key
   return d;
 }
 
+/// A job index or a server count: a fraction would silently round to another job or level.
+double whole(const YAML::Node& v, const std::string& at, const std::string& key, double lo, double hi) {
+  double d = 0;
+  if (!v.IsScalar() || !YAML::convert<double>::decode(v, d) || !std::isfinite(d) || d < lo || d > hi ||
+      d != std::floor(d))
+    throw input_error(fmt::format("{}: {} must be a whole number in [{:.0f}, {:.0f}]", at, key, lo, hi));
+  return d;
+}
+
 /// "t0..t15, i0..i7": the names a plan may use, as configured.
 std::string server_range(const std::vector<std::string>& servers) {
   std::string out;
@@ -50,6 +59,10 @@ std::vector<fault_event> read_fault_plan(const std::string& path, const std::vec
   auto root = load_yaml_file(path, "fault plan");
   if (!root.IsMap() || !root["faults"] || !root["faults"].IsSequence())
     throw input_error(path + ": expected a map with a `faults:` list");
+  for (const auto& kv : root)
+    if (!kv.first.IsScalar() || kv.first.Scalar() != "faults")
+      throw input_error(fmt::format("{}: unknown top-level key '{}' (a plan holds only `faults:`)",
+                                    yaml_where(path, kv.first.Mark()), kv.first.IsScalar() ? kv.first.Scalar() : "?"));
   std::vector<fault_event> out;
   for (const auto& item : root["faults"]) {
     auto at = yaml_where(path, item.Mark());
@@ -83,9 +96,9 @@ std::vector<fault_event> read_fault_plan(const std::string& path, const std::vec
           if (!v.IsScalar() || !YAML::convert<bool>::decode(v, yes) || !yes)
             throw input_error(key_at + ": scheduler_crash: must be true (there is one scheduler)");
         } else if (e.what == kind::surge) {
-          e.servers = static_cast<int>(number(v, key_at, key, 0, max_servers));
+          e.servers = static_cast<int>(whole(v, key_at, key, 0, max_servers));
         } else {
-          e.job = static_cast<uint32_t>(number(v, key_at, key, 0, 4e9));
+          e.job = static_cast<uint32_t>(whole(v, key_at, key, 0, 4e9));
         }
         continue;
       }
@@ -193,6 +206,17 @@ std::vector<fault_event> random_fault_plan(const random_fault_rates& r, uint64_t
   });
   std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.at < b.at; });
   return out;
+}
+
+void check_fault_jobs(const std::vector<fault_event>& plan, size_t jobs) {
+  for (auto& e : plan) {
+    if (e.what != fault_event::kind::worker_crash && e.what != fault_event::kind::checkpoint) continue;
+    if (e.job < jobs) continue;
+    throw input_error(fmt::format("{}: {}: job {} does not exist ({})", e.source,
+                                  e.what == fault_event::kind::worker_crash ? "worker_crash" : "checkpoint", e.job,
+                                  jobs == 0 ? std::string("the workload has no jobs")
+                                            : fmt::format("the workload has jobs 0..{}", jobs - 1)));
+  }
 }
 
 } // namespace aryl

@@ -69,9 +69,15 @@ struct random_fault_rates {
 /// `server_crash: NAME` (with optional `down_for: S`), `worker_crash: JOB`, `surge: SERVERS`,
 /// `disconnect: NAME` (with `for: S`), `link: NAME` (with `for: S` and `delay_s: D` and/or
 /// `loss: P`), `checkpoint: JOB` (with `slow_s: X` or `fail: true`), `scheduler_crash: true` (with
-/// `down_for: S`). Throws input_error naming the file, line and key; `servers` are the
+/// `down_for: S`); nothing else, at the top level or in an entry. Job numbers and surge levels
+/// are whole numbers. Throws input_error naming the file, line and key; `servers` are the
 /// configured servers' names, training then inference (a server fault names one of them).
 std::vector<fault_event> read_fault_plan(const std::string& path, const std::vector<std::string>& servers);
+
+/// A simulated run's plan may strike only the jobs of its workload (indices 0..jobs-1): throws
+/// input_error naming the entry's FILE:LINE otherwise. (Live mode's jobs arrive as they are
+/// submitted: its plans are not checked against the trace.)
+void check_fault_jobs(const std::vector<fault_event>& plan, size_t jobs);
 
 /// Random faults, the same for the same arguments.
 std::vector<fault_event> random_fault_plan(const random_fault_rates& r, uint64_t seed, double span_s,

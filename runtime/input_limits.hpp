@@ -3,6 +3,7 @@
 /// configs, the command line), before any narrowing. They keep each value within what the
 /// clock (int64 microseconds, converted to nanoseconds), the solvers and `int` hold;
 /// docs/config.md and docs/workload.md state them.
+#include <cstddef>
 #include <cstdint>
 
 namespace aryl {
@@ -24,5 +25,13 @@ inline constexpr int64_t max_period_s = 365LL * 86400;
 inline constexpr double max_speedup = 1e6;
 inline constexpr double max_gpu_seconds = 1e15;
 inline constexpr int64_t max_synthetic_jobs = 10'000'000;
+/// CSV inputs (traces, demand files): a header of more columns than any format names many
+/// times over, a line no row needs, a file far beyond the largest trace (Philly: 10 MB).
+inline constexpr size_t max_csv_columns = 1000;
+inline constexpr size_t max_input_line_bytes = size_t{1} << 20;
+inline constexpr uint64_t max_input_file_bytes = uint64_t{1} << 30;
+/// YAML inputs (config, fault plans, job files): nesting and values after aliases expand.
+inline constexpr int max_yaml_depth = 64;
+inline constexpr uint64_t max_yaml_nodes = 1'000'000;
 
 } // namespace aryl

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
 #include "runtime/job_attributes.hpp"
 #include "runtime/synthetic_workload.hpp"
@@ -23,7 +24,8 @@ run_inputs load_inputs(const config& c, std::string* note) {
     o.skip_bad_rows = c.skip_bad_rows;
     auto t = read_trace(c.trace_file, o);
     if (t.jobs.empty()) throw input_error(c.trace_file + ": no jobs selected (check trace.vc, trace.from, trace.to)");
-    if (note && t.bad_rows > 0) *note += fmt::format("{}: skipped {} malformed rows\n", c.trace_file, t.bad_rows);
+    if (note && t.bad_rows > 0)
+      *note += fmt::format("{}: skipped {} malformed rows\n", escape_control(c.trace_file), t.bad_rows);
     in.jobs = std::move(t.jobs);
     explicit_elastic = std::move(t.explicit_elastic);
   } else {

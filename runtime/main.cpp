@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "runtime/control_chars.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/effective_config.hpp"
 #include "runtime/input_error.hpp"
@@ -93,7 +95,14 @@ std::atomic<bool> stop_requested{false};
 
 extern "C" void request_stop(int) { stop_requested.store(true); }
 
+/// A name for logs and tables: refused with a control character, naming the flag.
+void check_name(const std::string& flag, const std::string& name) {
+  if (aryl::find_control(name) != std::string::npos)
+    throw aryl::input_error(flag + ": '" + name + "' holds " + aryl::describe_control(name));
+}
+
 int agent(aryl::live::agent_options o, const std::string& token_file, const std::string& pool) {
+  check_name("agent: --name", o.name);
   if (token_file.empty()) throw aryl::input_error("agent: --token-file is required (the cluster token)");
   if (pool != "training" && pool != "inference")
     throw aryl::input_error("agent: --pool: '" + pool + "' is not one of training|inference");
@@ -219,11 +228,13 @@ int main(int argc, char** argv) {
       job = aryl::wire::submit{};
       job.min_workers = job.max_workers = 0;  // unless given: the requested size
       if (!job_file.empty()) aryl::live::read_job_file(job_file, job);
+      if (*name_opt) check_name("submit: --name", from_flags.name);
       if (*name_opt) job.name = from_flags.name;
       if (*gpus_opt) job.gpus = from_flags.gpus;
       if (*min_opt) job.min_workers = from_flags.min_workers;
       if (*max_opt) job.max_workers = from_flags.max_workers;
       if (*dur_opt) job.expected_duration_s = from_flags.expected_duration_s;
+      if (*type_opt) check_name("submit: --gpu-type", job_gpu_type);
       if (*type_opt) job.gpu_type = job_gpu_type;
       if (!job_command.empty()) job.command = job_command;
       if ((*min_opt && from_flags.min_workers == 0) || (*max_opt && from_flags.max_workers == 0))
@@ -256,11 +267,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (!in_file.empty()) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(in_file, ec)) throw aryl::input_error(in_file + ": is a directory, not a JSON file");
       std::ifstream in(in_file);
-      if (!in) {
-        std::cerr << "aryl: " << in_file << ": cannot open\n";
-        return 2;
-      }
+      if (!in) throw aryl::input_error(in_file + ": cannot open");
       return aryl::run_solve_command(problem, method, in, std::cout, std::cerr);
     }
     return aryl::run_solve_command(problem, method, std::cin, std::cout, std::cerr);
@@ -268,7 +278,7 @@ int main(int argc, char** argv) {
     std::cerr << "aryl: " << e.what() << '\n';
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "aryl: internal error: " << e.what() << '\n';
+    std::cerr << "aryl: internal error: " << aryl::escape_control(e.what()) << '\n';
     return 4;
   }
 }

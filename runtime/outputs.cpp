@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/control_chars.hpp"
+#include "runtime/csv_field.hpp"
 #include "runtime/input_error.hpp"
 
 namespace aryl {
@@ -123,6 +125,8 @@ void run_writer::event(const event_record& e) {
     line += " | ";
     line += e.why;
   }
+  // One event per line, whatever a name restored from a journal holds.
+  if (find_control(line) != std::string::npos) line = escape_control(line);
   line.push_back('\n');
   std::fwrite(line.data(), 1, line.size(), events_file_);
 }
@@ -266,7 +270,9 @@ run_summary run_writer::finish(run_summary s) {
   std::string row;
   for (auto& j : jobs_) {
     row.clear();
-    fmt::format_to(std::back_inserter(row), FMT_COMPILE("{},{},{},{},"), j.index, j.name, j.gpus, j.elastic ? 1 : 0);
+    fmt::format_to(std::back_inserter(row), FMT_COMPILE("{},"), j.index);
+    csv::append_field(row, j.name);
+    fmt::format_to(std::back_inserter(row), FMT_COMPILE(",{},{},"), j.gpus, j.elastic ? 1 : 0);
     for (int64_t us : {j.submit_us, j.first_start_us, j.end_us, j.end_us - j.submit_us}) {
       append_seconds(row, us);
       row += ',';

@@ -14,6 +14,7 @@
 
 #include <sys/stat.h>
 
+#include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
 #include "runtime/input_limits.hpp"
 
@@ -96,12 +97,39 @@ std::string read_file(const std::string& path) {
   struct stat info {};
   if (::fstat(::fileno(file.get()), &info) == 0) {
     if (S_ISDIR(info.st_mode)) throw input_error(path + ": cannot open: " + std::strerror(EISDIR));
+    // A device (/dev/zero, /dev/urandom) never ends; a pipe is read as it comes, within the
+    // limits below.
+    if (!S_ISREG(info.st_mode) && !S_ISFIFO(info.st_mode))
+      throw input_error(path + ": not a regular file (nor a pipe): refused, it may never end");
+    if (S_ISREG(info.st_mode) && static_cast<uint64_t>(info.st_size) > max_input_file_bytes)
+      throw input_error(path + ": " + std::to_string(info.st_size) + " bytes, more than the limit of " +
+                        std::to_string(max_input_file_bytes) + " for an input file");
     // One allocation of the right size for regular files (pipes just grow).
     if (S_ISREG(info.st_mode) && info.st_size > 0) data.reserve(static_cast<size_t>(info.st_size));
   }
+  // Text has no NUL byte and no line of a megabyte: such input is refused as it arrives, so a
+  // stream of either fails at once instead of filling the memory.
+  size_t line = 1, line_start = 0;
   char buf[1 << 16];
   size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) data.append(buf, n);
+  while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) {
+    const size_t from = data.size();
+    data.append(buf, n);
+    for (size_t i = from; i < data.size(); ++i) {
+      if (data[i] == '\n') {
+        ++line;
+        line_start = i + 1;
+        continue;
+      }
+      if (data[i] == '\0') throw input_error(path + ":" + std::to_string(line) + ": a NUL byte: not a text file");
+      if (i - line_start >= max_input_line_bytes)
+        throw input_error(path + ":" + std::to_string(line) + ": a line longer than the limit of " +
+                          std::to_string(max_input_line_bytes) + " bytes");
+    }
+    if (data.size() > max_input_file_bytes)
+      throw input_error(path + ": more than the limit of " + std::to_string(max_input_file_bytes) +
+                        " bytes for an input file");
+  }
   if (std::ferror(file.get())) throw input_error(path + ": cannot read: " + std::strerror(errno));
   return data;
 }
@@ -193,8 +221,7 @@ bool parse_int(std::string_view text, int64_t& value) {
 }
 
 std::string printable(std::string_view text) {
-  std::string out;
-  for (const char c : text.substr(0, 40)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  std::string out = escape_control(text.substr(0, 40));
   if (text.size() > 40) out += "...";
   return out;
 }
@@ -245,6 +272,10 @@ header read_header(const std::string& path, csv::line_reader& reader, csv::field
   } while (csv::is_blank(line));
   const std::string where = path + ":" + std::to_string(reader.line_number()) + ": ";
   if (!splitter.split(line)) throw input_error(where + "malformed quoted field in the header");
+  // Column lookups are by name; a bounded header keeps them cheap.
+  if (splitter.fields().size() > max_csv_columns)
+    throw input_error(where + std::to_string(splitter.fields().size()) + " columns, more than the limit of " +
+                      std::to_string(max_csv_columns));
   header h;
   h.line = reader.line_number();
   for (const auto field : splitter.fields()) {
@@ -358,6 +389,8 @@ void read_canonical(const std::string& path, csv::line_reader& reader, csv::fiel
     job_spec job;
     const std::string_view id = f[static_cast<size_t>(c_id)];
     if (id.empty()) ctx.fail("column 'job_id' is empty");
+    // A job's name is written to logs, tables and jobs.csv, one line per job.
+    if (find_control(id) != std::string_view::npos) ctx.fail("job_id", id, "holds " + describe_control(id));
     job.name = std::string(id);
     job.submit = sim_time::from_seconds(seconds_field(ctx, f, c_submit, "submit_s", true));
     job.gpus = count_field(ctx, f[static_cast<size_t>(c_gpus)], "gpus");

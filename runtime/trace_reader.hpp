@@ -76,7 +76,9 @@ std::string format_calendar_time(int64_t seconds);
 /// 1-based line numbers, comma splitting with optional "double-quoted" fields, strict numbers.
 namespace csv {
 
-/// The whole file. Throws input_error "path: cannot open: reason" (or "cannot read").
+/// The whole file: a regular file or a pipe. Throws input_error "path: cannot open: reason"
+/// (or "cannot read"), and for what is not text or would not end: a device, a NUL byte, a line
+/// or a file over the limits of input_limits.hpp (naming the line).
 std::string read_file(const std::string& path);
 
 /// Iterates over the lines of a buffer (which must outlive it). Strips a UTF-8 byte-order mark
@@ -116,7 +118,7 @@ private:
 bool parse_double(std::string_view text, double& value);
 /// A whole number filling the whole field; "3.0" is accepted as 3, "3.5" is not.
 bool parse_int(std::string_view text, int64_t& value);
-/// `text` made safe for a one-line message: control characters replaced, cut to 40 characters.
+/// `text` made safe for a one-line message: cut to 40 characters, control characters escaped.
 std::string printable(std::string_view text);
 
 } // namespace csv

@@ -10,8 +10,10 @@ namespace aryl {
 /// "FILE:LINE" of a mark, or FILE when the mark has no line.
 std::string yaml_where(const std::string& path, const YAML::Mark& m);
 
-/// The parsed file. Throws input_error naming the file (and the line of a syntax error) for a
-/// directory, a file that cannot be opened ("cannot open WHAT") or one that does not parse.
+/// The parsed file. Throws input_error naming the file (and the line) for a directory, a file
+/// that cannot be opened ("cannot open WHAT"), one that does not parse or holds a second
+/// document, a key given twice in a map (naming the key), nesting deeper than the limits of
+/// input_limits.hpp.
 YAML::Node load_yaml_file(const std::string& path, const std::string& what);
 
 } // namespace aryl

@@ -74,6 +74,22 @@ class Fault:
         self.loss = numbers.get("loss", 0.0)
 
 
+def refuse_repeated_keys(path, node):
+    """A key given twice in a map is an error, as in aryl's own reader (a dict keeps the last)."""
+    if isinstance(node, yaml.MappingNode):
+        first = {}
+        for k, v in node.value:
+            line = k.start_mark.line + 1
+            if isinstance(k, yaml.ScalarNode):
+                if k.value in first:
+                    raise PlanError(f"{path}:{line}: duplicate key '{k.value}' (first given on line {first[k.value]})")
+                first[k.value] = line
+            refuse_repeated_keys(path, v)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            refuse_repeated_keys(path, item)
+
+
 def read_plan(path, bed):
     """[Fault], sorted by time; PlanError for an entry `bed` (a Testbed) cannot enact."""
     try:
@@ -83,6 +99,7 @@ def read_plan(path, bed):
         raise PlanError(f"{path}: cannot read: {e.strerror}")
     except yaml.YAMLError as e:
         raise PlanError(f"{path}: not YAML: {e}")
+    refuse_repeated_keys(path, root)
     faults = None
     if isinstance(root, yaml.MappingNode):
         for k, v in root.value:
@@ -90,6 +107,10 @@ def read_plan(path, bed):
                 faults = v
     if faults is None:
         raise PlanError(f"{path}: expected a map with a `faults:` list")
+    for k, _ in root.value:
+        if k.value != "faults":
+            raise PlanError(f"{path}:{k.start_mark.line + 1}: unknown top-level key '{k.value}' "
+                            "(a plan holds only `faults:`)")
     plan = []
     for item in faults.value:
         where = f"{path}:{item.start_mark.line + 1}"

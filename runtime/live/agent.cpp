@@ -25,6 +25,7 @@
 // After <utility>: Boost 1.74's asio/awaitable.hpp uses std::exchange without including it.
 #include <boost/asio.hpp>
 
+#include "runtime/control_chars.hpp"
 #include "runtime/live/processes.hpp"
 #include "runtime/wire/codec.hpp"
 
@@ -177,7 +178,7 @@ class agent {
     return {};
   }
 
-  void say(const std::string& text) { log_ << "agent " << o_.name << ": " << text << std::endl; }
+  void say(const std::string& text) { log_ << escape_control("agent " + o_.name + ": " + text) << std::endl; }
 
   // ---- housekeeping --------------------------------------------------------------------
 
@@ -663,7 +664,7 @@ int run_agent(const agent_options& options, const std::atomic<bool>& stop_flag, 
     agent a(options, stop_flag, log);
     return a.run();
   } catch (const std::exception& e) {
-    log << "agent " << options.name << ": error: " << e.what() << std::endl;
+    log << escape_control("agent " + options.name + ": error: " + e.what()) << std::endl;
     return 1;
   }
 }

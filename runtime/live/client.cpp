@@ -8,6 +8,7 @@
 
 #include <array>
 
+#include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
 #include "runtime/wire/codec.hpp"
 
@@ -120,13 +121,16 @@ std::optional<wire::message> ask(const client_options& o, const wire::message& r
 
 void print_status(std::ostream& out, const wire::status_reply& s) {
   out << fmt::format("{:>8}  {:<24} {:<8} {:>7}\n", "JOB", "NAME", "STATE", "WORKERS");
-  for (auto& j : s.jobs) out << fmt::format("{:>8}  {:<24} {:<8} {:>7}\n", j.job_id, j.name, state_text(j.state), j.workers);
+  // Names come from users and agents: escaped, one row each.
+  for (auto& j : s.jobs)
+    out << fmt::format("{:>8}  {:<24} {:<8} {:>7}\n", j.job_id, escape_control(j.name), state_text(j.state), j.workers);
   out << fmt::format("\n{:<10} {:<6} {:>4} {:>5}  {:<9} {}\n", "SERVER", "GPU", "GPUS", "FREE", "POOL", "LOAN");
   for (auto& v : s.servers) {
     std::string loan;
     for (auto& l : s.loans)
       if (l.server == v.name) loan = l.state == wire::loan_state::loaned ? "loaned" : "reclaiming";
-    out << fmt::format("{:<10} {:<6} {:>4} {:>5}  {:<9} {}\n", v.name, v.gpu_type, v.gpus, v.free, pool_text(v.pool), loan);
+    out << fmt::format("{:<10} {:<6} {:>4} {:>5}  {:<9} {}\n", escape_control(v.name), escape_control(v.gpu_type), v.gpus,
+                       v.free, pool_text(v.pool), loan);
   }
 }
 

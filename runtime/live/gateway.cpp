@@ -14,6 +14,7 @@
 #include <tuple>
 #include <utility>
 
+#include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/wire/codec.hpp"
@@ -73,7 +74,7 @@ struct gateway::impl {
 
   void log(const std::string& line) {
     std::lock_guard lock(log_mutex);
-    log_stream << "[serve] " << line << '\n' << std::flush;
+    log_stream << "[serve] " << escape_control(line) << '\n' << std::flush;
   }
 
   void accept();
@@ -114,7 +115,7 @@ class session : public std::enable_shared_from_this<session> {
   void close(const std::string& reason) {
     if (closing_) return;
     g_->log(fmt::format("{}: closing: {}", peer_, reason));
-    send(wire::error{reason});
+    send(wire::error{escape_control(reason)});
     closing_ = true;
     if (queue_.empty()) shut();
   }
@@ -239,6 +240,9 @@ class session : public std::enable_shared_from_this<session> {
     auto* h = std::get_if<wire::hello>(&msg);
     if (!h) return close(fmt::format("expected hello first, got '{}'", wire::type_of(msg)));
     if (!tokens_equal(h->token, g_->opts.token)) return close("wrong cluster token");
+    // Names are shown in logs, tables and error frames, one line each.
+    if (find_control(h->name) != std::string::npos)
+      return close("hello: name '" + h->name + "' holds " + describe_control(h->name));
     name_ = h->name;
     peer_ += " " + (h->role == wire::peer_role::agent ? std::string("agent ") : std::string("client ")) + h->name;
     stage_ = h->role == wire::peer_role::agent ? stage::registering : stage::client;
@@ -248,6 +252,8 @@ class session : public std::enable_shared_from_this<session> {
   void on_register(const wire::message& msg) {
     auto* r = std::get_if<wire::register_>(&msg);
     if (!r) return close(fmt::format("expected register after hello, got '{}'", wire::type_of(msg)));
+    if (find_control(r->server) != std::string::npos)
+      return close("register: server '" + r->server + "' holds " + describe_control(r->server));
     std::shared_ptr<session> replaced;
     std::vector<wire::message> backlog;
     bool returning = false;
@@ -388,6 +394,11 @@ class session : public std::enable_shared_from_this<session> {
       return;
     }
     if (auto* j = std::get_if<wire::submit>(&msg)) {
+      if (find_control(j->name) != std::string::npos) {
+        auto why = "submit: job name '" + j->name + "' holds " + describe_control(j->name);
+        g_->log(fmt::format("{}: submit refused: {}", peer_, why));
+        return close(why);
+      }
       std::optional<submit_result> result;
       g_->with_router([&](worker_router& r) {
         if (r.submit) result = r.submit(to_spec(*j));

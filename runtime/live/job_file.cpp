@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
 #include "runtime/yaml_file.hpp"
 
@@ -29,11 +30,18 @@ void read_job_file(const std::string& path, wire::submit& job) {
       if (!v.IsScalar()) throw input_error(fmt::format("{}: {} must be a string", at, key));
       return v.Scalar();
     };
-    if (key == "name") job.name = text();
+    // Shown in logs and tables, one line per job.
+    auto shown = [&] {
+      auto t = text();
+      if (find_control(t) != std::string::npos)
+        throw input_error(fmt::format("{}: {} holds {}", at, key, describe_control(t)));
+      return t;
+    };
+    if (key == "name") job.name = shown();
     else if (key == "gpus") job.gpus = count();
     else if (key == "min_workers") job.min_workers = count();
     else if (key == "max_workers") job.max_workers = count();
-    else if (key == "gpu_type") job.gpu_type = text();
+    else if (key == "gpu_type") job.gpu_type = shown();
     else if (key == "expected_duration_s") {
       double d = 0;
       if (!v.IsScalar() || !YAML::convert<double>::decode(v, d) || !std::isfinite(d))

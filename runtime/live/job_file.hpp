@@ -10,7 +10,8 @@ namespace aryl::live {
 
 /// Fills `job` from the file's keys (the ones absent keep their values). Throws
 /// aryl::input_error naming the file, the line and the key for an unreadable file, an
-/// unknown key or a value of the wrong type or range.
+/// unknown or repeated key, a value of the wrong type or range, a name or GPU type holding a
+/// control character, or text after the job's map.
 void read_job_file(const std::string& path, wire::submit& job);
 
 } // namespace aryl::live

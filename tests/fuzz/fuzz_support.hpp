@@ -44,13 +44,16 @@ inline std::string current_exception_type() {
 }
 
 /// Runs `body`; returns true when it returned, false when it threw input_error, and reports any
-/// other exception as a finding.
+/// other exception, or an input_error message holding a control character (it would not be one
+/// line), as a finding.
 template <class Body>
 bool returns_or_input_error(const char* what, Body&& body) {
   try {
     body();
     return true;
-  } catch (const aryl::input_error&) {
+  } catch (const aryl::input_error& e) {
+    require(aryl::find_control(e.what()) == std::string_view::npos,
+            std::string(what) + " threw input_error with a control character: " + aryl::escape_control(e.what()));
     return false;
   } catch (const std::exception& e) {
     finding(std::string(what) + " threw " + current_exception_type() + " (not aryl::input_error): " + e.what());

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "runtime/live/client.hpp"
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/metrics.hpp"
 #include "runtime/wire/codec.hpp"
@@ -287,6 +288,48 @@ TEST_CASE("gateway: a returning agent's workers are reconciled at its first hear
   CHECK(at("exit server=1 job=5") >= 0);
   CHECK(at("exit server=1 job=5") < at("reconcile server=1"));
   CHECK(at("reconcile server=1") < at("back server=1"));
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a peer or server name holding a control character is refused, and logged escaped") {
+  peer named(g->port());
+  named.send(wire::hello{wire::peer_role::agent, "secret", "t0\nforged line"});
+  auto why = named.refusal();
+  CHECK_MESSAGE(why.find("control character") != std::string::npos, why);
+  peer agent(g->port());
+  agent.hello_as_agent("t0");
+  agent.send(wire::register_{"t0\x1b[2J", "V100", 8, wire::pool_kind::training, {}});
+  why = agent.refusal();
+  CHECK_MESSAGE(why.find("control character") != std::string::npos, why);
+  CHECK(why.find('\x1b') == std::string::npos);
+  g->close();  // its log is complete
+  auto log = log_text.str();
+  CHECK_MESSAGE(log.find("\nforged") == std::string::npos, log);
+  CHECK_MESSAGE(log.find('\x1b') == std::string::npos, log);
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a submitted job name holding a control character is refused") {
+  peer client(g->port());
+  client.send(wire::hello{wire::peer_role::client, "secret", "cli"});
+  REQUIRE(client.receive());
+  wire::submit job;
+  job.name = "a\nforged line";
+  client.send(job);
+  auto why = client.refusal();
+  CHECK_MESSAGE(why.find("control character") != std::string::npos, why);
+}
+
+TEST_CASE("status table: names holding control characters stay on their line, escaped") {
+  wire::status_reply s;
+  s.jobs = {{1, "a\nb\x1b[2J", wire::job_state::running, 2}};
+  s.servers = {{"t0\r", "V100", 8, 6, wire::pool_kind::training}};
+  std::ostringstream out;
+  live::print_status(out, s);
+  auto text = out.str();
+  // Header, one job, a blank line, header, one server.
+  CHECK_MESSAGE(std::count(text.begin(), text.end(), '\n') == 5, text);
+  CHECK(text.find('\r') == std::string::npos);
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK_MESSAGE(text.find("a\\nb\\x1b[2J") != std::string::npos, text);
 }
 
 TEST_CASE_FIXTURE(gateway_fixture, "gateway: a client gets the scheduler's status, loans included") {

@@ -54,6 +54,10 @@ def main():
              ":2: a fault has exactly one of server_crash, worker_crash, surge, disconnect, link, scheduler_crash",
              work),
             ("no faults list", "fault:\n  - {at: 1}\n", ": expected a map with a `faults:` list", work),
+            ("a key given twice", "faults:\n  - {at: 1,\n     at: 2, server_crash: t0}\n",
+             ":3: duplicate key 'at' (first given on line 2)", work),
+            ("a top-level key beside faults", "faults:\n  - {at: 1, server_crash: t0}\nfault:\n  - {at: 2}\n",
+             ":3: unknown top-level key 'fault'", work),
             ("disconnect of an agent without a proxy", "faults:\n  - {at: 1, worker_crash: 0}\n"
              "  - {at: 2, disconnect: t0, for: 5}\n",
              ":3: disconnect: t0's agent has no fault proxy in the testbed", work),
