@@ -299,9 +299,10 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         [inference](int servers) {
           if (inference) caf::anon_send(inference, push_atom::value, servers);
         },
-        [tasks, &sys, scheduler, status, &c, &plan](job_spec job) {
+        [tasks, &sys, scheduler, tb, &c, &plan](job_spec job) {
           try {
-            job.submit = sim_time::from_us(status->now_us.load());
+            // For the horizon check only: the scheduler stamps the job when it takes it.
+            job.submit = tb.at(sys.clock().now());
             check_submitted(c, plan.setup, job);
           } catch (const input_error& e) {
             return submit_result{-1, e.what()};
