@@ -385,11 +385,15 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
   out.jobs_finished = st.jobs_finished;
   out.reclaim_latency_s = st.reclaim_latency_s;
   out.rounds = st.rounds;
-  for (auto id : l.running) out.jobs.push_back({id, st.names[id], true, l.jobs[id].workers});
-  for (auto id : l.queued) out.jobs.push_back({id, st.names[id], false, l.jobs[id].workers});
+  for (auto id : l.running) out.jobs.push_back({id, st.names[id], true, l.jobs[id].workers, {}});
+  for (auto id : l.queued)
+    out.jobs.push_back({id, st.names[id], false, l.jobs[id].workers,
+                        queue_wait_reason(l, st.setup.policy, st.setup.planner, id, st.setup.type_names)});
+  // A lost server's GPUs are not free: nothing can be placed there until its agent is back.
   for (auto& s : l.servers)
-    out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus, s.free,
-                           s.home == server_home::inference, modes[static_cast<int>(s.mode)]});
+    out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus,
+                           s.mode == server_mode::down ? 0 : s.free, s.home == server_home::inference,
+                           modes[static_cast<int>(s.mode)]});
   return out;
 }
 
