@@ -414,12 +414,14 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
                     fmt::format(FMT_COMPILE("job-{} workers={}"), job, workers), why};
   auto record = make_record(st, j, now, workers, outcome);
   journal_job(self, job, now, &record);
-  self->send(st.jenv.recorder, ended_atom::value, std::move(line), std::move(record));
-  if (!done) self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
-  st.jobs[job] = nullptr;
+  // A reclaim this end completes is measured before the job's record reaches the recorder:
+  // the run's last record closes the outputs, and a measure after it would be dropped.
   bool any = false;
   for (auto& rf : st.reclaims) any |= rf.waiting.erase(job) > 0;
   if (any) complete_reclaims(self, now);
+  self->send(st.jenv.recorder, ended_atom::value, std::move(line), std::move(record));
+  if (!done) self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
+  st.jobs[job] = nullptr;
   mark_dirty(self);  // the round at this instant sends the snapshot
 }
 
