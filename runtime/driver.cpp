@@ -236,9 +236,11 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   auto recorder = sys.spawn(recorder_behavior, writer, status, static_cast<uint64_t>(in.jobs.size()) + restored_jobs,
                             header, live && live->until_stopped, index_space);
   journal_actor journal;
-  if (live && live->journal)
+  if (live && live->journal) {
     journal = sys.spawn(journal_behavior, live->journal, recorder, std::chrono::milliseconds(2000),
                         static_cast<uint32_t>(c.state_compact_every));
+    caf::anon_send(recorder, measures_to_atom::value, caf::actor_cast<caf::actor>(journal));
+  }
   // Loans that carry on after a scheduler restart: lent from the start.
   std::vector<int> lent;
   if (live)
@@ -443,7 +445,10 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
 run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live) {
   auto plan = plan_cluster(c);
   check_runnable(c, plan.setup, in.jobs);
-  auto writer = std::make_shared<run_writer>(c.out_dir);
+  // Live: every line reaches the OS as it is written, so that a killed serve leaves its outputs
+  // whole for the serve that carries its run on.
+  auto writer = std::make_shared<run_writer>(c.out_dir, live != nullptr, live && live->carry_on_outputs);
+  if (live) writer->restore_measures(live->measures);
   if (!in.jobs.empty()) writer->set_window_end(in.jobs.back().submit.us);
   if (live && live->nodes.size() != plan.setup.servers.size())
     throw input_error(fmt::format("live: {} machines for {} configured servers", live->nodes.size(),
