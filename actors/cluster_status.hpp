@@ -13,6 +13,7 @@ struct active_job {
   std::string name;
   bool running = false;  ///< else queued
   int workers = 0;
+  std::string reason;    ///< queued: why it waits (queue_wait_reason); running: empty
 };
 
 struct server_report {
@@ -21,7 +22,7 @@ struct server_report {
   int gpus = 0;
   int free = 0;
   bool inference = false;  ///< home pool
-  std::string mode;        ///< training | serving | loaned | reclaiming
+  std::string mode;        ///< training | serving | loaned | reclaiming | down (lost: free is 0)
 };
 
 /// Wall-clock seconds from an event that asked for a scheduling round to the round's last

@@ -40,6 +40,7 @@ journal_actor::behavior_type journal_behavior(journal_actor::stateful_pointer<jo
       [=](jserver_atom, const std::string& server, const std::string& mode) {
         self->state.sink->put_server_mode(server, mode);
       },
+      [=](jmeasures_atom, const run_measures& m) { self->state.sink->put_measures(m); },
       [=](jflush_atom) {
         self->state.flush_armed = false;
         flush();

@@ -17,6 +17,13 @@ using jprogress_atom = caf::atom_constant<caf::atom("jprogress")>;
 using jserver_atom = caf::atom_constant<caf::atom("jserver")>;
 using jflush_atom = caf::atom_constant<caf::atom("jflush")>;
 using jadmit_atom = caf::atom_constant<caf::atom("jadmit")>;
+using jmeasures_atom = caf::atom_constant<caf::atom("jmeasures")>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_measures& x) {
+  return f(caf::meta::type_name("run_measures"), x.lost_gpu_s, x.recoveries_s, x.reclaim_latency_s,
+           x.reclaim_max_late_s, x.slo_misses);
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, adopted_worker& x) {
@@ -33,11 +40,13 @@ typename Inspector::result_type inspect(Inspector& f, saved_job& x) {
 /// work_done): rank 0's report, written coalesced every few seconds. jserver(name, mode): an
 /// inference server lent, reclaiming or serving again. jflush: its own timer. jadmit(row, next): a job a client submitted and the next free
 /// index, committed durably in one transaction; replies the job's index once they are, so
-/// that the scheduler answers the client only then.
+/// that the scheduler answers the client only then. jmeasures(m): the run's measures so far,
+/// from the recorder.
 using journal_actor = caf::typed_actor<caf::reacts_to<jjob_atom, saved_job>,
                                        caf::replies_to<jadmit_atom, saved_job, uint32_t>::with<uint32_t>,
                                        caf::reacts_to<jprogress_atom, uint32_t, double>,
                                        caf::reacts_to<jserver_atom, std::string, std::string>,
+                                       caf::reacts_to<jmeasures_atom, run_measures>,
                                        caf::reacts_to<jflush_atom>>;
 
 } // namespace aryl

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "actors/journal_protocol.hpp"
+
 namespace aryl {
 namespace {
 
@@ -53,6 +55,11 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
     self->state.status->running_jobs.store(c.running_jobs, std::memory_order_relaxed);
     if (!self->state.status->finished.load()) self->state.writer->snapshot(c);
   };
+  auto measured = [=] {
+    auto& s = self->state;
+    if (s.journal)
+      self->send(caf::actor_cast<journal_actor>(s.journal), jmeasures_atom::value, s.writer->measures());
+  };
   return {
       [=](event_atom, const event_record& e) { event(e); },
       [=](roundlog_atom, const std::vector<event_record>& es, const cluster_snapshot& c) {
@@ -86,6 +93,7 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
       [=](slo_atom, int count) {
         self->state.writer->slo_misses(count);
         self->state.status->slo_misses += static_cast<uint64_t>(count);
+        measured();
       },
       [=](serving_atom, int64_t t_us, int gpus) {
         if (!self->state.status->finished.load()) self->state.writer->serving(t_us, gpus);
@@ -96,11 +104,16 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
         ++s.expected;
       },
       [=](lostwork_atom, double gpu_s, double recovery_s) {
-        if (!self->state.status->finished.load()) self->state.writer->lost_work(gpu_s, recovery_s);
+        if (self->state.status->finished.load()) return;
+        self->state.writer->lost_work(gpu_s, recovery_s);
+        measured();
       },
       [=](rdone_atom, double latency_s, double late_s) {
-        if (!self->state.status->finished.load()) self->state.writer->reclaim_done(latency_s, late_s);
+        if (self->state.status->finished.load()) return;
+        self->state.writer->reclaim_done(latency_s, late_s);
+        measured();
       },
+      [=](measures_to_atom, const caf::actor& journal) { self->state.journal = journal; },
       [=](close_atom) {
         auto& s = self->state;
         // Trace jobs never submitted are not part of the run; every submitted one is recorded.

@@ -19,6 +19,8 @@ struct recorder_state {
   run_summary header;
   /// Serving until told to stop: every job done does not end the run.
   bool keep_open = false;
+  /// Where the measures are journaled (a journal_actor), if anywhere.
+  caf::actor journal;
   static inline const char* name = "recorder";
 };
 

@@ -24,6 +24,7 @@ using expect_atom = caf::atom_constant<caf::atom("expect")>;
 using close_atom = caf::atom_constant<caf::atom("close")>;
 using lostwork_atom = caf::atom_constant<caf::atom("lostwork")>;
 using rdone_atom = caf::atom_constant<caf::atom("rdone")>;
+using measures_to_atom = caf::atom_constant<caf::atom("measureto")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, event_record& x) {
@@ -57,6 +58,9 @@ typename Inspector::result_type inspect(Inspector& f, cluster_snapshot& x) {
 /// too. close: the run was told to stop and every submitted job has been recorded (the
 /// active ones as cancelled): close the outputs with what is there. lostwork(gpu_s,
 /// recovery_s, < 0 for none): a fault's cost. rdone(latency_s, late_s): a reclaim returned its servers.
+/// measures_to(journal): `aryl serve --state`: after each change of the run's measures
+/// (lostwork, rdone, slo), the recorder sends them all to this journal actor, so that a
+/// restarted scheduler's summary counts what was measured before.
 using recorder_actor = caf::typed_actor<caf::reacts_to<event_atom, event_record>,
                                         caf::reacts_to<roundlog_atom, std::vector<event_record>, cluster_snapshot>,
                                         caf::reacts_to<ended_atom, event_record, job_record>,
@@ -70,6 +74,7 @@ using recorder_actor = caf::typed_actor<caf::reacts_to<event_atom, event_record>
                                         caf::reacts_to<expect_atom>,
                                         caf::reacts_to<close_atom>,
                                         caf::reacts_to<lostwork_atom, double, double>,
-                                        caf::reacts_to<rdone_atom, double, double>>;
+                                        caf::reacts_to<rdone_atom, double, double>,
+                                        caf::reacts_to<measures_to_atom, caf::actor>>;
 
 } // namespace aryl

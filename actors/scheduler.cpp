@@ -385,11 +385,15 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
   out.jobs_finished = st.jobs_finished;
   out.reclaim_latency_s = st.reclaim_latency_s;
   out.rounds = st.rounds;
-  for (auto id : l.running) out.jobs.push_back({id, st.names[id], true, l.jobs[id].workers});
-  for (auto id : l.queued) out.jobs.push_back({id, st.names[id], false, l.jobs[id].workers});
+  for (auto id : l.running) out.jobs.push_back({id, st.names[id], true, l.jobs[id].workers, {}});
+  for (auto id : l.queued)
+    out.jobs.push_back({id, st.names[id], false, l.jobs[id].workers,
+                        queue_wait_reason(l, st.setup.policy, st.setup.planner, id, st.setup.type_names)});
+  // A lost server's GPUs are not free: nothing can be placed there until its agent is back.
   for (auto& s : l.servers)
-    out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus, s.free,
-                           s.home == server_home::inference, modes[static_cast<int>(s.mode)]});
+    out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus,
+                           s.mode == server_mode::down ? 0 : s.free, s.home == server_home::inference,
+                           modes[static_cast<int>(s.mode)]});
   return out;
 }
 
@@ -410,12 +414,14 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
                     fmt::format(FMT_COMPILE("job-{} workers={}"), job, workers), why};
   auto record = make_record(st, j, now, workers, outcome);
   journal_job(self, job, now, &record);
-  self->send(st.jenv.recorder, ended_atom::value, std::move(line), std::move(record));
-  if (!done) self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
-  st.jobs[job] = nullptr;
+  // A reclaim this end completes is measured before the job's record reaches the recorder:
+  // the run's last record closes the outputs, and a measure after it would be dropped.
   bool any = false;
   for (auto& rf : st.reclaims) any |= rf.waiting.erase(job) > 0;
   if (any) complete_reclaims(self, now);
+  self->send(st.jenv.recorder, ended_atom::value, std::move(line), std::move(record));
+  if (!done) self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
+  st.jobs[job] = nullptr;
   mark_dirty(self);  // the round at this instant sends the snapshot
 }
 
@@ -423,10 +429,10 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
 /// journal of a scheduler that went away had it; it keeps its submit time, measurements and
 /// retries, and counts the restart as a preemption (its workers were stopped, its next
 /// start pays the restart overhead and resumes from the checkpoint). Journaling the job is
-/// the caller's: a client's submit is journaled otherwise than a trace job's.
-void accept_job(self_ptr self, job_spec& spec, const saved_job* restored = nullptr) {
+/// the caller's: a client's submit is journaled otherwise than a trace job's. `now`: the
+/// scheduler's clock, read once by the caller (a client's job is stamped with it).
+void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* restored = nullptr) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
   auto& l = st.ledger;
   if (l.jobs.size() <= spec.index) {
     l.jobs.resize(spec.index + 1);
@@ -545,7 +551,7 @@ void restore_job(self_ptr self, saved_job& row) {
   auto index = row.spec.index;
   if (row.status != "ended") {
     auto spec = row.spec;
-    accept_job(self, spec, &row);
+    accept_job(self, spec, now, &row);
     journal_job(self, index, now);
     if (!row.adopt.empty()) adopt_job(self, row);
     return;
@@ -597,8 +603,9 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
           return caf::unit;
         }
         auto index = spec.index;
-        accept_job(self, spec);
-        journal_job(self, index, st.jenv.tb.now(self));
+        auto now = st.jenv.tb.now(self);
+        accept_job(self, spec, now);
+        journal_job(self, index, now);
         return caf::unit;
       },
       [=](admit_atom, job_spec& spec) -> caf::result<int64_t> {
@@ -606,9 +613,12 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         auto& st = self->state;
         if (st.drained) return int64_t{-1};
         auto index = spec.index = st.next_index++;
+        // A client's job arrives now: whatever time the sender put on it is not the scheduler's.
+        auto now = st.jenv.tb.now(self);
+        spec.submit = now;
         // Before anything else about the job reaches the recorder: the run now waits for it.
         self->send(st.jenv.recorder, expect_atom::value);
-        accept_job(self, spec);
+        accept_job(self, spec, now);
         if (!st.setup.journal) return static_cast<int64_t>(index);
         // The client learns the id only once the job and the index counter are on disk: a
         // scheduler killed after the answer carries the job on and never gives the id again.

@@ -27,7 +27,7 @@ using restore_atom = caf::atom_constant<caf::atom("restore")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, active_job& x) {
-  return f(caf::meta::type_name("active_job"), x.job, x.name, x.running, x.workers);
+  return f(caf::meta::type_name("active_job"), x.job, x.name, x.running, x.workers, x.reason);
 }
 
 template <class Inspector>

@@ -261,9 +261,11 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   auto recorder = sys.spawn(recorder_behavior, writer, status, static_cast<uint64_t>(in.jobs.size()) + restored_jobs,
                             header, live && live->until_stopped, index_space);
   journal_actor journal;
-  if (live && live->journal)
+  if (live && live->journal) {
     journal = sys.spawn(journal_behavior, live->journal, recorder, std::chrono::milliseconds(2000),
                         static_cast<uint32_t>(c.state_compact_every));
+    caf::anon_send(recorder, measures_to_atom::value, caf::actor_cast<caf::actor>(journal));
+  }
   // Loans that carry on after a scheduler restart: lent from the start.
   std::vector<int> lent;
   if (live)
@@ -324,9 +326,10 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         [inference](int servers) {
           if (inference) caf::anon_send(inference, push_atom::value, servers);
         },
-        [tasks, &sys, scheduler, status, &c, &plan](job_spec job) {
+        [tasks, &sys, scheduler, tb, &c, &plan](job_spec job) {
           try {
-            job.submit = sim_time::from_us(status->now_us.load());
+            // For the horizon check only: the scheduler stamps the job when it takes it.
+            job.submit = tb.at(sys.clock().now());
             check_submitted(c, plan.setup, job);
           } catch (const input_error& e) {
             return submit_result{-1, e.what()};
@@ -470,7 +473,10 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
   auto plan = plan_cluster(c);
   check_runnable(c, plan.setup, in.jobs);
   if (!live) check_fault_jobs(in.faults, in.jobs.size());
-  auto writer = std::make_shared<run_writer>(c.out_dir);
+  // Live: every line reaches the OS as it is written, so that a killed serve leaves its outputs
+  // whole for the serve that carries its run on.
+  auto writer = std::make_shared<run_writer>(c.out_dir, live != nullptr, live && live->carry_on_outputs);
+  if (live) writer->restore_measures(live->measures);
   if (!in.jobs.empty()) writer->set_window_end(in.jobs.back().submit.us);
   if (live && live->nodes.size() != plan.setup.servers.size())
     throw input_error(fmt::format("live: {} machines for {} configured servers", live->nodes.size(),

@@ -92,6 +92,10 @@ struct live_world {
   uint32_t scheduler_restarts = 0;
   uint64_t restarted_jobs = 0;
   uint64_t adopted_jobs = 0;
+  /// After a restart: the run's measures as journaled, and whether the outputs the killed
+  /// process left (events.log, timeline.csv) are carried on rather than started again.
+  run_measures measures;
+  bool carry_on_outputs = false;
 };
 
 struct run_outcome {

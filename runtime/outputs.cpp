@@ -9,6 +9,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <limits>
+#include <string_view>
 
 #include "runtime/control_chars.hpp"
 #include "runtime/csv_field.hpp"
@@ -58,21 +61,113 @@ bool same_state(const cluster_snapshot& a, const cluster_snapshot& b) {
 
 } // namespace
 
-run_writer::run_writer(const std::string& out_dir) : dir_(out_dir) {
+constexpr const char* timeline_header =
+    "t_s,training_busy_gpus,training_gpus,loaned_busy_gpus,loaned_servers,serving_servers,"
+    "reclaiming_servers,inference_gpus,queued_jobs,running_jobs,serving_busy_gpus";
+
+run_writer::run_writer(const std::string& out_dir, bool flush_lines, bool carry_on)
+    : dir_(out_dir), flush_lines_(flush_lines) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) throw input_error(dir_ + ": cannot create output folder: " + ec.message());
   for (auto* name : output_names) {
-    for (auto path : {dir_ + "/" + name, dir_ + "/" + name + partial}) {
+    bool kept = carry_on && (std::string_view(name) == "events.log" || std::string_view(name) == "timeline.csv");
+    std::vector<std::string> gone{dir_ + "/" + name};
+    if (!kept) gone.push_back(dir_ + "/" + name + partial);
+    for (auto& path : gone) {
       std::filesystem::remove(path, ec);
       if (ec) throw input_error(path + ": cannot remove the previous run's output: " + ec.message());
     }
   }
-  events_file_ = open_for_write(dir_ + "/events.log" + partial);
-  timeline_file_ = open_for_write(dir_ + "/timeline.csv" + partial);
-  std::fputs("t_s,training_busy_gpus,training_gpus,loaned_busy_gpus,loaned_servers,serving_servers,"
-             "reclaiming_servers,inference_gpus,queued_jobs,running_jobs,serving_busy_gpus\n",
-             timeline_file_);
+  if (!carry_on) {
+    events_file_ = open_for_write(dir_ + "/events.log" + partial);
+    timeline_file_ = open_for_write(dir_ + "/timeline.csv" + partial);
+    std::fputs(timeline_header, timeline_file_);
+    std::fputc('\n', timeline_file_);
+    return;
+  }
+  events_ = this->carry_on("events.log").size();
+  auto rows = this->carry_on("timeline.csv");
+  const auto path = dir_ + "/timeline.csv" + partial;
+  if (rows.empty()) {
+    std::fputs(timeline_header, timeline_file_);
+    std::fputc('\n', timeline_file_);
+    return;
+  }
+  if (rows.front() != timeline_header) throw input_error(path + ": line 1: not the header of a timeline");
+  int64_t last_t = std::numeric_limits<int64_t>::min();
+  for (size_t i = 1; i < rows.size(); ++i) {
+    auto bad = [&](const char* why) {
+      return input_error(fmt::format("{}: line {}: {}: {}", path, i + 1, why, rows[i].substr(0, 80)));
+    };
+    // Times as append_seconds wrote them: whole seconds and six digits of microseconds.
+    auto dot = rows[i].find('.');
+    auto comma = rows[i].find(',');
+    if (dot == std::string::npos || comma != dot + 7) throw bad("not a timeline row");
+    std::vector<int64_t> v;
+    try {
+      size_t used = 0;
+      int64_t whole = std::stoll(rows[i].substr(0, dot), &used);
+      if (used != dot || whole < 0 || whole > 1'000'000'000'000) throw bad("time out of range");
+      int64_t frac = std::stoll(rows[i].substr(dot + 1, 6), &used);
+      if (used != 6 || frac < 0) throw bad("not a timeline row");
+      v.push_back(whole * 1000000 + frac);
+      for (size_t at = comma; at != std::string::npos;) {
+        size_t next = rows[i].find(',', at + 1);
+        auto field = rows[i].substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+        long long n = std::stoll(field, &used);
+        if (used != field.size() || n < 0 || n > std::numeric_limits<int>::max()) throw bad("not a count");
+        v.push_back(n);
+        at = next;
+      }
+    } catch (const std::logic_error&) {
+      throw bad("not a timeline row");
+    }
+    if (v.size() != 11) throw bad("not 11 columns");
+    if (v[0] < last_t) throw bad("time goes back");
+    last_t = v[0];
+    cluster_snapshot c;
+    c.t_us = v[0];
+    c.training_busy_gpus = static_cast<int>(v[1]);
+    c.training_gpus = static_cast<int>(v[2]);
+    c.loaned_busy_gpus = static_cast<int>(v[3]);
+    c.loaned_servers = static_cast<int>(v[4]);
+    c.serving_servers = static_cast<int>(v[5]);
+    c.reclaiming_servers = static_cast<int>(v[6]);
+    c.inference_gpus = static_cast<int>(v[7]);
+    c.queued_jobs = static_cast<int>(v[8]);
+    c.running_jobs = static_cast<int>(v[9]);
+    // Serving changes between rows are not in the file: the row's value holds from it on.
+    serving(c.t_us, static_cast<int>(v[10]));
+    take(c);
+  }
+}
+
+std::vector<std::string> run_writer::carry_on(const char* name) {
+  const auto path = dir_ + "/" + name + partial;
+  std::vector<std::string> lines;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) throw input_error(path + ": cannot read: " + std::strerror(errno));
+    auto complete = text.rfind('\n');
+    complete = complete == std::string::npos ? 0 : complete + 1;
+    // The line the kill cut short is dropped: it is not known to be whole.
+    if (complete < text.size()) {
+      std::filesystem::resize_file(path, complete, ec);
+      if (ec) throw input_error(path + ": cannot drop its cut-short last line: " + ec.message());
+    }
+    for (size_t at = 0; at < complete;) {
+      auto end = text.find('\n', at);
+      lines.push_back(text.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  if (!f) throw input_error(path + ": cannot write: " + std::strerror(errno));
+  (std::string_view(name) == "events.log" ? events_file_ : timeline_file_) = f;
+  return lines;
 }
 
 run_writer::~run_writer() {
@@ -129,6 +224,7 @@ void run_writer::event(const event_record& e) {
   if (find_control(line) != std::string::npos) line = escape_control(line);
   line.push_back('\n');
   std::fwrite(line.data(), 1, line.size(), events_file_);
+  if (flush_lines_) std::fflush(events_file_);
 }
 
 void run_writer::job(const job_record& j) { jobs_.push_back(j); }
@@ -159,7 +255,7 @@ void run_writer::serving(int64_t t_us, int gpus) {
   serving_busy_ = gpus;
 }
 
-void run_writer::snapshot(const cluster_snapshot& s) {
+bool run_writer::take(const cluster_snapshot& s) {
   if (!have_snapshot_) {
     first_t_us_ = s.t_us;
     serving_since_ = std::max(serving_since_, s.t_us);
@@ -170,7 +266,11 @@ void run_writer::snapshot(const cluster_snapshot& s) {
   bool changed = !have_snapshot_ || !same_state(s, last_);
   last_ = s;
   have_snapshot_ = true;
-  if (!changed || !timeline_file_) return;
+  return changed;
+}
+
+void run_writer::snapshot(const cluster_snapshot& s) {
+  if (!take(s) || !timeline_file_) return;
   auto& row = line_;
   row.clear();
   append_seconds(row, s.t_us);
@@ -178,6 +278,7 @@ void run_writer::snapshot(const cluster_snapshot& s) {
                  s.training_gpus, s.loaned_busy_gpus, s.loaned_servers, s.serving_servers, s.reclaiming_servers,
                  s.inference_gpus, s.queued_jobs, s.running_jobs, serving_busy_);
   std::fwrite(row.data(), 1, row.size(), timeline_file_);
+  if (flush_lines_) std::fflush(timeline_file_);
 }
 
 run_summary run_writer::finish(run_summary s) {
@@ -246,14 +347,15 @@ run_summary run_writer::finish(run_summary s) {
   s.training_gpu_usage = training_total_ > 0 ? busy_training_ / training_total_ : 0;
   s.inference_gpu_usage = inference_total_ > 0 ? busy_inference_ / inference_total_ : 0;
   s.loaned_server_hours = loaned_servers_us_ / 3.6e9;
-  s.reclaim_slo_misses = slo_misses_;
-  s.reclaim_latency_p50_s = percentile(reclaim_latency_, 0.50);
-  s.reclaim_latency_p99_s = percentile(reclaim_latency_, 0.99);
-  s.reclaim_max_late_s = max_reclaim_late_s_;
-  s.lost_gpu_hours = lost_gpu_s_ / 3600;
-  s.recoveries = recoveries_.size();
-  s.recovery_p50_s = percentile(recoveries_, 0.50);
-  s.recovery_max_s = recoveries_.empty() ? 0 : *std::max_element(recoveries_.begin(), recoveries_.end());
+  auto& m = measures_;
+  s.reclaim_slo_misses = m.slo_misses;
+  s.reclaim_latency_p50_s = percentile(m.reclaim_latency_s, 0.50);
+  s.reclaim_latency_p99_s = percentile(m.reclaim_latency_s, 0.99);
+  s.reclaim_max_late_s = m.reclaim_max_late_s;
+  s.lost_gpu_hours = m.lost_gpu_s / 3600;
+  s.recoveries = m.recoveries_s.size();
+  s.recovery_p50_s = percentile(m.recoveries_s, 0.50);
+  s.recovery_max_s = m.recoveries_s.empty() ? 0 : *std::max_element(m.recoveries_s.begin(), m.recoveries_s.end());
   s.events = events_;
 
   std::FILE* jf = std::fopen((dir_ + "/jobs.csv" + partial).c_str(), "w");

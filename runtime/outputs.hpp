@@ -17,8 +17,15 @@ namespace aryl {
 class run_writer {
 public:
   /// Creates `out_dir` if needed and removes a previous run's outputs from it; throws
-  /// input_error naming the path if it cannot write there.
-  explicit run_writer(const std::string& out_dir);
+  /// input_error naming the path if it cannot write there. `flush_lines`: each line of
+  /// events.log and timeline.csv reaches the OS as it is written, so a killed process loses
+  /// none (live mode). `carry_on`: a run carried on after a scheduler restart keeps the
+  /// events.log and timeline.csv the killed process left under their `.partial` names and
+  /// goes on writing them: a line the kill cut short is dropped, the events are counted and
+  /// the timeline's rows replayed into the usage integrals, so the outputs cover the whole
+  /// run with each line once. A timeline row that does not parse is an input_error naming the
+  /// file and line.
+  explicit run_writer(const std::string& out_dir, bool flush_lines = false, bool carry_on = false);
   ~run_writer();
   run_writer(const run_writer&) = delete;
   run_writer& operator=(const run_writer&) = delete;
@@ -26,18 +33,21 @@ public:
   void event(const event_record& e);
   void job(const job_record& j);
   void snapshot(const cluster_snapshot& s);
-  void slo_misses(int count) { slo_misses_ += static_cast<uint64_t>(count); }
+  void slo_misses(int count) { measures_.slo_misses += static_cast<uint64_t>(count); }
   /// Faults: GPU-seconds lost (work since the last checkpoint, GPUs held while stalled), and
   /// each crashed job's time from its first crash to running again (< 0: none in this report).
   void lost_work(double gpu_s, double recovery_s) {
-    lost_gpu_s_ += gpu_s;
-    if (recovery_s >= 0) recoveries_.push_back(recovery_s);
+    measures_.lost_gpu_s += gpu_s;
+    if (recovery_s >= 0) measures_.recoveries_s.push_back(recovery_s);
   }
   /// A reclaim returned its servers `latency_s` after the request, `late_s` past its deadline.
   void reclaim_done(double latency_s, double late_s) {
-    reclaim_latency_.push_back(latency_s);
-    max_reclaim_late_s_ = std::max(max_reclaim_late_s_, late_s);
+    measures_.reclaim_latency_s.push_back(latency_s);
+    measures_.reclaim_max_late_s = std::max(measures_.reclaim_max_late_s, late_s);
   }
+  const run_measures& measures() const { return measures_; }
+  /// A run carried on after a scheduler restart goes on from the measures journaled before.
+  void restore_measures(const run_measures& before) { measures_ = before; }
   /// Inference GPUs busy serving demand from `t_us` on (idle serving servers are not used).
   void serving(int64_t t_us, int gpus);
   /// End of the submission window (the last submit): `window_gpu_usage` covers first to
@@ -68,10 +78,8 @@ private:
   std::FILE* timeline_file_ = nullptr;
   std::vector<job_record> jobs_;
   uint64_t events_ = 0;
-  uint64_t slo_misses_ = 0;
-  double lost_gpu_s_ = 0;
-  std::vector<double> recoveries_, reclaim_latency_;
-  double max_reclaim_late_s_ = 0;
+  run_measures measures_;
+  bool flush_lines_ = false;
   bool have_snapshot_ = false;
   cluster_snapshot last_;
   int64_t first_t_us_ = 0;
@@ -85,6 +93,10 @@ private:
   double serving_busy_us_ = 0;
   void integrate_serving_to(int64_t t_us);
   void integrate_to(int64_t t_us);
+  /// Integrates up to `s` and keeps it as the state from then on; true if it differs.
+  bool take(const cluster_snapshot& s);
+  /// Opens `name`.partial to append after its last complete line; returns the lines kept.
+  std::vector<std::string> carry_on(const char* name);
 };
 
 /// The short human summary table printed on stdout.

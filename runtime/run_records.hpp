@@ -72,6 +72,16 @@ struct cluster_snapshot {
 };
 
 /// The summary.json fields (DESIGN.md section 6).
+/// What a run measures beside its jobs, as the recorder adds it up; a scheduler restarted on
+/// its journal starts from the values journaled before it went away.
+struct run_measures {
+  double lost_gpu_s = 0;                ///< GPU-seconds lost to faults
+  std::vector<double> recoveries_s;     ///< each crashed job's first crash to running again
+  std::vector<double> reclaim_latency_s;  ///< each completed reclaim, request to return (simulated s)
+  double reclaim_max_late_s = 0;        ///< latest return past a reclaim's deadline
+  uint64_t slo_misses = 0;              ///< servers returned after their reclaim deadline
+};
+
 struct run_summary {
   uint64_t jobs_submitted = 0;
   uint64_t jobs_completed = 0;

@@ -60,6 +60,7 @@ struct saved_state {
   saved_run run;
   std::vector<saved_job> jobs;                                   ///< by index
   std::vector<std::pair<std::string, std::string>> server_modes; ///< inference servers not serving
+  run_measures measures;  ///< as last journaled
 };
 
 /// Where the journal actor writes; each call is one small transaction.
@@ -77,6 +78,8 @@ struct state_sink {
   /// An inference server's mode (serving, loaned, reclaiming).
   virtual void put_server_mode(const std::string& server, const std::string& mode) = 0;
   virtual void put_next_index(uint32_t next) = 0;
+  /// The run's measures so far (faults' costs, reclaims), replacing the last ones.
+  virtual void put_measures(const run_measures& m) = 0;
 };
 
 } // namespace aryl

@@ -166,6 +166,114 @@ void place_preemptive(cluster_ledger& l, const policy_spec& p, const planner_opt
 
 } // namespace
 
+std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, const planner_options& o,
+                              uint32_t job, const std::vector<std::string>& type_names) {
+  auto& j = l.jobs.at(job);
+  const int base = base_demand(j, p);
+  const bool may_loan = p.loaning && (j.elastic || o.inelastic_on_loaned);
+  const bool loans = p.loaning && !may_loan;  // loaned servers exist, for other jobs only
+  const int types = static_cast<int>(l.params.type_speed.size());
+  const int first = j.gpu_type >= 0 ? j.gpu_type : 0, last = j.gpu_type >= 0 ? j.gpu_type : types - 1;
+  // A job's workers share one GPU type: the best single type decides.
+  long usable = 0, with_loaned = 0;
+  int lost = 0;
+  for (int t = first; t <= last; ++t) {
+    long here = 0, lent = 0;
+    for (auto& s : l.servers) {
+      if (s.gpu_type != t) continue;
+      if (s.mode == server_mode::training) here += s.gpus;
+      else if (s.mode == server_mode::loaned) lent += s.gpus;
+      else if (s.mode == server_mode::down) ++lost;
+    }
+    usable = std::max(usable, here + (may_loan ? lent : 0));
+    with_loaned = std::max(with_loaned, here + lent);
+  }
+  std::string out;
+  auto needs = [&](const char* head) {
+    out += head;
+    out += ": needs ";
+    out += std::to_string(base);
+    out += " GPUs";
+    if (j.gpu_type >= 0) {
+      out += " of type ";
+      out += type_names.at(static_cast<size_t>(j.gpu_type));
+    }
+  };
+  auto lost_note = [&] {
+    if (lost == 0) return;
+    out += " (";
+    out += std::to_string(lost);
+    out += " lost)";
+  };
+  const char* no_fit = may_loan ? "no fit on training or loaned servers" : "no fit on training servers";
+  if (usable < base) {
+    if (loans && with_loaned >= base) {
+      needs("loaned servers are for elastic jobs");
+      out += ", training servers have ";
+      out += std::to_string(usable);
+      return out;
+    }
+    needs(no_fit);
+    out += ", they have ";
+    out += std::to_string(usable);
+    out += " in all";
+    lost_note();
+    return out;
+  }
+  if (!p.preemptive && !o.backfill) {
+    std::optional<uint32_t> head;
+    detail::walk_queue(l, p, [&](uint32_t id) {
+      head = id;
+      return false;
+    });
+    if (head && *head != job) {
+      out = "behind job ";
+      out += std::to_string(*head);
+      out += " in queue order (";
+      out += p.name;
+      out += ')';
+      return out;
+    }
+  }
+  long room = 0, room_loaned = 0;
+  for (int t = first; t <= last; ++t) {
+    room = std::max(room, l.capacity(t, may_loan, p.elastic));
+    room_loaned = std::max(room_loaned, l.capacity(t, true, p.elastic));
+  }
+  auto takes = [&] {
+    out += std::to_string(room);
+    out += p.elastic ? " free or held by extra workers" : " free";
+  };
+  if (room < base) {
+    if (loans && room_loaned >= base) {
+      needs("loaned servers are for elastic jobs");
+      out += ", ";
+      takes();
+      out += " on training servers";
+      return out;
+    }
+    needs(no_fit);
+    out += ", ";
+    takes();
+    lost_note();
+    return out;
+  }
+  if (!p.elastic && !try_place(l, j, p, o)) {
+    out = no_fit;
+    out += ": ";
+    out += std::to_string(room);
+    out += " GPUs free, not placeable together";
+    return out;
+  }
+  if (p.preemptive) {
+    out = "ranked behind the running jobs (";
+    out += p.name;
+    out += ')';
+    return out;
+  }
+  return "fits now: the next round starts it";
+}
+
 double priority_key(const job_entry& j, const policy_spec& p,
                     const planner_options& o, sim_time now) {
   switch (p.order) {

@@ -62,6 +62,19 @@ void walk_queue(const cluster_ledger& l, const policy_spec& p, F f) {
 }
 } // namespace detail
 
+/// Why queued job `job` is not running, as the ledger stands between rounds: one line for
+/// `aryl status`. Facts of the ledger, checked in this order: no server the job may use could
+/// hold its base demand even empty ("no fit on training servers"), or only with loaned servers,
+/// which it may not use ("loaned servers are for elastic jobs"); under a strict queue order (a
+/// non-preemptive policy without backfill) a job ahead of it waits ("behind job N in queue
+/// order"); its base demand exceeds the GPUs it could take now (free, and for elastic policies
+/// held by extra workers), or they are not placeable together; else it fits now (a
+/// preemptive policy ranks it behind the jobs that run). Base demand: min_workers for an
+/// elastic job under an elastic policy, else gpus.
+/// `type_names`: GPU type names by type id, for the text.
+std::string queue_wait_reason(const cluster_ledger& ledger, const policy_spec& policy, const planner_options& opts,
+                              uint32_t job, const std::vector<std::string>& type_names);
+
 /// The policy's rank of a job at `now` (smaller first); ties are broken by job index.
 double priority_key(const job_entry& j, const policy_spec& policy,
                     const planner_options& opts, sim_time now);

@@ -75,6 +75,15 @@ class connection {
 
 const char* pool_text(wire::pool_kind p) { return p == wire::pool_kind::training ? "training" : "inference"; }
 
+const char* server_state_text(wire::server_state s) {
+  switch (s) {
+    case wire::server_state::up: return "up";
+    case wire::server_state::unreachable: return "unreachable";
+    case wire::server_state::lost: return "lost";
+  }
+  return "?";
+}
+
 const char* state_text(wire::job_state s) {
   switch (s) {
     case wire::job_state::queued: return "queued";
@@ -120,29 +129,38 @@ std::optional<wire::message> ask(const client_options& o, const wire::message& r
 }
 
 void print_status(std::ostream& out, const wire::status_reply& s) {
-  out << fmt::format("{:>8}  {:<24} {:<8} {:>7}\n", "JOB", "NAME", "STATE", "WORKERS");
+  out << fmt::format("{:>8}  {:<24} {:<8} {:>7}  {}\n", "JOB", "NAME", "STATE", "WORKERS", "WAITING BECAUSE");
   // Names come from users and agents: escaped, one row each.
   for (auto& j : s.jobs)
-    out << fmt::format("{:>8}  {:<24} {:<8} {:>7}\n", j.job_id, escape_control(j.name), state_text(j.state), j.workers);
-  out << fmt::format("\n{:<10} {:<6} {:>4} {:>5}  {:<9} {}\n", "SERVER", "GPU", "GPUS", "FREE", "POOL", "LOAN");
+    out << fmt::format("{:>8}  {:<24} {:<8} {:>7}  {}\n", j.job_id, escape_control(j.name), state_text(j.state),
+                       j.workers, escape_control(j.reason.value_or("")));
+  out << fmt::format("\n{:<10} {:<6} {:>4} {:>5}  {:<9} {:<11} {}\n", "SERVER", "GPU", "GPUS", "FREE", "POOL", "STATE",
+                     "LOAN");
   for (auto& v : s.servers) {
     std::string loan;
     for (auto& l : s.loans)
       if (l.server == v.name) loan = l.state == wire::loan_state::loaned ? "loaned" : "reclaiming";
-    out << fmt::format("{:<10} {:<6} {:>4} {:>5}  {:<9} {}\n", escape_control(v.name), escape_control(v.gpu_type), v.gpus,
-                       v.free, pool_text(v.pool), loan);
+    out << fmt::format("{:<10} {:<6} {:>4} {:>5}  {:<9} {:<11} {}\n", escape_control(v.name), escape_control(v.gpu_type),
+                       v.gpus, v.free, pool_text(v.pool), v.state ? server_state_text(*v.state) : "", loan);
   }
 }
 
 std::string status_json(const wire::status_reply& s) {
   nlohmann::ordered_json j;
   j["jobs"] = nlohmann::ordered_json::array();
-  for (auto& x : s.jobs)
-    j["jobs"].push_back({{"job_id", x.job_id}, {"name", x.name}, {"state", state_text(x.state)}, {"workers", x.workers}});
+  for (auto& x : s.jobs) {
+    nlohmann::ordered_json e = {
+        {"job_id", x.job_id}, {"name", x.name}, {"state", state_text(x.state)}, {"workers", x.workers}};
+    if (x.reason) e["reason"] = *x.reason;
+    j["jobs"].push_back(std::move(e));
+  }
   j["servers"] = nlohmann::ordered_json::array();
-  for (auto& x : s.servers)
-    j["servers"].push_back({{"name", x.name}, {"gpu_type", x.gpu_type}, {"gpus", x.gpus}, {"free", x.free},
-                            {"pool", pool_text(x.pool)}});
+  for (auto& x : s.servers) {
+    nlohmann::ordered_json e = {{"name", x.name}, {"gpu_type", x.gpu_type}, {"gpus", x.gpus}, {"free", x.free},
+                                {"pool", pool_text(x.pool)}};
+    if (x.state) e["state"] = server_state_text(*x.state);
+    j["servers"].push_back(std::move(e));
+  }
   j["loans"] = nlohmann::ordered_json::array();
   for (auto& x : s.loans)
     j["loans"].push_back({{"server", x.server}, {"state", x.state == wire::loan_state::loaned ? "loaned" : "reclaiming"}});

@@ -376,11 +376,14 @@ class session : public std::enable_shared_from_this<session> {
   void on_client(const wire::message& msg) {
     if (std::holds_alternative<wire::status_request>(msg)) {
       std::optional<cluster_status> now;
+      std::set<std::string> away;
       g_->with_router([&](worker_router& r) {
         if (r.status) now = r.status();
+        for (auto& [name, slot] : g_->slots)
+          if (!slot.agent.lock()) away.insert(name);
       });
       if (!now) return close("no run in progress");
-      return send(to_wire(*now));
+      return send(to_wire(*now, away));
     }
     if (auto* d = std::get_if<wire::demand>(&msg)) {
       bool taken = false;
@@ -445,17 +448,24 @@ class session : public std::enable_shared_from_this<session> {
     return out;
   }
 
-  static wire::status_reply to_wire(const cluster_status& s) {
+  /// `away`: servers whose agent is not connected now.
+  static wire::status_reply to_wire(const cluster_status& s, const std::set<std::string>& away) {
     wire::status_reply out;
     for (auto& j : s.jobs) {
       if (out.jobs.size() == wire::max_list) break;
       out.jobs.push_back({j.job, j.name, j.running ? wire::job_state::running : wire::job_state::queued,
-                          static_cast<uint32_t>(j.workers)});
+                          static_cast<uint32_t>(j.workers),
+                          j.running ? std::nullopt : std::optional<std::string>(j.reason)});
     }
     for (auto& v : s.servers) {
       if (out.servers.size() == wire::max_list) break;
+      // The scheduler's "down" is the loss it acted on; an agent gone for less than the grace
+      // is known to the network side only.
+      auto state = v.mode == "down"   ? wire::server_state::lost
+                   : away.count(v.name) ? wire::server_state::unreachable
+                                        : wire::server_state::up;
       out.servers.push_back({v.name, v.gpu_type, static_cast<uint32_t>(v.gpus), static_cast<uint32_t>(v.free),
-                             v.inference ? wire::pool_kind::inference : wire::pool_kind::training});
+                             v.inference ? wire::pool_kind::inference : wire::pool_kind::training, state});
       if (v.mode == "loaned" || v.mode == "reclaiming")
         out.loans.push_back({v.name, v.mode == "loaned" ? wire::loan_state::loaned : wire::loan_state::reclaiming});
     }

@@ -36,11 +36,16 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   std::map<std::pair<std::string, std::string>, int> servers;             // pool, mode
   for (auto& v : s.servers) {
     std::string pool = v.inference ? "inference" : "training";
-    gpus[{pool, v.gpu_type, "busy"}] += v.gpus - v.free;
-    gpus[{pool, v.gpu_type, "free"}] += v.free;
+    if (v.mode == "down") {
+      gpus[{pool, v.gpu_type, "lost"}] += v.gpus;
+    } else {
+      gpus[{pool, v.gpu_type, "busy"}] += v.gpus - v.free;
+      gpus[{pool, v.gpu_type, "free"}] += v.free;
+    }
     ++servers[{pool, v.mode}];
   }
-  family("aryl_gpus", "gauge", "GPUs by home pool, GPU type and use (busy: held by training workers).");
+  family("aryl_gpus", "gauge",
+         "GPUs by home pool, GPU type and use (busy: held by training workers; lost: on a lost server).");
   for (auto& [k, n] : gpus)
     out += fmt::format("aryl_gpus{{pool=\"{}\",gpu_type=\"{}\",use=\"{}\"}} {}\n", std::get<0>(k), std::get<1>(k),
                        std::get<2>(k), n);

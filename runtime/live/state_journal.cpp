@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <stdexcept>
 
@@ -334,6 +335,29 @@ saved_state state_journal::load() const {
     if (!s.ok()) fail(sqlite3_errmsg(db_));
     if (s.step() == SQLITE_ROW) out.run.next_index = static_cast<uint32_t>(s.integer(0));
   }
+  {
+    statement s(db_, "SELECT value FROM meta WHERE key = 'measures'");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    if (s.step() == SQLITE_ROW) {
+      // A restored record is an input like any other: every value checked as it enters.
+      try {
+        auto j = json::parse(s.text(0));
+        auto& m = out.measures;
+        auto finite = [&](double v, const char* what) {
+          if (!std::isfinite(v) || v < 0) fail(fmt::format("measures: {} {} is not a finite time >= 0", what, v));
+          return v;
+        };
+        m.lost_gpu_s = finite(j.at("lost_gpu_s").get<double>(), "lost_gpu_s");
+        for (double v : j.at("recoveries_s").get<std::vector<double>>()) m.recoveries_s.push_back(finite(v, "a recovery"));
+        for (double v : j.at("reclaim_latency_s").get<std::vector<double>>())
+          m.reclaim_latency_s.push_back(finite(v, "a reclaim latency"));
+        m.reclaim_max_late_s = finite(j.at("reclaim_max_late_s").get<double>(), "reclaim_max_late_s");
+        m.slo_misses = j.at("slo_misses").get<uint64_t>();
+      } catch (const json::exception& e) {
+        fail(fmt::format("unreadable measures: {}", e.what()));
+      }
+    }
+  }
   statement s(db_, "SELECT idx, status, generation, workers, alloc, retries, work_done, spec, record FROM jobs "
                    "ORDER BY idx");
   if (!s.ok()) fail(sqlite3_errmsg(db_));
@@ -456,6 +480,18 @@ void state_journal::put_server_mode(const std::string& server, const std::string
     if (!s.ok()) fail(sqlite3_errmsg(db_));
     s.bind(1, server);
     if (mode != "serving") s.bind(2, mode);
+    if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  }, failer);
+}
+
+void state_journal::put_measures(const run_measures& m) {
+  json j{{"lost_gpu_s", m.lost_gpu_s}, {"recoveries_s", m.recoveries_s}, {"reclaim_latency_s", m.reclaim_latency_s},
+         {"reclaim_max_late_s", m.reclaim_max_late_s}, {"slo_misses", m.slo_misses}};
+  auto failer = [this](const std::string& w) { fail(w); };
+  in_transaction(db_, [&] {
+    statement s(db_, "INSERT INTO meta VALUES ('measures', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    s.bind(1, j.dump());
     if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
   }, failer);
 }

@@ -53,6 +53,8 @@ class state_journal : public state_sink {
   void put_progress(const std::vector<std::pair<uint32_t, double>>& work_done) override;
   void put_server_mode(const std::string& server, const std::string& mode) override;
   void put_next_index(uint32_t next) override;
+  /// Kept in the meta table (key 'measures') as one JSON object, replaced each time.
+  void put_measures(const run_measures& m) override;
 
  private:
   void exec(const char* sql) const;

@@ -111,6 +111,7 @@ void fields(A& a, T& m) {
   a("name", m.name);
   a("state", m.state);
   a("workers", m.workers);
+  a("reason", m.reason);
 }
 
 template <class A, is<server_info> T>
@@ -120,6 +121,7 @@ void fields(A& a, T& m) {
   a("gpus", m.gpus);
   a("free", m.free);
   a("pool", m.pool);
+  a("state", m.state);
 }
 
 template <class A, is<loan_info> T>
@@ -154,10 +156,12 @@ inline constexpr std::string_view pool_kind_names[] = {"training", "inference"};
 inline constexpr std::string_view job_state_names[] = {"queued", "running", "done", "failed",
                                                        "cancelled"};
 inline constexpr std::string_view loan_state_names[] = {"loaned", "reclaiming"};
+inline constexpr std::string_view server_state_names[] = {"up", "unreachable", "lost"};
 
 constexpr const auto& names_of(peer_role) { return peer_role_names; }
 constexpr const auto& names_of(pool_kind) { return pool_kind_names; }
 constexpr const auto& names_of(job_state) { return job_state_names; }
 constexpr const auto& names_of(loan_state) { return loan_state_names; }
+constexpr const auto& names_of(server_state) { return server_state_names; }
 
 } // namespace aryl::wire::detail

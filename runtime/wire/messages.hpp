@@ -40,6 +40,10 @@ enum class pool_kind { training, inference };
 enum class job_state { queued, running, done, failed, cancelled };
 /// An inference server in flight: loaned to training, or being taken back.
 enum class loan_state { loaned, reclaiming };
+/// A server's machine as the scheduler sees it: its agent connected (up), gone for less than
+/// the detection grace (unreachable: its workers are still counted as running), or given up
+/// (lost: its jobs were moved off, nothing is placed there until its agent registers again).
+enum class server_state { up, unreachable, lost };
 
 /// Agent or client -> scheduler, first message on a connection. The scheduler checks the
 /// token (constant time) before accepting anything else.
@@ -189,6 +193,8 @@ struct job_info {
   job_state state = job_state::queued;
   /// Workers running now.
   uint32_t workers = 0;
+  /// A queued job: why it waits (one line).
+  std::optional<std::string> reason;
   bool operator==(const job_info&) const = default;
 };
 
@@ -197,9 +203,10 @@ struct server_info {
   std::string name;
   std::string gpu_type;
   uint32_t gpus = 0;
-  /// GPUs without a worker.
+  /// GPUs a job could be given now (0 on a lost server).
   uint32_t free = 0;
   pool_kind pool = pool_kind::training;
+  std::optional<server_state> state;
   bool operator==(const server_info&) const = default;
 };
 

@@ -38,6 +38,7 @@ struct recording_sink : state_sink {
   void put_progress(const std::vector<std::pair<uint32_t, double>>&) override {}
   void put_server_mode(const std::string&, const std::string&) override {}
   void put_next_index(uint32_t next) override { next_index = next; }
+  void put_measures(const run_measures&) override {}
 };
 
 /// What a client learnt, and what the journal held when it learnt it.
@@ -123,6 +124,7 @@ TEST_CASE_FIXTURE(journal_fixture, "a submitted job is scheduled while its journ
         [](jadmit_atom, const saved_job&, uint32_t) -> caf::result<uint32_t> { return caf::skip; },
         [](jprogress_atom, uint32_t, double) {},
         [](jserver_atom, const std::string&, const std::string&) {},
+        [](jmeasures_atom, const run_measures&) {},
         [](jflush_atom) {},
     };
   }, 0);

@@ -111,6 +111,39 @@ TEST_CASE("a reclaim waits for the stopped jobs' checkpoints, and a late one cou
   CHECK(instant.summary.reclaim_max_late_s == 0);
 }
 
+TEST_CASE("a reclaim that the run's last job completes by ending is measured in summary.json") {
+  // One elastic job on t0 and the lent i0 (16 workers, done at 1725 s at that size). Demand
+  // takes i0 back at 1710 s: the job scales in to t0's 8 (ledger: job 0 on t0:8, i0
+  // reclaiming) and its ack waits 30 s for the checkpoint, but its work ends at 1729.69 s.
+  // Its end completes the reclaim, and that is also the run's end: the latency (19.69 s)
+  // must reach the summary before the outputs close.
+  auto c = small_run("reclaim-at-end");
+  c.trace_file = test::write_temp_file(tmp + "spill.csv", "job_id,submit_s,gpus,duration_s,elastic,min_workers,"
+                                                         "max_workers\nx,0,8,2200,1,4,16\n");
+  c.training.servers = 1;
+  c.inference.gpu_type = c.training.gpu_type;
+  c.inference_trace = test::write_temp_file(tmp + "late-demand.csv", "t_s,servers_needed\n0,0\n1700,1\n100000,1\n");
+  c.inference_interval_s = 30;
+  c.inference_grace_s = 0;
+  c.checkpoint_s = 30;
+  c.checkpoint_per_gpu_s = 0;
+  c.checkpoint_jitter = 0;
+  c.scale_overhead_s = 0;
+  c.scheduler = myopic_scaling(c.scheduler);
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  auto log = test::slurp(c.out_dir + "/events.log");
+  REQUIRE(test::lines_with(log, "scheduler rescale job-0 workers=8 [t0:8] | scale in by 8").size() == 1);
+  auto finish = test::lines_with(log, "scheduler finish job-0");
+  auto back = test::lines_with(log, "scheduler return servers=1");
+  REQUIRE(finish.size() == 1);
+  REQUIRE(back.size() == 1);
+  CHECK(std::stod(back[0]) == std::stod(finish[0]));
+  CHECK(out.summary.reclaim_latency_p50_s == doctest::Approx(std::stod(finish[0]) - 1710).epsilon(1e-9));
+  CHECK(out.summary.reclaim_latency_p50_s > 0);
+  CHECK(out.summary.reclaim_latency_p99_s == out.summary.reclaim_latency_p50_s);
+}
+
 TEST_CASE("random faults are the same for the same seed: byte-identical decision logs, every job accounted for") {
   auto c = small_run("random-a");
   c.trace_file.clear();  // the synthetic workload

@@ -13,8 +13,8 @@ is stopped with SIGTERM.
 
 Checks: late got id 5 and after id 6 (never 5 again); the second serve restores jobs 0..4
 as ended (folded into final records, some at its start-up) and job 5 as active; jobs.csv
-lists jobs 0..6 once each, all done; late and after finish once each in the carried-on run;
-the state file holds at most 1 row of an ended job (compaction every 2) and the final records
+lists jobs 0..6 once each, all done; events.log, carried on by the second serve, finishes each
+once, late and after after the restores; the state file holds at most 1 row of an ended job (compaction every 2) and the final records
 of all 7 jobs, each once. No process is left, no port bound; every process is stopped by its
 pid, also when a check fails.
 """
@@ -127,8 +127,11 @@ def run(a, work, procs):
     restored = sorted(int(j) for j in re.findall(r"scheduler restore job-(\d+) name=\S+ outcome=done", events))
     check(restored == [0, 1, 2, 3, 4], f"events.log restores jobs 0..4 as done, from the journal ({restored})")
     check(len(re.findall(r"scheduler restore job-5 ", events)) == 1, "events.log restores job 5 once, as active")
+    # events.log is carried on: 0..4 finished before the kill, late and after in the carried-on run.
     finished = sorted(int(j) for j in re.findall(r"scheduler finish job-(\d+)", events))
-    check(finished == [5, 6], f"late and after finish once each in the carried-on run ({finished})")
+    check(finished == list(range(7)), f"jobs 0 to 6 finish once each over the whole run ({finished})")
+    check(events.find("scheduler finish job-4 ") < events.find("scheduler restore job-0 ")
+          < events.find("scheduler finish job-5 "), "the first serve's finishes come before the restores, then late's")
 
     db = sqlite3.connect(os.path.join(bed, "state.db"))
     try:

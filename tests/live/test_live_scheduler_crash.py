@@ -183,7 +183,7 @@ def checks_restart(bed, out, port, sampler):
 
 def checks_loss(bed, out):
     events = read(os.path.join(out, "events.log"))
-    # The restarted serve writes events.log afresh: a is there as adopted.
+    # The restarted serve carries events.log on: a is there as started, or as adopted.
     done = re.search(r"^([0-9.]+) scheduler finish job-0 ", events, re.M)
     check(re.search(r"scheduler (start|adopt) job-0 workers=4 \S+ \[t0:4\]", events) is not None and
           done is not None and float(done.group(1)) < LINK_AT,

@@ -358,3 +358,44 @@ TEST_CASE("state journal: a version 1 file is upgraded in place and its ended jo
   CHECK(st.jobs[0].record.outcome == "cancelled");
   CHECK(st.jobs[1].status == "running");
 }
+
+TEST_CASE("state journal: the run's measures read back as last written, and a negative one is refused naming the file") {
+  scratch s;
+  auto path = s.file("state.db");
+  run_measures m;
+  m.lost_gpu_s = 12.5;
+  m.recoveries_s = {3.25};
+  m.reclaim_latency_s = {7.2, 0.5};
+  m.reclaim_max_late_s = 1.5;
+  m.slo_misses = 2;
+  {
+    state_journal j(path);
+    j.put_measures(run_measures{});
+    j.put_measures(m);  // replaces the first
+  }
+  {
+    state_journal j(path);
+    auto got = j.load().measures;
+    CHECK(got.lost_gpu_s == 12.5);
+    CHECK(got.recoveries_s == std::vector<double>{3.25});
+    CHECK(got.reclaim_latency_s == std::vector<double>{7.2, 0.5});
+    CHECK(got.reclaim_max_late_s == 1.5);
+    CHECK(got.slo_misses == 2);
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db,
+                       "UPDATE meta SET value = '{\"lost_gpu_s\": 0, \"recoveries_s\": [-1], \"reclaim_latency_s\": [],"
+                       " \"reclaim_max_late_s\": 0, \"slo_misses\": 0}' WHERE key = 'measures'",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  state_journal j(path);
+  std::string why;
+  try {
+    j.load();
+  } catch (const input_error& e) {
+    why = e.what();
+  }
+  INFO(why);
+  CHECK(why.find(path + ": measures: a recovery -1 is not a finite time >= 0") == 0);
+}

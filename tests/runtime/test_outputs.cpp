@@ -2,8 +2,10 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "runtime/input_error.hpp"
 #include "runtime/outputs.hpp"
 #include "tests/runtime/cli_support.hpp"
 
@@ -86,5 +88,86 @@ TEST_CASE("outputs: work efficiency sums completed jobs only, and a pool with no
   auto summary = read_file(dir + "/summary.json");
   CHECK(summary.find("\"work_efficiency\": 1.5,") != std::string::npos);
   CHECK(summary.find("\"work_efficiency_loaned\": 0.0,") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+cluster_snapshot busy_at(double s, int busy) {
+  cluster_snapshot c;
+  c.t_us = static_cast<int64_t>(s * 1e6);
+  c.training_gpus = 8;
+  c.training_busy_gpus = busy;
+  c.running_jobs = busy > 0 ? 1 : 0;
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("outputs: a run carried on after a kill keeps the lines written before it once, drops a cut-short one, "
+          "and counts the usage of both parts") {
+  auto dir = (std::filesystem::temp_directory_path() / "aryl-test-outputs-carry-on").string();
+  std::filesystem::remove_all(dir);
+  {
+    // The killed process: flushed line by line, never committed.
+    run_writer w(dir, true);
+    w.event({0, "scheduler", "submit", "job-0", ""});
+    w.event({1000000, "scheduler", "start", "job-0 workers=8", ""});
+    w.snapshot(busy_at(0, 8));     // 8 of 8 GPUs busy for the first hour
+    w.snapshot(busy_at(3600, 0));  // then none
+  }
+  {
+    std::ofstream cut(dir + "/events.log.partial", std::ios::app);
+    cut << "3700.000000 scheduler sta";  // the kill fell inside this line
+  }
+  run_summary s;
+  {
+    run_writer w(dir, true, true);
+    w.event({7200000000, "scheduler", "restore", "job-0", ""});
+    w.snapshot(busy_at(7200, 8));  // busy again from the second hour's end to the third's
+    job_record j;
+    j.index = 0;
+    j.name = "a";
+    j.gpus = 8;
+    j.end_us = 10800000000;
+    j.outcome = "done";
+    w.job(j);
+    s = w.finish(run_summary{});
+    w.commit(s);
+  }
+  CHECK(read_file(dir + "/events.log") ==
+        "0.000000 scheduler submit job-0\n"
+        "1.000000 scheduler start job-0 workers=8\n"
+        "7200.000000 scheduler restore job-0\n");
+  CHECK(s.events == 3);
+  auto timeline = read_file(dir + "/timeline.csv");
+  CHECK(timeline.rfind("t_s,", 0) == 0);
+  CHECK(timeline.find("t_s,", 1) == std::string::npos);
+  CHECK(timeline.find("\n0.000000,8,8,") != std::string::npos);
+  CHECK(timeline.find("\n7200.000000,8,8,") != std::string::npos);
+  CHECK(s.training_gpu_hours == doctest::Approx(16));  // 8 GPUs for 1 h, then 8 for 1 h
+  CHECK(s.training_gpu_usage == doctest::Approx(16.0 / 24));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("outputs: a carried-on timeline row that does not parse is refused naming the file and line") {
+  auto dir = (std::filesystem::temp_directory_path() / "aryl-test-outputs-carry-on-bad").string();
+  std::filesystem::remove_all(dir);
+  {
+    run_writer w(dir, true);
+    w.snapshot(busy_at(0, 8));
+  }
+  {
+    std::ofstream bad(dir + "/timeline.csv.partial", std::ios::app);
+    bad << "12.5,1,2\n";
+  }
+  std::string what;
+  try {
+    run_writer w(dir, true, true);
+  } catch (const input_error& e) {
+    what = e.what();
+  }
+  INFO(what);
+  CHECK(what.find("timeline.csv.partial: line 3: not a timeline row") != std::string::npos);
   std::filesystem::remove_all(dir);
 }

@@ -29,12 +29,15 @@ inline std::vector<message> sample_messages() {
              .expected_duration_s = 7200.25,
              .gpu_type = "v100"};
   status_reply status{
-      .jobs = {{.job_id = 1, .name = "a", .state = job_state::running, .workers = 4},
-               {.job_id = 2, .name = "b", .state = job_state::queued, .workers = 0}},
+      .jobs = {{.job_id = 1, .name = "a", .state = job_state::running, .workers = 4, .reason = std::nullopt},
+               {.job_id = 2, .name = "b", .state = job_state::queued, .workers = 0,
+                .reason = "behind job 1 in queue order (aryl)"}},
       .servers = {{.name = "node-01", .gpu_type = "a100", .gpus = 8, .free = 2,
-                   .pool = pool_kind::training},
+                   .pool = pool_kind::training, .state = server_state::up},
+                  {.name = "node-02", .gpu_type = "a100", .gpus = 8, .free = 0,
+                   .pool = pool_kind::training, .state = server_state::lost},
                   {.name = "inf-01", .gpu_type = "t4", .gpus = 4, .free = 4,
-                   .pool = pool_kind::inference}},
+                   .pool = pool_kind::inference, .state = std::nullopt}},
       .loans = {{.server = "inf-01", .state = loan_state::reclaiming}}};
   return {
       hello{.role = peer_role::client, .token = "s3cr3t-token", .name = "cli-\u03bb"},
