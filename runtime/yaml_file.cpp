@@ -1,9 +1,13 @@
 #include "runtime/yaml_file.hpp"
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <optional>
+#include <sstream>
 
 #include "runtime/input_error.hpp"
 #include "runtime/input_limits.hpp"
@@ -51,6 +55,23 @@ struct structure_check {
   }
 };
 
+/// Records where the second document of a stream starts; ignores everything else.
+struct document_marks : YAML::EventHandler {
+  int documents = 0;
+  std::optional<YAML::Mark> second;
+  void OnDocumentStart(const YAML::Mark& m) override {
+    if (++documents == 2) second = m;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 } // namespace
 
 std::string yaml_where(const std::string& path, const YAML::Mark& m) {
@@ -60,11 +81,20 @@ std::string yaml_where(const std::string& path, const YAML::Mark& m) {
 YAML::Node load_yaml_file(const std::string& path, const std::string& what) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw input_error(path + ": is a directory, not a " + what);
-  std::vector<YAML::Node> documents;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error(path + ": cannot open " + what);
+  std::stringstream text;
+  text << in.rdbuf();
+  YAML::Node first;
+  document_marks marks;
   try {
-    documents = YAML::LoadAllFromFile(path);
-  } catch (const YAML::BadFile&) {
-    throw input_error(path + ": cannot open " + what);
+    first = YAML::Load(text.str());
+    // yaml-cpp's LoadAll never returns on some malformed streams (it finds document after
+    // document): the parser is asked for two documents at most, to know whether there is one.
+    std::istringstream again(text.str());
+    YAML::Parser parser(again);
+    while (marks.documents < 2 && parser.HandleNextDocument(marks)) {
+    }
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's own message for this is "bad file".
     throw input_error(yaml_where(path, e.mark) + ": nested deeper than the YAML reader's limit (" +
@@ -72,14 +102,14 @@ YAML::Node load_yaml_file(const std::string& path, const std::string& what) {
   } catch (const YAML::Exception& e) {
     throw input_error(yaml_where(path, e.mark) + ": " + e.msg);
   }
-  if (documents.empty()) return YAML::Node();
+  if (marks.documents == 0) return YAML::Node();
   // A second document (after `---`, or text after a JSON object) would be left unread.
-  if (documents.size() > 1)
-    throw input_error(yaml_where(path, documents[1].Mark()) +
+  if (marks.second)
+    throw input_error(yaml_where(path, *marks.second) +
                       ": a second YAML document (after `---`, or text after a JSON object): a " + what +
                       " is one document");
-  structure_check{path}.walk(documents.front(), "", 0, documents.front().Mark());
-  return documents.front();
+  structure_check{path}.walk(first, "", 0, first.Mark());
+  return first;
 }
 
 } // namespace aryl

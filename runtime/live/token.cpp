@@ -1,6 +1,9 @@
 #include "runtime/live/token.hpp"
 
+#include <sys/stat.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -10,6 +13,15 @@
 namespace aryl::live {
 
 std::string read_token_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw input_error(path + ": cannot read token file: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw input_error(path + ": token file is not a regular file");
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    throw input_error(path + ": token file is open to its group or others (mode " + mode +
+                      "); make it readable by its owner only: chmod 600 " + path);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw input_error(path + ": cannot read token file: " + std::strerror(errno));
   std::string text;
@@ -23,6 +35,9 @@ std::string read_token_file(const std::string& path) {
   if (in.bad()) throw input_error(path + ": cannot read token file");
   while (!text.empty() && std::strchr(" \t\r\n", text.back()) != nullptr) text.pop_back();
   if (text.empty()) throw input_error(path + ": token file is empty");
+  if (text.size() < min_token_bytes)
+    throw input_error(path + ": token is " + std::to_string(text.size()) + " bytes; at least " +
+                      std::to_string(min_token_bytes) + " are required (e.g. head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \\n')");
   return text;
 }
 

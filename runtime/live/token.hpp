@@ -8,10 +8,14 @@ namespace aryl::live {
 
 /// Largest token file accepted, in bytes.
 inline constexpr size_t max_token_file_bytes = 4096;
+/// Shortest token accepted, in bytes: a guessable secret is no secret.
+inline constexpr size_t min_token_bytes = 16;
 
 /// The token held in the file at `path`: its contents with trailing whitespace (a final
 /// newline, CR, spaces, tabs) removed. Throws aryl::input_error naming the file when it
-/// cannot be read, is larger than max_token_file_bytes, or holds no token.
+/// cannot be read, is not a regular file, can be read or written by its group or others
+/// (as ssh refuses such keys), is larger than max_token_file_bytes, or holds a token shorter
+/// than min_token_bytes.
 std::string read_token_file(const std::string& path);
 
 /// True when `a` and `b` are the same bytes. Takes time that depends only on the length of

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -80,11 +82,19 @@ TEST_CASE("live token: tokens_equal is true exactly for equal strings") {
   CHECK_FALSE(tokens_equal(std::string_view("a\0", 2), "a"));
 }
 
+namespace {
+/// A file holding `text`, readable and writable by its owner only.
+void write_private(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
+} // namespace
+
 TEST_CASE("live token: read_token_file trims the final newline and its errors name the file") {
   scratch_dir dir;
   const auto good = dir.path() / "token";
-  std::ofstream(good) << "s3cret\n";
-  CHECK(read_token_file(good.string()) == "s3cret");
+  write_private(good, "s3cret-0123456789\n");
+  CHECK(read_token_file(good.string()) == "s3cret-0123456789");
 
   const auto expect_error = [](const std::string& path, const std::string& what) {
     try {
@@ -97,10 +107,38 @@ TEST_CASE("live token: read_token_file trims the final newline and its errors na
     }
   };
   expect_error((dir.path() / "missing").string(), "cannot read");
-  std::ofstream(dir.path() / "empty") << "\n";
+  write_private(dir.path() / "empty", "\n");
   expect_error((dir.path() / "empty").string(), "empty");
-  std::ofstream(dir.path() / "big") << std::string(max_token_file_bytes + 1, 'x');
+  write_private(dir.path() / "big", std::string(max_token_file_bytes + 1, 'x'));
   expect_error((dir.path() / "big").string(), "larger than");
+}
+
+TEST_CASE("live token: a token file open to its group or others, or a token under 16 bytes, is refused naming the file") {
+  scratch_dir dir;
+  const auto open_file = dir.path() / "token-0644";
+  std::ofstream(open_file) << "s3cret-0123456789\n";
+  std::filesystem::permissions(open_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                                              std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  try {
+    read_token_file(open_file.string());
+    FAIL("a 0644 token file was accepted");
+  } catch (const aryl::input_error& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find(open_file.string()) != std::string::npos);
+    CHECK(msg.find("mode 0644") != std::string::npos);
+    CHECK(msg.find("chmod 600") != std::string::npos);
+  }
+  const auto short_file = dir.path() / "short";
+  write_private(short_file, "s3cret\n");
+  try {
+    read_token_file(short_file.string());
+    FAIL("a 6-byte token was accepted");
+  } catch (const aryl::input_error& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find(short_file.string()) != std::string::npos);
+    CHECK(msg.find("token is 6 bytes; at least 16") != std::string::npos);
+  }
+  CHECK_THROWS_AS(read_token_file(dir.path().string()), aryl::input_error);  // a folder
 }
 
 TEST_CASE("live agent: progress lines are parsed, and other lines are not progress") {
