@@ -146,9 +146,9 @@ TEST_CASE("a fault plan's unknown top-level key is refused naming it") {
                        ":2: unknown top-level key 'fault'");
 }
 
-TEST_CASE("a second YAML document in a fault plan is refused naming its line") {
+TEST_CASE("a second YAML document in a fault plan is refused naming the line where it starts") {
   check_one_line_error(run_plan("plan-2docs", "faults: []\n---\nfaults:\n  - {at: 1, surge: 0}\n"),
-                       ":3: a second YAML document");
+                       ":2: a second YAML document");
 }
 
 TEST_CASE("text after a JSON job file's object is refused naming the line") {
