@@ -3,7 +3,8 @@
 //  1. base demand of queued jobs in queue order (min workers for elastic jobs), so a queued
 //     job never waits for GPUs that only extend an elastic job;
 //  2. when the queue is empty, elastic jobs on slower GPU types move to faster free ones if
-//     the move pays for its restart;
+//     the move pays for its restart; then (2b) a job spread over more servers than its workers
+//     need moves onto fewer free ones if the faster rate pays for the change;
 //  3. the free GPUs of each type go to elastic jobs by the multiple-choice knapsack on JCT
 //     reductions, where keeping a job's current size costs nothing and changing it costs the
 //     scaling overhead, each size valued at the rate of the servers its extras will span;
@@ -406,10 +407,10 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         const int sizes[2] = {std::max(sized, base_workers(j)), base_workers(j)};
         for (int k = 0; k < (sizes[0] > sizes[1] ? 2 : 1); ++k) {
           const int w = sizes[k];
-          // One server is the best any placement gives: no need to place where that cannot pay.
           if (target_free[t] < w) continue;  // most rounds: the fast GPUs are all busy
           if (t_now < 0)
             t_now = remaining_time_s(l.params.model, rem, j.gpus, e.current, servers_spanned(j.alloc), speed(l, e.type));
+          // One server is the best any placement gives: no need to place where that cannot pay.
           if (t_now - t_new(type, 1, w) <= o.migrate_min_gain_s) continue;
           auto& slots = target.slots(j, p, o, type, b.slots);
           a = place_one(o.placement, slots, {static_cast<int>(id), w, type, {}});
