@@ -278,9 +278,10 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
   for (auto& e : b.plans) {
     if (e.started || e.preempted || e.frozen || e.type != l.jobs[e.job].alloc_type) continue;
     auto& j = l.jobs[e.job];
+    if (o.rescale_cooldown_s > 0 && (now - j.resized_at).seconds() < o.rescale_cooldown_s) continue;
+    if (j.alloc.size() <= 1) continue;  // one server (an allocation lists each server once)
     const int spanned = servers_spanned(j.alloc);
     if (spanned <= 1) continue;
-    if (o.rescale_cooldown_s > 0 && (now - j.resized_at).seconds() < o.rescale_cooldown_s) continue;
     if (widest == 0) {
       type_free.assign(l.params.type_speed.size(), 0);
       job_entry any_elastic;
