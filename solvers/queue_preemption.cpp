@@ -98,8 +98,6 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
                       id, v.predicted_remaining() / v.progress.rate, o.preempt_ratio, q_run,
                       l.params.restart_overhead_s + l.checkpoint_time_s(v.workers));
         b.victims.push_back({vid, buf});
-        for (auto& e : b.plans)
-          if (e.job == vid && !e.started) e.preempted = true;
       }
     view.take(a);
     for (auto& [sid, w] : a) {

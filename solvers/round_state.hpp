@@ -154,7 +154,6 @@ struct elastic_plan {
   /// `forced`: queued base demand took GPUs of its extra workers, so it changes anyway.
   double net_s = 0, cost_s = 0, hold_s = 0;
   bool forced = false;
-  bool preempted = false;  ///< preempted this round for a shorter queued job
   bool consolidated = false;  ///< moved onto fewer servers at its size (step 2b)
 };
 
@@ -201,6 +200,8 @@ struct round_buffers {
   uint32_t epoch_view = 0, epoch_hard = 0;
   std::vector<int> changed;
   std::vector<elastic_plan> plans;
+  std::vector<elastic_plan> running_plans;  ///< a full round's running jobs' plans, before they join `plans`
+  std::vector<int> type_gpus;               ///< GPUs per type, all servers
   std::vector<start> starts;
   std::vector<victim> victims;
   std::vector<std::pair<double, uint32_t>> candidates;  ///< (-predicted remaining s, job)
