@@ -98,19 +98,23 @@ bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options&
   if (view.at(j.alloc.front().first) != 0) return false;
   if (j.max_workers <= j.min_workers) return true;
   if (o.min_extra_efficiency <= 0) return false;
-  const double sp = speed(l, j.alloc_type);
-  const double r_min = work_rate(l.params.model, j.gpus, j.min_workers, 1, sp);
-  auto below_floor = [&](int w, double slack) {
-    return work_rate(l.params.model, j.gpus, w, 2, sp) * j.min_workers < o.min_extra_efficiency * r_min * w * slack;
-  };
   // Under a power law that does not rise, a GPU's share of the work only falls as workers are
-  // added: the first size decides for all (with a margin far above rounding error; at the
-  // margin, each size is checked).
+  // added: the first size decides for all. Its share over the minimum's is
+  // eff(min + 1) loc(2) / (eff(min) loc(1)), whatever the job's speed and request; decided
+  // here with a margin far above rounding error (at the margin, each size is checked as the
+  // knapsack would).
   auto& m = l.params.model;
-  if (m.eff_table.empty() && m.eff_exponent <= 0 && below_floor(j.min_workers + 1, 1 - 1e-9)) return true;
+  if (m.eff_table.empty() && m.eff_exponent <= 0) {
+    const int w = j.min_workers + 1;
+    if (efficiency(m, w) * locality_efficiency(m, 2) * j.min_workers <
+        o.min_extra_efficiency * efficiency(m, j.min_workers) * locality_efficiency(m, 1) * w * (1 - 1e-9))
+      return true;
+  }
+  const double sp = speed(l, j.alloc_type);
+  const double r_min = work_rate(m, j.gpus, j.min_workers, 1, sp);
   const int top = std::min(j.max_workers, j.min_workers + type_gpus);
   for (int w = j.min_workers + 1; w <= top; ++w)
-    if (!below_floor(w, 1)) return false;
+    if (!(work_rate(m, j.gpus, w, 2, sp) * j.min_workers < o.min_extra_efficiency * r_min * w)) return false;
   return true;
 }
 
@@ -526,12 +530,19 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   for (auto& s : l.servers)
     if (usable_for(s, any_elastic, p, o)) in.capacity[static_cast<size_t>(s.gpu_type)] += view.at(s.id);
   // Every elastic job may use the same servers: one ranking of their free GPUs per type
-  // serves all the jobs' spans.
+  // serves all the jobs' spans, made when the first job of the type needs it (the view does
+  // not change until step 4).
   auto& ranking = b.ranking;
   ranking.resize(l.params.type_speed.size());
-  for (size_t t = 0; t < ranking.size(); ++t)
-    if (in.capacity[t] > 0) most_free_first(view.slots(any_elastic, p, o, static_cast<int>(t), b.slots), static_cast<int>(t), ranking[t]);
-    else ranking[t].clear();
+  b.ranked.assign(ranking.size(), 0);
+  auto ranking_of = [&](int t) -> const std::vector<server_slot>& {
+    auto i = static_cast<size_t>(t);
+    if (!b.ranked[i]) {
+      b.ranked[i] = 1;
+      most_free_first(view.slots(any_elastic, p, o, t, b.slots), t, ranking[i]);
+    }
+    return ranking[i];
+  };
   b.hold_by_type.clear();
   for (size_t t = 0; t < l.params.type_speed.size(); ++t)
     b.hold_by_type.push_back(l.hold_estimate(static_cast<int>(t), now));
@@ -573,7 +584,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       home_free += view.at(sid);
     }
     auto& spans = b.spans;
-    spans_from_ranking(ranking[static_cast<size_t>(e.type)], home_free, req, top - j.min_workers, spans);
+    spans_from_ranking(ranking_of(e.type), home_free, req, top - j.min_workers, spans);
     const int base_span = std::max(servers_spanned(e.base), 1);
     const double r_min = work_rate(l.params.model, j.gpus, j.min_workers, base_span, sp);
     const bool hold = o.horizon == scale_horizon::hold;
@@ -619,7 +630,17 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     class_plan.push_back(i);
   }
   auto& sol = b.sol;
-  solve_mckp(in, sol);
+  // The knapsack takes an item only if it raises the total: with no item worth more than
+  // nothing (most rounds), every class keeps its empty choice.
+  bool worth_solving = false;
+  for (auto& c : in.classes)
+    for (auto& it : c.items) worth_solving = worth_solving || it.value > 0;
+  if (worth_solving) {
+    solve_mckp(in, sol);
+  } else {
+    sol.value = 0;
+    sol.choice.assign(in.classes.size(), -1);
+  }
 
   // 4. Extra workers. A job that keeps its size and still has all its GPUs keeps exactly its
   // allocation (the knapsack charged it no overhead, and any other change costs one). The

@@ -222,6 +222,7 @@ struct round_buffers {
   extras_request home_only;
   std::vector<server_slot> slots;
   std::vector<std::vector<server_slot>> ranking;  ///< by GPU type
+  std::vector<char> ranked;                       ///< ... whether made this round
   std::vector<int> spans, types;
   std::vector<double> hold_by_type;  ///< the ledger's holding-time estimate, this round
   allocation base, kept;
