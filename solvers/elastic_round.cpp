@@ -11,8 +11,9 @@
 //  4. extra workers go on the fewest servers that hold them;
 //  5. the result is diffed against the ledger: only jobs whose allocation changes get a
 //     decision, applied as one batch.
-// A local round (between scale rounds) does step 1 only, and scales in just the jobs whose
-// extra workers' GPUs it takes.
+// Running elastic jobs are planned after step 1, except those no later step could change or
+// let change another job's outcome (inert()). A local round (between scale rounds) does step
+// 1 only, and scales in just the jobs whose extra workers' GPUs it takes.
 #include <algorithm>
 #include <cstdio>
 #include <optional>
