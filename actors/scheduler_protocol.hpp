@@ -54,7 +54,7 @@ typename Inspector::result_type inspect(Inspector& f, sim_time& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
   return f(caf::meta::type_name("job_spec"), x.index, x.name, x.submit, x.gpus, x.duration_s,
-           x.gpu_type, x.elastic, x.min_workers, x.max_workers, x.predict_factor, x.user, x.command);
+           x.gpu_type, x.elastic, x.min_workers, x.max_workers, x.predict_factor, x.estimated, x.estimate_s, x.user, x.tenant, x.command);
 }
 
 /// submit(job): a job arrives. ack/finished: from job actors. round: run one scheduling
