@@ -145,12 +145,12 @@ bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const plan
     give(true);
     return false;
   }
-  released(l, p, *site);
   for (auto vid : site->res.victims) {
     b.victims.push_back({vid, why(l, vid, id)});
     for (auto& e : b.plans)
       if (e.job == vid && !e.started) e.preempted = true;
   }
+  released(l, p, *site);
   view.take(*a);
   for (auto& [sid, w] : *a) {
     auto& f = hard.at_mut(sid);
@@ -180,7 +180,8 @@ bool quota_reclaim_rigid(cluster_ledger& l, const policy_spec& p, const planner_
           if (sid < 0 || s == sid) n += w;
         return n;
       },
-      [](uint32_t) { return false; });
+      // A job started this round (the ledger has it running already) is not stopped in it.
+      [&](uint32_t vid) { return l.jobs[vid].resized_at == now; });
   if (!site) return false;
   // Stopped only if the job then fits: a whole site's victims, counted before any stops.
   std::vector<server_slot> slots;
@@ -195,9 +196,12 @@ bool quota_reclaim_rigid(cluster_ledger& l, const policy_spec& p, const planner_
   if (site->server >= 0) a = allocation{{site->server, demand}};
   else a = place_one(o.placement, slots, {static_cast<int>(id), demand, site->type, {}});
   if (!a) return false;
+  std::vector<std::string> reasons;
+  for (auto vid : site->res.victims) reasons.push_back(why(l, vid, id));
   released(l, p, *site);
-  for (auto vid : site->res.victims) {
-    auto reason = why(l, vid, id);
+  for (size_t k = 0; k < site->res.victims.size(); ++k) {
+    auto vid = site->res.victims[k];
+    auto reason = std::move(reasons[k]);
     auto before = l.jobs[vid].alloc;
     l.preempt(vid, now);
     out.push_back({decision::kind::preempt, vid, {}, std::move(before), -1, std::move(reason)});

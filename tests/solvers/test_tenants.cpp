@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "solvers/duration_estimate.hpp"
@@ -157,7 +158,8 @@ TEST_CASE("quota: idle quota is lent, and taken back with one preemption when it
     ds = round(l, policy, 10);
     CHECK(count(ds, decision::kind::preempt) == 2);
     for (auto& d : ds)
-      if (d.what == decision::kind::preempt) CHECK(d.why.rfind("quota reclaim for job 4", 0) == 0);
+      if (d.what == decision::kind::preempt)
+        CHECK(d.why == "quota reclaim for job 4 of tenant a: tenant b borrows 8 GPUs beyond its quota");
     CHECK(l.jobs[a].status == job_status::running);
     // ledger: a 8 GPUs on one server, b 8 GPUs (its quota), b's two stopped jobs queued
     CHECK(l.tenants[1].held_base == 8);
@@ -167,6 +169,32 @@ TEST_CASE("quota: idle quota is lent, and taken back with one preemption when it
     ds = round(l, policy, 20);
     CHECK(ds.empty());
   }
+}
+
+TEST_CASE("quota: a reclaim never stops a job the same round started") {
+  // Four servers. Jobs without a tenant (no quota: all borrowed) hold 2+2 GPUs on t1 and on
+  // t2 and 4+4 on t3; t0 is empty. Tenant a (quota 8) and b (quota 7) each queue an 8-GPU job.
+  auto l = make_ledger(4);
+  l.params.quotas = true;
+  l.tenants = {tenant_entry{}, tenant("a", 8, 1), tenant("b", 7, 1)};
+  auto place = [&](int server, int gpus) {
+    auto id = add_tenant_job(l, 0, gpus, 100000, 0);
+    l.start(id, allocation{{server, gpus}}, 0, at(0));
+  };
+  for (int server : {1, 2}) place(server, 2), place(server, 2);
+  place(3, 4), place(3, 4);
+  settle_tenant_usage(l, *find_policy("baseline"), at(0));
+  auto b = add_tenant_job(l, 2, 8, 10, 1);
+  auto a = add_tenant_job(l, 1, 8, 5000, 1);
+  auto ds = round(l, "baseline", 1);
+  // b's shorter job goes first, on the one empty server (7 GPUs of its quota and 1 lent); a's
+  // job, within its quota, then stops the two 2-GPU jobs on t1 rather than b's job just started.
+  // ledger: t0 b 8; t1 a 8; t2 2+2; t3 4+4; two 2-GPU jobs queued
+  CHECK(l.jobs[b].status == job_status::running);
+  CHECK(l.jobs[a].status == job_status::running);
+  CHECK(l.jobs[a].alloc == allocation{{1, 8}});
+  CHECK(count(ds, decision::kind::preempt) == 2);
+  for (auto& d : ds) CHECK_FALSE((d.what == decision::kind::preempt && d.job == b));
 }
 
 TEST_CASE("quota: a tenant that does not lend keeps its idle quota") {
@@ -281,4 +309,39 @@ TEST_CASE("jobs without an estimate queue by expected remaining time: less attai
   auto ds = plan_round(l, *find_policy("baseline"), planner_options{}, at(0));
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].job == fresh);  // ledger: the fresh job runs on the server; the served one waits
+}
+
+TEST_CASE("quota: no round stops a job it started, on random workloads of three tenants") {
+  // Random arrivals and ends under quotas (one tenant not lending, one not borrowing): in every
+  // round, no job is both started and stopped, and every quota stop names a borrowing tenant.
+  for (const char* policy : {"baseline", "aryl"}) {
+    CAPTURE(policy);
+    std::mt19937_64 rng(7);
+    auto uni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+    auto l = make_ledger(4);
+    l.params.quotas = l.params.fair_share = true;
+    l.tenants = {tenant_entry{}, tenant("a", 12, 1, false), tenant("b", 12, 1), tenant("c", 4, 1)};
+    l.tenants[3].borrow = false;
+    int stops = 0;
+    for (int step = 0; step < 1000; ++step) {
+      double t = step * 60.0;
+      for (auto id : std::vector<uint32_t>(l.running.begin(), l.running.end()))
+        if (l.jobs[id].progress.done_at(at(t)) >= l.jobs[id].predicted_work) l.finish(id, at(t));
+      for (int k = uni(0, 4); k > 0; --k)
+        add_tenant_job(l, uni(1, 3), 1 << uni(0, 3), uni(100, 6000), t, uni(0, 1) == 1);
+      auto ds = round(l, policy, t);
+      std::set<uint32_t> started, stopped;
+      for (auto& d : ds) {
+        if (d.what == decision::kind::start) started.insert(d.job);
+        if (d.what == decision::kind::preempt) {
+          stopped.insert(d.job);
+          if (d.why.rfind("quota reclaim", 0) == 0) ++stops;
+        }
+      }
+      for (auto id : started) CHECK_MESSAGE(!stopped.count(id), "job " << id << " at t=" << t);
+      // Tenant c never borrows: its base GPUs stay within its quota.
+      CHECK(l.tenants[3].held_base <= 4);
+    }
+    CHECK(stops > 0);  // the workload does exercise reclaims
+  }
 }
