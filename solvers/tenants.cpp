@@ -190,10 +190,17 @@ void begin_tenant_round(const cluster_ledger& l, const policy_spec& p) {
   b.reserve.assign(n, 0);
   b.key.assign(n, 0);
   b.mean_life_s = l.params.tenant_halflife_s > 0 ? l.params.tenant_halflife_s / std::log(2.0) : 0;
+  // What tenants hold now: jobs may have ended or been stopped since the last round settled.
+  std::vector<long> all(n, 0);
+  for (auto id : l.running) {
+    auto& j = l.jobs[id];
+    auto t = static_cast<size_t>(j.tenant);
+    all[t] += j.workers;
+    if (on_training(l, j)) b.held[t] += base_held(j, p);
+  }
   for (size_t t = 0; t < n; ++t) {
     auto& e = l.tenants[t];
-    b.held[t] = e.held_base;
-    b.key[t] = (e.usage_gpu_s + static_cast<double>(e.held_all) * b.mean_life_s) / e.weight;
+    b.key[t] = (e.usage_gpu_s + static_cast<double>(all[t]) * b.mean_life_s) / e.weight;
   }
   if (!l.params.quotas) return;
   // A lender keeps only what its queued base demand needs of its unused quota.

@@ -76,7 +76,8 @@ inline thread_local tenant_round tenant_books;
 /// policy, else its GPUs.
 inline int base_demand(const job_entry& j, const policy_spec& p) { return p.elastic && j.elastic ? j.min_workers : j.gpus; }
 
-/// Sets up tenant_books from the ledger (tenants settled at the last round's end).
+/// Sets up tenant_books from the ledger: what each tenant's running jobs hold now, its usage
+/// as settled at the last round's end.
 void begin_tenant_round(const cluster_ledger& l, const policy_spec& p);
 /// Whether quotas let `demand` GPUs of job `j` start: within its tenant's unused quota, and
 /// for the rest (if it may borrow) on GPUs no owner keeps.
