@@ -27,13 +27,6 @@ def mean(v):
     return sum(v) / len(v) if v else 0.0
 
 
-def p95(v):
-    if not v:
-        return 0.0
-    v = sorted(v)
-    return v[min(len(v) - 1, int(0.95 * len(v)))]
-
-
 def n(x):
     return f"{x:,.0f}"
 
@@ -61,10 +54,9 @@ def tenant_section(work, windows, label):
                      "quota reclaims (late) | quota reclaim p99 (s) |")
         lines.append("|---|---|---|---|---|---|---|---|")
         for m, title in modes:
-            jct = [float(r["jct_s"]) for r in data[m]]
-            q = [float(r["queued_s"]) for r in data[m]]
             s = sums[m]
-            lines.append(f"| {title} | {n(mean(jct))} | {n(p95(jct))} | {n(mean(q))} | {n(p95(q))} | "
+            lines.append(f"| {title} | {n(s['mean_jct_s'])} | {n(s['p95_jct_s'])} | {n(s['mean_queue_s'])} | "
+                         f"{n(s['p95_queue_s'])} | "
                          f"{s.get('preemptions', 0):,} | {s.get('quota_reclaims', 0):,} "
                          f"({s.get('quota_reclaims_late', 0)}) | {s.get('quota_reclaim_latency_p99_s', 0):.1f} |")
         lines.append("")
