@@ -400,6 +400,7 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
     out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus,
                            s.mode == server_mode::down ? 0 : s.free, s.home == server_home::inference,
                            modes[static_cast<int>(s.mode)]});
+  out.tenants = tenant_reports(st);
   return out;
 }
 

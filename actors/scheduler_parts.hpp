@@ -30,6 +30,8 @@ int tenant_of(scheduler_state& st, const std::string& name);
 /// is one (its assignment then asks for an acknowledgement).
 void track_quota_reclaims(self_ptr self, const std::vector<decision>& decisions, sim_time now);
 bool quota_victim(const scheduler_state& st, uint32_t job);
+/// Each governed tenant's quota and GPUs now, for `status` and /metrics.
+std::vector<tenant_report> tenant_reports(const scheduler_state& st);
 /// A job acknowledged generation `generation` (or ended: generation max): quota reclaims it
 /// completes are measured.
 void quota_acked(self_ptr self, uint32_t job, uint64_t generation, sim_time now);

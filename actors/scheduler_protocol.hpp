@@ -41,9 +41,14 @@ typename Inspector::result_type inspect(Inspector& f, latency_histogram& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tenant_report& x) {
+  return f(caf::meta::type_name("tenant_report"), x.name, x.quota, x.in_use, x.borrowed, x.lent, x.queued);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
   return f(caf::meta::type_name("cluster_status"), x.t_us, x.jobs, x.servers, x.jobs_finished, x.reclaim_latency_s,
-           x.reclaim_slo_misses, x.rounds);
+           x.reclaim_slo_misses, x.rounds, x.tenants);
 }
 
 template <class Inspector>

@@ -54,4 +54,28 @@ void quota_acked(self_ptr self, uint32_t job, uint64_t generation, sim_time now)
   }
 }
 
+std::vector<tenant_report> tenant_reports(const scheduler_state& st) {
+  auto& l = st.ledger;
+  std::vector<tenant_report> out;
+  if (!l.params.quotas && !l.params.fair_share) return out;
+  for (auto& t : l.tenants) out.push_back({t.name, t.quota, 0, 0, 0, 0});
+  for (auto id : l.running) {
+    auto& j = l.jobs[id];
+    auto& a = l.servers[static_cast<size_t>(j.alloc.front().first)];
+    if (a.home == server_home::training) out[static_cast<size_t>(j.tenant)].in_use += base_held(j, st.setup.policy);
+  }
+  for (auto id : l.queued) ++out[static_cast<size_t>(l.jobs[id].tenant)].queued;
+  long borrowed = 0, idle = 0;
+  for (auto& r : out) {
+    r.borrowed = std::max(0L, r.in_use - std::max(0L, r.quota));
+    borrowed += r.borrowed;
+  }
+  for (size_t t = 0; t < out.size(); ++t)
+    if (l.tenants[t].lend && out[t].quota > out[t].in_use) idle += out[t].quota - out[t].in_use;
+  for (size_t t = 0; t < out.size(); ++t)
+    if (l.tenants[t].lend && out[t].quota > out[t].in_use && idle > 0)
+      out[t].lent = (out[t].quota - out[t].in_use) * std::min(borrowed, idle) / idle;
+  return out;
+}
+
 } // namespace aryl::sched

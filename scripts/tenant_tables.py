@@ -88,7 +88,22 @@ def tenant_section(work, windows, label):
         lines.append("")
         overall = {m: mean([float(r["jct_s"]) for r in data[m]]) for m in data}
         for m in ("pool", "aryl"):
-            verdicts.append((label[w], m, overall["iso"] / overall[m] if overall[m] else 0, worst[m]))
+            ratio, t = worst[m]
+            why = ""
+            if ratio > 1.10:
+                # Time queued and time running (JCT - queued), the tenant's means, against isolated.
+                def parts(rs):
+                    return (mean([float(r["queued_s"]) for r in rs]),
+                            mean([float(r["jct_s"]) - float(r["queued_s"]) for r in rs]))
+                q_iso, run_iso = parts(by["iso"][t])
+                q_m, run_m = parts(by[m][t])
+                elastic = sum(1 for r in by[m][t] if r["elastic"] == "1")
+                slow = sum(float(r["below_speed_s"]) for r in by[m][t]) / max(1.0, run_m * len(by[m][t]))
+                why = (f" Its jobs queue {n(q_m)} s on average against {n(q_iso)} s isolated, but run "
+                       f"{run_m / run_iso:.2f}x as long ({n(run_m)} s against {n(run_iso)} s): {elastic} of its "
+                       f"{len(by[m][t])} jobs are elastic, and its jobs run below their requested speed (fewer "
+                       f"workers, loaned GPUs, overheads) {100 * slow:.0f}% of their running time.")
+            verdicts.append((label[w], m, overall["iso"] / overall[m] if overall[m] else 0, worst[m], why))
     if not lines:
         return []
     head = ["## Tenants: Philly's VCs isolated, pooled with borrowing, and aryl",
@@ -100,11 +115,11 @@ def tenant_section(work, windows, label):
             "elasticity; *aryl* adds inference loaning and elasticity to the pooled setup.", ""]
     tail = ["Against the issue's targets (pooled must beat isolated on overall mean JCT, and no tenant's "
             "mean JCT may be more than 10% worse than isolated):", ""]
-    for wl, m, speedup, (ratio, t) in verdicts:
+    for wl, m, speedup, (ratio, t), why in verdicts:
         name = "pooled" if m == "pool" else "aryl"
         tail.append(f"- {wl}, {name}: overall mean JCT {speedup:.2f}x better than isolated "
                     f"({'met' if speedup > 1 else 'NOT met'}); worst tenant {t or '-'} at {ratio:.2f}x its isolated "
-                    f"mean JCT ({'met' if ratio <= 1.10 else 'NOT met'}).")
+                    f"mean JCT ({'met' if ratio <= 1.10 else 'NOT met'}).{why}")
     tail.append("")
     return head + lines + tail
 
@@ -135,16 +150,22 @@ def estimate_section(work, windows, label):
                          f"{n(s['p95_jct_s'])} | {n(sl['mean_jct_s'])} | {n(se['mean_jct_s'])} | {r_las:.2f}x | "
                          f"{r_exact:.2f} |")
             if frac == "100%":
-                verdicts.append((label[w], r_las, r_exact))
+                verdicts.append((label[w], r_las, r_exact, s["mean_queue_s"], se["mean_queue_s"]))
     if len(lines) == 5:
         return []
     lines.append("")
     lines.append("Against the issue's targets with no estimates at all (aryl at least 1.2x better than 2D-LAS, "
                  "and within 15% of aryl with exact estimates):")
     lines.append("")
-    for wl, r_las, r_exact in verdicts:
+    for wl, r_las, r_exact, q, q_exact in verdicts:
         lines.append(f"- {wl}: {r_las:.2f}x better than 2D-LAS ({'met' if r_las >= 1.2 else 'NOT met'}); "
-                     f"{100 * (r_exact - 1):+.1f}% against exact estimates ({'met' if r_exact <= 1.15 else 'NOT met'}).")
+                     f"{100 * (r_exact - 1):+.1f}% against exact estimates ({'met' if r_exact <= 1.15 else 'NOT met'}); "
+                     f"mean queuing {n(q)} s against {n(q_exact)} s with exact estimates.")
+    lines.append("")
+    lines.append("Estimates decide the order of the queue and the values of elastic sizes; where aryl's queue stays "
+                 "short (loaning and elasticity start most jobs at once), there is little order to get wrong, so "
+                 "these windows test the estimator mildly. 2D-LAS loses to aryl here for what it lacks (loaning, "
+                 "elasticity, preemption only past a ratio), not for its lack of estimates.")
     lines.append("")
     return lines
 
@@ -159,9 +180,10 @@ def main():
             windows.append(w)
     # Evaluation windows first (w1..), the tuning window w0 only when it is the only one.
     order = windows[1:] or windows
-    for w in order:
-        label[w] = label[w] + (" (evaluation)" if w != "w0" or len(windows) == 1 else "")
-    out = tenant_section(work, order, label) + estimate_section(work, order, label)
+    for w in windows:
+        label[w] = label[w] + (" (tuning)" if w == "w0" and len(windows) > 1 else " (evaluation)")
+    # The estimates also on the tuning window, the most contended.
+    out = tenant_section(work, order, label) + estimate_section(work, order + [w for w in windows if w not in order], label)
     if out:
         with open(md, "a") as f:
             f.write("\n" + "\n".join(out))
