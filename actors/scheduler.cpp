@@ -471,7 +471,8 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
   for (size_t t = 0; t < st.setup.type_names.size(); ++t)
     if (st.setup.type_names[t] == spec.gpu_type) j.gpu_type = static_cast<int>(t);
   j.tenant = tenant_of(st, spec.tenant);
-  j.estimated = spec.estimated;
+  // A job that gives neither a duration nor an estimate (a client's) has none.
+  j.estimated = spec.estimated && (spec.estimate_s > 0 || spec.duration_s > 0);
   if (!j.estimated) ++st.unestimated_active;
   j.predicted_work = spec.estimate_s > 0 ? spec.estimate_s : spec.duration_s * spec.predict_factor;
   // The queue is ordered by submit time and remaining work: a restored job's are set first.

@@ -176,3 +176,23 @@ TEST_CASE_FIXTURE(scheduler_fixture, "a quota reclaim is measured when its victi
   CHECK(status->tenants[2].queued == 1);
   CHECK(rec->violations.empty());
 }
+
+TEST_CASE_FIXTURE(scheduler_fixture, "a job that comes with neither a duration nor an estimate is scheduled and recorded as such") {
+  auto s = spawn_scheduler("aryl", 0);
+  submit(s, 0, 4, 100);  // ends at 100 s: the history the next job's estimate comes from
+  drain();
+  while (step()) {}
+  job_spec j;  // a client's job, as a submit without --duration sends it
+  j.index = 1;
+  j.name = "j1";
+  j.gpus = j.min_workers = j.max_workers = 2;
+  caf::anon_send(s, submit_atom::value, j);
+  drain();
+  while (step()) {}
+  REQUIRE(rec->jobs.size() == 2);
+  CHECK(rec->jobs[0].estimated);
+  CHECK_FALSE(rec->jobs[1].estimated);
+  CHECK(rec->jobs[1].outcome == "done");
+  CHECK(events_of("start").size() == 2);
+  CHECK(rec->violations.empty());
+}
