@@ -17,8 +17,6 @@ public:
 
   /// Records an ended job of `tenant` (>= 0) that did `work` > 0.
   void add(int tenant, double work);
-  /// Ended jobs recorded so far (all tenants).
-  size_t size() const { return all_.sorted.size(); }
   /// Expected remaining work of a job of `tenant` that has done `done` >= 0: the mean
   /// residual life E[D - done | D > done] of the ended durations D (its tenant's if it has
   /// enough, else all). A job past every ended duration is expected to run as long again as

@@ -55,7 +55,8 @@ std::vector<uint32_t> ranked(const cluster_ledger& l, const std::vector<uint32_t
 /// Calls `f(id)` for the queued jobs in the non-preemptive policy's order until it returns
 /// false. The queue is read from the ledger's index for that order, so a round that stops
 /// early costs nothing for the jobs behind. With tenants governed, walk_tenants's order and
-/// quota admission (solvers/tenants.hpp). `f` may start the job it is given, no other.
+/// quota admission (solvers/tenants.hpp). `f` may start the job it is given, no other (and
+/// may stop running jobs for it, which then queue).
 template <class F>
 void walk_queue(const cluster_ledger& l, const policy_spec& p, F f) {
   auto walk = [&](const auto& index) {
