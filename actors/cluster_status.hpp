@@ -25,6 +25,17 @@ struct server_report {
   std::string mode;        ///< training | serving | loaned | reclaiming | down (lost: free is 0)
 };
 
+/// A tenant's GPUs of training servers now (docs/design.md, "Tenants and quotas"): its quota
+/// (-1: none), base GPUs its jobs hold, those beyond its quota (borrowed), its idle quota that
+/// others' borrowing occupies (lent; others' borrowing shared over the lenders' idle quota in
+/// proportion), and its queued jobs.
+struct tenant_report {
+  std::string name;
+  long quota = -1;
+  long in_use = 0, borrowed = 0, lent = 0;
+  int queued = 0;
+};
+
 /// Wall-clock seconds from an event that asked for a scheduling round to the round's last
 /// decision sent (Prometheus-style cumulative buckets are made from these counts).
 struct latency_histogram {
@@ -50,6 +61,7 @@ struct cluster_status {
   std::vector<double> reclaim_latency_s;
   uint64_t reclaim_slo_misses = 0;  ///< servers returned after their deadline
   latency_histogram rounds;
+  std::vector<tenant_report> tenants;  ///< governed tenants only (none: empty)
 };
 
 } // namespace aryl

@@ -199,6 +199,8 @@ void run_round(self_ptr self) {
     st.scale_timer = true;
     self->delayed_send(self, st.jenv.tb.span(due - now), scale_due_atom::value);
   }
+  if (st.unestimated_active > 0)
+    refresh_estimates(st.ledger, st.history, st.setup.planner.unestimated_prior_s, now);
   auto decisions = plan_round(st.ledger, st.setup.policy, st.setup.planner, now,
                               full ? round_scope::full : round_scope::local);
   // One message per server changed (its removals, then its placements) and one to the
@@ -226,10 +228,12 @@ void run_round(self_ptr self) {
     c = {};
   }
   st.round_servers.clear();
+  if (st.ledger.params.quotas) track_quota_reclaims(self, decisions, now);
+  if (st.ledger.params.quotas || st.ledger.params.fair_share) settle_tenant_usage(st.ledger, st.setup.policy, now);
   std::vector<event_record> lines;
   lines.reserve(decisions.size());
   for (auto& d : decisions) {
-    dispatch_assignment(self, d, true);
+    dispatch_assignment(self, d, true, !st.quota_reclaims.empty() && quota_victim(st, d.job));
     auto& j = st.ledger.jobs[d.job];
     std::string detail = fmt::format(FMT_COMPILE("job-{} workers={}"), d.job, j.workers);
     if (!d.alloc.empty()) {
@@ -272,6 +276,8 @@ job_record make_record(const scheduler_state& st, const job_entry& j, sim_time n
   r.loaned_speed_gpu_s = j.loaned_speed_gpu_s;
   r.training_needed_gpu_s = j.training_needed_gpu_s;
   r.loaned_needed_gpu_s = j.loaned_needed_gpu_s;
+  r.estimated = j.estimated;
+  r.tenant = st.ledger.tenants[static_cast<size_t>(j.tenant)].name;
   return r;
 }
 
@@ -394,6 +400,7 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
     out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus,
                            s.mode == server_mode::down ? 0 : s.free, s.home == server_home::inference,
                            modes[static_cast<int>(s.mode)]});
+  out.tenants = tenant_reports(st);
   return out;
 }
 
@@ -405,6 +412,11 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   auto& j = st.ledger.jobs[job];
   auto before = j.alloc;
   int workers = j.workers;
+  // What an ended job ran is what jobs without an estimate are expected to run (a live job
+  // submitted without a duration: the work the scheduler saw it do).
+  if (std::string_view(outcome) == "done")
+    st.history.add(j.tenant, st.durations[job] > 0 ? st.durations[job] : j.progress.done_at(now));
+  if (!j.estimated) --st.unestimated_active;
   st.ledger.finish(job, now);
   ++st.jobs_finished;
   for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
@@ -419,6 +431,7 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   bool any = false;
   for (auto& rf : st.reclaims) any |= rf.waiting.erase(job) > 0;
   if (any) complete_reclaims(self, now);
+  if (!st.quota_reclaims.empty()) quota_acked(self, job, UINT64_MAX, now);
   self->send(st.jenv.recorder, ended_atom::value, std::move(line), std::move(record));
   if (!done) self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
   st.jobs[job] = nullptr;
@@ -457,7 +470,11 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
   j.gpu_type = -1;
   for (size_t t = 0; t < st.setup.type_names.size(); ++t)
     if (st.setup.type_names[t] == spec.gpu_type) j.gpu_type = static_cast<int>(t);
-  j.predicted_work = spec.duration_s * spec.predict_factor;
+  j.tenant = tenant_of(st, spec.tenant);
+  // A job that gives neither a duration nor an estimate (a client's) has none.
+  j.estimated = spec.estimated && (spec.estimate_s > 0 || spec.duration_s > 0);
+  if (!j.estimated) ++st.unestimated_active;
+  j.predicted_work = spec.estimate_s > 0 ? spec.estimate_s : spec.duration_s * spec.predict_factor;
   // The queue is ordered by submit time and remaining work: a restored job's are set first.
   if (restored) {
     auto& r = restored->record;
@@ -482,6 +499,9 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
     j.progress.work_done = restored->work_done;
     st.retries[spec.index] = restored->retries;
   }
+  if (!j.estimated)
+    j.predicted_work = j.progress.work_done + st.history.expected_remaining(j.tenant, j.progress.work_done,
+                                                                           st.setup.planner.unestimated_prior_s);
   l.submit(spec.index, restored ? now : j.submit);  // queued since its submission
   if (restored) {
     bool was_running = restored->status == "running";
@@ -585,6 +605,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
   auto& st = self->state;
   st.ledger.params = setup.params;
   st.ledger.servers = setup.servers;
+  if (!setup.tenants.empty()) st.ledger.tenants = setup.tenants;
   st.setup = std::move(setup);
   st.servers = std::move(servers);
   st.next_index = st.setup.first_free_index;
@@ -663,6 +684,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
           }
         }
         if (any) complete_reclaims(self, st.jenv.tb.now(self));
+        if (!st.quota_reclaims.empty()) quota_acked(self, a.job, a.generation, st.jenv.tb.now(self));
         return caf::unit;
       },
       [=](finished_atom, uint32_t job, uint64_t) -> caf::result<void> {

@@ -19,6 +19,15 @@ struct cluster_config {
   friend bool operator==(const cluster_config&, const cluster_config&) = default;
 };
 
+/// One tenant's keys (`tenants.<name>.*`, docs/config.md).
+struct tenant_config {
+  long quota = -1;       ///< guaranteed GPUs of training servers; -1: from the weight, or none
+  double weight = 0;     ///< fair share; 0: not set (the quota's share, else 1)
+  int borrow = -1;       ///< -1: tenants.borrow
+  int lend = -1;         ///< -1: tenants.lend
+  friend bool operator==(const tenant_config&, const tenant_config&) = default;
+};
+
 struct config {
   // --- scheduling
   std::string policy = "aryl";
@@ -51,6 +60,7 @@ struct config {
   double max_workers_factor = 2;
   double mispredict_fraction = 0;
   double mispredict_error = 0.25;
+  double unestimated_fraction = 0;   ///< share of jobs without a duration estimate (seeded)
 
   // --- checkpoints (jobs.*): a job checkpoints every interval of its run time and when its
   // workers are stopped; a stop takes checkpoint_s + checkpoint_per_gpu_s per worker, within
@@ -74,6 +84,15 @@ struct config {
   int64_t inference_interval_s = 300;
   double inference_headroom = 0.1;
   int64_t inference_grace_s = 120;
+
+  // --- tenants (docs/design.md, "Tenants and quotas")
+  std::map<std::string, tenant_config> tenants;
+  /// Every tenant of the trace gets a quota in proportion to its jobs' GPU-seconds.
+  bool tenants_from_demand = false;
+  bool tenants_borrow = true, tenants_lend = true;
+  bool tenants_fair_share = true;
+  double tenants_halflife_s = 3600;
+  double tenants_reclaim_grace_s = 120;
 
   // --- run
   std::string mode = "simulated";    ///< simulated | wallclock

@@ -22,6 +22,7 @@
 #include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
 #include "runtime/input_limits.hpp"
+#include "runtime/tenant_plan.hpp"
 
 namespace aryl {
 namespace {
@@ -471,6 +472,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
 
 run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live) {
   auto plan = plan_cluster(c);
+  plan.setup.tenants = plan_tenants(c, in.jobs, plan.setup.params);
   check_runnable(c, plan.setup, in.jobs);
   if (!live) check_fault_jobs(in.faults, in.jobs.size());
   // Live: every line reaches the OS as it is written, so that a killed serve leaves its outputs

@@ -45,6 +45,12 @@ public:
     measures_.reclaim_latency_s.push_back(latency_s);
     measures_.reclaim_max_late_s = std::max(measures_.reclaim_max_late_s, late_s);
   }
+  /// A quota reclaim's victims all checkpointed `latency_s` after it, `late_s` past its deadline.
+  void quota_done(double latency_s, double late_s) {
+    measures_.quota_latency_s.push_back(latency_s);
+    if (late_s > 0) ++measures_.quota_late;
+    measures_.quota_max_late_s = std::max(measures_.quota_max_late_s, late_s);
+  }
   const run_measures& measures() const { return measures_; }
   /// A run carried on after a scheduler restart goes on from the measures journaled before.
   void restore_measures(const run_measures& before) { measures_ = before; }

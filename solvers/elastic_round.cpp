@@ -263,7 +263,8 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
       viewing = true;
       build_views(p, view, hard);
     }
-    return place_base(l, p, o, id, view, hard) || preempt_for(l, p, o, id, view, hard) || o.backfill;
+    return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
+           preempt_for(l, p, o, id, view, hard) || o.backfill;
   });
   if (!viewing) return;
   for (auto& e : b.plans) e.final = e.base;  // jobs started now run at their base
@@ -406,7 +407,9 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   // 1. Base demand in queue order.
   bool queue_cleared = true;
   walk_queue(l, p, [&](uint32_t id) {
-    if (place_base(l, p, o, id, view, hard) || preempt_for(l, p, o, id, view, hard)) return true;
+    if (place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
+        preempt_for(l, p, o, id, view, hard))
+      return true;
     queue_cleared = false;
     return o.backfill;
   });

@@ -284,4 +284,9 @@ inline int grow_room(const cluster_ledger& l, const policy_spec& p, const planne
 bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
                  work_view& view, work_view& hard);
 
+/// Step 1's quota reclaim for queued job `id` whose base demand is within its tenant's unused
+/// quota but fits nowhere (quota_reclaim.cpp): stops the fewest jobs of borrowing tenants.
+bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                       work_view& view, work_view& hard);
+
 } // namespace aryl::detail

@@ -20,6 +20,22 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+namespace {
+
+/// A label value as the text exposition format writes it: backslash, quote and newline escaped
+/// (a tenant's name comes from a trace or a client).
+std::string label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+} // namespace
+
 std::string render_metrics(const cluster_status& s, const front_counts& f) {
   std::string out;
   auto family = [&](const char* name, const char* type, const char* help) {
@@ -77,6 +93,17 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   out += fmt::format("aryl_round_latency_seconds_bucket{{le=\"+Inf\"}} {}\n", s.rounds.count);
   out += fmt::format("aryl_round_latency_seconds_sum {}\naryl_round_latency_seconds_count {}\n", s.rounds.sum_s,
                      s.rounds.count);
+  if (!s.tenants.empty()) {
+    family("aryl_tenant_gpus", "gauge",
+           "A tenant's GPUs of training servers: quota (-1: none), in use by its base demand, borrowed beyond its "
+           "quota, and idle quota lent to others.");
+    for (auto& t : s.tenants)
+      for (auto [kind, n] : {std::pair{"quota", t.quota}, std::pair{"in_use", t.in_use},
+                             std::pair{"borrowed", t.borrowed}, std::pair{"lent", t.lent}})
+        out += fmt::format("aryl_tenant_gpus{{tenant=\"{}\",kind=\"{}\"}} {}\n", label(t.name), kind, n);
+    family("aryl_tenant_queued_jobs", "gauge", "A tenant's queued jobs.");
+    for (auto& t : s.tenants) out += fmt::format("aryl_tenant_queued_jobs{{tenant=\"{}\"}} {}\n", label(t.name), t.queued);
+  }
   family("aryl_agents", "gauge", "Node agents configured and connected now.");
   out += fmt::format("aryl_agents{{state=\"configured\"}} {}\naryl_agents{{state=\"connected\"}} {}\n",
                      f.agents_configured, f.agents_connected);

@@ -54,7 +54,9 @@ json to_json(const job_spec& s) {
           {"duration_s", s.duration_s}, {"gpu_type", s.gpu_type},
           {"elastic", s.elastic},     {"min_workers", s.min_workers},
           {"max_workers", s.max_workers}, {"predict_factor", s.predict_factor},
-          {"user", s.user},           {"command", s.command}};
+          {"user", s.user},           {"command", s.command},
+          {"tenant", s.tenant},       {"estimated", s.estimated},
+          {"estimate_s", s.estimate_s}};
 }
 
 job_spec spec_from(const json& j) {
@@ -71,6 +73,10 @@ job_spec spec_from(const json& j) {
   s.predict_factor = j.at("predict_factor").get<double>();
   s.user = j.at("user").get<std::string>();
   s.command = j.at("command").get<std::vector<std::string>>();
+  // Journals written before tenants and estimates have neither: no tenant, an estimate.
+  if (j.contains("tenant")) s.tenant = j.at("tenant").get<std::string>();
+  if (j.contains("estimated")) s.estimated = j.at("estimated").get<bool>();
+  if (j.contains("estimate_s")) s.estimate_s = j.at("estimate_s").get<double>();
   return s;
 }
 

@@ -393,6 +393,7 @@ cluster_status sample_status() {
   s.jobs_finished = 7;
   s.reclaim_latency_s = {0.5, 12, 200};
   s.reclaim_slo_misses = 1;
+  s.tenants = {{"", -1, 0, 0, 0, 0}, {"vc \"a\"", 8, 12, 4, 0, 2}, {"b", 8, 4, 0, 4, 0}};
   return s;
 }
 
@@ -409,6 +410,16 @@ TEST_CASE("metrics: the exposition counts jobs, GPUs by pool and use, servers by
                      "aryl_reclaim_latency_seconds_bucket{le=\"30\"} 2",
                      "aryl_reclaim_latency_seconds_bucket{le=\"+Inf\"} 3", "aryl_reclaim_latency_seconds_count 3",
                      "aryl_reclaim_slo_misses_total 1", "aryl_agents{state=\"connected\"} 7"})
+    CHECK_MESSAGE(text.find(std::string(line) + "\n") != std::string::npos, line);
+}
+
+TEST_CASE("metrics: per tenant, quota, GPUs in use, borrowed and lent, and queued jobs; names escaped") {
+  auto text = live::render_metrics(sample_status(), {8, 7});
+  for (auto* line : {"aryl_tenant_gpus{tenant=\"vc \\\"a\\\"\",kind=\"quota\"} 8",
+                     "aryl_tenant_gpus{tenant=\"vc \\\"a\\\"\",kind=\"borrowed\"} 4",
+                     "aryl_tenant_gpus{tenant=\"b\",kind=\"in_use\"} 4", "aryl_tenant_gpus{tenant=\"b\",kind=\"lent\"} 4",
+                     "aryl_tenant_gpus{tenant=\"\",kind=\"quota\"} -1",
+                     "aryl_tenant_queued_jobs{tenant=\"vc \\\"a\\\"\"} 2"})
     CHECK_MESSAGE(text.find(std::string(line) + "\n") != std::string::npos, line);
 }
 
