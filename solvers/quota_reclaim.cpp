@@ -145,11 +145,8 @@ bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const plan
     give(true);
     return false;
   }
-  for (auto vid : site->res.victims) {
-    b.victims.push_back({vid, why(l, vid, id)});
-    for (auto& e : b.plans)
-      if (e.job == vid && !e.started) e.preempted = true;
-  }
+  // A victim gets no plan in this round (plan_running skips b.victims).
+  for (auto vid : site->res.victims) b.victims.push_back({vid, why(l, vid, id)});
   released(l, p, *site);
   view.take(*a);
   for (auto& [sid, w] : *a) {
