@@ -93,6 +93,9 @@ struct config {
   /// serve --state: ended jobs between two compactions of the journal (their rows folded
   /// into compact final records); 0: only when serve starts.
   int state_compact_every = 100;
+  /// A submitted job without a run-time estimate gets this one (seconds at its requested
+  /// workers) and is marked unpredicted.
+  double default_estimate_s = 3600;
 
   friend bool operator==(const config&, const config&) = default;
 };

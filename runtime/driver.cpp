@@ -477,6 +477,7 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
   // whole for the serve that carries its run on.
   auto writer = std::make_shared<run_writer>(c.out_dir, live != nullptr, live && live->carry_on_outputs);
   if (live) writer->restore_measures(live->measures);
+  if (live) writer->observe(live->on_event, live->on_job);
   if (!in.jobs.empty()) writer->set_window_end(in.jobs.back().submit.us);
   if (live && live->nodes.size() != plan.setup.servers.size())
     throw input_error(fmt::format("live: {} machines for {} configured servers", live->nodes.size(),

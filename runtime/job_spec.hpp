@@ -27,6 +27,9 @@ struct job_spec {
   /// Predicted work = true work x this factor (1 = exact prediction).
   double predict_factor = 1.0;
   std::string user;
+  /// False for a submitted job that gave no run-time estimate: duration_s is then the
+  /// configured default (live.default_estimate_s), not the user's.
+  bool predicted = true;
   /// Live mode: argv of each worker (submitted with the job); empty = live.worker_command.
   std::vector<std::string> command;
 };

@@ -225,9 +225,13 @@ void run_writer::event(const event_record& e) {
   line.push_back('\n');
   std::fwrite(line.data(), 1, line.size(), events_file_);
   if (flush_lines_) std::fflush(events_file_);
+  if (on_event_) on_event_(e);
 }
 
-void run_writer::job(const job_record& j) { jobs_.push_back(j); }
+void run_writer::job(const job_record& j) {
+  jobs_.push_back(j);
+  if (on_job_) on_job_(j);
+}
 
 void run_writer::integrate_to(int64_t t_us) {
   if (!have_snapshot_ || t_us <= last_.t_us) return;
@@ -367,7 +371,7 @@ run_summary run_writer::finish(run_summary s) {
   }
   std::fputs("job,name,gpus,elastic,submit_s,first_start_s,end_s,jct_s,queued_s,duration_s,gpu_seconds,"
              "preemptions,scale_ins,scale_outs,last_workers,on_loaned_s,slowdown,below_speed_s,outcome,needed_gpu_s,"
-             "work_efficiency\n",
+             "work_efficiency,predicted\n",
              jf);
   std::string row;
   for (auto& j : jobs_) {
@@ -380,10 +384,10 @@ run_summary run_writer::finish(run_summary s) {
       row += ',';
     }
     fmt::format_to(std::back_inserter(row),
-                   FMT_COMPILE("{:.6f},{:.6f},{:.3f},{},{},{},{},{:.3f},{:.6f},{:.3f},{},{:.3f},{:.6f}\n"), j.queued_s,
+                   FMT_COMPILE("{:.6f},{:.6f},{:.3f},{},{},{},{},{:.3f},{:.6f},{:.3f},{},{:.3f},{:.6f},{}\n"), j.queued_s,
                    j.duration_s, j.gpu_seconds, j.preemptions, j.scale_ins, j.scale_outs, j.last_workers,
                    j.on_loaned_s, j.slowdown, j.below_speed_s, j.outcome, j.needed_gpu_s,
-                   j.needed_gpu_s > 0 ? j.gpu_seconds / j.needed_gpu_s : 0.0);
+                   j.needed_gpu_s > 0 ? j.gpu_seconds / j.needed_gpu_s : 0.0, j.predicted ? 1 : 0);
     std::fwrite(row.data(), 1, row.size(), jf);
   }
   close(jf, "jobs.csv");

@@ -58,8 +58,24 @@ struct gateway::impl {
   std::thread thread;
   uint64_t next_session = 1;
 
+  /// `aryl logs` requests waiting for an agent's log_chunk, by request id (network thread only).
+  struct log_wait {
+    std::weak_ptr<session> client;
+    uint32_t job = 0, rank = 0;
+    uint64_t offset = 0;
+    std::string server;
+  };
+  std::map<uint64_t, log_wait> log_waits;
+  uint64_t next_log_request = 1;
+
   std::mutex m;  // guards what follows: the network thread and the caller share it
+  /// The server each worker (job, rank) was last launched on: where its log is.
+  std::map<std::pair<uint32_t, uint32_t>, std::string> launched_on;
   std::condition_variable registered_cv;
+  /// Agents told to shut down whose connection is not closed yet (send_shutdown).
+  int farewells = 0;
+  bool farewells_told = false;  ///< every connected agent has been told
+  std::condition_variable farewell_cv;
   std::map<std::string, server_slot> slots;
   worker_router router;
 
@@ -116,6 +132,22 @@ class session : public std::enable_shared_from_this<session> {
     if (closing_) return;
     g_->log(fmt::format("{}: closing: {}", peer_, reason));
     send(wire::error{escape_control(reason)});
+    closing_ = true;
+    if (queue_.empty()) shut();
+  }
+
+  /// The scheduler shuts down for good: `shutdown`, then the connection closes once written.
+  bool is_closing() const { return closing_; }
+
+  void farewell(const std::string& reason) {
+    farewell_ = true;
+    send(wire::shutdown{reason});
+    quiet_close();
+  }
+
+  /// Closes once what is queued is written, without a word: the peer's orderly end.
+  void quiet_close() {
+    if (closing_) return;
     closing_ = true;
     if (queue_.empty()) shut();
   }
@@ -185,6 +217,14 @@ class session : public std::enable_shared_from_this<session> {
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
     detach();
+    farewell_sent();
+  }
+
+  void farewell_sent() {
+    if (!std::exchange(farewell_, false)) return;
+    std::lock_guard lock(g_->m);
+    --g_->farewells;
+    g_->farewell_cv.notify_all();
   }
 
   /// The connection ended without a close of ours.
@@ -195,6 +235,7 @@ class session : public std::enable_shared_from_this<session> {
     boost::system::error_code ec;
     socket_.close(ec);
     detach();
+    farewell_sent();
   }
 
   /// An agent's server no longer has a connection: unless the agent registers again within
@@ -203,6 +244,17 @@ class session : public std::enable_shared_from_this<session> {
   void detach() {
     silence_.cancel();
     if (stage_ != stage::agent) return;
+    // Log requests this agent will not answer now.
+    for (auto it = g_->log_waits.begin(); it != g_->log_waits.end();) {
+      if (it->second.server != name_) {
+        ++it;
+        continue;
+      }
+      if (auto client = it->second.client.lock())
+        client->close(fmt::format("job {} rank {}: the agent of {} went away before answering", it->second.job,
+                                  it->second.rank, name_));
+      it = g_->log_waits.erase(it);
+    }
     uint64_t registrations = 0;
     {
       std::lock_guard lock(g_->m);
@@ -350,6 +402,7 @@ class session : public std::enable_shared_from_this<session> {
       if (!routed && !kept) g_->log(fmt::format("{}: no run in progress: exit of job {} dropped", peer_, e->job_id));
       return;
     }
+    if (auto* c = std::get_if<wire::log_chunk>(&msg)) return relay_log(*c);
     if (std::holds_alternative<wire::bye>(msg)) return close("the agent said bye");
     close(fmt::format("unexpected message '{}' from an agent", wire::type_of(msg)));
   }
@@ -374,7 +427,7 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_client(const wire::message& msg) {
-    if (std::holds_alternative<wire::status_request>(msg)) {
+    if (auto* q = std::get_if<wire::status_request>(&msg)) {
       std::optional<cluster_status> now;
       std::set<std::string> away;
       g_->with_router([&](worker_router& r) {
@@ -383,7 +436,32 @@ class session : public std::enable_shared_from_this<session> {
           if (!slot.agent.lock()) away.insert(name);
       });
       if (!now) return close("no run in progress");
-      return send(to_wire(*now, away));
+      auto reply = to_wire(*now, away);
+      if (q->all.value_or(false) && g_->opts.book)
+        for (auto& j : g_->opts.book->ended_jobs(wire::max_list - reply.jobs.size())) reply.jobs.push_back(std::move(j));
+      return send(reply);
+    }
+    if (auto* q = std::get_if<wire::logs_request>(&msg)) return ask_log(*q);
+    if (auto* q = std::get_if<wire::show_request>(&msg)) {
+      std::optional<cluster_status> now;
+      g_->with_router([&](worker_router& r) {
+        if (r.status) now = r.status();
+      });
+      if (!now) return close("no run in progress");
+      std::optional<wire::show_reply> reply;
+      if (g_->opts.book && q->job_id <= UINT32_MAX) reply = g_->opts.book->show(static_cast<uint32_t>(q->job_id));
+      bool active = false;
+      for (auto& j : now->jobs) {
+        if (j.job != q->job_id) continue;
+        // What the scheduler says now, over what the book holds.
+        if (!reply) reply.emplace();
+        reply->job = job_info_of(j);
+        active = true;
+      }
+      // A trace job not submitted yet is in the book with its spec only.
+      if (!reply || (!active && !reply->end_s && reply->history.empty()))
+        return close(fmt::format("job {}: no such job", q->job_id));
+      return send(*reply);
     }
     if (auto* d = std::get_if<wire::demand>(&msg)) {
       bool taken = false;
@@ -412,6 +490,11 @@ class session : public std::enable_shared_from_this<session> {
         return close(result->error);
       }
       g_->log(fmt::format("{}: submitted job {} ({})", peer_, result->job, j->name));
+      if (g_->opts.book) {
+        auto spec = to_spec(*j);
+        spec.index = static_cast<uint32_t>(result->job);
+        g_->opts.book->spec(spec);
+      }
       return send(wire::submit_ok{static_cast<uint64_t>(result->job)});
     }
     if (auto* x = std::get_if<wire::cancel>(&msg)) {
@@ -429,11 +512,47 @@ class session : public std::enable_shared_from_this<session> {
       g_->log(fmt::format("{}: cancelled job {}", peer_, x->job_id));
       return;
     }
-    if (std::holds_alternative<wire::bye>(msg)) return close("the client said bye");
+    // A client's bye is its normal end: no log line, no error frame.
+    if (std::holds_alternative<wire::bye>(msg)) return quiet_close();
     close(fmt::format("a client cannot send '{}'", wire::type_of(msg)));
   }
 
-  static job_spec to_spec(const wire::submit& j) {
+  /// `aryl logs`: asks the agent of the machine the worker was last launched on.
+  void ask_log(const wire::logs_request& q) {
+    auto what = fmt::format("job {} rank {}", q.job_id, q.rank);
+    std::string server;
+    std::shared_ptr<session> agent;
+    {
+      std::lock_guard lock(g_->m);
+      auto it = q.job_id <= UINT32_MAX ? g_->launched_on.find({static_cast<uint32_t>(q.job_id), q.rank})
+                                       : g_->launched_on.end();
+      if (it != g_->launched_on.end()) {
+        server = it->second;
+        agent = g_->slots.at(server).agent.lock();
+      }
+    }
+    if (server.empty()) return close(what + ": no worker of it was launched");
+    if (!agent) return close(what + ": its log is on " + server + ", whose agent is not connected");
+    auto id = g_->next_log_request++;
+    g_->log_waits[id] = {weak_from_this(), static_cast<uint32_t>(q.job_id), q.rank, q.offset, server};
+    // Under the string limit, with room for the rest of the frame.
+    agent->send(wire::log_fetch{id, q.job_id, q.rank, q.offset, static_cast<uint32_t>(wire::max_string_bytes - 1024)});
+  }
+
+  /// An agent's answer to a log_fetch, passed on to the client that asked (if still there).
+  void relay_log(const wire::log_chunk& c) {
+    auto it = g_->log_waits.find(c.request);
+    if (it == g_->log_waits.end()) return;
+    auto w = std::move(it->second);
+    g_->log_waits.erase(it);
+    auto client = w.client.lock();
+    if (!client) return;
+    if (c.error) return client->close(*c.error);
+    bool active = !(g_->opts.book && g_->opts.book->has_ended(w.job));
+    client->send(wire::logs_reply{w.job, w.rank, w.server, w.offset, c.text, c.size, active});
+  }
+
+  job_spec to_spec(const wire::submit& j) const {
     job_spec out;
     out.name = j.name;
     // Wider than int on the wire: the scheduler's range check sees the value, not a wrap.
@@ -442,9 +561,27 @@ class session : public std::enable_shared_from_this<session> {
     out.min_workers = narrow(j.min_workers);
     out.max_workers = narrow(j.max_workers);
     out.elastic = j.min_workers != j.max_workers;
-    out.duration_s = j.expected_duration_s;
+    out.duration_s = j.expected_duration_s.value_or(g_->opts.default_estimate_s);
+    out.predicted = j.expected_duration_s.has_value();
     out.gpu_type = j.gpu_type.value_or("");
     out.command = j.command;
+    return out;
+  }
+
+  static wire::job_info job_info_of(const active_job& j) {
+    wire::job_info out;
+    out.job_id = j.job;
+    out.name = j.name;
+    out.state = j.running ? wire::job_state::running : wire::job_state::queued;
+    out.workers = static_cast<uint32_t>(j.workers);
+    if (!j.running) out.reason = j.reason;
+    out.gpus = static_cast<uint32_t>(j.gpus);
+    out.min_workers = static_cast<uint32_t>(j.min_workers);
+    out.max_workers = static_cast<uint32_t>(j.max_workers);
+    if (!j.gpu_type.empty()) out.gpu_type = j.gpu_type;
+    if (j.run_s >= 0) out.run_s = j.run_s;
+    if (j.running) out.servers = j.servers;
+    out.predicted = j.predicted;
     return out;
   }
 
@@ -453,9 +590,7 @@ class session : public std::enable_shared_from_this<session> {
     wire::status_reply out;
     for (auto& j : s.jobs) {
       if (out.jobs.size() == wire::max_list) break;
-      out.jobs.push_back({j.job, j.name, j.running ? wire::job_state::running : wire::job_state::queued,
-                          static_cast<uint32_t>(j.workers),
-                          j.running ? std::nullopt : std::optional<std::string>(j.reason)});
+      out.jobs.push_back(job_info_of(j));
     }
     for (auto& v : s.servers) {
       if (out.servers.size() == wire::max_list) break;
@@ -482,6 +617,7 @@ class session : public std::enable_shared_from_this<session> {
   stage stage_ = stage::hello;
   int server_id_ = -1;
   bool closing_ = false;
+  bool farewell_ = false;  ///< told to shut down; counted in gateway::impl::farewells
   std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();
   /// A returning agent's workers, until its first heartbeat (see on_register).
   std::optional<std::vector<std::pair<uint32_t, uint32_t>>> reconcile_;
@@ -515,6 +651,7 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
   {
     std::lock_guard lock(m);
     ++slots.at(server).launches;
+    for (size_t i = 0; i < l.gpus.size(); ++i) launched_on[{l.job, l.rank_offset + static_cast<uint32_t>(i)}] = server;
   }
   for (size_t i = 0; i < l.gpus.size(); ++i) {
     wire::launch w;
@@ -675,6 +812,31 @@ int gateway::agents_connected() {
   int n = 0;
   for (auto& [name, s] : impl_->slots) n += s.agent.lock() ? 1 : 0;
   return n;
+}
+
+void gateway::send_shutdown(const std::string& reason, std::chrono::milliseconds limit) {
+  if (!impl_->thread.joinable()) return;
+  asio::post(impl_->io, [p = impl_.get(), reason] {
+    std::vector<std::shared_ptr<session>> agents;
+    {
+      std::lock_guard lock(p->m);
+      for (auto& [name, s] : p->slots)
+        if (auto a = s.agent.lock()) agents.push_back(std::move(a));
+    }
+    for (auto& a : agents) {
+      if (a->is_closing()) continue;
+      {
+        std::lock_guard lock(p->m);
+        ++p->farewells;
+      }
+      a->farewell(reason);
+    }
+    std::lock_guard lock(p->m);
+    p->farewells_told = true;
+    p->farewell_cv.notify_all();
+  });
+  std::unique_lock lock(impl_->m);
+  impl_->farewell_cv.wait_for(lock, limit, [&] { return impl_->farewells_told && impl_->farewells <= 0; });
 }
 
 void gateway::close() {

@@ -19,6 +19,7 @@
 
 #include "actors/node_link.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/live/job_book.hpp"
 #include "runtime/wire/messages.hpp"
 
 namespace aryl::live {
@@ -45,6 +46,11 @@ struct gateway_options {
   /// Instead, keep them until settle_found_workers says which to adopt (a restarted
   /// scheduler, `aryl serve --state`).
   bool hold_found_workers = false;
+  /// The run-time estimate of a submitted job that gives none (live.default_estimate_s).
+  double default_estimate_s = 3600;
+  /// Every job's spec, history and end, for `show` and `status --all`; null: only active
+  /// jobs are known (the scheduler's status), and `show` is refused.
+  std::shared_ptr<job_book> book;
 };
 
 class gateway {
@@ -88,6 +94,11 @@ class gateway {
   std::optional<cluster_status> status();
   /// Agents registered and connected now.
   int agents_connected();
+
+  /// Tells every connected agent that the scheduler shuts down for good (`shutdown` with
+  /// `reason`: they stop their workers and exit), and waits until those frames are written,
+  /// at most `limit`.
+  void send_shutdown(const std::string& reason, std::chrono::milliseconds limit);
 
   /// Stops listening and closes every connection.
   void close();

@@ -88,6 +88,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.token = read_token_file(o.token_file);
   g.checkpoint_root = checkpoints.string();
   g.stop_grace_s = o.stop_grace_s;
+  g.default_estimate_s = c.default_estimate_s;
   // The simulation's detection delay (faults.heartbeat_s x faults.missed_heartbeats simulated
   // seconds), so that a fault plays out at the same simulated times in both clocks; at least
   // five of the agents' 1 s heartbeats, or a busy machine would lose agents that are alive.
@@ -95,6 +96,13 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   // A restarted scheduler decides which of the workers the agents kept it adopts once
   // every agent has registered.
   g.hold_found_workers = state.restoring;
+  // What clients may ask of any job, ended ones included (`aryl show`, `status --all`).
+  auto book = std::make_shared<job_book>();
+  for (auto& j : inputs.jobs) book->spec(j);
+  for (auto& j : world.restored) book->spec(j.spec);
+  world.on_event = [book](const event_record& e) { book->event(e); };
+  world.on_job = [book](const job_record& r) { book->ended(r); };
+  g.book = book;
   gateway net(g, log);
 
   for (auto& m : cluster_machines(c))
@@ -116,7 +124,13 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
         [&net, configured] {
           return render_metrics(net.status().value_or(cluster_status{}), {configured, net.agents_connected()});
         },
-        log);
+        log,
+        [&net, configured] {
+          // Healthy while a run is in progress: the scheduler answers its status.
+          int connected = net.agents_connected();
+          if (!net.status()) return health{false, fmt::format("no run in progress: {} of {} agents connected", connected, configured)};
+          return health{true, fmt::format("ok: run in progress, {} of {} agents connected", connected, configured)};
+        });
     log << fmt::format("[serve] metrics on http://{}:{}/metrics\n", o.metrics_bind, metrics->port());
     write_port_file(o.metrics_port_file, metrics->port());
   }
@@ -150,6 +164,11 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   std::signal(SIGTERM, SIG_DFL);
   write_effective_config(c, c.out_dir + "/config.json");  // as simulate does
   if (told_to_stop.load()) log << "[serve] told to stop: active jobs cancelled, outputs written\n";
+  // For good: the agents stop their (already stopped) workers and exit rather than wait
+  // for a scheduler that is not coming back. A killed serve sends nothing, so its agents
+  // reconnect to the one started again on its --state.
+  net.send_shutdown(told_to_stop.load() ? "serve was told to stop" : result.ok ? "the run is over" : "the run failed",
+                    std::chrono::seconds(2));
   net.close();
   if (!result.ok) {
     log << "aryl: " << (result.exit_code == 3 ? "run stopped: " : "") << result.error << '\n';
