@@ -85,8 +85,10 @@ std::vector<machine> cluster_machines(const config& c) {
   std::vector<machine> out;
   for (auto [cl, prefix, inference] : {std::tuple{&c.training, "t", false}, std::tuple{&c.inference, "i", true}})
     for (int i = 0; i < cl->servers; ++i)
-      out.push_back({static_cast<int>(out.size()), fmt::format("{}{}", prefix, i), cl->gpu_type, cl->gpus_per_server,
-                     inference});
+      out.push_back({static_cast<int>(out.size()),
+                     static_cast<size_t>(i) < cl->names.size() ? cl->names[static_cast<size_t>(i)]
+                                                               : fmt::format("{}{}", prefix, i),
+                     cl->gpu_type, cl->gpus_per_server, inference});
   return out;
 }
 

@@ -158,6 +158,9 @@ int main(int argc, char** argv) {
   serve->add_option("--metrics-port-file", so.metrics_port_file, "write the metrics port here");
   serve->add_flag("--until-stopped", so.until_stopped,
                   "serve until SIGINT or SIGTERM, not only until every known job is done");
+  serve->add_option("--join", so.join,
+                    "a live inventory: the cluster is the first N agents to register, as they describe their "
+                    "machines (default 0: the config's t0.., i0..)");
   serve->add_flag("--no-workload", so.no_workload, "start with no jobs: only `aryl submit` brings them (implies --until-stopped)");
 
   aryl::live::agent_options ao;

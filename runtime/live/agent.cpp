@@ -355,7 +355,6 @@ class agent {
   }
 
   void on_hello_ok(const std::shared_ptr<connection>& c) {
-    failures_ = 0;
     wire::register_ r{o_.name, o_.gpu_type, o_.gpus, o_.pool, {}};
     for (auto& [id, w] : workers_)
       if (!w->status)
@@ -442,6 +441,9 @@ class agent {
       if (auto* e = std::get_if<wire::error>(&m)) return drop("scheduler refused hello: " + e->reason);
       return drop("expected hello_ok, got '" + std::string(wire::type_of(m)) + "'");
     }
+    // Taken as registered once the scheduler says anything else: a refused register (an
+    // error) keeps backing off instead of retrying at once.
+    if (!std::holds_alternative<wire::error>(m)) failures_ = 0;
     std::visit(overloaded{
                    [&](const wire::launch& l) { on_launch(l); },
                    [&](const wire::stop& s) { on_stop(s); },

@@ -32,7 +32,8 @@ struct agent_options {
   double heartbeat_s = 1.0;
   /// Reconnect backoff: the n-th consecutive failure (n = 0, 1, ...) waits a uniformly
   /// random time in [d/2, d] with d = min(reconnect_max_s, reconnect_min_s * 2^n). The
-  /// count restarts at each hello_ok.
+  /// count restarts when the scheduler first sends anything but an error after register (a
+  /// register it refuses keeps backing off).
   double reconnect_min_s = 0.1, reconnect_max_s = 5.0;
   /// A connection without hello_ok this long after the connect began is dropped.
   double handshake_timeout_s = 10.0;

@@ -78,6 +78,10 @@ struct gateway::impl {
   std::condition_variable farewell_cv;
   std::map<std::string, server_slot> slots;
   worker_router router;
+  /// gateway_options::join: agents of any name are taken until the inventory is fixed
+  /// (join_agents), in the order they registered.
+  bool joining = false;
+  std::vector<std::string> join_order;
 
   /// Calls `f` with the router, holding the lock: set_router waits for calls in progress.
   template <class F>
@@ -144,6 +148,9 @@ class session : public std::enable_shared_from_this<session> {
     send(wire::shutdown{reason});
     quiet_close();
   }
+
+  /// A joined machine's id, once the inventory is fixed (gateway::add_server).
+  void set_server_id(int id) { server_id_ = id; }
 
   /// Closes once what is queued is written, without a word: the peer's orderly end.
   void quiet_close() {
@@ -313,10 +320,21 @@ class session : public std::enable_shared_from_this<session> {
     {
       std::lock_guard lock(g_->m);
       auto it = g_->slots.find(r->server);
+      if (it == g_->slots.end() && g_->joining) {
+        // A live inventory: the machine joins with what it has; its id comes at the start.
+        gateway::impl::server_slot joined;
+        joined.id = -1;
+        joined.gpu_type = r->gpu_type;
+        joined.gpus = static_cast<int>(r->gpus);
+        joined.pool = r->pool;
+        it = g_->slots.emplace(r->server, std::move(joined)).first;
+        g_->join_order.push_back(r->server);
+      }
       if (it == g_->slots.end()) {
         std::string known;
         for (auto& [name, s] : g_->slots) known += (known.empty() ? "" : ", ") + name;
-        return close(fmt::format("unknown server '{}' (this cluster has: {})", r->server, known));
+        return close(fmt::format("unknown server '{}' (this cluster has: {}{})", r->server, known,
+                                 g_->opts.join ? "; it was fixed when the run started" : ""));
       }
       auto& slot = it->second;
       if (r->gpu_type != slot.gpu_type || static_cast<int>(r->gpus) != slot.gpus || r->pool != slot.pool)
@@ -705,6 +723,7 @@ gateway::gateway(gateway_options o, std::ostream& log) : impl_(std::make_shared<
   if (!ec) i.acceptor.bind(ep, ec);
   if (!ec) i.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw input_error(fmt::format("{}:{}: cannot listen: {}", i.opts.bind, i.opts.port, ec.message()));
+  i.joining = i.opts.join;
   i.accept();
   i.thread = std::thread([p = impl_] { p->io.run(); });
 }
@@ -717,17 +736,38 @@ std::shared_ptr<node_link> gateway::add_server(int id, const std::string& server
                                                int gpus, wire::pool_kind pool) {
   {
     std::lock_guard lock(impl_->m);
-    impl::server_slot slot;
-    slot.id = id;
-    slot.gpu_type = gpu_type;
-    slot.gpus = gpus;
-    slot.pool = pool;
-    impl_->slots[server] = std::move(slot);
+    auto it = impl_->slots.find(server);
+    if (it != impl_->slots.end() && it->second.id < 0) {
+      // Joined: its agent is registered already; its connection learns the id.
+      it->second.id = id;
+      asio::post(impl_->io, [agent = it->second.agent, id] {
+        if (auto a = agent.lock()) a->set_server_id(id);
+      });
+    } else {
+      impl::server_slot slot;
+      slot.id = id;
+      slot.gpu_type = gpu_type;
+      slot.gpus = gpus;
+      slot.pool = pool;
+      impl_->slots[server] = std::move(slot);
+    }
   }
   auto n = std::make_shared<remote_node>();
   n->g = impl_;
   n->server = server;
   return n;
+}
+
+std::vector<joined_machine> gateway::join_agents(size_t count, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(impl_->m);
+  impl_->registered_cv.wait_for(lock, timeout, [&] { return impl_->join_order.size() >= count; });
+  impl_->joining = false;
+  std::vector<joined_machine> out;
+  for (auto& name : impl_->join_order) {
+    auto& s = impl_->slots.at(name);
+    out.push_back({name, s.gpu_type, s.gpus, s.pool});
+  }
+  return out;
 }
 
 std::vector<std::string> gateway::wait_for_agents(std::chrono::milliseconds timeout) {

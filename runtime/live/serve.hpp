@@ -32,6 +32,10 @@ struct serve_options {
   bool until_stopped = false;
   /// No trace and no synthetic jobs: only submitted ones (implies until_stopped).
   bool no_workload = false;
+  /// A live inventory: the cluster is the first `join` agents to register, with the names,
+  /// GPU types, counts and pools they give (one type and count per pool); the config's
+  /// cluster.* sizes are not used. 0: the config's static list (t0.., i0..).
+  int join = 0;
 };
 
 /// Returns the process exit code (0 ok, 2 input error, 3 run stopped); `log` gets one line
