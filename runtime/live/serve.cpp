@@ -95,6 +95,14 @@ void take_inventory(config& c, gateway& net, const serve_options& o, std::ostrea
 } // namespace
 
 int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream& log) {
+  // Each launch's real start-up (decision to running worker) shows in the outputs as that
+  // many seconds times the speedup, which the simulation does not charge (docs/live.md,
+  // "Fidelity").
+  if (c.speedup > max_faithful_speedup)
+    log << fmt::format("[serve] warning: --speedup {:g}: live timings were measured within 5% of the simulation's "
+                       "up to {:g}x (docs/live.md, \"Fidelity\"); above, every launch's real start-up shows as "
+                       "speedup times its seconds in JCTs\n",
+                       c.speedup, max_faithful_speedup);
   if (o.token_file.empty()) throw input_error("serve: --token-file is required (the cluster token)");
   if (o.join < 0) throw input_error(fmt::format("serve: --join {}: not a number of agents", o.join));
   // A restart must find the cluster its journal was written for, which a live inventory

@@ -38,6 +38,10 @@ struct serve_options {
   int join = 0;
 };
 
+/// The highest speedup at which live mode's mean JCT was measured within 5% of the
+/// simulation's (docs/live.md, "Fidelity"); serve warns above it.
+inline constexpr double max_faithful_speedup = 20;
+
 /// Returns the process exit code (0 ok, 2 input error, 3 run stopped); `log` gets one line
 /// per connection event, `out` the summary. Once every agent has registered, SIGINT and
 /// SIGTERM stop the run in order: active jobs end as cancelled, outputs are written.

@@ -74,3 +74,13 @@ TEST_CASE("without --token-file a client takes ARYL_TOKEN_FILE, and without eith
   check_one_line_error(run("submit --gpus 1", "ARYL_ADDR=127.0.0.1:9 ARYL_TOKEN_FILE=/nonexistent/aryl-token "),
                        "/nonexistent/aryl-token");
 }
+
+TEST_CASE("serve above the speedup measured faithful warns, naming the limit and where it is measured") {
+  auto r = run("serve --no-workload --speedup 50 --token-file /nonexistent/aryl-token --out /tmp/aryl-cli-out");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("warning: --speedup 50: live timings were measured within 5% of the simulation's up "
+                              "to 20x") != std::string::npos,
+                r.output);
+  auto quiet_serve = run("serve --no-workload --speedup 20 --token-file /nonexistent/aryl-token --out /tmp/aryl-cli-out");
+  CHECK_MESSAGE(quiet_serve.output.find("warning") == std::string::npos, quiet_serve.output);
+}
