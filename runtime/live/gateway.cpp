@@ -16,6 +16,9 @@
 
 #include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
+#include "runtime/live/client_replies.hpp"
+#include "runtime/live/gateway_impl.hpp"
+#include "runtime/live/log_relay.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/wire/codec.hpp"
 
@@ -23,86 +26,6 @@ namespace aryl::live {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-
-class session;
-
-struct gateway::impl {
-  struct server_slot {
-    int id = 0;
-    std::string gpu_type;
-    int gpus = 0;
-    wire::pool_kind pool = wire::pool_kind::training;
-    std::weak_ptr<session> agent;  ///< the registered agent's connection, if any
-    bool registered = false;       ///< has registered at least once
-    uint64_t registrations = 0;    ///< a loss timer counts only if none came since it started
-    uint64_t launches = 0;         ///< launches taken for the machine (launch_on calls)
-    /// Launches and stops for the machine while its agent is away, sent when it registers
-    /// again (it keeps its workers meanwhile).
-    std::vector<wire::message> backlog;
-    /// Workers listed at its first registration and told to stop, until their exits.
-    std::set<std::pair<uint32_t, uint32_t>> found;
-    /// hold_found_workers: the ones listed and not exited since, until settled; then the
-    /// adopted ones, until a router takes their reports.
-    std::vector<wire::running_worker> listed;
-    std::set<std::pair<uint32_t, uint32_t>> held;
-  };
-  /// Exits of listed (then held) workers that came while no router was set, passed on when
-  /// one is: (server id, job, rank, code, signal).
-  std::vector<std::tuple<int, uint32_t, uint32_t, int, int>> early_exits;
-
-  gateway_options opts;
-  std::ostream& log_stream;
-  std::mutex log_mutex;
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
-  std::thread thread;
-  uint64_t next_session = 1;
-
-  /// `aryl logs` requests waiting for an agent's log_chunk, by request id (network thread only).
-  struct log_wait {
-    std::weak_ptr<session> client;
-    uint32_t job = 0, rank = 0;
-    uint64_t offset = 0;
-    std::string server;
-  };
-  std::map<uint64_t, log_wait> log_waits;
-  uint64_t next_log_request = 1;
-
-  std::mutex m;  // guards what follows: the network thread and the caller share it
-  /// The server each worker (job, rank) was last launched on: where its log is.
-  std::map<std::pair<uint32_t, uint32_t>, std::string> launched_on;
-  std::condition_variable registered_cv;
-  /// Agents told to shut down whose connection is not closed yet (send_shutdown).
-  int farewells = 0;
-  bool farewells_told = false;  ///< every connected agent has been told
-  std::condition_variable farewell_cv;
-  std::map<std::string, server_slot> slots;
-  worker_router router;
-  /// gateway_options::join: agents of any name are taken until the inventory is fixed
-  /// (join_agents), in the order they registered.
-  bool joining = false;
-  std::vector<std::string> join_order;
-
-  /// Calls `f` with the router, holding the lock: set_router waits for calls in progress.
-  template <class F>
-  void with_router(F&& f) {
-    std::lock_guard lock(m);
-    f(router);
-  }
-
-  impl(gateway_options o, std::ostream& l) : opts(std::move(o)), log_stream(l) {}
-
-  void log(const std::string& line) {
-    std::lock_guard lock(log_mutex);
-    log_stream << "[serve] " << escape_control(line) << '\n' << std::flush;
-  }
-
-  void accept();
-  void launch_on(const std::string& server, const node_launch& l);
-  void stop_on(const std::string& server, uint32_t job);
-  /// Sends `msg` to the server's agent, or keeps it for when the agent is back.
-  void deliver(const std::string& server, wire::message msg);
-};
 
 namespace {
 
@@ -140,9 +63,9 @@ class session : public std::enable_shared_from_this<session> {
     if (queue_.empty()) shut();
   }
 
-  /// The scheduler shuts down for good: `shutdown`, then the connection closes once written.
   bool is_closing() const { return closing_; }
 
+  /// The scheduler shuts down for good: `shutdown`, then the connection closes once written.
   void farewell(const std::string& reason) {
     farewell_ = true;
     send(wire::shutdown{reason});
@@ -251,17 +174,7 @@ class session : public std::enable_shared_from_this<session> {
   void detach() {
     silence_.cancel();
     if (stage_ != stage::agent) return;
-    // Log requests this agent will not answer now.
-    for (auto it = g_->log_waits.begin(); it != g_->log_waits.end();) {
-      if (it->second.server != name_) {
-        ++it;
-        continue;
-      }
-      if (auto client = it->second.client.lock())
-        client->close(fmt::format("job {} rank {}: the agent of {} went away before answering", it->second.job,
-                                  it->second.rank, name_));
-      it = g_->log_waits.erase(it);
-    }
+    g_->logs.agent_gone(name_);  // its log requests will not be answered now
     uint64_t registrations = 0;
     {
       std::lock_guard lock(g_->m);
@@ -454,10 +367,9 @@ class session : public std::enable_shared_from_this<session> {
           if (!slot.agent.lock()) away.insert(name);
       });
       if (!now) return close("no run in progress");
-      auto reply = to_wire(*now, away);
-      if (q->all.value_or(false) && g_->opts.book)
-        for (auto& j : g_->opts.book->ended_jobs(wire::max_list - reply.jobs.size())) reply.jobs.push_back(std::move(j));
-      return send(reply);
+      std::vector<wire::job_info> ended;
+      if (q->all.value_or(false) && g_->opts.book) ended = g_->opts.book->ended_jobs(wire::max_list);
+      return send(status_reply_of(*now, away, ended));
     }
     if (auto* q = std::get_if<wire::logs_request>(&msg)) return ask_log(*q);
     if (auto* q = std::get_if<wire::show_request>(&msg)) {
@@ -466,19 +378,8 @@ class session : public std::enable_shared_from_this<session> {
         if (r.status) now = r.status();
       });
       if (!now) return close("no run in progress");
-      std::optional<wire::show_reply> reply;
-      if (g_->opts.book && q->job_id <= UINT32_MAX) reply = g_->opts.book->show(static_cast<uint32_t>(q->job_id));
-      bool active = false;
-      for (auto& j : now->jobs) {
-        if (j.job != q->job_id) continue;
-        // What the scheduler says now, over what the book holds.
-        if (!reply) reply.emplace();
-        reply->job = job_info_of(j);
-        active = true;
-      }
-      // A trace job not submitted yet is in the book with its spec only.
-      if (!reply || (!active && !reply->end_s && reply->history.empty()))
-        return close(fmt::format("job {}: no such job", q->job_id));
+      auto reply = show_reply_of(*now, g_->opts.book.get(), q->job_id);
+      if (!reply) return close(fmt::format("job {}: no such job", q->job_id));
       return send(*reply);
     }
     if (auto* d = std::get_if<wire::demand>(&msg)) {
@@ -500,7 +401,7 @@ class session : public std::enable_shared_from_this<session> {
       }
       std::optional<submit_result> result;
       g_->with_router([&](worker_router& r) {
-        if (r.submit) result = r.submit(to_spec(*j));
+        if (r.submit) result = r.submit(spec_of(*j, g_->opts.default_estimate_s));
       });
       if (!result) return close("no run in progress");
       if (result->job < 0) {
@@ -509,7 +410,7 @@ class session : public std::enable_shared_from_this<session> {
       }
       g_->log(fmt::format("{}: submitted job {} ({})", peer_, result->job, j->name));
       if (g_->opts.book) {
-        auto spec = to_spec(*j);
+        auto spec = spec_of(*j, g_->opts.default_estimate_s);
         spec.index = static_cast<uint32_t>(result->job);
         g_->opts.book->spec(spec);
       }
@@ -538,91 +439,27 @@ class session : public std::enable_shared_from_this<session> {
   /// `aryl logs`: asks the agent of the machine the worker was last launched on.
   void ask_log(const wire::logs_request& q) {
     auto what = fmt::format("job {} rank {}", q.job_id, q.rank);
-    std::string server;
+    auto server = g_->logs.server_of(q.job_id, q.rank);
+    if (server.empty()) return close(what + ": no worker of it was launched");
     std::shared_ptr<session> agent;
     {
       std::lock_guard lock(g_->m);
-      auto it = q.job_id <= UINT32_MAX ? g_->launched_on.find({static_cast<uint32_t>(q.job_id), q.rank})
-                                       : g_->launched_on.end();
-      if (it != g_->launched_on.end()) {
-        server = it->second;
-        agent = g_->slots.at(server).agent.lock();
-      }
+      agent = g_->slots.at(server).agent.lock();
     }
-    if (server.empty()) return close(what + ": no worker of it was launched");
     if (!agent) return close(what + ": its log is on " + server + ", whose agent is not connected");
-    auto id = g_->next_log_request++;
-    g_->log_waits[id] = {weak_from_this(), static_cast<uint32_t>(q.job_id), q.rank, q.offset, server};
-    // Under the string limit, with room for the rest of the frame.
-    agent->send(wire::log_fetch{id, q.job_id, q.rank, q.offset, static_cast<uint32_t>(wire::max_string_bytes - 1024)});
+    std::weak_ptr<session> me = shared_from_this();
+    agent->send(g_->logs.ask(q, server,
+                             {[me](const wire::message& m) {
+                                if (auto s = me.lock()) s->send(m);
+                              },
+                              [me](const std::string& why) {
+                                if (auto s = me.lock()) s->close(why);
+                              }}));
   }
 
   /// An agent's answer to a log_fetch, passed on to the client that asked (if still there).
   void relay_log(const wire::log_chunk& c) {
-    auto it = g_->log_waits.find(c.request);
-    if (it == g_->log_waits.end()) return;
-    auto w = std::move(it->second);
-    g_->log_waits.erase(it);
-    auto client = w.client.lock();
-    if (!client) return;
-    if (c.error) return client->close(*c.error);
-    bool active = !(g_->opts.book && g_->opts.book->has_ended(w.job));
-    client->send(wire::logs_reply{w.job, w.rank, w.server, w.offset, c.text, c.size, active});
-  }
-
-  job_spec to_spec(const wire::submit& j) const {
-    job_spec out;
-    out.name = j.name;
-    // Wider than int on the wire: the scheduler's range check sees the value, not a wrap.
-    auto narrow = [](uint32_t v) { return static_cast<int>(std::min<uint32_t>(v, INT32_MAX)); };
-    out.gpus = narrow(j.gpus);
-    out.min_workers = narrow(j.min_workers);
-    out.max_workers = narrow(j.max_workers);
-    out.elastic = j.min_workers != j.max_workers;
-    out.duration_s = j.expected_duration_s.value_or(g_->opts.default_estimate_s);
-    out.predicted = j.expected_duration_s.has_value();
-    out.gpu_type = j.gpu_type.value_or("");
-    out.command = j.command;
-    return out;
-  }
-
-  static wire::job_info job_info_of(const active_job& j) {
-    wire::job_info out;
-    out.job_id = j.job;
-    out.name = j.name;
-    out.state = j.running ? wire::job_state::running : wire::job_state::queued;
-    out.workers = static_cast<uint32_t>(j.workers);
-    if (!j.running) out.reason = j.reason;
-    out.gpus = static_cast<uint32_t>(j.gpus);
-    out.min_workers = static_cast<uint32_t>(j.min_workers);
-    out.max_workers = static_cast<uint32_t>(j.max_workers);
-    if (!j.gpu_type.empty()) out.gpu_type = j.gpu_type;
-    if (j.run_s >= 0) out.run_s = j.run_s;
-    if (j.running) out.servers = j.servers;
-    out.predicted = j.predicted;
-    return out;
-  }
-
-  /// `away`: servers whose agent is not connected now.
-  static wire::status_reply to_wire(const cluster_status& s, const std::set<std::string>& away) {
-    wire::status_reply out;
-    for (auto& j : s.jobs) {
-      if (out.jobs.size() == wire::max_list) break;
-      out.jobs.push_back(job_info_of(j));
-    }
-    for (auto& v : s.servers) {
-      if (out.servers.size() == wire::max_list) break;
-      // The scheduler's "down" is the loss it acted on; an agent gone for less than the grace
-      // is known to the network side only.
-      auto state = v.mode == "down"   ? wire::server_state::lost
-                   : away.count(v.name) ? wire::server_state::unreachable
-                                        : wire::server_state::up;
-      out.servers.push_back({v.name, v.gpu_type, static_cast<uint32_t>(v.gpus), static_cast<uint32_t>(v.free),
-                             v.inference ? wire::pool_kind::inference : wire::pool_kind::training, state});
-      if (v.mode == "loaned" || v.mode == "reclaiming")
-        out.loans.push_back({v.name, v.mode == "loaned" ? wire::loan_state::loaned : wire::loan_state::reclaiming});
-    }
-    return out;
+    g_->logs.answered(c, [book = g_->opts.book](uint32_t job) { return !(book && book->has_ended(job)); });
   }
 
   tcp::socket socket_;
@@ -669,8 +506,8 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
   {
     std::lock_guard lock(m);
     ++slots.at(server).launches;
-    for (size_t i = 0; i < l.gpus.size(); ++i) launched_on[{l.job, l.rank_offset + static_cast<uint32_t>(i)}] = server;
   }
+  for (size_t i = 0; i < l.gpus.size(); ++i) logs.launched(l.job, l.rank_offset + static_cast<uint32_t>(i), server);
   for (size_t i = 0; i < l.gpus.size(); ++i) {
     wire::launch w;
     w.job_id = l.job;
@@ -755,102 +592,6 @@ std::shared_ptr<node_link> gateway::add_server(int id, const std::string& server
   auto n = std::make_shared<remote_node>();
   n->g = impl_;
   n->server = server;
-  return n;
-}
-
-std::vector<joined_machine> gateway::join_agents(size_t count, std::chrono::milliseconds timeout) {
-  std::unique_lock lock(impl_->m);
-  impl_->registered_cv.wait_for(lock, timeout, [&] { return impl_->join_order.size() >= count; });
-  impl_->joining = false;
-  std::vector<joined_machine> out;
-  for (auto& name : impl_->join_order) {
-    auto& s = impl_->slots.at(name);
-    out.push_back({name, s.gpu_type, s.gpus, s.pool});
-  }
-  return out;
-}
-
-std::vector<std::string> gateway::wait_for_agents(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(impl_->m);
-  auto missing = [&] {
-    std::vector<std::string> out;
-    for (auto& [name, s] : impl_->slots)
-      if (!s.registered) out.push_back(name);
-    return out;
-  };
-  impl_->registered_cv.wait_for(lock, timeout, [&] { return missing().empty(); });
-  return missing();
-}
-
-std::vector<std::string> gateway::wait_for_found_workers(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(impl_->m);
-  auto running = [&] {
-    std::vector<std::string> out;
-    for (auto& [name, s] : impl_->slots)
-      for (auto& [job, rank] : s.found) out.push_back(fmt::format("{} job {} rank {}", name, job, rank));
-    return out;
-  };
-  impl_->registered_cv.wait_for(lock, timeout, [&] { return running().empty(); });
-  return running();
-}
-
-std::map<std::string, std::vector<wire::running_worker>> gateway::found_workers() {
-  std::lock_guard lock(impl_->m);
-  std::map<std::string, std::vector<wire::running_worker>> out;
-  for (auto& [name, s] : impl_->slots)
-    if (!s.listed.empty()) out[name] = s.listed;
-  return out;
-}
-
-void gateway::settle_found_workers(const std::set<uint32_t>& adopted) {
-  std::map<std::string, std::set<uint32_t>> stop;
-  {
-    std::lock_guard lock(impl_->m);
-    for (auto& [name, s] : impl_->slots) {
-      for (auto& w : s.listed) {
-        std::pair<uint32_t, uint32_t> worker{static_cast<uint32_t>(w.job_id), w.rank};
-        if (adopted.count(worker.first)) {
-          s.held.insert(worker);
-        } else {
-          s.found.insert(worker);
-          stop[name].insert(worker.first);
-        }
-      }
-      s.listed.clear();
-    }
-    // Early exits of workers now stopped are the stop's business, not the run's.
-    std::erase_if(impl_->early_exits, [&](auto& e) { return !adopted.count(std::get<1>(e)); });
-  }
-  for (auto& [name, jobs] : stop) {
-    std::string list;
-    for (auto j : jobs) list += (list.empty() ? "" : ", ") + std::to_string(j);
-    impl_->log(fmt::format("server {}: stopping the workers of jobs {}, from before this serve started", name, list));
-    for (auto j : jobs) asio::post(impl_->io, [p = impl_.get(), s = name, j] { p->stop_on(s, j); });
-  }
-}
-
-void gateway::set_router(worker_router r) {
-  std::lock_guard lock(impl_->m);
-  impl_->router = std::move(r);
-  if (!impl_->router.exit) return;
-  // Adopted workers that exited before the run could hear of it.
-  for (auto& [server, job, rank, code, signal] : impl_->early_exits) impl_->router.exit(server, job, rank, code, signal);
-  impl_->early_exits.clear();
-  for (auto& [name, s] : impl_->slots) s.held.clear();
-}
-
-std::optional<cluster_status> gateway::status() {
-  std::optional<cluster_status> out;
-  impl_->with_router([&](worker_router& r) {
-    if (r.status) out = r.status();
-  });
-  return out;
-}
-
-int gateway::agents_connected() {
-  std::lock_guard lock(impl_->m);
-  int n = 0;
-  for (auto& [name, s] : impl_->slots) n += s.agent.lock() ? 1 : 0;
   return n;
 }
 
