@@ -1,6 +1,8 @@
 #pragma once
 /// Private to the gateway (gateway.cpp, gateway_waits.cpp): its shared state. The network
 /// thread and the callers of gateway's methods share what `m` guards.
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
+
 #include <boost/asio.hpp>
 
 #include <condition_variable>
