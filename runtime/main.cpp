@@ -103,7 +103,9 @@ void check_name(const std::string& flag, const std::string& name) {
     throw aryl::input_error(flag + ": '" + name + "' holds " + aryl::describe_control(name));
 }
 
-int agent(aryl::live::agent_options o, const std::string& token_file, const std::string& pool) {
+/// `note`: a line for the agent's log before it starts (what was detected of the machine).
+int agent(aryl::live::agent_options o, const std::string& token_file, const std::string& pool,
+          const std::string& note) {
   check_name("agent: --name", o.name);
   if (pool != "training" && pool != "inference")
     throw aryl::input_error("agent: --pool: '" + pool + "' is not one of training|inference");
@@ -113,6 +115,7 @@ int agent(aryl::live::agent_options o, const std::string& token_file, const std:
   std::signal(SIGINT, request_stop);
   aryl::live::stamped_log stamped(std::cerr.rdbuf());
   std::ostream log(&stamped);
+  if (!note.empty()) log << note << '\n';
   return aryl::live::run_agent(o, stop_requested, log);
 }
 
@@ -272,14 +275,15 @@ int main(int argc, char** argv) {
       ao.port = e.port;
       // What the flags do not say, the machine does, where nvidia-smi is installed.
       bool typed = agent_cmd->count("--gpu-type") > 0, counted = agent_cmd->count("--gpus") > 0;
+      std::string note;
       if (!typed || !counted)
         if (auto found = aryl::live::detect_gpus()) {
           if (!typed) ao.gpu_type = found->gpu_type;
           if (!counted) ao.gpus = found->count;
-          std::cerr << "aryl agent: nvidia-smi lists " << found->count << " x " << found->gpu_type << "; registering "
-                    << ao.gpus << " x " << ao.gpu_type << '\n';
+          note = fmt::format("agent {}: nvidia-smi lists {} x {}; registering {} x {}", ao.name, found->count,
+                             found->gpu_type, ao.gpus, ao.gpu_type);
         }
-      return agent(ao, e.token_file, agent_pool);
+      return agent(ao, e.token_file, agent_pool, note);
     }
     if (app.got_subcommand("worker")) return aryl::live::run_worker(std::cerr);
     if (*submit_cmd) {

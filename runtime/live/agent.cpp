@@ -121,6 +121,8 @@ struct connection {
   std::deque<std::vector<uint8_t>> out;
   bool writing = false;
   phase state = phase::connecting;
+  /// The scheduler has sent something other than an error since register: it took it.
+  bool accepted = false;
   time_point handshake_deadline{};
   time_point next_heartbeat{};
   uint64_t seq = 0;
@@ -187,7 +189,7 @@ class agent {
   void on_tick() {
     const auto now = clock_type::now();
     if (stop_flag_.load() && !shutting_down_) begin_shutdown(now);
-    if (registered()) {
+    if (registered() && conn_->accepted) {
       unregistered_since_ = now;
     } else if (o_.give_up_after_s > 0 && !shutting_down_ && now - unregistered_since_ >= seconds(o_.give_up_after_s)) {
       say("giving up: not registered with the scheduler for " + format_double(o_.give_up_after_s) + " s");
@@ -443,7 +445,10 @@ class agent {
     }
     // Taken as registered once the scheduler says anything else: a refused register (an
     // error) keeps backing off instead of retrying at once.
-    if (!std::holds_alternative<wire::error>(m)) failures_ = 0;
+    if (!std::holds_alternative<wire::error>(m)) {
+      failures_ = 0;
+      c->accepted = true;
+    }
     std::visit(overloaded{
                    [&](const wire::launch& l) { on_launch(l); },
                    [&](const wire::stop& s) { on_stop(s); },

@@ -51,7 +51,8 @@ struct agent_options {
   /// detection grace (docs/live.md, "Fencing").
   double fence_after_s = 0;
   /// Reconnecting is given up after this long without being registered (counted from the
-  /// start, or from the loss of the last registered connection): the workers are stopped as
+  /// start, or from the loss of the last connection whose register the scheduler took, as
+  /// its first message other than an error says): the workers are stopped as
   /// on the agent's own stop and run_agent returns 3. 0: retry for ever.
   double give_up_after_s = 0;
   /// The program of a launch whose command is empty, run with the single argument
