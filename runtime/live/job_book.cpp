@@ -47,6 +47,30 @@ void job_book::event(const event_record& e) {
   h.push_back({static_cast<double>(e.t_us) / 1e6, e.event, rest_of(e.detail), e.why});
 }
 
+void job_book::replay(const std::string& events_log) {
+  size_t at = 0;
+  for (auto end = events_log.find('\n'); end != std::string::npos; at = end + 1, end = events_log.find('\n', at)) {
+    // "SECONDS.MICROS ACTOR EVENT DETAIL[ | WHY]", as run_writer writes it.
+    std::string_view line(events_log.data() + at, end - at);
+    auto bar = line.find(" | ");
+    std::string_view head = line.substr(0, bar), why = bar == std::string_view::npos ? "" : line.substr(bar + 3);
+    auto s1 = head.find(' '), s2 = s1 == head.npos ? head.npos : head.find(' ', s1 + 1);
+    auto s3 = s2 == head.npos ? head.npos : head.find(' ', s2 + 1);
+    if (s3 == head.npos) continue;
+    auto dot = head.find('.');
+    int64_t secs = 0, micros = 0;
+    auto digits = [](std::string_view d, int64_t& out) {
+      auto [p, ec] = std::from_chars(d.data(), d.data() + d.size(), out);
+      return ec == std::errc() && p == d.data() + d.size();
+    };
+    if (dot == head.npos || dot > s1 || !digits(head.substr(0, dot), secs) ||
+        !digits(head.substr(dot + 1, s1 - dot - 1), micros))
+      continue;
+    event({secs * 1'000'000 + micros, std::string(head.substr(s1 + 1, s2 - s1 - 1)),
+           std::string(head.substr(s2 + 1, s3 - s2 - 1)), std::string(head.substr(s3 + 1)), std::string(why)});
+  }
+}
+
 void job_book::ended(const job_record& r) {
   std::lock_guard lock(m_);
   auto& j = jobs_[r.index];

@@ -24,6 +24,10 @@ class job_book {
   void event(const event_record& e);
   /// The job's final record: it has ended.
   void ended(const job_record& r);
+  /// The complete lines of an events.log a killed serve left (a run carried on after a
+  /// scheduler restart), taken as events, so histories cover the whole run. Lines that do not
+  /// parse are skipped (the outputs keep them; the book is for clients).
+  void replay(const std::string& events_log);
 
   /// What the book knows of `job`: spec fields, history, and for an ended job its state,
   /// end time and run time. Nothing for a job it never heard of. The caller fills in what

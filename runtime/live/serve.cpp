@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <utility>
 
 #include "runtime/driver.hpp"
@@ -148,6 +149,11 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   auto book = std::make_shared<job_book>();
   for (auto& j : inputs.jobs) book->spec(j);
   for (auto& j : world.restored) book->spec(j.spec);
+  // A run carried on: the histories begin with what the killed serve wrote.
+  if (world.carry_on_outputs) {
+    std::ifstream events(c.out_dir + "/events.log.partial", std::ios::binary);
+    book->replay(std::string(std::istreambuf_iterator<char>(events), std::istreambuf_iterator<char>()));
+  }
   world.on_event = [book](const event_record& e) { book->event(e); };
   world.on_job = [book](const job_record& r) { book->ended(r); };
   g.book = book;
