@@ -14,6 +14,14 @@ struct active_job {
   bool running = false;  ///< else queued
   int workers = 0;
   std::string reason;    ///< queued: why it waits (queue_wait_reason); running: empty
+  int gpus = 0;          ///< requested workers
+  int min_workers = 0;
+  int max_workers = 0;
+  std::string gpu_type;  ///< required type; empty: any
+  /// Simulated seconds since its first start; < 0: never started.
+  double run_s = -1;
+  std::string servers;   ///< running: "t0:4 t1:2"
+  bool predicted = true; ///< false: its duration is the default estimate
 };
 
 struct server_report {
@@ -56,7 +64,9 @@ struct cluster_status {
   int64_t t_us = 0;  ///< simulation time of the report
   std::vector<active_job> jobs;
   std::vector<server_report> servers;
-  uint64_t jobs_finished = 0;
+  uint64_t jobs_finished = 0;  ///< ended, whatever the outcome
+  uint64_t jobs_failed = 0;     ///< of those, failed (retries exhausted)
+  uint64_t jobs_cancelled = 0;  ///< of those, cancelled (a client, or the run told to stop)
   /// Each completed reclaim: simulated seconds from the request to the servers' return.
   std::vector<double> reclaim_latency_s;
   uint64_t reclaim_slo_misses = 0;  ///< servers returned after their deadline

@@ -39,7 +39,7 @@ typename Inspector::result_type inspect(Inspector& f, job_record& x) {
            x.scale_outs, x.duration_s, x.last_workers, x.on_loaned_s, x.slowdown, x.below_speed_s,
            x.below_speed_gpu_s, x.outcome, x.needed_gpu_s, x.training_gpu_s, x.loaned_gpu_s,
            x.training_speed_gpu_s, x.loaned_speed_gpu_s, x.training_needed_gpu_s, x.loaned_needed_gpu_s,
-           x.estimated, x.tenant);
+           x.estimated, x.tenant, x.predicted);
 }
 
 template <class Inspector>

@@ -262,6 +262,7 @@ job_record make_record(const scheduler_state& st, const job_entry& j, sim_time n
   r.scale_ins = j.scale_ins;
   r.scale_outs = j.scale_outs;
   r.duration_s = st.durations[j.index];
+  r.predicted = !st.unpredicted[j.index];
   r.last_workers = last_workers;
   r.on_loaned_s = j.on_loaned_s;
   r.slowdown = r.duration_s > 0 ? (now - j.submit).seconds() * j.requested_rate / r.duration_s : 1.0;
@@ -383,25 +384,10 @@ std::string dump_state(const scheduler_state& st, sim_time now) {
   return out;
 }
 
-cluster_status status_of(const scheduler_state& st, sim_time now) {
-  static const char* modes[] = {"training", "serving", "loaned", "reclaiming", "down"};
-  auto& l = st.ledger;
-  cluster_status out;
-  out.t_us = now.us;
-  out.jobs_finished = st.jobs_finished;
-  out.reclaim_latency_s = st.reclaim_latency_s;
-  out.rounds = st.rounds;
-  for (auto id : l.running) out.jobs.push_back({id, st.names[id], true, l.jobs[id].workers, {}});
-  for (auto id : l.queued)
-    out.jobs.push_back({id, st.names[id], false, l.jobs[id].workers,
-                        queue_wait_reason(l, st.setup.policy, st.setup.planner, id, st.setup.type_names)});
-  // A lost server's GPUs are not free: nothing can be placed there until its agent is back.
-  for (auto& s : l.servers)
-    out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus,
-                           s.mode == server_mode::down ? 0 : s.free, s.home == server_home::inference,
-                           modes[static_cast<int>(s.mode)]});
-  out.tenants = tenant_reports(st);
-  return out;
+/// The ended jobs by outcome, for /metrics.
+static void count_outcome(scheduler_state& st, std::string_view outcome) {
+  if (outcome == "failed") ++st.jobs_failed;
+  if (outcome == "cancelled") ++st.jobs_cancelled;
 }
 
 /// Ends an active job: frees its GPUs, stops its workers, records it. Done jobs have quit on
@@ -422,6 +408,7 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
   std::string_view what = outcome;
   bool done = what == "done";
+  count_outcome(st, what);
   event_record line{now.us, "scheduler", done ? "finish" : what == "failed" ? "fail" : "cancel",
                     fmt::format(FMT_COMPILE("job-{} workers={}"), job, workers), why};
   auto record = make_record(st, j, now, workers, outcome);
@@ -452,12 +439,14 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
     st.jobs.resize(spec.index + 1);
     st.names.resize(spec.index + 1);
     st.durations.resize(spec.index + 1);
+    st.unpredicted.resize(spec.index + 1);
     st.retries.resize(spec.index + 1);
     if (st.setup.journal) st.specs.resize(spec.index + 1);
   }
   if (st.setup.journal) st.specs[spec.index] = spec;
   st.names[spec.index] = spec.name;
   st.durations[spec.index] = spec.duration_s;
+  st.unpredicted[spec.index] = spec.predicted ? 0 : 1;
   auto& j = l.jobs[spec.index];
   j.index = spec.index;
   // When it was submitted, not when the scheduler took it: later only if the scheduler was
@@ -472,7 +461,9 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
     if (st.setup.type_names[t] == spec.gpu_type) j.gpu_type = static_cast<int>(t);
   j.tenant = tenant_of(st, spec.tenant);
   // A job that gives neither a duration nor an estimate (a client's) has none.
-  j.estimated = spec.estimated && (spec.estimate_s > 0 || spec.duration_s > 0);
+  // A client's job submitted without a duration runs (emulated) for the default estimate, but
+  // the scheduler estimates it as any job without one.
+  j.estimated = spec.estimated && spec.predicted && (spec.estimate_s > 0 || spec.duration_s > 0);
   if (!j.estimated) ++st.unestimated_active;
   j.predicted_work = spec.estimate_s > 0 ? spec.estimate_s : spec.duration_s * spec.predict_factor;
   // The queue is ordered by submit time and remaining work: a restored job's are set first.
@@ -582,12 +573,14 @@ void restore_job(self_ptr self, saved_job& row) {
     st.jobs.resize(index + 1);
     st.names.resize(index + 1);
     st.durations.resize(index + 1);
+    st.unpredicted.resize(index + 1);
     st.retries.resize(index + 1);
     if (st.setup.journal) st.specs.resize(index + 1);
   }
   st.names[index] = row.spec.name;
   st.durations[index] = row.spec.duration_s;
   ++st.jobs_finished;
+  count_outcome(st, row.record.outcome);
   log(self, now, "restore", fmt::format("{} name={} outcome={}", job_name(index), row.spec.name, row.record.outcome),
       "ended before the scheduler restarted");
   self->send(st.jenv.recorder, jobrec_atom::value, std::move(row.record));

@@ -46,6 +46,8 @@ struct scheduler_state {
   /// Trace name and recorded duration per job, for the job records only.
   std::vector<std::string> names;
   std::vector<double> durations;
+  /// By job: 1 when its duration is the default estimate (job_spec::predicted false).
+  std::vector<char> unpredicted;
   std::vector<server_actor> servers;
   job_env jenv;
   /// Learnt from the first loan offer. Weak: the inference-load actor holds the scheduler, and
@@ -117,6 +119,7 @@ struct scheduler_state {
   std::map<std::string, int> tenant_index;
   // For `status` (live mode's metrics):
   uint64_t jobs_finished = 0;
+  uint64_t jobs_failed = 0, jobs_cancelled = 0;  ///< of jobs_finished, by outcome
   std::vector<double> reclaim_latency_s;
 
   static inline const char* name = "scheduler";

@@ -22,6 +22,12 @@ void dispatch(self_ptr self, const decision& d, bool ack = false);
 void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string& why);
 void complete_reclaims(self_ptr self, sim_time now);
 void journal_server(self_ptr self, int sid, const char* mode);
+/// "t0:4 t1:2": where a job's workers are, by server name.
+std::string alloc_text(const scheduler_state& st, const allocation& a);
+
+// scheduler_status.cpp
+/// The active jobs and the servers now, for live mode's `aryl status` and /metrics.
+cluster_status status_of(const scheduler_state& st, sim_time now);
 
 // scheduler_tenants.cpp: tenants and quota reclaims.
 /// The index of the tenant named `name` in the ledger, added with no quota if first seen.

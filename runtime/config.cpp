@@ -194,6 +194,7 @@ const std::map<std::string, setter>& setters() {
          for (std::string w; words >> w;) c.worker_command.push_back(w);
        }},
       {"live.state_compact_every", [](config& c, const std::string& v) { c.state_compact_every = count(v, 0, 1000000); }},
+      {"live.default_estimate_s", [](config& c, const std::string& v) { c.default_estimate_s = seconds(v, 1.0); }},
   };
   return table;
 }

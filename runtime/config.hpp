@@ -16,6 +16,9 @@ struct cluster_config {
   int servers = 0;
   int gpus_per_server = 8;
   std::string gpu_type;
+  /// Live inventory (serve --join): the servers' names as their agents registered them;
+  /// empty: t0.. (training), i0.. (inference).
+  std::vector<std::string> names;
   friend bool operator==(const cluster_config&, const cluster_config&) = default;
 };
 
@@ -37,8 +40,8 @@ struct config {
   std::string reclaim_method = "greedy";
 
   // --- clusters
-  cluster_config training{16, 8, "V100"};
-  cluster_config inference{16, 8, "T4"};
+  cluster_config training{16, 8, "V100", {}};
+  cluster_config inference{16, 8, "T4", {}};
   std::map<std::string, double> gpu_speed{{"V100", 1.0}, {"T4", 0.35}, {"A100", 2.0}};
   double eff_exponent = -0.05;
   /// Per-worker efficiency of a job spanning 2+ servers; 1 = no cross-server cost.
@@ -112,6 +115,9 @@ struct config {
   /// serve --state: ended jobs between two compactions of the journal (their rows folded
   /// into compact final records); 0: only when serve starts.
   int state_compact_every = 100;
+  /// A submitted job without a run-time estimate gets this one (seconds at its requested
+  /// workers) and is marked unpredicted.
+  double default_estimate_s = 3600;
 
   friend bool operator==(const config&, const config&) = default;
 };

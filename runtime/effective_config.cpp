@@ -120,6 +120,7 @@ std::string effective_config_json(const config& c) {
   for (auto& w : c.worker_command) argv += (argv.empty() ? "" : " ") + w;
   j["live.worker_command"] = argv;
   j["live.state_compact_every"] = c.state_compact_every;
+  j["live.default_estimate_s"] = c.default_estimate_s;
   return j.dump(2);
 }
 

@@ -35,6 +35,9 @@ struct job_spec {
   std::string user;
   /// Who the job runs for: the Philly VC, the canonical `tenant` column; empty: no tenant.
   std::string tenant;
+  /// False for a submitted job that gave no run-time estimate: duration_s is then the
+  /// configured default (live.default_estimate_s), not the user's.
+  bool predicted = true;
   /// Live mode: argv of each worker (submitted with the job); empty = live.worker_command.
   std::vector<std::string> command;
 };

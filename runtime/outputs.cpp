@@ -225,9 +225,13 @@ void run_writer::event(const event_record& e) {
   line.push_back('\n');
   std::fwrite(line.data(), 1, line.size(), events_file_);
   if (flush_lines_) std::fflush(events_file_);
+  if (on_event_) on_event_(e);
 }
 
-void run_writer::job(const job_record& j) { jobs_.push_back(j); }
+void run_writer::job(const job_record& j) {
+  jobs_.push_back(j);
+  if (on_job_) on_job_(j);
+}
 
 void run_writer::integrate_to(int64_t t_us) {
   if (!have_snapshot_ || t_us <= last_.t_us) return;

@@ -42,6 +42,8 @@ struct job_record {
   /// done, cancelled (by a client, or because the run was told to stop), or failed (its
   /// restarts after faults exhausted).
   std::string outcome = "done";
+  /// False when the run-time estimate was the default one (job_spec::predicted).
+  bool predicted = true;
   /// Work efficiency = GPU-seconds held (gpu_seconds) over needed_gpu_s, the GPU-seconds its
   /// work needs at its requested workers on one server of its home type (gpus x duration_s /
   /// the home type's speed): above 1 it held GPUs beyond what its work needs (sub-linear

@@ -16,6 +16,9 @@
 
 #include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
+#include "runtime/live/client_replies.hpp"
+#include "runtime/live/gateway_impl.hpp"
+#include "runtime/live/log_relay.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/wire/codec.hpp"
 
@@ -23,66 +26,6 @@ namespace aryl::live {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-
-class session;
-
-struct gateway::impl {
-  struct server_slot {
-    int id = 0;
-    std::string gpu_type;
-    int gpus = 0;
-    wire::pool_kind pool = wire::pool_kind::training;
-    std::weak_ptr<session> agent;  ///< the registered agent's connection, if any
-    bool registered = false;       ///< has registered at least once
-    uint64_t registrations = 0;    ///< a loss timer counts only if none came since it started
-    uint64_t launches = 0;         ///< launches taken for the machine (launch_on calls)
-    /// Launches and stops for the machine while its agent is away, sent when it registers
-    /// again (it keeps its workers meanwhile).
-    std::vector<wire::message> backlog;
-    /// Workers listed at its first registration and told to stop, until their exits.
-    std::set<std::pair<uint32_t, uint32_t>> found;
-    /// hold_found_workers: the ones listed and not exited since, until settled; then the
-    /// adopted ones, until a router takes their reports.
-    std::vector<wire::running_worker> listed;
-    std::set<std::pair<uint32_t, uint32_t>> held;
-  };
-  /// Exits of listed (then held) workers that came while no router was set, passed on when
-  /// one is: (server id, job, rank, code, signal).
-  std::vector<std::tuple<int, uint32_t, uint32_t, int, int>> early_exits;
-
-  gateway_options opts;
-  std::ostream& log_stream;
-  std::mutex log_mutex;
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
-  std::thread thread;
-  uint64_t next_session = 1;
-
-  std::mutex m;  // guards what follows: the network thread and the caller share it
-  std::condition_variable registered_cv;
-  std::map<std::string, server_slot> slots;
-  worker_router router;
-
-  /// Calls `f` with the router, holding the lock: set_router waits for calls in progress.
-  template <class F>
-  void with_router(F&& f) {
-    std::lock_guard lock(m);
-    f(router);
-  }
-
-  impl(gateway_options o, std::ostream& l) : opts(std::move(o)), log_stream(l) {}
-
-  void log(const std::string& line) {
-    std::lock_guard lock(log_mutex);
-    log_stream << "[serve] " << escape_control(line) << '\n' << std::flush;
-  }
-
-  void accept();
-  void launch_on(const std::string& server, const node_launch& l);
-  void stop_on(const std::string& server, uint32_t job);
-  /// Sends `msg` to the server's agent, or keeps it for when the agent is back.
-  void deliver(const std::string& server, wire::message msg);
-};
 
 namespace {
 
@@ -116,6 +59,25 @@ class session : public std::enable_shared_from_this<session> {
     if (closing_) return;
     g_->log(fmt::format("{}: closing: {}", peer_, reason));
     send(wire::error{escape_control(reason)});
+    closing_ = true;
+    if (queue_.empty()) shut();
+  }
+
+  bool is_closing() const { return closing_; }
+
+  /// The scheduler shuts down for good: `shutdown`, then the connection closes once written.
+  void farewell(const std::string& reason) {
+    farewell_ = true;
+    send(wire::shutdown{reason});
+    quiet_close();
+  }
+
+  /// A joined machine's id, once the inventory is fixed (gateway::add_server).
+  void set_server_id(int id) { server_id_ = id; }
+
+  /// Closes once what is queued is written, without a word: the peer's orderly end.
+  void quiet_close() {
+    if (closing_) return;
     closing_ = true;
     if (queue_.empty()) shut();
   }
@@ -185,6 +147,14 @@ class session : public std::enable_shared_from_this<session> {
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
     detach();
+    farewell_sent();
+  }
+
+  void farewell_sent() {
+    if (!std::exchange(farewell_, false)) return;
+    std::lock_guard lock(g_->m);
+    --g_->farewells;
+    g_->farewell_cv.notify_all();
   }
 
   /// The connection ended without a close of ours.
@@ -195,6 +165,7 @@ class session : public std::enable_shared_from_this<session> {
     boost::system::error_code ec;
     socket_.close(ec);
     detach();
+    farewell_sent();
   }
 
   /// An agent's server no longer has a connection: unless the agent registers again within
@@ -203,6 +174,7 @@ class session : public std::enable_shared_from_this<session> {
   void detach() {
     silence_.cancel();
     if (stage_ != stage::agent) return;
+    g_->logs.agent_gone(name_);  // its log requests will not be answered now
     uint64_t registrations = 0;
     {
       std::lock_guard lock(g_->m);
@@ -261,10 +233,21 @@ class session : public std::enable_shared_from_this<session> {
     {
       std::lock_guard lock(g_->m);
       auto it = g_->slots.find(r->server);
+      if (it == g_->slots.end() && g_->joining) {
+        // A live inventory: the machine joins with what it has; its id comes at the start.
+        gateway::impl::server_slot joined;
+        joined.id = -1;
+        joined.gpu_type = r->gpu_type;
+        joined.gpus = static_cast<int>(r->gpus);
+        joined.pool = r->pool;
+        it = g_->slots.emplace(r->server, std::move(joined)).first;
+        g_->join_order.push_back(r->server);
+      }
       if (it == g_->slots.end()) {
         std::string known;
         for (auto& [name, s] : g_->slots) known += (known.empty() ? "" : ", ") + name;
-        return close(fmt::format("unknown server '{}' (this cluster has: {})", r->server, known));
+        return close(fmt::format("unknown server '{}' (this cluster has: {}{})", r->server, known,
+                                 g_->opts.join ? "; it was fixed when the run started" : ""));
       }
       auto& slot = it->second;
       if (r->gpu_type != slot.gpu_type || static_cast<int>(r->gpus) != slot.gpus || r->pool != slot.pool)
@@ -350,6 +333,7 @@ class session : public std::enable_shared_from_this<session> {
       if (!routed && !kept) g_->log(fmt::format("{}: no run in progress: exit of job {} dropped", peer_, e->job_id));
       return;
     }
+    if (auto* c = std::get_if<wire::log_chunk>(&msg)) return relay_log(*c);
     if (std::holds_alternative<wire::bye>(msg)) return close("the agent said bye");
     close(fmt::format("unexpected message '{}' from an agent", wire::type_of(msg)));
   }
@@ -374,7 +358,7 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_client(const wire::message& msg) {
-    if (std::holds_alternative<wire::status_request>(msg)) {
+    if (auto* q = std::get_if<wire::status_request>(&msg)) {
       std::optional<cluster_status> now;
       std::set<std::string> away;
       g_->with_router([&](worker_router& r) {
@@ -383,7 +367,20 @@ class session : public std::enable_shared_from_this<session> {
           if (!slot.agent.lock()) away.insert(name);
       });
       if (!now) return close("no run in progress");
-      return send(to_wire(*now, away));
+      std::vector<wire::job_info> ended;
+      if (q->all.value_or(false) && g_->opts.book) ended = g_->opts.book->ended_jobs(wire::max_list);
+      return send(status_reply_of(*now, away, ended));
+    }
+    if (auto* q = std::get_if<wire::logs_request>(&msg)) return ask_log(*q);
+    if (auto* q = std::get_if<wire::show_request>(&msg)) {
+      std::optional<cluster_status> now;
+      g_->with_router([&](worker_router& r) {
+        if (r.status) now = r.status();
+      });
+      if (!now) return close("no run in progress");
+      auto reply = show_reply_of(*now, g_->opts.book.get(), q->job_id);
+      if (!reply) return close(fmt::format("job {}: no such job", q->job_id));
+      return send(*reply);
     }
     if (auto* d = std::get_if<wire::demand>(&msg)) {
       bool taken = false;
@@ -404,7 +401,7 @@ class session : public std::enable_shared_from_this<session> {
       }
       std::optional<submit_result> result;
       g_->with_router([&](worker_router& r) {
-        if (r.submit) result = r.submit(to_spec(*j));
+        if (r.submit) result = r.submit(spec_of(*j, g_->opts.default_estimate_s));
       });
       if (!result) return close("no run in progress");
       if (result->job < 0) {
@@ -412,6 +409,11 @@ class session : public std::enable_shared_from_this<session> {
         return close(result->error);
       }
       g_->log(fmt::format("{}: submitted job {} ({})", peer_, result->job, j->name));
+      if (g_->opts.book) {
+        auto spec = spec_of(*j, g_->opts.default_estimate_s);
+        spec.index = static_cast<uint32_t>(result->job);
+        g_->opts.book->spec(spec);
+      }
       return send(wire::submit_ok{static_cast<uint64_t>(result->job)});
     }
     if (auto* x = std::get_if<wire::cancel>(&msg)) {
@@ -429,47 +431,35 @@ class session : public std::enable_shared_from_this<session> {
       g_->log(fmt::format("{}: cancelled job {}", peer_, x->job_id));
       return;
     }
-    if (std::holds_alternative<wire::bye>(msg)) return close("the client said bye");
+    // A client's bye is its normal end: no log line, no error frame.
+    if (std::holds_alternative<wire::bye>(msg)) return quiet_close();
     close(fmt::format("a client cannot send '{}'", wire::type_of(msg)));
   }
 
-  static job_spec to_spec(const wire::submit& j) {
-    job_spec out;
-    out.name = j.name;
-    // Wider than int on the wire: the scheduler's range check sees the value, not a wrap.
-    auto narrow = [](uint32_t v) { return static_cast<int>(std::min<uint32_t>(v, INT32_MAX)); };
-    out.gpus = narrow(j.gpus);
-    out.min_workers = narrow(j.min_workers);
-    out.max_workers = narrow(j.max_workers);
-    out.elastic = j.min_workers != j.max_workers;
-    out.duration_s = j.expected_duration_s;
-    out.gpu_type = j.gpu_type.value_or("");
-    out.command = j.command;
-    return out;
+  /// `aryl logs`: asks the agent of the machine the worker was last launched on.
+  void ask_log(const wire::logs_request& q) {
+    auto what = fmt::format("job {} rank {}", q.job_id, q.rank);
+    auto server = g_->logs.server_of(q.job_id, q.rank);
+    if (server.empty()) return close(what + ": no worker of it was launched");
+    std::shared_ptr<session> agent;
+    {
+      std::lock_guard lock(g_->m);
+      agent = g_->slots.at(server).agent.lock();
+    }
+    if (!agent) return close(what + ": its log is on " + server + ", whose agent is not connected");
+    std::weak_ptr<session> me = shared_from_this();
+    agent->send(g_->logs.ask(q, server,
+                             {[me](const wire::message& m) {
+                                if (auto s = me.lock()) s->send(m);
+                              },
+                              [me](const std::string& why) {
+                                if (auto s = me.lock()) s->close(why);
+                              }}));
   }
 
-  /// `away`: servers whose agent is not connected now.
-  static wire::status_reply to_wire(const cluster_status& s, const std::set<std::string>& away) {
-    wire::status_reply out;
-    for (auto& j : s.jobs) {
-      if (out.jobs.size() == wire::max_list) break;
-      out.jobs.push_back({j.job, j.name, j.running ? wire::job_state::running : wire::job_state::queued,
-                          static_cast<uint32_t>(j.workers),
-                          j.running ? std::nullopt : std::optional<std::string>(j.reason)});
-    }
-    for (auto& v : s.servers) {
-      if (out.servers.size() == wire::max_list) break;
-      // The scheduler's "down" is the loss it acted on; an agent gone for less than the grace
-      // is known to the network side only.
-      auto state = v.mode == "down"   ? wire::server_state::lost
-                   : away.count(v.name) ? wire::server_state::unreachable
-                                        : wire::server_state::up;
-      out.servers.push_back({v.name, v.gpu_type, static_cast<uint32_t>(v.gpus), static_cast<uint32_t>(v.free),
-                             v.inference ? wire::pool_kind::inference : wire::pool_kind::training, state});
-      if (v.mode == "loaned" || v.mode == "reclaiming")
-        out.loans.push_back({v.name, v.mode == "loaned" ? wire::loan_state::loaned : wire::loan_state::reclaiming});
-    }
-    return out;
+  /// An agent's answer to a log_fetch, passed on to the client that asked (if still there).
+  void relay_log(const wire::log_chunk& c) {
+    g_->logs.answered(c, [book = g_->opts.book](uint32_t job) { return !(book && book->has_ended(job)); });
   }
 
   tcp::socket socket_;
@@ -482,6 +472,7 @@ class session : public std::enable_shared_from_this<session> {
   stage stage_ = stage::hello;
   int server_id_ = -1;
   bool closing_ = false;
+  bool farewell_ = false;  ///< told to shut down; counted in gateway::impl::farewells
   std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();
   /// A returning agent's workers, until its first heartbeat (see on_register).
   std::optional<std::vector<std::pair<uint32_t, uint32_t>>> reconcile_;
@@ -516,6 +507,7 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
     std::lock_guard lock(m);
     ++slots.at(server).launches;
   }
+  for (size_t i = 0; i < l.gpus.size(); ++i) logs.launched(l.job, l.rank_offset + static_cast<uint32_t>(i), server);
   for (size_t i = 0; i < l.gpus.size(); ++i) {
     wire::launch w;
     w.job_id = l.job;
@@ -568,6 +560,7 @@ gateway::gateway(gateway_options o, std::ostream& log) : impl_(std::make_shared<
   if (!ec) i.acceptor.bind(ep, ec);
   if (!ec) i.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw input_error(fmt::format("{}:{}: cannot listen: {}", i.opts.bind, i.opts.port, ec.message()));
+  i.joining = i.opts.join;
   i.accept();
   i.thread = std::thread([p = impl_] { p->io.run(); });
 }
@@ -580,12 +573,21 @@ std::shared_ptr<node_link> gateway::add_server(int id, const std::string& server
                                                int gpus, wire::pool_kind pool) {
   {
     std::lock_guard lock(impl_->m);
-    impl::server_slot slot;
-    slot.id = id;
-    slot.gpu_type = gpu_type;
-    slot.gpus = gpus;
-    slot.pool = pool;
-    impl_->slots[server] = std::move(slot);
+    auto it = impl_->slots.find(server);
+    if (it != impl_->slots.end() && it->second.id < 0) {
+      // Joined: its agent is registered already; its connection learns the id.
+      it->second.id = id;
+      asio::post(impl_->io, [agent = it->second.agent, id] {
+        if (auto a = agent.lock()) a->set_server_id(id);
+      });
+    } else {
+      impl::server_slot slot;
+      slot.id = id;
+      slot.gpu_type = gpu_type;
+      slot.gpus = gpus;
+      slot.pool = pool;
+      impl_->slots[server] = std::move(slot);
+    }
   }
   auto n = std::make_shared<remote_node>();
   n->g = impl_;
@@ -593,88 +595,29 @@ std::shared_ptr<node_link> gateway::add_server(int id, const std::string& server
   return n;
 }
 
-std::vector<std::string> gateway::wait_for_agents(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(impl_->m);
-  auto missing = [&] {
-    std::vector<std::string> out;
-    for (auto& [name, s] : impl_->slots)
-      if (!s.registered) out.push_back(name);
-    return out;
-  };
-  impl_->registered_cv.wait_for(lock, timeout, [&] { return missing().empty(); });
-  return missing();
-}
-
-std::vector<std::string> gateway::wait_for_found_workers(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(impl_->m);
-  auto running = [&] {
-    std::vector<std::string> out;
-    for (auto& [name, s] : impl_->slots)
-      for (auto& [job, rank] : s.found) out.push_back(fmt::format("{} job {} rank {}", name, job, rank));
-    return out;
-  };
-  impl_->registered_cv.wait_for(lock, timeout, [&] { return running().empty(); });
-  return running();
-}
-
-std::map<std::string, std::vector<wire::running_worker>> gateway::found_workers() {
-  std::lock_guard lock(impl_->m);
-  std::map<std::string, std::vector<wire::running_worker>> out;
-  for (auto& [name, s] : impl_->slots)
-    if (!s.listed.empty()) out[name] = s.listed;
-  return out;
-}
-
-void gateway::settle_found_workers(const std::set<uint32_t>& adopted) {
-  std::map<std::string, std::set<uint32_t>> stop;
-  {
-    std::lock_guard lock(impl_->m);
-    for (auto& [name, s] : impl_->slots) {
-      for (auto& w : s.listed) {
-        std::pair<uint32_t, uint32_t> worker{static_cast<uint32_t>(w.job_id), w.rank};
-        if (adopted.count(worker.first)) {
-          s.held.insert(worker);
-        } else {
-          s.found.insert(worker);
-          stop[name].insert(worker.first);
-        }
-      }
-      s.listed.clear();
+void gateway::send_shutdown(const std::string& reason, std::chrono::milliseconds limit) {
+  if (!impl_->thread.joinable()) return;
+  asio::post(impl_->io, [p = impl_.get(), reason] {
+    std::vector<std::shared_ptr<session>> agents;
+    {
+      std::lock_guard lock(p->m);
+      for (auto& [name, s] : p->slots)
+        if (auto a = s.agent.lock()) agents.push_back(std::move(a));
     }
-    // Early exits of workers now stopped are the stop's business, not the run's.
-    std::erase_if(impl_->early_exits, [&](auto& e) { return !adopted.count(std::get<1>(e)); });
-  }
-  for (auto& [name, jobs] : stop) {
-    std::string list;
-    for (auto j : jobs) list += (list.empty() ? "" : ", ") + std::to_string(j);
-    impl_->log(fmt::format("server {}: stopping the workers of jobs {}, from before this serve started", name, list));
-    for (auto j : jobs) asio::post(impl_->io, [p = impl_.get(), s = name, j] { p->stop_on(s, j); });
-  }
-}
-
-void gateway::set_router(worker_router r) {
-  std::lock_guard lock(impl_->m);
-  impl_->router = std::move(r);
-  if (!impl_->router.exit) return;
-  // Adopted workers that exited before the run could hear of it.
-  for (auto& [server, job, rank, code, signal] : impl_->early_exits) impl_->router.exit(server, job, rank, code, signal);
-  impl_->early_exits.clear();
-  for (auto& [name, s] : impl_->slots) s.held.clear();
-}
-
-std::optional<cluster_status> gateway::status() {
-  std::optional<cluster_status> out;
-  impl_->with_router([&](worker_router& r) {
-    if (r.status) out = r.status();
+    for (auto& a : agents) {
+      if (a->is_closing()) continue;
+      {
+        std::lock_guard lock(p->m);
+        ++p->farewells;
+      }
+      a->farewell(reason);
+    }
+    std::lock_guard lock(p->m);
+    p->farewells_told = true;
+    p->farewell_cv.notify_all();
   });
-  return out;
-}
-
-int gateway::agents_connected() {
-  std::lock_guard lock(impl_->m);
-  int n = 0;
-  for (auto& [name, s] : impl_->slots) n += s.agent.lock() ? 1 : 0;
-  return n;
+  std::unique_lock lock(impl_->m);
+  impl_->farewell_cv.wait_for(lock, limit, [&] { return impl_->farewells_told && impl_->farewells <= 0; });
 }
 
 void gateway::close() {

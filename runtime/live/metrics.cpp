@@ -45,13 +45,21 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   for (auto& j : s.jobs) ++(j.running ? running : queued);
   family("aryl_jobs", "gauge", "Jobs waiting or holding GPUs now.");
   out += fmt::format("aryl_jobs{{state=\"queued\"}} {}\naryl_jobs{{state=\"running\"}} {}\n", queued, running);
-  family("aryl_jobs_finished_total", "counter", "Jobs whose work is done.");
-  out += fmt::format("aryl_jobs_finished_total {}\n", s.jobs_finished);
+  // Every series from the start, at zero, so that rate() and alerts see them before the
+  // first event.
+  family("aryl_jobs_finished_total", "counter", "Jobs that ended, by outcome (done, failed, cancelled).");
+  out += fmt::format("aryl_jobs_finished_total{{outcome=\"done\"}} {}\n",
+                     s.jobs_finished - s.jobs_failed - s.jobs_cancelled);
+  out += fmt::format("aryl_jobs_finished_total{{outcome=\"failed\"}} {}\n", s.jobs_failed);
+  out += fmt::format("aryl_jobs_finished_total{{outcome=\"cancelled\"}} {}\n", s.jobs_cancelled);
 
   std::map<std::tuple<std::string, std::string, std::string>, int> gpus;  // pool, type, use
   std::map<std::pair<std::string, std::string>, int> servers;             // pool, mode
+  for (const char* pool : {"training", "inference"})
+    for (const char* mode : {"training", "serving", "loaned", "reclaiming", "down"}) servers[{pool, mode}] = 0;
   for (auto& v : s.servers) {
     std::string pool = v.inference ? "inference" : "training";
+    for (const char* use : {"busy", "free", "lost"}) gpus[{pool, v.gpu_type, use}] += 0;
     if (v.mode == "down") {
       gpus[{pool, v.gpu_type, "lost"}] += v.gpus;
     } else {
@@ -114,10 +122,12 @@ struct metrics_endpoint::impl {
   asio::io_context io;
   tcp::acceptor acceptor{io};
   std::function<std::string()> render;
+  std::function<health()> check;
   std::ostream& log;
   std::thread thread;
 
-  impl(std::function<std::string()> r, std::ostream& l) : render(std::move(r)), log(l) {}
+  impl(std::function<std::string()> r, std::function<health()> c, std::ostream& l)
+      : render(std::move(r)), check(std::move(c)), log(l) {}
 
   void accept() {
     acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
@@ -140,10 +150,15 @@ struct metrics_endpoint::impl {
         response->result(http::status::ok);
         response->set(http::field::content_type, "text/plain; version=0.0.4");
         response->body() = render();
+      } else if (request->method() == http::verb::get && request->target() == "/healthz") {
+        auto h = check ? check() : health{};
+        response->result(h.ok ? http::status::ok : http::status::service_unavailable);
+        response->set(http::field::content_type, "text/plain");
+        response->body() = h.text + "\n";
       } else {
         response->result(http::status::not_found);
         response->set(http::field::content_type, "text/plain");
-        response->body() = "only GET /metrics is served here\n";
+        response->body() = "only GET /metrics and GET /healthz are served here\n";
       }
       response->prepare_payload();
       http::async_write(*socket, *response, [socket, response](beast::error_code, size_t) {
@@ -155,8 +170,8 @@ struct metrics_endpoint::impl {
 };
 
 metrics_endpoint::metrics_endpoint(const std::string& bind, uint16_t port, std::function<std::string()> render,
-                                   std::ostream& log)
-    : impl_(std::make_unique<impl>(std::move(render), log)) {
+                                   std::ostream& log, std::function<health()> check)
+    : impl_(std::make_unique<impl>(std::move(render), std::move(check), log)) {
   boost::system::error_code ec;
   auto address = asio::ip::make_address(bind, ec);
   if (ec) throw input_error(fmt::format("--metrics-bind {}: not an IP address", bind));

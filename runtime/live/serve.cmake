@@ -5,11 +5,14 @@ target_include_directories(aryl_state_journal PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(aryl_state_journal PUBLIC aryl_io PRIVATE SQLite::SQLite3 fmt::fmt nlohmann_json::nlohmann_json)
 
 # `aryl serve`: the scheduler's actors on the wall clock behind a network front (gateway);
-# the client commands (`aryl status`, `demand`, `submit`, `cancel`).
+# the client commands (`aryl status`, `show`, `demand`, `submit`, `cancel`).
 # Included from the top level, after runtime/ and runtime/live/.
-add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
+add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_waits.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client.cpp ${CMAKE_CURRENT_LIST_DIR}/job_file.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/metrics.cpp ${CMAKE_CURRENT_LIST_DIR}/serve_state.cpp)
+            ${CMAKE_CURRENT_LIST_DIR}/metrics.cpp ${CMAKE_CURRENT_LIST_DIR}/serve_state.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/job_book.cpp ${CMAKE_CURRENT_LIST_DIR}/client_replies.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/log_relay.cpp)
 target_include_directories(aryl_serve PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(aryl_serve PUBLIC aryl_driver aryl_wire aryl_live_agent aryl_state_journal
                       PRIVATE Boost::boost fmt::fmt nlohmann_json::nlohmann_json yaml-cpp)
