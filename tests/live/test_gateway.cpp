@@ -587,7 +587,6 @@ TEST_CASE("metrics: per tenant, quota, GPUs in use, borrowed and lent, and queue
     CHECK_MESSAGE(text.find(std::string(line) + "\n") != std::string::npos, line);
 }
 
-TEST_CASE("metrics: promtool accepts the exposition") {
 TEST_CASE("metrics: every series exists from the start at zero, before any job or server is known") {
   // An empty status is what serve renders while it waits for its agents.
   auto text = live::render_metrics(cluster_status{}, {2, 0});
