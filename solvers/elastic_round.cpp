@@ -86,68 +86,6 @@ void build_views(const policy_spec& p, work_view& view, work_view& hard) {
   view.reset(p.elastic);
 }
 
-/// Whether running elastic job `j` can neither change nor shape anyone's change in the rest of
-/// a full round (after step 1), so that it needs no plan: at its minimum on one server of the
-/// fastest type (nothing to keep, spread or move), a server with no GPU free in the view
-/// (every size above its minimum would span a second server), and every such size below the
-/// efficiency floor at the rate of two or more servers (locality is a step: any number of
-/// servers from two gives the same rate), so its knapsack class would be empty.
-bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
-           const work_view& view, double best_speed, int type_gpus) {
-  if (!p.elastic || j.workers != j.min_workers || j.alloc.size() != 1) return false;
-  if (o.migrate && speed(l, j.alloc_type) < best_speed) return false;
-  if (view.at(j.alloc.front().first) != 0) return false;
-  if (j.max_workers <= j.min_workers) return true;
-  if (o.min_extra_efficiency <= 0) return false;
-  // Under a power law that does not rise, a GPU's share of the work only falls as workers are
-  // added: the first size decides for all. Its share over the minimum's is
-  // eff(min + 1) loc(2) / (eff(min) loc(1)), whatever the job's speed and request; decided
-  // here with a margin far above rounding error (at the margin, each size is checked as the
-  // knapsack would).
-  auto& m = l.params.model;
-  if (m.eff_table.empty() && m.eff_exponent <= 0) {
-    const int w = j.min_workers + 1;
-    if (efficiency(m, w) * locality_efficiency(m, 2) * j.min_workers <
-        o.min_extra_efficiency * efficiency(m, j.min_workers) * locality_efficiency(m, 1) * w * (1 - 1e-9))
-      return true;
-  }
-  const double sp = speed(l, j.alloc_type);
-  const double r_min = work_rate(m, j.gpus, j.min_workers, 1, sp);
-  const int top = std::min(j.max_workers, j.min_workers + type_gpus);
-  for (int w = j.min_workers + 1; w <= top; ++w)
-    if (!(work_rate(m, j.gpus, w, 2, sp) * j.min_workers < o.min_extra_efficiency * r_min * w)) return false;
-  return true;
-}
-
-/// A full round's plans of the running elastic jobs, after step 1 and ahead of the plans of
-/// the jobs step 1 started (in the ledger's order of running jobs, as the later steps and
-/// their ties read them). Jobs step 1 preempted and inert jobs get none: no later step
-/// would change them or let them change another job's outcome.
-void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view) {
-  auto& b = buffers;
-  double best = 0;
-  for (auto s : l.params.type_speed) best = std::max(best, s);
-  auto& type_gpus = b.type_gpus;
-  type_gpus.assign(l.params.type_speed.size(), 0);
-  for (auto& s : l.servers) type_gpus[static_cast<size_t>(s.gpu_type)] += s.gpus;
-  auto& running = b.running_plans;
-  running.clear();
-  for (auto id : l.running) {
-    auto& j = l.jobs[id];
-    if (!j.elastic) continue;
-    if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; })) continue;
-    if (inert(l, p, o, j, view, best, type_gpus[static_cast<size_t>(j.alloc_type)])) continue;
-    elastic_plan e{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()};
-    base_of(j, p, e.base);
-    running.push_back(std::move(e));
-  }
-  auto& plans = b.plans;
-  plans.insert(plans.begin(), std::make_move_iterator(running.begin()), std::make_move_iterator(running.end()));
-  for (auto& st : b.starts)
-    if (st.plan >= 0) st.plan += static_cast<long>(running.size());
-  running.clear();
-}
-
 /// A queued job's base demand on GPUs really free now, from the ledger (its free-GPU index
 /// where the request fits one server), in the order of step 1.
 std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l, const policy_spec& p,

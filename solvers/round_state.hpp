@@ -280,6 +280,10 @@ inline int grow_room(const cluster_ledger& l, const policy_spec& p, const planne
   return std::min(j.max_workers, l.smallest_server(type));
 }
 
+/// A full round's plans of the running elastic jobs, made after step 1 ahead of the plans of
+/// the jobs it started (running_plans.cpp).
+void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view);
+
 /// Step 1's fallback for a queued job whose base demand fits nowhere (queue_preemption.cpp).
 bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
                  work_view& view, work_view& hard);

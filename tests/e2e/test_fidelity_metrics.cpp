@@ -175,7 +175,7 @@ TEST_CASE("the effective config names every key and gives back the config it cam
   c.policy = "las";
   c.scheduler.backfill = true;
   c.scheduler.placement = placement_mode::count;
-  c.training = {48, 4, "A100"};
+  c.training = {48, 4, "A100", {}};
   c.cross_server_eff = 0.5;
   c.gpu_speed["H100"] = 3.0;
   c.trace_from = "2017-11-01";

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Checks that the source tree's includes run one way (docs/architecture.md):
+
+  solvers/  may include solvers/ only (pure: no actors, no clocks, no I/O);
+  actors/   may include solvers/ and actors/, and the runtime/ headers in ACTORS_MAY_READ,
+            the vocabulary the actors still take from runtime/ until it moves down;
+  runtime/  may include any floor, but the node side (what runs on a machine: the agent, its
+            workers and processes) and the serve side of runtime/live/ meet only through
+            runtime/wire/ and the shared utilities of runtime/.
+
+  scripts/check_layers.py [ROOT]     # exit 0 if clean; else one line per forbidden include
+Tests are exempt.
+"""
+import os
+import re
+import sys
+
+# runtime/ headers actors/ include today. Each is plain vocabulary or a parser's output type
+# that belongs beside the actor protocols or in solvers/; none may be added.
+ACTORS_MAY_READ = {
+    "runtime/fault_plan.hpp",
+    "runtime/heartbeats.hpp",
+    "runtime/inference_demand.hpp",
+    "runtime/input_error.hpp",
+    "runtime/job_spec.hpp",
+    "runtime/outputs.hpp",
+    "runtime/run_records.hpp",
+    "runtime/run_status.hpp",
+    "runtime/state_records.hpp",
+    "runtime/timebase.hpp",
+}
+
+# The node side of runtime/live/: file stems (name before the extension).
+NODE_SIDE = {"agent", "worker", "worker_log", "processes", "gpu_detect"}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+SOURCE = re.compile(r"\.(c|cc|cpp|h|hpp)$")
+
+
+def side(path):
+    """'node' or 'serve' for a file of runtime/live/, else None."""
+    if not path.startswith("runtime/live/"):
+        return None
+    stem = os.path.basename(path).split(".")[0]
+    return "node" if stem in NODE_SIDE else "serve"
+
+
+def problem(path, target):
+    """Why `path` may not include `target` (both relative to the root), or None."""
+    floor = path.split("/")[0]
+    if floor == "solvers" and not target.startswith("solvers/"):
+        return "solvers/ includes only solvers/"
+    if floor == "actors":
+        if target.startswith("runtime/") and target not in ACTORS_MAY_READ:
+            return "actors/ includes solvers/ and actors/ only (and the listed runtime/ vocabulary)"
+    if path.startswith("runtime/wire/") and target.startswith("runtime/live/"):
+        return "runtime/wire/ is what both sides of live mode speak: it includes neither"
+    a, b = side(path), side(target)
+    if a and b and a != b:
+        return f"the {a} side of runtime/live/ meets the {b} side only through runtime/wire/"
+    return None
+
+
+def check(root):
+    found = []
+    for floor in ("solvers", "actors", "runtime"):
+        for dirpath, _, files in os.walk(os.path.join(root, floor)):
+            for name in sorted(files):
+                if not SOURCE.search(name):
+                    continue
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, root).replace(os.sep, "/")
+                with open(full, encoding="utf-8", errors="replace") as f:
+                    for n, line in enumerate(f, 1):
+                        m = INCLUDE.match(line)
+                        if not m or "/" not in m.group(1):
+                            continue
+                        why = problem(rel, m.group(1))
+                        if why:
+                            found.append(f"{rel}:{n}: includes {m.group(1)}: {why}")
+    return sorted(found)
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    if not os.path.isdir(os.path.join(root, "solvers")):
+        print(f"check_layers: {root} has no solvers/ folder: not the source tree", file=sys.stderr)
+        return 2
+    found = check(root)
+    for line in found:
+        print(line)
+    if found:
+        print(f"check_layers: {len(found)} forbidden include(s) (docs/architecture.md)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
