@@ -110,6 +110,12 @@ struct run_outcome {
   run_summary summary;
 };
 
+/// Throws input_error, naming the job by `label`, for a job no state of the cluster could run
+/// (the check run_simulation makes of its jobs): a GPU type the cluster lacks, more GPUs than
+/// it may use, a run that would outlast the simulation horizon.
+void check_runnable(const config& c, const std::vector<job_spec>& jobs,
+                    const std::function<std::string(const job_spec&)>& label);
+
 /// Throws input_error for inputs that can never run (a job larger than the cluster, a GPU
 /// type the cluster lacks, a job that would outlast the simulation horizon) and for output
 /// files that cannot be written. `progress` gets a progress line now and then on long runs.

@@ -333,7 +333,13 @@ saved_state state_journal::load() const {
   {
     statement s(db_, "SELECT value FROM meta WHERE key = 'next_index'");
     if (!s.ok()) fail(sqlite3_errmsg(db_));
-    if (s.step() == SQLITE_ROW) out.run.next_index = static_cast<uint32_t>(s.integer(0));
+    if (s.step() == SQLITE_ROW) {
+      auto next = s.integer(0);
+      if (sqlite3_column_type(s.get(), 0) != SQLITE_INTEGER && s.text(0) != std::to_string(next))
+        fail(fmt::format("next_index '{}' is not an integer", s.text(0)));
+      if (next < 0 || next > UINT32_MAX) fail(fmt::format("next_index {} is not in 0..{}", next, UINT32_MAX));
+      out.run.next_index = static_cast<uint32_t>(next);
+    }
   }
   {
     statement s(db_, "SELECT value FROM meta WHERE key = 'measures'");
