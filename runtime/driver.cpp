@@ -342,6 +342,18 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         [servers](int s, std::vector<uint32_t> jobs, std::vector<uint32_t> ranks, uint64_t launches) {
           caf::anon_send(servers.at(static_cast<size_t>(s)), reconcile_atom::value, std::move(jobs), std::move(ranks),
                          launches);
+        },
+        [tasks, &sys, scheduler, status](std::function<void(cluster_status)> reply) {
+          tasks->post([&sys, scheduler, status, reply] {
+            sys.spawn([=](caf::event_based_actor* self, int) {
+              self->request(scheduler, std::chrono::seconds(2), status_atom::value)
+                  .then([=](cluster_status& s) {
+                          s.reclaim_slo_misses = status->slo_misses.load();
+                          reply(std::move(s));
+                        },
+                        [=](caf::error&) { reply(cluster_status{}); });
+            }, 0);
+          });
         }});
   }
   auto total_jobs = in.jobs.size() + restored_jobs;

@@ -65,6 +65,10 @@ struct worker_router {
   /// that are missing and stops those of jobs no longer placed there.
   std::function<void(int server, std::vector<uint32_t> jobs, std::vector<uint32_t> ranks, uint64_t launches)>
       reconcile;
+  /// The scheduler's view, without blocking: `reply` is called once, from another thread,
+  /// with the answer (empty if the scheduler did not answer within 2 s) or not at all if the
+  /// run ends first.
+  std::function<void(std::function<void(cluster_status)> reply)> status_async;
 };
 
 /// Live mode: the machines behind the server actors, and the way in for their reports.

@@ -45,6 +45,19 @@ struct gateway_options {
   /// Instead, keep them until settle_found_workers says which to adopt (a restarted
   /// scheduler, `aryl serve --state`).
   bool hold_found_workers = false;
+  /// Until its hello is taken a peer is unauthenticated: it must complete hello within
+  /// hello_timeout_s of connecting (bytes trickling in do not extend it), may buffer at most
+  /// pre_hello_bytes, and at most max_before_hello such connections are held in all,
+  /// max_before_hello_per_address from one peer address; more are refused with a reason.
+  double hello_timeout_s = 10;
+  size_t pre_hello_bytes = 8192;
+  size_t max_before_hello = 512;
+  size_t max_before_hello_per_address = 128;
+  /// Connections of any kind; keep it below the descriptors the process may open
+  /// (serve derives it from RLIMIT_NOFILE).
+  size_t max_connections = 4096;
+  /// A client's replies not yet read by it: past this its requests are not read either.
+  size_t client_queue_bytes = 256 * 1024;
 };
 
 class gateway {

@@ -7,7 +7,8 @@ target_link_libraries(aryl_state_journal PUBLIC aryl_io PRIVATE SQLite::SQLite3 
 # `aryl serve`: the scheduler's actors on the wall clock behind a network front (gateway);
 # the client commands (`aryl status`, `demand`, `submit`, `cancel`).
 # Included from the top level, after runtime/ and runtime/live/.
-add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
+add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_listener.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/gateway_session.cpp ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client.cpp ${CMAKE_CURRENT_LIST_DIR}/job_file.cpp
             ${CMAKE_CURRENT_LIST_DIR}/metrics.cpp ${CMAKE_CURRENT_LIST_DIR}/serve_state.cpp
             ${CMAKE_CURRENT_LIST_DIR}/state_checks.cpp)

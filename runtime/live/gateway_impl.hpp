@@ -1,0 +1,129 @@
+#pragma once
+/// The gateway's shared state, for its three files: gateway.cpp (the public calls),
+/// gateway_listener.cpp (accepting, caps), gateway_session.cpp (one peer's connection).
+/// Included by those only.
+#include <boost/asio.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "runtime/control_chars.hpp"
+#include "runtime/live/gateway.hpp"
+#include "runtime/wire/messages.hpp"
+
+namespace aryl::live {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+class session;
+
+struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
+  struct server_slot {
+    int id = 0;
+    std::string gpu_type;
+    int gpus = 0;
+    wire::pool_kind pool = wire::pool_kind::training;
+    std::weak_ptr<session> agent;  ///< the registered agent's connection, if any
+    bool registered = false;       ///< has registered at least once
+    uint64_t registrations = 0;    ///< a loss timer counts only if none came since it started
+    uint64_t launches = 0;         ///< launches taken for the machine (launch_on calls)
+    /// Launches and stops for the machine while its agent is away, sent when it registers
+    /// again (it keeps its workers meanwhile).
+    std::vector<wire::message> backlog;
+    /// Workers listed at its first registration and told to stop, until their exits.
+    std::set<std::pair<uint32_t, uint32_t>> found;
+    /// hold_found_workers: the ones listed and not exited since, until settled; then the
+    /// adopted ones, until a router takes their reports.
+    std::vector<wire::running_worker> listed;
+    std::set<std::pair<uint32_t, uint32_t>> held;
+  };
+  /// Exits of listed (then held) workers that came while no router was set, passed on when
+  /// one is: (server id, job, rank, code, signal).
+  std::vector<std::tuple<int, uint32_t, uint32_t, int, int>> early_exits;
+
+  gateway_options opts;
+  std::ostream& log_stream;
+  std::mutex log_mutex;
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  std::thread thread;
+  uint64_t next_session = 1;
+
+  // The listener (gateway_listener.cpp); network thread only.
+  /// Kept open so that, out of descriptors, one can be freed to accept a connection and
+  /// refuse it with a reason, instead of leaving it in the backlog.
+  int reserve_fd = -1;
+  asio::steady_timer accept_retry{io};
+  std::chrono::milliseconds accept_backoff{0};
+  uint64_t accept_errors = 0;  ///< since the last logged one (logged at most once a second)
+  std::chrono::steady_clock::time_point accept_error_logged{};
+  /// Connections open now; those not past hello yet, in all and by peer address.
+  size_t connections = 0;
+  size_t before_hello = 0;
+  std::map<std::string, size_t> before_hello_by_address;
+  /// Refusals since the last logged one, by reason (logged at most once a second).
+  std::map<std::string, uint64_t> refusals_unlogged;
+  std::chrono::steady_clock::time_point refusal_logged{};
+
+  // Status requests (gateway_session.cpp); network thread only. At most one ask of the
+  // scheduler is in flight: requests that arrive meanwhile wait for the next one, which
+  // answers them all (each answer is newer than the request).
+  std::vector<std::shared_ptr<session>> status_waiting, status_next;
+  uint64_t status_asks = 0;  ///< the ask in flight, if status_waiting is not empty
+
+  std::mutex m;  // guards what follows: the network thread and the caller share it
+  std::condition_variable registered_cv;
+  std::map<std::string, server_slot> slots;
+  worker_router router;
+
+  /// Calls `f` with the router, holding the lock: set_router waits for calls in progress.
+  template <class F>
+  void with_router(F&& f) {
+    std::lock_guard lock(m);
+    f(router);
+  }
+
+  impl(gateway_options o, std::ostream& l) : opts(std::move(o)), log_stream(l) {}
+
+  void log(const std::string& line) {
+    std::lock_guard lock(log_mutex);
+    log_stream << "[serve] " << escape_control(line) << '\n' << std::flush;
+  }
+
+  /// Accepts for ever: an error is logged and retried after a back-off; a connection over
+  /// a cap is accepted and refused with a reason (gateway_listener.cpp).
+  void accept();
+  void admit(tcp::socket s);
+  void refuse(tcp::socket& s, const std::string& reason, const std::string& kind);
+  /// A session's hello was taken, or it ended (before hello or after).
+  void hello_taken(const std::string& address);
+  void ended(const std::string& address, bool before_hello);
+
+  /// Answers `who` a status as soon as one newer than this call comes (gateway_session.cpp).
+  void ask_status(const std::shared_ptr<session>& who);
+  void ask_scheduler_status();
+  /// The scheduler's answer to ask `seq`; nothing: no run in progress.
+  void status_ready(uint64_t seq, std::optional<cluster_status> s);
+  void launch_on(const std::string& server, const node_launch& l);
+  void stop_on(const std::string& server, uint32_t job);
+  /// Sends `msg` to the server's agent, or keeps it for when the agent is back.
+  void deliver(const std::string& server, wire::message msg);
+};
+
+
+/// Starts serving a connection just accepted (gateway_session.cpp).
+void start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address);
+/// Queues `m` on `s`'s connection.
+void send_to(session& s, const wire::message& m);
+
+} // namespace aryl::live

@@ -1,0 +1,521 @@
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
+
+#include "runtime/live/gateway_impl.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <deque>
+
+#include "runtime/live/token.hpp"
+#include "runtime/wire/codec.hpp"
+
+namespace aryl::live {
+namespace {
+
+std::string pool_name(wire::pool_kind p) { return p == wire::pool_kind::training ? "training" : "inference"; }
+
+} // namespace
+
+/// One peer's connection. Lives on the network thread only.
+class session : public std::enable_shared_from_this<session> {
+ public:
+  session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address)
+      : socket_(std::move(s)), g_(g), decoder_(g_->opts.max_frame_bytes), silence_(g->io), hello_deadline_(g->io),
+        address_(std::move(address)) {
+    boost::system::error_code ec;
+    auto ep = socket_.remote_endpoint(ec);
+    peer_ = ec ? fmt::format("connection {}", id) : fmt::format("connection {} ({}:{})", id, address_, ep.port());
+  }
+
+  void start() {
+    // Fixed from the connection's start: bytes trickling in do not extend it.
+    double limit = g_->opts.hello_timeout_s;
+    hello_deadline_.expires_after(seconds(limit));
+    std::weak_ptr<session> weak = shared_from_this();
+    hello_deadline_.async_wait([weak, limit](boost::system::error_code ec) {
+      if (ec) return;  // hello taken, or closed
+      if (auto self = weak.lock(); self && self->stage_ == stage::hello)
+        self->close(fmt::format("no hello within {:g} s of connecting", limit));
+    });
+    heard();
+    read();
+  }
+
+  void send(const wire::message& m) { send_frame(std::make_shared<const std::vector<uint8_t>>(wire::encode_frame(m))); }
+
+  /// One encoded frame, shared by every connection it goes to (a status answers many).
+  void send_frame(std::shared_ptr<const std::vector<uint8_t>> frame) {
+    if (closing_) return;
+    queued_bytes_ += frame->size();
+    queue_.push_back(std::move(frame));
+    if (queue_.size() == 1) write_next();
+  }
+
+  /// The status this connection asked for (a frame), or nothing: no run in progress.
+  void status_answered(const std::shared_ptr<const std::vector<uint8_t>>& frame) {
+    awaiting_status_ = false;
+    if (!frame) return close("no run in progress");
+    send_frame(frame);
+    drain();
+  }
+
+  /// Sends `reason` as an error frame, then closes once it is written.
+  void close(const std::string& reason) {
+    if (closing_) return;
+    g_->log(fmt::format("{}: closing: {}", peer_, reason));
+    send(wire::error{escape_control(reason)});
+    closing_ = true;
+    if (queue_.empty()) shut();
+  }
+
+  const std::string& peer() const { return peer_; }
+
+ private:
+  enum class stage { hello, registering, agent, client };
+
+  void read() {
+    reading_ = true;
+    auto self = shared_from_this();
+    socket_.async_read_some(asio::buffer(buf_), [self](boost::system::error_code ec, size_t n) {
+      self->reading_ = false;
+      if (ec) {
+        self->lost(ec == asio::error::eof ? "the peer closed the connection" : ec.message());
+        return;
+      }
+      self->heard();
+      self->decoder_.feed(self->buf_.data(), n);
+      self->drain();
+    });
+  }
+
+  /// A client waits for the status it asked for, or has more replies unread than
+  /// client_queue_bytes: its next requests stay unread (in the decoder, then in the socket)
+  /// until that clears, so one client holds at most one ask and a bounded queue.
+  bool paused() const {
+    return stage_ == stage::client && (awaiting_status_ || queued_bytes_ > g_->opts.client_queue_bytes);
+  }
+
+  /// Handles the complete frames buffered, then reads more unless paused or closing.
+  void drain() {
+    for (;;) {
+      if (closing_ || paused()) return;
+      auto step = decoder_.next();
+      if (std::holds_alternative<wire::need_more>(step)) break;
+      if (auto* e = std::get_if<wire::decode_error>(&step)) return close("bad frame: " + e->reason);
+      handle(std::get<wire::message>(step));
+    }
+    if (stage_ == stage::hello && decoder_.buffered() > g_->opts.pre_hello_bytes)
+      return close(fmt::format("more than {} bytes before hello", g_->opts.pre_hello_bytes));
+    if (!closing_ && !reading_) read();
+  }
+
+  void write_next() {
+    auto self = shared_from_this();
+    asio::async_write(socket_, asio::buffer(*queue_.front()), [self](boost::system::error_code ec, size_t) {
+      if (ec) {
+        self->queue_.clear();
+        self->lost("write failed: " + ec.message());
+        return;
+      }
+      bool was_paused = self->paused();
+      self->queued_bytes_ -= self->queue_.front()->size();
+      self->queue_.pop_front();
+      if (!self->queue_.empty()) self->write_next();
+      else if (self->closing_) self->shut();
+      if (was_paused && !self->paused()) self->drain();
+    });
+  }
+
+  /// Restarts the silence timer: a peer that sends nothing for agent_silence_s (a registered
+  /// agent: loss_grace_s if shorter) is dropped.
+  void heard() {
+    last_heard_ = std::chrono::steady_clock::now();
+    double limit = g_->opts.agent_silence_s;
+    if (stage_ == stage::agent) limit = std::min(limit, g_->opts.loss_grace_s);
+    silence_.expires_after(seconds(limit));
+    std::weak_ptr<session> weak = shared_from_this();
+    silence_.async_wait([weak, limit](boost::system::error_code ec) {
+      if (ec) return;  // restarted or cancelled
+      if (auto self = weak.lock()) self->lost(fmt::format("nothing heard for {:g} s", limit));
+    });
+  }
+
+  static std::chrono::steady_clock::duration seconds(double s) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+  }
+
+  void shut() {
+    boost::system::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+    detach();
+  }
+
+  /// The connection ended without a close of ours.
+  void lost(const std::string& why) {
+    if (!socket_.is_open()) return;
+    if (!closing_) g_->log(fmt::format("{}: disconnected: {}", peer_, why));
+    closing_ = true;
+    boost::system::error_code ec;
+    socket_.close(ec);
+    detach();
+  }
+
+  /// An agent's server no longer has a connection: unless the agent registers again within
+  /// loss_grace_s of when it was last heard, the server is reported lost (the scheduler's
+  /// lost-server path, as heartbeats missed in simulated time).
+  void detach() {
+    silence_.cancel();
+    hello_deadline_.cancel();
+    if (!ended_) {
+      ended_ = true;
+      g_->ended(address_, stage_ == stage::hello);
+    }
+    if (stage_ != stage::agent) return;
+    uint64_t registrations = 0;
+    {
+      std::lock_guard lock(g_->m);
+      auto it = g_->slots.find(name_);
+      if (it == g_->slots.end() || it->second.agent.lock().get() != this) return;
+      it->second.agent.reset();
+      registrations = it->second.registrations;
+    }
+    auto timer = std::make_shared<asio::steady_timer>(g_->io);
+    timer->expires_at(last_heard_ + seconds(g_->opts.loss_grace_s));
+    timer->async_wait([g = g_, timer, server = name_, registrations](boost::system::error_code ec) {
+      if (ec) return;
+      bool away = false;
+      g->with_router([&](worker_router& r) {
+        auto& slot = g->slots.at(server);
+        away = !slot.agent.lock() && slot.registrations == registrations;
+        if (away && r.lost) r.lost(slot.id);
+      });
+      if (away)
+        g->log(fmt::format("server {}: its agent was not heard for {:g} s: reported lost", server,
+                           g->opts.loss_grace_s));
+    });
+  }
+
+  void handle(const wire::message& msg) {
+    switch (stage_) {
+      case stage::hello: return on_hello(msg);
+      case stage::registering: return on_register(msg);
+      case stage::agent: return on_agent(msg);
+      case stage::client: return on_client(msg);
+    }
+  }
+
+  void on_hello(const wire::message& msg) {
+    auto* h = std::get_if<wire::hello>(&msg);
+    if (!h) return close(fmt::format("expected hello first, got '{}'", wire::type_of(msg)));
+    if (!tokens_equal(h->token, g_->opts.token)) return close("wrong cluster token");
+    // Names are shown in logs, tables and error frames, one line each.
+    if (find_control(h->name) != std::string::npos)
+      return close("hello: name '" + h->name + "' holds " + describe_control(h->name));
+    name_ = h->name;
+    peer_ += " " + (h->role == wire::peer_role::agent ? std::string("agent ") : std::string("client ")) + h->name;
+    stage_ = h->role == wire::peer_role::agent ? stage::registering : stage::client;
+    hello_deadline_.cancel();
+    g_->hello_taken(address_);
+    send(wire::hello_ok{});
+  }
+
+  void on_register(const wire::message& msg) {
+    auto* r = std::get_if<wire::register_>(&msg);
+    if (!r) return close(fmt::format("expected register after hello, got '{}'", wire::type_of(msg)));
+    if (find_control(r->server) != std::string::npos)
+      return close("register: server '" + r->server + "' holds " + describe_control(r->server));
+    std::shared_ptr<session> replaced;
+    std::vector<wire::message> backlog;
+    bool returning = false;
+    std::set<uint32_t> stop_jobs;
+    {
+      std::lock_guard lock(g_->m);
+      auto it = g_->slots.find(r->server);
+      if (it == g_->slots.end()) {
+        std::string known;
+        for (auto& [name, s] : g_->slots) known += (known.empty() ? "" : ", ") + name;
+        return close(fmt::format("unknown server '{}' (this cluster has: {})", r->server, known));
+      }
+      auto& slot = it->second;
+      if (r->gpu_type != slot.gpu_type || static_cast<int>(r->gpus) != slot.gpus || r->pool != slot.pool)
+        return close(fmt::format("server '{}' is configured as {} x {} ({}), the agent says {} x {} ({})", r->server,
+                                 slot.gpus, slot.gpu_type, pool_name(slot.pool), r->gpus, r->gpu_type,
+                                 pool_name(r->pool)));
+      replaced = slot.agent.lock();
+      slot.agent = shared_from_this();
+      returning = slot.registered;
+      slot.registered = true;
+      ++slot.registrations;
+      server_id_ = slot.id;
+      backlog.swap(slot.backlog);
+      launches_seen_ = slot.launches;
+      if (!returning && g_->opts.hold_found_workers) slot.listed = r->workers;
+      else if (!returning && g_->opts.stop_found_workers)
+        for (auto& w : r->workers) {
+          slot.found.emplace(static_cast<uint32_t>(w.job_id), w.rank);
+          stop_jobs.insert(static_cast<uint32_t>(w.job_id));
+        }
+    }
+    // What runs there once the kept launches are sent; reconciled at the first heartbeat, when
+    // the exits the agent kept while away have been passed on (it sends them before).
+    if (returning) {
+      reconcile_ = std::vector<std::pair<uint32_t, uint32_t>>{};
+      for (auto& w : r->workers) reconcile_->emplace_back(static_cast<uint32_t>(w.job_id), w.rank);
+      for (auto& m : backlog)
+        if (auto* l = std::get_if<wire::launch>(&m)) reconcile_->emplace_back(static_cast<uint32_t>(l->job_id), l->rank);
+    }
+    name_ = r->server;
+    stage_ = stage::agent;
+    heard();  // from now on silent for the detection grace at most
+    g_->registered_cv.notify_all();
+    if (replaced && replaced.get() != this) replaced->close("replaced by a new connection of the same agent");
+    g_->log(fmt::format("{}: registered server {} ({} x {}, {}), running {} workers; {} kept messages sent", peer_,
+                        r->server, r->gpus, r->gpu_type, pool_name(r->pool), r->workers.size(), backlog.size()));
+    for (auto& m : backlog) send(m);
+    if (stop_jobs.empty()) return;
+    std::string jobs;
+    for (auto j : stop_jobs) jobs += (jobs.empty() ? "" : ", ") + std::to_string(j);
+    g_->log(fmt::format("{}: its {} workers (jobs {}) are from before this serve started: stopped", peer_,
+                        r->workers.size(), jobs));
+    for (auto j : stop_jobs) send(wire::stop{j, g_->opts.stop_grace_s});
+  }
+
+  void on_agent(const wire::message& msg) {
+    if (auto* h = std::get_if<wire::heartbeat>(&msg)) {
+      if (reconcile_) reconciled();
+      // Answered, so that the agent can tell a scheduler it no longer hears (fencing).
+      send(wire::heartbeat{h->seq});
+      return;
+    }
+    if (auto* p = std::get_if<wire::progress>(&msg)) {
+      g_->with_router([&](worker_router& r) {
+        if (r.progress) r.progress(server_id_, static_cast<uint32_t>(p->job_id), p->rank, p->work_done);
+      });
+      return;
+    }
+    if (auto* e = std::get_if<wire::exit_>(&msg)) {
+      if (reconcile_)  // ended since it registered: no longer running there
+        std::erase(*reconcile_, std::pair<uint32_t, uint32_t>{static_cast<uint32_t>(e->job_id), e->rank});
+      g_->log(fmt::format("{}: job {} rank {} exited (code {}, signal {})", peer_, e->job_id, e->rank, e->code,
+                          e->signal));
+      // After the line above: a serve waiting for this exit logs only after it. One locked
+      // section, so an exit is either passed on or kept for the router, never both.
+      bool routed = false, kept = false;
+      {
+        std::lock_guard lock(g_->m);
+        auto& slot = g_->slots.at(name_);
+        std::pair<uint32_t, uint32_t> worker{static_cast<uint32_t>(e->job_id), e->rank};
+        if (slot.found.erase(worker) && slot.found.empty()) g_->registered_cv.notify_all();
+        bool was_listed = std::erase_if(slot.listed, [&](const wire::running_worker& w) {
+                            return w.job_id == e->job_id && w.rank == e->rank;
+                          }) > 0;
+        if (g_->router.exit) {
+          g_->router.exit(server_id_, worker.first, worker.second, e->code, static_cast<int>(e->signal));
+          routed = true;
+        } else if (was_listed || slot.held.count(worker)) {
+          g_->early_exits.emplace_back(server_id_, worker.first, worker.second, e->code, static_cast<int>(e->signal));
+          kept = true;
+        }
+      }
+      if (!routed && !kept) g_->log(fmt::format("{}: no run in progress: exit of job {} dropped", peer_, e->job_id));
+      return;
+    }
+    if (std::holds_alternative<wire::bye>(msg)) return close("the agent said bye");
+    close(fmt::format("unexpected message '{}' from an agent", wire::type_of(msg)));
+  }
+
+  /// A returning agent: the server actor settles its workers, then the scheduler may use the
+  /// server again (a lost one comes back; one not yet noticed lost carries on).
+  void reconciled() {
+    std::vector<uint32_t> jobs, ranks;
+    for (auto& [j, r] : *reconcile_) {
+      jobs.push_back(j);
+      ranks.push_back(r);
+    }
+    reconcile_.reset();
+    bool routed = false;
+    g_->with_router([&](worker_router& r) {
+      if (!r.reconcile || !r.back) return;
+      r.reconcile(server_id_, jobs, ranks, launches_seen_);
+      r.back(server_id_);
+      routed = true;
+    });
+    if (routed) g_->log(fmt::format("{}: back; reconciled with the {} workers it still runs", peer_, jobs.size()));
+  }
+
+  void on_client(const wire::message& msg) {
+    if (std::holds_alternative<wire::status_request>(msg)) {
+      // Answered when the scheduler's is in (status_answered); meanwhile nothing more is read.
+      awaiting_status_ = true;
+      return g_->ask_status(shared_from_this());
+    }
+    if (auto* d = std::get_if<wire::demand>(&msg)) {
+      bool taken = false;
+      g_->with_router([&](worker_router& r) {
+        if (!r.demand) return;
+        r.demand(static_cast<int>(std::min<uint32_t>(d->servers_needed, 1'000'000)));
+        taken = true;
+      });
+      if (!taken) return close("no run in progress");
+      g_->log(fmt::format("{}: inference demand {} servers", peer_, d->servers_needed));
+      return;
+    }
+    if (auto* j = std::get_if<wire::submit>(&msg)) {
+      if (find_control(j->name) != std::string::npos) {
+        auto why = "submit: job name '" + j->name + "' holds " + describe_control(j->name);
+        g_->log(fmt::format("{}: submit refused: {}", peer_, why));
+        return close(why);
+      }
+      std::optional<submit_result> result;
+      g_->with_router([&](worker_router& r) {
+        if (r.submit) result = r.submit(to_spec(*j));
+      });
+      if (!result) return close("no run in progress");
+      if (result->job < 0) {
+        g_->log(fmt::format("{}: submit refused: {}", peer_, result->error));
+        return close(result->error);
+      }
+      g_->log(fmt::format("{}: submitted job {} ({})", peer_, result->job, j->name));
+      return send(wire::submit_ok{static_cast<uint64_t>(result->job)});
+    }
+    if (auto* x = std::get_if<wire::cancel>(&msg)) {
+      std::optional<std::string> why;
+      g_->with_router([&](worker_router& r) {
+        if (!r.cancel) return;
+        why = x->job_id > UINT32_MAX ? fmt::format("job {}: no such job", x->job_id)
+                                     : r.cancel(static_cast<uint32_t>(x->job_id));
+      });
+      if (!why) return close("no run in progress");
+      if (!why->empty()) {
+        g_->log(fmt::format("{}: cancel refused: {}", peer_, *why));
+        return close(*why);
+      }
+      g_->log(fmt::format("{}: cancelled job {}", peer_, x->job_id));
+      return;
+    }
+    if (std::holds_alternative<wire::bye>(msg)) return close("the client said bye");
+    close(fmt::format("a client cannot send '{}'", wire::type_of(msg)));
+  }
+
+  static job_spec to_spec(const wire::submit& j) {
+    job_spec out;
+    out.name = j.name;
+    // Wider than int on the wire: the scheduler's range check sees the value, not a wrap.
+    auto narrow = [](uint32_t v) { return static_cast<int>(std::min<uint32_t>(v, INT32_MAX)); };
+    out.gpus = narrow(j.gpus);
+    out.min_workers = narrow(j.min_workers);
+    out.max_workers = narrow(j.max_workers);
+    out.elastic = j.min_workers != j.max_workers;
+    out.duration_s = j.expected_duration_s;
+    out.gpu_type = j.gpu_type.value_or("");
+    out.command = j.command;
+    return out;
+  }
+
+
+ public:
+  /// `away`: servers whose agent is not connected now.
+  static wire::status_reply to_wire(const cluster_status& s, const std::set<std::string>& away) {
+    wire::status_reply out;
+    for (auto& j : s.jobs) {
+      if (out.jobs.size() == wire::max_list) break;
+      out.jobs.push_back({j.job, j.name, j.running ? wire::job_state::running : wire::job_state::queued,
+                          static_cast<uint32_t>(j.workers),
+                          j.running ? std::nullopt : std::optional<std::string>(j.reason)});
+    }
+    for (auto& v : s.servers) {
+      if (out.servers.size() == wire::max_list) break;
+      // The scheduler's "down" is the loss it acted on; an agent gone for less than the grace
+      // is known to the network side only.
+      auto state = v.mode == "down"   ? wire::server_state::lost
+                   : away.count(v.name) ? wire::server_state::unreachable
+                                        : wire::server_state::up;
+      out.servers.push_back({v.name, v.gpu_type, static_cast<uint32_t>(v.gpus), static_cast<uint32_t>(v.free),
+                             v.inference ? wire::pool_kind::inference : wire::pool_kind::training, state});
+      if (v.mode == "loaned" || v.mode == "reclaiming")
+        out.loans.push_back({v.name, v.mode == "loaned" ? wire::loan_state::loaned : wire::loan_state::reclaiming});
+    }
+    return out;
+  }
+
+
+ private:
+  tcp::socket socket_;
+  gateway::impl* g_;  ///< outlives every session: sessions live in its io_context's handlers
+  wire::frame_decoder decoder_;
+  std::array<uint8_t, 16384> buf_{};
+  std::deque<std::shared_ptr<const std::vector<uint8_t>>> queue_;
+  size_t queued_bytes_ = 0;
+  asio::steady_timer silence_;
+  asio::steady_timer hello_deadline_;
+  std::string address_;  ///< the peer's IP address, for the caps on connections before hello
+  bool reading_ = false;
+  bool awaiting_status_ = false;
+  bool ended_ = false;  ///< counted out of the gateway's connections
+  std::string peer_, name_;
+  stage stage_ = stage::hello;
+  int server_id_ = -1;
+  bool closing_ = false;
+  std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();
+  /// A returning agent's workers, until its first heartbeat (see on_register).
+  std::optional<std::vector<std::pair<uint32_t, uint32_t>>> reconcile_;
+  uint64_t launches_seen_ = 0;  ///< the server's launches taken when this agent registered
+};
+
+
+void start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address) {
+  std::make_shared<session>(std::move(s), g, id, std::move(address))->start();
+}
+
+void send_to(session& s, const wire::message& m) { s.send(m); }
+
+void gateway::impl::ask_status(const std::shared_ptr<session>& who) {
+  // An ask in flight may have been answered before this request came: the next one is for it.
+  if (!status_waiting.empty()) {
+    status_next.push_back(who);
+    return;
+  }
+  status_waiting.push_back(who);
+  ask_scheduler_status();
+}
+
+void gateway::impl::ask_scheduler_status() {
+  auto seq = ++status_asks;
+  std::function<void(std::function<void(cluster_status)>)> ask;
+  std::optional<cluster_status> now;
+  with_router([&](worker_router& r) {
+    if (r.status_async) ask = r.status_async;
+    else if (r.status) now = r.status();
+  });
+  if (!ask) return status_ready(seq, std::move(now));
+  // The answer comes on a thread of the scheduler's; handlers never outlive the io_context.
+  ask([weak = weak_from_this(), seq](cluster_status s) {
+    if (auto g = weak.lock())
+      asio::post(g->io, [g = g.get(), seq, s = std::move(s)]() mutable { g->status_ready(seq, std::move(s)); });
+  });
+}
+
+void gateway::impl::status_ready(uint64_t seq, std::optional<cluster_status> s) {
+  if (seq != status_asks || status_waiting.empty()) return;  // a late answer to an ask given up
+  auto waiting = std::move(status_waiting);
+  status_waiting = std::move(status_next);
+  status_next.clear();
+  if (!status_waiting.empty()) ask_scheduler_status();
+  std::shared_ptr<const std::vector<uint8_t>> frame;
+  if (s) {
+    std::set<std::string> away;
+    {
+      std::lock_guard lock(m);
+      for (auto& [name, slot] : slots)
+        if (!slot.agent.lock()) away.insert(name);
+    }
+    // Encoded once for every connection it answers.
+    frame = std::make_shared<const std::vector<uint8_t>>(wire::encode_frame(session::to_wire(*s, away)));
+  }
+  // Held here, not by a read in progress: a waiting client reads nothing meanwhile.
+  for (auto& who : waiting) who->status_answered(frame);
+}
+
+} // namespace aryl::live
