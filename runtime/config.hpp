@@ -98,8 +98,8 @@ struct config {
   /// past hello yet, in all and from one peer address.
   double hello_timeout_s = 10;
   int max_connections = 4096;
-  int max_before_hello = 512;
-  int max_before_hello_per_address = 128;
+  int max_before_hello = 1024;
+  int max_before_hello_per_address = 256;
 
   friend bool operator==(const config&, const config&) = default;
 };

@@ -147,7 +147,8 @@ bed=""
 read -r p50 p99 max n < <(sort -n "$work/status_ms" | awk '{v[NR] = $1} END {
   printf "%.1f %.1f %.1f %d\n", v[int(0.50 * NR + 0.999)] / 1000, v[int(0.99 * NR + 0.999)] / 1000, v[NR] / 1000, NR }')
 lost=$(grep -c "reported lost" "$dir/serve.log" || true)
-refused=$(grep -o "refused connections: .*; last" "$dir/serve.log" | tail -3 | tr '\n' ' ' || true)
+refused=$(grep -c "refused a connection" "$dir/serve.log" || true)
+unlogged=$(grep -o "not logged before it: [^)]*" "$dir/serve.log" | tail -1 || true)
 jobs=$(/usr/bin/python3 -c '
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -161,4 +162,4 @@ echo "aryl status p50 / p99 / max:  $p50 / $p99 / $max ms over $n runs (goal p99
 echo "agents reported lost:         $lost (must be 0)"
 echo "jobs:                         $jobs (64 expected, each once)"
 [ "$abuse" = 1 ] && echo "attacker:                     $(tail -1 "$work/attacker.log")"
-echo "serve refusals (last lines):  ${refused:-none}"
+echo "serve.log lines:              $(wc -l < "$dir/serve.log") ($refused refusals logged; last count of lines not logged: ${unlogged:-none})"

@@ -51,8 +51,8 @@ struct gateway_options {
   /// max_before_hello_per_address from one peer address; more are refused with a reason.
   double hello_timeout_s = 10;
   size_t pre_hello_bytes = 8192;
-  size_t max_before_hello = 512;
-  size_t max_before_hello_per_address = 128;
+  size_t max_before_hello = 1024;
+  size_t max_before_hello_per_address = 256;
   /// Connections of any kind; keep it below the descriptors the process may open
   /// (serve derives it from RLIMIT_NOFILE).
   size_t max_connections = 4096;

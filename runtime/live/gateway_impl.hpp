@@ -71,9 +71,10 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   size_t connections = 0;
   size_t before_hello = 0;
   std::map<std::string, size_t> before_hello_by_address;
-  /// Refusals since the last logged one, by reason (logged at most once a second).
-  std::map<std::string, uint64_t> refusals_unlogged;
-  std::chrono::steady_clock::time_point refusal_logged{};
+  /// Refusals and ends before hello (log_counted): lines this second, and those not logged.
+  std::chrono::steady_clock::time_point counted_since{};
+  uint64_t counted_lines = 0;
+  std::map<std::string, uint64_t> counted_unlogged;
 
   // Status requests (gateway_session.cpp); network thread only. At most one ask of the
   // scheduler is in flight: requests that arrive meanwhile wait for the next one, which
@@ -105,6 +106,9 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   void accept();
   void admit(tcp::socket s);
   void refuse(tcp::socket& s, const std::string& reason, const std::string& kind);
+  /// Logs `line`, unless 20 such lines were logged this second: then counts it under `kind`,
+  /// and the next line logged says how many were not.
+  void log_counted(const std::string& kind, const std::string& line);
   /// A session's hello was taken, or it ended (before hello or after).
   void hello_taken(const std::string& address);
   void ended(const std::string& address, bool before_hello);

@@ -78,13 +78,11 @@ void gateway::impl::admit(tcp::socket s) {
     return refuse(s, fmt::format("serve holds its limit of {} connections before hello; try again later",
                                  opts.max_before_hello),
                   "limit before hello");
-  auto& mine = before_hello_by_address[address];
-  if (mine >= opts.max_before_hello_per_address) {
-    if (mine == 0) before_hello_by_address.erase(address);
+  auto& mine = before_hello_by_address[address];  // erased again when it falls to 0 (hello_taken)
+  if (mine >= opts.max_before_hello_per_address)
     return refuse(s, fmt::format("{} holds its limit of {} connections before hello; try again later", address,
                                  opts.max_before_hello_per_address),
                   "limit before hello per address");
-  }
   ++mine;
   ++before_hello;
   ++connections;
@@ -99,15 +97,26 @@ void gateway::impl::refuse(tcp::socket& s, const std::string& reason, const std:
   asio::write(s, asio::buffer(frame), ec);
   s.shutdown(tcp::socket::shutdown_both, ec);
   s.close(ec);
-  // One line a second at most: a flood of connections must not flood the log.
-  ++refusals_unlogged[kind];
+  log_counted(kind, "refused a connection: " + reason);
+}
+
+void gateway::impl::log_counted(const std::string& kind, const std::string& line) {
+  // A flood of connections must not flood the log: past 20 such lines in a second, the rest
+  // of that second is counted, and the counts logged with the next line.
+  constexpr uint64_t lines_a_second = 20;
   auto now = std::chrono::steady_clock::now();
-  if (now - refusal_logged < std::chrono::seconds(1)) return;
-  refusal_logged = now;
+  if (now - counted_since >= std::chrono::seconds(1)) {
+    counted_since = now;
+    counted_lines = 0;
+  }
+  if (++counted_lines > lines_a_second) {
+    ++counted_unlogged[kind];
+    return;
+  }
   std::string counts;
-  for (auto& [k, n] : refusals_unlogged) counts += fmt::format("{}{} ({})", counts.empty() ? "" : ", ", n, k);
-  refusals_unlogged.clear();
-  log(fmt::format("refused connections: {}; last: {}", counts, reason));
+  for (auto& [k, n] : counted_unlogged) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, k);
+  counted_unlogged.clear();
+  log(counts.empty() ? line : fmt::format("{} (not logged before it: {})", line, counts));
 }
 
 void gateway::impl::hello_taken(const std::string& address) {

@@ -63,7 +63,7 @@ class session : public std::enable_shared_from_this<session> {
   /// Sends `reason` as an error frame, then closes once it is written.
   void close(const std::string& reason) {
     if (closing_) return;
-    g_->log(fmt::format("{}: closing: {}", peer_, reason));
+    log_end(fmt::format("{}: closing: {}", peer_, reason));
     send(wire::error{escape_control(reason)});
     closing_ = true;
     if (queue_.empty()) shut();
@@ -73,6 +73,13 @@ class session : public std::enable_shared_from_this<session> {
 
  private:
   enum class stage { hello, registering, agent, client };
+
+  /// Unauthenticated peers come and go by the thousand in a flood: their ends are counted
+  /// into one line a second, as refusals are.
+  void log_end(const std::string& line) {
+    if (stage_ == stage::hello) g_->log_counted("ended before hello", line);
+    else g_->log(line);
+  }
 
   void read() {
     reading_ = true;
@@ -155,7 +162,7 @@ class session : public std::enable_shared_from_this<session> {
   /// The connection ended without a close of ours.
   void lost(const std::string& why) {
     if (!socket_.is_open()) return;
-    if (!closing_) g_->log(fmt::format("{}: disconnected: {}", peer_, why));
+    if (!closing_) log_end(fmt::format("{}: disconnected: {}", peer_, why));
     closing_ = true;
     boost::system::error_code ec;
     socket_.close(ec);
