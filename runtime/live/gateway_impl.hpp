@@ -124,7 +124,6 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   void deliver(const std::string& server, wire::message msg);
 };
 
-
 /// Starts serving a connection just accepted (gateway_session.cpp).
 void start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address);
 /// Queues `m` on `s`'s connection.
