@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,19 +27,32 @@ namespace {
 
 using namespace aryl;
 
-/// Discards the gateway's log: a long run would otherwise hold every line.
-struct null_buffer : std::streambuf {
-  int overflow(int c) override { return c; }
+/// Keeps the gateway's last 64 KiB of log, for a finding to show.
+struct tail_buffer : std::streambuf {
+  std::mutex m;
+  std::string text;
+  int overflow(int c) override {
+    std::lock_guard lock(m);
+    text.push_back(static_cast<char>(c));
+    if (text.size() > 131072) text.erase(0, 65536);
+    return c;
+  }
+  std::string last() {
+    std::lock_guard lock(m);
+    return text.size() > 4000 ? text.substr(text.size() - 4000) : text;
+  }
 };
+tail_buffer* log_tail = nullptr;
 
 struct world {
-  null_buffer nothing;
-  std::ostream log{&nothing};
+  tail_buffer tail;
+  std::ostream log{&tail};
   std::unique_ptr<live::gateway> g;
   world() {
     live::gateway_options o;
     o.token = "secret";
     o.checkpoint_root = "/nonexistent";
+    log_tail = &tail;
     g = std::make_unique<live::gateway>(o, log);
     g->add_server(0, "t0", "V100", 8, wire::pool_kind::training);
     g->add_server(1, "i0", "T4", 4, wire::pool_kind::inference);
@@ -63,6 +77,15 @@ struct world {
 
 int dial(uint16_t port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
+  // From a different loopback address each time: two connections an input, tens of
+  // thousands a minute, would otherwise reuse the ports of connections the gateway still
+  // holds in TIME_WAIT, and the kernel then delays or drops the new one.
+  static uint32_t next = 0;
+  ++next;
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  from.sin_addr.s_addr = htonl(0x7f000000u | (1 + next % 0xfffffe));
+  if (fd >= 0) bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
@@ -91,7 +114,8 @@ std::vector<wire::message> read_to_close(int fd, std::chrono::seconds within) {
       // Stuck, or only slow (a loaded machine)? Said in the finding.
       bool later = poll(&p, 1, 20000) > 0;
       fuzz::finding("the gateway did not close the connection within " + std::to_string(within.count()) +
-                    " s of the peer's end (" + (later ? "it did within 20 s more" : "nor within 20 s more") + ")");
+                    " s of the peer's end (" + (later ? "it did within 20 s more" : "nor within 20 s more") +
+                    "); the gateway's log ends:\n" + (log_tail ? log_tail->last() : ""));
     }
     uint8_t buf[16384];
     auto n = ::recv(fd, buf, sizeof buf, 0);
