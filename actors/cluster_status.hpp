@@ -14,6 +14,14 @@ struct active_job {
   bool running = false;  ///< else queued
   int workers = 0;
   std::string reason;    ///< queued: why it waits (queue_wait_reason); running: empty
+  int gpus = 0;          ///< requested workers
+  int min_workers = 0;
+  int max_workers = 0;
+  std::string gpu_type;  ///< required type; empty: any
+  /// Simulated seconds since its first start; < 0: never started.
+  double run_s = -1;
+  std::string servers;   ///< running: "t0:4 t1:2"
+  bool predicted = true; ///< false: its duration is the default estimate
 };
 
 struct server_report {
@@ -23,6 +31,17 @@ struct server_report {
   int free = 0;
   bool inference = false;  ///< home pool
   std::string mode;        ///< training | serving | loaned | reclaiming | down (lost: free is 0)
+};
+
+/// A tenant's GPUs of training servers now (docs/design.md, "Tenants and quotas"): its quota
+/// (-1: none), base GPUs its jobs hold, those beyond its quota (borrowed), its idle quota that
+/// others' borrowing occupies (lent; others' borrowing shared over the lenders' idle quota in
+/// proportion), and its queued jobs.
+struct tenant_report {
+  std::string name;
+  long quota = -1;
+  long in_use = 0, borrowed = 0, lent = 0;
+  int queued = 0;
 };
 
 /// Wall-clock seconds from an event that asked for a scheduling round to the round's last
@@ -45,11 +64,14 @@ struct cluster_status {
   int64_t t_us = 0;  ///< simulation time of the report
   std::vector<active_job> jobs;
   std::vector<server_report> servers;
-  uint64_t jobs_finished = 0;
+  uint64_t jobs_finished = 0;  ///< ended, whatever the outcome
+  uint64_t jobs_failed = 0;     ///< of those, failed (retries exhausted)
+  uint64_t jobs_cancelled = 0;  ///< of those, cancelled (a client, or the run told to stop)
   /// Each completed reclaim: simulated seconds from the request to the servers' return.
   std::vector<double> reclaim_latency_s;
   uint64_t reclaim_slo_misses = 0;  ///< servers returned after their deadline
   latency_histogram rounds;
+  std::vector<tenant_report> tenants;  ///< governed tenants only (none: empty)
 };
 
 } // namespace aryl

@@ -113,6 +113,11 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
         self->state.writer->reclaim_done(latency_s, late_s);
         measured();
       },
+      [=](qdone_atom, double latency_s, double late_s) {
+        if (self->state.status->finished.load()) return;
+        self->state.writer->quota_done(latency_s, late_s);
+        measured();
+      },
       [=](measures_to_atom, const caf::actor& journal) { self->state.journal = journal; },
       [=](close_atom) {
         auto& s = self->state;

@@ -24,6 +24,7 @@ using expect_atom = caf::atom_constant<caf::atom("expect")>;
 using close_atom = caf::atom_constant<caf::atom("close")>;
 using lostwork_atom = caf::atom_constant<caf::atom("lostwork")>;
 using rdone_atom = caf::atom_constant<caf::atom("rdone")>;
+using qdone_atom = caf::atom_constant<caf::atom("qdone")>;
 using measures_to_atom = caf::atom_constant<caf::atom("measureto")>;
 
 template <class Inspector>
@@ -37,7 +38,8 @@ typename Inspector::result_type inspect(Inspector& f, job_record& x) {
            x.first_start_us, x.end_us, x.queued_s, x.gpu_seconds, x.preemptions, x.scale_ins,
            x.scale_outs, x.duration_s, x.last_workers, x.on_loaned_s, x.slowdown, x.below_speed_s,
            x.below_speed_gpu_s, x.outcome, x.needed_gpu_s, x.training_gpu_s, x.loaned_gpu_s,
-           x.training_speed_gpu_s, x.loaned_speed_gpu_s, x.training_needed_gpu_s, x.loaned_needed_gpu_s);
+           x.training_speed_gpu_s, x.loaned_speed_gpu_s, x.training_needed_gpu_s, x.loaned_needed_gpu_s,
+           x.estimated, x.tenant, x.predicted);
 }
 
 template <class Inspector>
@@ -58,6 +60,7 @@ typename Inspector::result_type inspect(Inspector& f, cluster_snapshot& x) {
 /// too. close: the run was told to stop and every submitted job has been recorded (the
 /// active ones as cancelled): close the outputs with what is there. lostwork(gpu_s,
 /// recovery_s, < 0 for none): a fault's cost. rdone(latency_s, late_s): a reclaim returned its servers.
+/// qdone(latency_s, late_s): a quota reclaim's victims all checkpointed.
 /// measures_to(journal): `aryl serve --state`: after each change of the run's measures
 /// (lostwork, rdone, slo), the recorder sends them all to this journal actor, so that a
 /// restarted scheduler's summary counts what was measured before.
@@ -75,6 +78,7 @@ using recorder_actor = caf::typed_actor<caf::reacts_to<event_atom, event_record>
                                         caf::reacts_to<close_atom>,
                                         caf::reacts_to<lostwork_atom, double, double>,
                                         caf::reacts_to<rdone_atom, double, double>,
+                                        caf::reacts_to<qdone_atom, double, double>,
                                         caf::reacts_to<measures_to_atom, caf::actor>>;
 
 } // namespace aryl

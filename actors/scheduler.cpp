@@ -199,6 +199,8 @@ void run_round(self_ptr self) {
     st.scale_timer = true;
     self->delayed_send(self, st.jenv.tb.span(due - now), scale_due_atom::value);
   }
+  if (st.unestimated_active > 0)
+    refresh_estimates(st.ledger, st.history, st.setup.planner.unestimated_prior_s, now);
   auto decisions = plan_round(st.ledger, st.setup.policy, st.setup.planner, now,
                               full ? round_scope::full : round_scope::local);
   // One message per server changed (its removals, then its placements) and one to the
@@ -226,10 +228,12 @@ void run_round(self_ptr self) {
     c = {};
   }
   st.round_servers.clear();
+  if (st.ledger.params.quotas) track_quota_reclaims(self, decisions, now);
+  if (st.ledger.params.quotas || st.ledger.params.fair_share) settle_tenant_usage(st.ledger, st.setup.policy, now);
   std::vector<event_record> lines;
   lines.reserve(decisions.size());
   for (auto& d : decisions) {
-    dispatch_assignment(self, d, true);
+    dispatch_assignment(self, d, true, !st.quota_reclaims.empty() && quota_victim(st, d.job));
     auto& j = st.ledger.jobs[d.job];
     std::string detail = fmt::format(FMT_COMPILE("job-{} workers={}"), d.job, j.workers);
     if (!d.alloc.empty()) {
@@ -258,6 +262,7 @@ job_record make_record(const scheduler_state& st, const job_entry& j, sim_time n
   r.scale_ins = j.scale_ins;
   r.scale_outs = j.scale_outs;
   r.duration_s = st.durations[j.index];
+  r.predicted = !st.unpredicted[j.index];
   r.last_workers = last_workers;
   r.on_loaned_s = j.on_loaned_s;
   r.slowdown = r.duration_s > 0 ? (now - j.submit).seconds() * j.requested_rate / r.duration_s : 1.0;
@@ -272,6 +277,8 @@ job_record make_record(const scheduler_state& st, const job_entry& j, sim_time n
   r.loaned_speed_gpu_s = j.loaned_speed_gpu_s;
   r.training_needed_gpu_s = j.training_needed_gpu_s;
   r.loaned_needed_gpu_s = j.loaned_needed_gpu_s;
+  r.estimated = j.estimated;
+  r.tenant = st.ledger.tenants[static_cast<size_t>(j.tenant)].name;
   return r;
 }
 
@@ -377,24 +384,10 @@ std::string dump_state(const scheduler_state& st, sim_time now) {
   return out;
 }
 
-cluster_status status_of(const scheduler_state& st, sim_time now) {
-  static const char* modes[] = {"training", "serving", "loaned", "reclaiming", "down"};
-  auto& l = st.ledger;
-  cluster_status out;
-  out.t_us = now.us;
-  out.jobs_finished = st.jobs_finished;
-  out.reclaim_latency_s = st.reclaim_latency_s;
-  out.rounds = st.rounds;
-  for (auto id : l.running) out.jobs.push_back({id, st.names[id], true, l.jobs[id].workers, {}});
-  for (auto id : l.queued)
-    out.jobs.push_back({id, st.names[id], false, l.jobs[id].workers,
-                        queue_wait_reason(l, st.setup.policy, st.setup.planner, id, st.setup.type_names)});
-  // A lost server's GPUs are not free: nothing can be placed there until its agent is back.
-  for (auto& s : l.servers)
-    out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus,
-                           s.mode == server_mode::down ? 0 : s.free, s.home == server_home::inference,
-                           modes[static_cast<int>(s.mode)]});
-  return out;
+/// The ended jobs by outcome, for /metrics.
+static void count_outcome(scheduler_state& st, std::string_view outcome) {
+  if (outcome == "failed") ++st.jobs_failed;
+  if (outcome == "cancelled") ++st.jobs_cancelled;
 }
 
 /// Ends an active job: frees its GPUs, stops its workers, records it. Done jobs have quit on
@@ -405,11 +398,17 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   auto& j = st.ledger.jobs[job];
   auto before = j.alloc;
   int workers = j.workers;
+  // What an ended job ran is what jobs without an estimate are expected to run (a live job
+  // submitted without a duration: the work the scheduler saw it do).
+  if (std::string_view(outcome) == "done")
+    st.history.add(j.tenant, st.durations[job] > 0 ? st.durations[job] : j.progress.done_at(now));
+  if (!j.estimated) --st.unestimated_active;
   st.ledger.finish(job, now);
   ++st.jobs_finished;
   for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
   std::string_view what = outcome;
   bool done = what == "done";
+  count_outcome(st, what);
   event_record line{now.us, "scheduler", done ? "finish" : what == "failed" ? "fail" : "cancel",
                     fmt::format(FMT_COMPILE("job-{} workers={}"), job, workers), why};
   auto record = make_record(st, j, now, workers, outcome);
@@ -419,6 +418,7 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   bool any = false;
   for (auto& rf : st.reclaims) any |= rf.waiting.erase(job) > 0;
   if (any) complete_reclaims(self, now);
+  if (!st.quota_reclaims.empty()) quota_acked(self, job, UINT64_MAX, now);
   self->send(st.jenv.recorder, ended_atom::value, std::move(line), std::move(record));
   if (!done) self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
   st.jobs[job] = nullptr;
@@ -439,12 +439,14 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
     st.jobs.resize(spec.index + 1);
     st.names.resize(spec.index + 1);
     st.durations.resize(spec.index + 1);
+    st.unpredicted.resize(spec.index + 1);
     st.retries.resize(spec.index + 1);
     if (st.setup.journal) st.specs.resize(spec.index + 1);
   }
   if (st.setup.journal) st.specs[spec.index] = spec;
   st.names[spec.index] = spec.name;
   st.durations[spec.index] = spec.duration_s;
+  st.unpredicted[spec.index] = spec.predicted ? 0 : 1;
   auto& j = l.jobs[spec.index];
   j.index = spec.index;
   // When it was submitted, not when the scheduler took it: later only if the scheduler was
@@ -457,7 +459,13 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
   j.gpu_type = -1;
   for (size_t t = 0; t < st.setup.type_names.size(); ++t)
     if (st.setup.type_names[t] == spec.gpu_type) j.gpu_type = static_cast<int>(t);
-  j.predicted_work = spec.duration_s * spec.predict_factor;
+  j.tenant = tenant_of(st, spec.tenant);
+  // A job that gives neither a duration nor an estimate (a client's) has none.
+  // A client's job submitted without a duration runs (emulated) for the default estimate, but
+  // the scheduler estimates it as any job without one.
+  j.estimated = spec.estimated && spec.predicted && (spec.estimate_s > 0 || spec.duration_s > 0);
+  if (!j.estimated) ++st.unestimated_active;
+  j.predicted_work = spec.estimate_s > 0 ? spec.estimate_s : spec.duration_s * spec.predict_factor;
   // The queue is ordered by submit time and remaining work: a restored job's are set first.
   if (restored) {
     auto& r = restored->record;
@@ -482,6 +490,9 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
     j.progress.work_done = restored->work_done;
     st.retries[spec.index] = restored->retries;
   }
+  if (!j.estimated)
+    j.predicted_work = j.progress.work_done + st.history.expected_remaining(j.tenant, j.progress.work_done,
+                                                                           st.setup.planner.unestimated_prior_s);
   l.submit(spec.index, restored ? now : j.submit);  // queued since its submission
   if (restored) {
     bool was_running = restored->status == "running";
@@ -562,12 +573,14 @@ void restore_job(self_ptr self, saved_job& row) {
     st.jobs.resize(index + 1);
     st.names.resize(index + 1);
     st.durations.resize(index + 1);
+    st.unpredicted.resize(index + 1);
     st.retries.resize(index + 1);
     if (st.setup.journal) st.specs.resize(index + 1);
   }
   st.names[index] = row.spec.name;
   st.durations[index] = row.spec.duration_s;
   ++st.jobs_finished;
+  count_outcome(st, row.record.outcome);
   log(self, now, "restore", fmt::format("{} name={} outcome={}", job_name(index), row.spec.name, row.record.outcome),
       "ended before the scheduler restarted");
   self->send(st.jenv.recorder, jobrec_atom::value, std::move(row.record));
@@ -585,6 +598,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
   auto& st = self->state;
   st.ledger.params = setup.params;
   st.ledger.servers = setup.servers;
+  if (!setup.tenants.empty()) st.ledger.tenants = setup.tenants;
   st.setup = std::move(setup);
   st.servers = std::move(servers);
   st.next_index = st.setup.first_free_index;
@@ -663,6 +677,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
           }
         }
         if (any) complete_reclaims(self, st.jenv.tb.now(self));
+        if (!st.quota_reclaims.empty()) quota_acked(self, a.job, a.generation, st.jenv.tb.now(self));
         return caf::unit;
       },
       [=](finished_atom, uint32_t job, uint64_t) -> caf::result<void> {

@@ -11,6 +11,7 @@
 #include "actors/actor_env.hpp"
 #include "runtime/heartbeats.hpp"
 #include "solvers/cluster_ledger.hpp"
+#include "solvers/duration_estimate.hpp"
 #include "solvers/round_planner.hpp"
 
 namespace aryl {
@@ -31,6 +32,9 @@ struct scheduler_setup {
   int max_retries = 3;                    ///< restarts after faults before a job fails
   uint64_t seed = 0;                      ///< the run's: heartbeats lost on a lossy link
   checkpoint_settings checkpoints;        ///< handed to every job
+  /// Tenants by index ([0]: jobs without one), with their quotas and weights; empty: only
+  /// [0], and tenants named by jobs are added as they come, without quota.
+  std::vector<tenant_entry> tenants;
   /// `aryl serve --state`: every job change and loan is journaled there; null: none.
   journal_actor journal;
 };
@@ -42,6 +46,8 @@ struct scheduler_state {
   /// Trace name and recorded duration per job, for the job records only.
   std::vector<std::string> names;
   std::vector<double> durations;
+  /// By job: 1 when its duration is the default estimate (job_spec::predicted false).
+  std::vector<char> unpredicted;
   std::vector<server_actor> servers;
   job_env jenv;
   /// Learnt from the first loan offer. Weak: the inference-load actor holds the scheduler, and
@@ -96,10 +102,24 @@ struct scheduler_state {
     sim_time deadline;
   };
   std::deque<reclaim_in_flight> reclaims;
+  /// Quota reclaims (a round's stops for quota owners): victims whose stop's checkpoint is
+  /// still being written, and when the round stopped them.
+  struct quota_reclaim_in_flight {
+    std::map<uint32_t, uint64_t> waiting;
+    sim_time started;
+  };
+  std::deque<quota_reclaim_in_flight> quota_reclaims;
   int reclaim_backlog = 0;
   sim_time reclaim_deadline;  ///< of the latest reclaim request  ///< servers requested but not yet chosen (none loaned yet)
+  /// Ended jobs' durations, for the jobs that came without an estimate, and how many of
+  /// those are active (0: no round re-estimates).
+  duration_history history;
+  size_t unestimated_active = 0;
+  /// Tenant name -> index into ledger.tenants (0: no tenant); a name first seen is added.
+  std::map<std::string, int> tenant_index;
   // For `status` (live mode's metrics):
   uint64_t jobs_finished = 0;
+  uint64_t jobs_failed = 0, jobs_cancelled = 0;  ///< of jobs_finished, by outcome
   std::vector<double> reclaim_latency_s;
 
   static inline const char* name = "scheduler";

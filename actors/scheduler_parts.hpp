@@ -22,6 +22,25 @@ void dispatch(self_ptr self, const decision& d, bool ack = false);
 void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string& why);
 void complete_reclaims(self_ptr self, sim_time now);
 void journal_server(self_ptr self, int sid, const char* mode);
+/// "t0:4 t1:2": where a job's workers are, by server name.
+std::string alloc_text(const scheduler_state& st, const allocation& a);
+
+// scheduler_status.cpp
+/// The active jobs and the servers now, for live mode's `aryl status` and /metrics.
+cluster_status status_of(const scheduler_state& st, sim_time now);
+
+// scheduler_tenants.cpp: tenants and quota reclaims.
+/// The index of the tenant named `name` in the ledger, added with no quota if first seen.
+int tenant_of(scheduler_state& st, const std::string& name);
+/// Starts waiting for the checkpoints of the round's quota-reclaim victims; whether `job`
+/// is one (its assignment then asks for an acknowledgement).
+void track_quota_reclaims(self_ptr self, const std::vector<decision>& decisions, sim_time now);
+bool quota_victim(const scheduler_state& st, uint32_t job);
+/// Each governed tenant's quota and GPUs now, for `status` and /metrics.
+std::vector<tenant_report> tenant_reports(const scheduler_state& st);
+/// A job acknowledged generation `generation` (or ended: generation max): quota reclaims it
+/// completes are measured.
+void quota_acked(self_ptr self, uint32_t job, uint64_t generation, sim_time now);
 
 // scheduler_faults.cpp: the fault actor's and the gateway's messages, and recovery.
 /// A job whose workers died restarts from its checkpoint (see the definition).

@@ -27,7 +27,8 @@ using restore_atom = caf::atom_constant<caf::atom("restore")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, active_job& x) {
-  return f(caf::meta::type_name("active_job"), x.job, x.name, x.running, x.workers, x.reason);
+  return f(caf::meta::type_name("active_job"), x.job, x.name, x.running, x.workers, x.reason, x.gpus, x.min_workers,
+           x.max_workers, x.gpu_type, x.run_s, x.servers, x.predicted);
 }
 
 template <class Inspector>
@@ -41,9 +42,14 @@ typename Inspector::result_type inspect(Inspector& f, latency_histogram& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tenant_report& x) {
+  return f(caf::meta::type_name("tenant_report"), x.name, x.quota, x.in_use, x.borrowed, x.lent, x.queued);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
-  return f(caf::meta::type_name("cluster_status"), x.t_us, x.jobs, x.servers, x.jobs_finished, x.reclaim_latency_s,
-           x.reclaim_slo_misses, x.rounds);
+  return f(caf::meta::type_name("cluster_status"), x.t_us, x.jobs, x.servers, x.jobs_finished, x.jobs_failed,
+           x.jobs_cancelled, x.reclaim_latency_s, x.reclaim_slo_misses, x.rounds, x.tenants);
 }
 
 template <class Inspector>
@@ -54,7 +60,8 @@ typename Inspector::result_type inspect(Inspector& f, sim_time& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
   return f(caf::meta::type_name("job_spec"), x.index, x.name, x.submit, x.gpus, x.duration_s,
-           x.gpu_type, x.elastic, x.min_workers, x.max_workers, x.predict_factor, x.user, x.command);
+           x.gpu_type, x.elastic, x.min_workers, x.max_workers, x.predict_factor, x.estimated, x.estimate_s, x.user, x.tenant,
+           x.command, x.predicted);
 }
 
 /// submit(job): a job arrives. ack/finished: from job actors. round: run one scheduling

@@ -118,6 +118,7 @@ const std::map<std::string, setter>& setters() {
       {"scheduler.short_job_s", [](config& c, const std::string& v) { c.scheduler.short_job_s = seconds(v); }},
       {"scheduler.inelastic_on_loaned", [](config& c, const std::string& v) { c.scheduler.inelastic_on_loaned = to_bool(v); }},
       {"scheduler.reclaim", [](config& c, const std::string& v) { c.reclaim_method = one_of(v, {"greedy", "exact"}); }},
+      {"scheduler.unestimated_prior_s", [](config& c, const std::string& v) { c.scheduler.unestimated_prior_s = seconds(v, 1.0); }},
       {"scheduler.las_threshold_gpu_s", [](config& c, const std::string& v) { c.scheduler.las_thresholds = {within(to_double(v), 0.0, max_gpu_seconds)}; }},
       {"cluster.training.servers", [](config& c, const std::string& v) { c.training.servers = count(v, 0, max_servers); }},
       {"cluster.training.gpus_per_server", [](config& c, const std::string& v) { c.training.gpus_per_server = count(v, 1, max_gpus_per_server); }},
@@ -167,6 +168,13 @@ const std::map<std::string, setter>& setters() {
       {"jobs.max_workers_factor", [](config& c, const std::string& v) { c.max_workers_factor = within(to_double(v), 1.0, 64.0); }},
       {"jobs.mispredict_fraction", [](config& c, const std::string& v) { c.mispredict_fraction = fraction(to_double(v)); }},
       {"jobs.mispredict_error", [](config& c, const std::string& v) { c.mispredict_error = fraction(to_double(v)); }},
+      {"jobs.unestimated_fraction", [](config& c, const std::string& v) { c.unestimated_fraction = fraction(to_double(v)); }},
+      {"tenants.from_demand", [](config& c, const std::string& v) { c.tenants_from_demand = to_bool(v); }},
+      {"tenants.borrow", [](config& c, const std::string& v) { c.tenants_borrow = to_bool(v); }},
+      {"tenants.lend", [](config& c, const std::string& v) { c.tenants_lend = to_bool(v); }},
+      {"tenants.fair_share", [](config& c, const std::string& v) { c.tenants_fair_share = to_bool(v); }},
+      {"tenants.halflife_s", [](config& c, const std::string& v) { c.tenants_halflife_s = seconds(v); }},
+      {"tenants.reclaim_grace_s", [](config& c, const std::string& v) { c.tenants_reclaim_grace_s = seconds(v); }},
       {"inference.trace", [](config& c, const std::string& v) { c.inference_trace = v; }},
       {"inference.format", [](config& c, const std::string& v) { c.inference_format = one_of(v, {"canonical", "servegen"}); }},
       {"inference.peak_utilisation", [](config& c, const std::string& v) { c.inference_peak_utilisation = fraction(to_double(v)); }},
@@ -190,11 +198,30 @@ const std::map<std::string, setter>& setters() {
       {"live.max_connections", [](config& c, const std::string& v) { c.max_connections = count(v, 1, 1000000); }},
       {"live.max_before_hello", [](config& c, const std::string& v) { c.max_before_hello = count(v, 1, 1000000); }},
       {"live.max_before_hello_per_address", [](config& c, const std::string& v) { c.max_before_hello_per_address = count(v, 1, 1000000); }},
+      {"live.default_estimate_s", [](config& c, const std::string& v) { c.default_estimate_s = seconds(v, 1.0); }},
   };
   return table;
 }
 
 constexpr const char* gpu_speed_prefix = "gpu_speed.";
+constexpr const char* tenants_prefix = "tenants.";
+
+/// `tenants.<name>.<field>`: false if `key` is not of that shape (a plain tenants.* key).
+bool set_tenant_key(config& c, const std::string& key, const std::string& v) {
+  const std::string rest = key.substr(std::string(tenants_prefix).size());
+  auto dot = rest.rfind('.');
+  if (dot == std::string::npos) return false;
+  const std::string name = rest.substr(0, dot), field = rest.substr(dot + 1);
+  if (name.empty() || name.find('.') != std::string::npos) bad_value("a tenant's name is one plain word");
+  tenant_config t = c.tenants.count(name) ? c.tenants.at(name) : tenant_config{};
+  if (field == "quota") t.quota = static_cast<long>(within<int64_t>(to_int(v), 0, 100'000'000));
+  else if (field == "weight") t.weight = within(to_double(v), 1e-6, 1e6);
+  else if (field == "borrow") t.borrow = to_bool(v) ? 1 : 0;
+  else if (field == "lend") t.lend = to_bool(v) ? 1 : 0;
+  else bad_value("unknown tenant setting '" + field + "' (quota, weight, borrow, lend)");
+  c.tenants[name] = t;
+  return true;
+}
 
 /// Config keys nest two levels (cluster.training.servers); deeper input is refused, which
 /// also ends the walk on an alias that refers to its own mapping.
@@ -230,6 +257,7 @@ void set_config_key(config& c, const std::string& key, const std::string& value,
       return;
     }
     auto it = setters().find(key);
+    if (it == setters().end() && key.rfind(tenants_prefix, 0) == 0 && set_tenant_key(c, key, value)) return;
     if (it == setters().end())
       throw input_error(where + ": unknown config key '" + key + "'");
     it->second(c, value);
@@ -268,6 +296,12 @@ void validate_config(const config& c) {
     throw input_error(fmt::format("config: scheduler.reclaim=exact takes at most {} inference servers "
                                   "(cluster.inference.servers={}); use greedy",
                                   max_exact_reclaim_servers, c.inference.servers));
+  long quotas = 0;
+  for (auto& [name, t] : c.tenants) quotas += std::max(0L, t.quota);
+  const long training_gpus = static_cast<long>(c.training.servers) * c.training.gpus_per_server;
+  if (quotas > training_gpus)
+    throw input_error(fmt::format("config: tenants.*.quota: quotas sum to {} GPUs, more than the training servers' {}",
+                                  quotas, training_gpus));
   if (c.training.servers == 0 && c.inference.servers == 0)
     throw input_error("config: the cluster has no servers");
 }
@@ -276,6 +310,7 @@ std::vector<std::string> config_key_names() {
   std::vector<std::string> out;
   for (auto& kv : setters()) out.push_back(kv.first);
   out.push_back(std::string(gpu_speed_prefix) + "<TYPE>");
+  for (auto field : {"quota", "weight", "borrow", "lend"}) out.push_back(std::string(tenants_prefix) + "<NAME>." + field);
   return out;
 }
 

@@ -16,7 +16,19 @@ struct cluster_config {
   int servers = 0;
   int gpus_per_server = 8;
   std::string gpu_type;
+  /// Live inventory (serve --join): the servers' names as their agents registered them;
+  /// empty: t0.. (training), i0.. (inference).
+  std::vector<std::string> names;
   friend bool operator==(const cluster_config&, const cluster_config&) = default;
+};
+
+/// One tenant's keys (`tenants.<name>.*`, docs/config.md).
+struct tenant_config {
+  long quota = -1;       ///< guaranteed GPUs of training servers; -1: from the weight, or none
+  double weight = 0;     ///< fair share; 0: not set (the quota's share, else 1)
+  int borrow = -1;       ///< -1: tenants.borrow
+  int lend = -1;         ///< -1: tenants.lend
+  friend bool operator==(const tenant_config&, const tenant_config&) = default;
 };
 
 struct config {
@@ -28,8 +40,8 @@ struct config {
   std::string reclaim_method = "greedy";
 
   // --- clusters
-  cluster_config training{16, 8, "V100"};
-  cluster_config inference{16, 8, "T4"};
+  cluster_config training{16, 8, "V100", {}};
+  cluster_config inference{16, 8, "T4", {}};
   std::map<std::string, double> gpu_speed{{"V100", 1.0}, {"T4", 0.35}, {"A100", 2.0}};
   double eff_exponent = -0.05;
   /// Per-worker efficiency of a job spanning 2+ servers; 1 = no cross-server cost.
@@ -51,6 +63,7 @@ struct config {
   double max_workers_factor = 2;
   double mispredict_fraction = 0;
   double mispredict_error = 0.25;
+  double unestimated_fraction = 0;   ///< share of jobs without a duration estimate (seeded)
 
   // --- checkpoints (jobs.*): a job checkpoints every interval of its run time and when its
   // workers are stopped; a stop takes checkpoint_s + checkpoint_per_gpu_s per worker, within
@@ -74,6 +87,15 @@ struct config {
   int64_t inference_interval_s = 300;
   double inference_headroom = 0.1;
   int64_t inference_grace_s = 120;
+
+  // --- tenants (docs/design.md, "Tenants and quotas")
+  std::map<std::string, tenant_config> tenants;
+  /// Every tenant of the trace gets a quota in proportion to its jobs' GPU-seconds.
+  bool tenants_from_demand = false;
+  bool tenants_borrow = true, tenants_lend = true;
+  bool tenants_fair_share = true;
+  double tenants_halflife_s = 3600;
+  double tenants_reclaim_grace_s = 120;
 
   // --- run
   std::string mode = "simulated";    ///< simulated | wallclock
@@ -100,6 +122,9 @@ struct config {
   int max_connections = 4096;
   int max_before_hello = 1024;
   int max_before_hello_per_address = 256;
+  /// A submitted job without a run-time estimate gets this one (seconds at its requested
+  /// workers) and is marked unpredicted.
+  double default_estimate_s = 3600;
 
   friend bool operator==(const config&, const config&) = default;
 };

@@ -23,6 +23,7 @@
 #include "runtime/input_error.hpp"
 #include "runtime/input_limits.hpp"
 #include "runtime/job_checks.hpp"
+#include "runtime/tenant_plan.hpp"
 
 namespace aryl {
 namespace {
@@ -86,8 +87,10 @@ std::vector<machine> cluster_machines(const config& c) {
   std::vector<machine> out;
   for (auto [cl, prefix, inference] : {std::tuple{&c.training, "t", false}, std::tuple{&c.inference, "i", true}})
     for (int i = 0; i < cl->servers; ++i)
-      out.push_back({static_cast<int>(out.size()), fmt::format("{}{}", prefix, i), cl->gpu_type, cl->gpus_per_server,
-                     inference});
+      out.push_back({static_cast<int>(out.size()),
+                     static_cast<size_t>(i) < cl->names.size() ? cl->names[static_cast<size_t>(i)]
+                                                               : fmt::format("{}{}", prefix, i),
+                     cl->gpu_type, cl->gpus_per_server, inference});
   return out;
 }
 
@@ -481,12 +484,14 @@ void check_runnable(const config& c, const std::vector<job_spec>& jobs,
 
 run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live) {
   auto plan = plan_cluster(c);
+  plan.setup.tenants = plan_tenants(c, in.jobs, plan.setup.params);
   check_runnable(c, plan.setup, in.jobs);
   if (!live) check_fault_jobs(in.faults, in.jobs.size());
   // Live: every line reaches the OS as it is written, so that a killed serve leaves its outputs
   // whole for the serve that carries its run on.
   auto writer = std::make_shared<run_writer>(c.out_dir, live != nullptr, live && live->carry_on_outputs);
   if (live) writer->restore_measures(live->measures);
+  if (live) writer->observe(live->on_event, live->on_job);
   if (!in.jobs.empty()) writer->set_window_end(in.jobs.back().submit.us);
   if (live && live->nodes.size() != plan.setup.servers.size())
     throw input_error(fmt::format("live: {} machines for {} configured servers", live->nodes.size(),

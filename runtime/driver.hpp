@@ -100,6 +100,9 @@ struct live_world {
   /// process left (events.log, timeline.csv) are carried on rather than started again.
   run_measures measures;
   bool carry_on_outputs = false;
+  /// Each event and each job's final record as the outputs get them (live mode's job book).
+  std::function<void(const event_record&)> on_event;
+  std::function<void(const job_record&)> on_job;
 };
 
 struct run_outcome {

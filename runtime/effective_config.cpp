@@ -39,6 +39,7 @@ std::string effective_config_json(const config& c) {
   j["scheduler.reclaim"] = c.reclaim_method;
   // The key sets one threshold; a config holding more came from code, not from keys.
   if (!s.las_thresholds.empty()) j["scheduler.las_threshold_gpu_s"] = s.las_thresholds.front();
+  j["scheduler.unestimated_prior_s"] = s.unestimated_prior_s;
   for (auto [name, cl] : {std::pair{"training", &c.training}, std::pair{"inference", &c.inference}}) {
     auto prefix = std::string("cluster.") + name;
     j[prefix + ".servers"] = cl->servers;
@@ -63,6 +64,20 @@ std::string effective_config_json(const config& c) {
   j["jobs.max_workers_factor"] = c.max_workers_factor;
   j["jobs.mispredict_fraction"] = c.mispredict_fraction;
   j["jobs.mispredict_error"] = c.mispredict_error;
+  j["jobs.unestimated_fraction"] = c.unestimated_fraction;
+  j["tenants.from_demand"] = c.tenants_from_demand;
+  j["tenants.borrow"] = c.tenants_borrow;
+  j["tenants.lend"] = c.tenants_lend;
+  j["tenants.fair_share"] = c.tenants_fair_share;
+  j["tenants.halflife_s"] = c.tenants_halflife_s;
+  j["tenants.reclaim_grace_s"] = c.tenants_reclaim_grace_s;
+  for (auto& [name, t] : c.tenants) {
+    auto prefix = "tenants." + name;
+    if (t.quota >= 0) j[prefix + ".quota"] = t.quota;
+    if (t.weight > 0) j[prefix + ".weight"] = t.weight;
+    if (t.borrow >= 0) j[prefix + ".borrow"] = t.borrow == 1;
+    if (t.lend >= 0) j[prefix + ".lend"] = t.lend == 1;
+  }
   j["jobs.checkpoint_interval_s"] = c.checkpoint_interval_s;
   j["jobs.checkpoint_s"] = c.checkpoint_s;
   j["jobs.checkpoint_per_gpu_s"] = c.checkpoint_per_gpu_s;
@@ -109,6 +124,7 @@ std::string effective_config_json(const config& c) {
   j["live.max_connections"] = c.max_connections;
   j["live.max_before_hello"] = c.max_before_hello;
   j["live.max_before_hello_per_address"] = c.max_before_hello_per_address;
+  j["live.default_estimate_s"] = c.default_estimate_s;
   return j.dump(2);
 }
 

@@ -42,6 +42,7 @@ run_inputs load_inputs(const config& c, std::string* note) {
   a.max_workers_factor = c.max_workers_factor;
   a.mispredict_fraction = c.mispredict_fraction;
   a.mispredict_error = c.mispredict_error;
+  a.unestimated_fraction = c.unestimated_fraction;
   a.seed = c.seed;
   assign_job_attributes(in.jobs, a, explicit_elastic.empty() ? nullptr : &explicit_elastic);
 

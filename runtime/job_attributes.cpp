@@ -50,6 +50,8 @@ void assign_job_attributes(std::vector<job_spec>& jobs, const job_attribute_opti
   check(o.mispredict_fraction >= 0 && o.mispredict_fraction <= 1, "mispredict_fraction", o.mispredict_fraction,
         "[0, 1]");
   check(o.mispredict_error >= 0 && o.mispredict_error < 1, "mispredict_error", o.mispredict_error, "[0, 1)");
+  check(o.unestimated_fraction >= 0 && o.unestimated_fraction <= 1, "unestimated_fraction", o.unestimated_fraction,
+        "[0, 1]");
   if (explicit_elastic && explicit_elastic->size() != jobs.size())
     throw std::invalid_argument("assign_job_attributes: explicit_elastic has " +
                                 std::to_string(explicit_elastic->size()) + " flags for " +
@@ -60,10 +62,11 @@ void assign_job_attributes(std::vector<job_spec>& jobs, const job_attribute_opti
   for (size_t i = 0; i < jobs.size(); ++i) {
     job_spec& job = jobs[i];
     splitmix64 rng = job_stream(o.seed, job.index);
-    // Always three draws, in this order, whatever the options: the coupling promised above.
+    // Always four draws, in this order, whatever the options: the coupling promised above.
     const double u_elastic = rng.uniform();
     const double u_mispredict = rng.uniform();
     const double u_factor = rng.uniform();
+    const double u_estimate = rng.uniform();
 
     if (!(explicit_elastic && (*explicit_elastic)[i])) {
       job.elastic = u_elastic < o.elastic_fraction;
@@ -76,6 +79,7 @@ void assign_job_attributes(std::vector<job_spec>& jobs, const job_attribute_opti
     }
     job.predict_factor =
         u_mispredict < o.mispredict_fraction ? 1 + o.mispredict_error * (2 * u_factor - 1) : 1.0;
+    if (u_estimate < o.unestimated_fraction) job.estimated = false;
   }
 }
 

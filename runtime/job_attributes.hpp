@@ -18,6 +18,8 @@ struct job_attribute_options {
   double mispredict_fraction = 0;
   /// A mispredicted job's predict_factor is uniform in [1 - error, 1 + error]; in [0, 1).
   double mispredict_error = 0.25;
+  /// Probability that a job comes without a duration estimate (job_spec::estimated); in [0, 1].
+  double unestimated_fraction = 0;
   uint64_t seed = 1;
 };
 
@@ -28,7 +30,8 @@ struct job_attribute_options {
 /// Jobs whose explicit_elastic flag is set (see trace_load::explicit_elastic) keep their
 /// elastic/min_workers/max_workers from the trace; `explicit_elastic`, when given, must have one
 /// flag per job. Jobs not made elastic get min = max = gpus; jobs not mispredicted get
-/// predict_factor = 1. Throws input_error for out-of-range options.
+/// predict_factor = 1. A job the trace left without an estimate stays so; unestimated_fraction
+/// only takes estimates away (a fourth draw, after the three above). Throws input_error for out-of-range options.
 void assign_job_attributes(std::vector<job_spec>& jobs, const job_attribute_options& options,
                            const std::vector<bool>* explicit_elastic = nullptr);
 

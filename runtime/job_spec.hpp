@@ -26,7 +26,18 @@ struct job_spec {
   int max_workers = 1;
   /// Predicted work = true work x this factor (1 = exact prediction).
   double predict_factor = 1.0;
+  /// False: the job came without a duration estimate (a canonical row with `estimate_s` empty,
+  /// jobs.unestimated_fraction, a live submit without --duration); the scheduler estimates its
+  /// remaining time from ended jobs (solvers/duration_estimate.hpp) and never reads duration_s.
+  bool estimated = true;
+  /// The trace's own estimate in seconds (canonical `estimate_s`); 0: duration_s x predict_factor.
+  double estimate_s = 0;
   std::string user;
+  /// Who the job runs for: the Philly VC, the canonical `tenant` column; empty: no tenant.
+  std::string tenant;
+  /// False for a submitted job that gave no run-time estimate: duration_s is then the
+  /// configured default (live.default_estimate_s), not the user's.
+  bool predicted = true;
   /// Live mode: argv of each worker (submitted with the job); empty = live.worker_command.
   std::vector<std::string> command;
 };

@@ -18,7 +18,9 @@
 #include "runtime/outputs.hpp"
 #include "runtime/live/agent.hpp"
 #include "runtime/live/client.hpp"
+#include "runtime/live/gpu_detect.hpp"
 #include "runtime/live/job_file.hpp"
+#include "runtime/live/log_stamp.hpp"
 #include "runtime/live/serve.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/live/worker.hpp"
@@ -101,16 +103,20 @@ void check_name(const std::string& flag, const std::string& name) {
     throw aryl::input_error(flag + ": '" + name + "' holds " + aryl::describe_control(name));
 }
 
-int agent(aryl::live::agent_options o, const std::string& token_file, const std::string& pool) {
+/// `note`: a line for the agent's log before it starts (what was detected of the machine).
+int agent(aryl::live::agent_options o, const std::string& token_file, const std::string& pool,
+          const std::string& note) {
   check_name("agent: --name", o.name);
-  if (token_file.empty()) throw aryl::input_error("agent: --token-file is required (the cluster token)");
   if (pool != "training" && pool != "inference")
     throw aryl::input_error("agent: --pool: '" + pool + "' is not one of training|inference");
   o.token = aryl::live::read_token_file(token_file);
   o.pool = pool == "training" ? aryl::wire::pool_kind::training : aryl::wire::pool_kind::inference;
   std::signal(SIGTERM, request_stop);
   std::signal(SIGINT, request_stop);
-  return aryl::live::run_agent(o, stop_requested, std::cerr);
+  aryl::live::stamped_log stamped(std::cerr.rdbuf());
+  std::ostream log(&stamped);
+  if (!note.empty()) log << note << '\n';
+  return aryl::live::run_agent(o, stop_requested, log);
 }
 
 } // namespace
@@ -155,23 +161,30 @@ int main(int argc, char** argv) {
   serve->add_option("--metrics-port-file", so.metrics_port_file, "write the metrics port here");
   serve->add_flag("--until-stopped", so.until_stopped,
                   "serve until SIGINT or SIGTERM, not only until every known job is done");
+  serve->add_option("--join", so.join,
+                    "a live inventory: the cluster is the first N agents to register, as they describe their "
+                    "machines (default 0: the config's t0.., i0..)");
   serve->add_flag("--no-workload", so.no_workload, "start with no jobs: only `aryl submit` brings them (implies --until-stopped)");
 
   aryl::live::agent_options ao;
   std::string agent_token, agent_pool = "training";
   auto* agent_cmd = app.add_subcommand("agent", "live mode: the node agent of one machine");
-  agent_cmd->add_option("--host", ao.host, "scheduler address (default 127.0.0.1)");
-  agent_cmd->add_option("--port", ao.port, "scheduler port")->required();
-  agent_cmd->add_option("--token-file", agent_token, "file holding the cluster token")->required();
+  std::string agent_host;
+  agent_cmd->add_option("--host", agent_host, "scheduler address (default 127.0.0.1, or ARYL_ADDR's host)");
+  agent_cmd->add_option("--port", ao.port, "scheduler port (default: ARYL_ADDR=HOST:PORT)");
+  agent_cmd->add_option("--token-file", agent_token, "file holding the cluster token (default: ARYL_TOKEN_FILE)");
   agent_cmd->add_option("--name", ao.name, "this machine's server name (as in the scheduler's config)")->required();
-  agent_cmd->add_option("--gpu-type", ao.gpu_type, "GPU type (default V100)");
-  agent_cmd->add_option("--gpus", ao.gpus, "GPUs (default 8)");
+  agent_cmd->add_option("--gpu-type", ao.gpu_type, "GPU type (default: nvidia-smi's, else V100)");
+  agent_cmd->add_option("--gpus", ao.gpus, "GPUs (default: nvidia-smi's count, else 8)");
   agent_cmd->add_option("--pool", agent_pool, "training | inference");
   agent_cmd->add_option("--work-dir", ao.work_dir, "folder for worker logs")->required();
   agent_cmd->add_option("--heartbeat", ao.heartbeat_s, "seconds between heartbeats (default 1)");
   agent_cmd->add_option("--fence-after", ao.fence_after_s,
                         "stop the workers when nothing is heard from the scheduler for this many seconds "
                         "(default 0: never; keep it plus the stop grace under serve's detection grace)");
+  agent_cmd->add_option("--give-up-after", ao.give_up_after_s,
+                        "stop (exit 3) after this many seconds without being registered with the scheduler "
+                        "(default 0: keep reconnecting)");
 
   app.add_subcommand("worker", "live mode: an emulated training worker, configured by ARYL_* variables");
 
@@ -179,14 +192,31 @@ int main(int argc, char** argv) {
   std::string client_token;
   bool status_json = false;
   uint32_t demand_servers = 0;
+  std::string client_host;
   auto client_flags = [&](CLI::App* c) {
-    c->add_option("--host", co.host, "scheduler address (default 127.0.0.1)");
-    c->add_option("--port", co.port, "scheduler port")->required();
-    c->add_option("--token-file", client_token, "file holding the cluster token")->required();
+    c->add_option("--host", client_host, "scheduler address (default 127.0.0.1, or ARYL_ADDR's host)");
+    c->add_option("--port", co.port, "scheduler port (default: ARYL_ADDR=HOST:PORT)");
+    c->add_option("--token-file", client_token, "file holding the cluster token (default: ARYL_TOKEN_FILE)");
   };
+  bool status_all = false;
   auto* status_cmd = app.add_subcommand("status", "live mode: queued and running jobs, servers and loans");
   client_flags(status_cmd);
   status_cmd->add_flag("--json", status_json, "one JSON object instead of tables");
+  status_cmd->add_flag("--all", status_all, "ended jobs too, with their outcome");
+  uint64_t logs_job = 0;
+  uint32_t logs_rank = 0;
+  bool logs_follow = false;
+  auto* logs_cmd = app.add_subcommand("logs", "live mode: a job's worker output, fetched from its agent");
+  client_flags(logs_cmd);
+  logs_cmd->add_option("job", logs_job, "job id")->required();
+  logs_cmd->add_option("--rank", logs_rank, "which worker (default 0)");
+  logs_cmd->add_flag("--follow,-f", logs_follow, "keep printing what it writes while the job runs");
+  uint64_t show_job = 0;
+  bool show_json = false;
+  auto* show_cmd = app.add_subcommand("show", "live mode: one job's spec, allocation history and outcome");
+  client_flags(show_cmd);
+  show_cmd->add_option("job", show_job, "job id")->required();
+  show_cmd->add_flag("--json", show_json, "one JSON object instead of text");
   auto* demand_cmd = app.add_subcommand("demand", "live mode: set the inference servers needed from now on");
   client_flags(demand_cmd);
   demand_cmd->add_option("servers", demand_servers, "inference servers needed (before headroom)")->required();
@@ -200,8 +230,10 @@ int main(int argc, char** argv) {
   auto* gpus_opt = submit_cmd->add_option("--gpus", job.gpus, "requested workers, one GPU each (default 1)");
   auto* min_opt = submit_cmd->add_option("--min-workers", job.min_workers, "fewest workers (default: --gpus)");
   auto* max_opt = submit_cmd->add_option("--max-workers", job.max_workers, "most workers (default: --gpus)");
-  auto* dur_opt = submit_cmd->add_option("--duration", job.expected_duration_s,
-                                         "expected run time at --gpus workers, seconds");
+  double job_duration = 0;
+  auto* dur_opt = submit_cmd->add_option("--duration", job_duration,
+                                         "expected run time at --gpus workers, seconds (default: the scheduler's "
+                                         "live.default_estimate_s, and the job is marked unpredicted)");
   std::string job_gpu_type;
   auto* type_opt = submit_cmd->add_option("--gpu-type", job_gpu_type, "required GPU type (default: any)");
   std::vector<std::string> job_command;
@@ -217,10 +249,42 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  // The scheduler's address and token of a client command: flags, else the environment.
+  auto connect_to = [&](CLI::App* cmd) {
+    std::optional<uint16_t> port;
+    if (cmd->count("--port") > 0) port = co.port;
+    auto e = aryl::live::resolve_endpoint(cmd->get_name(), client_host, port, client_token,
+                                          [](const char* v) { return std::getenv(v); });
+    co.host = e.host;
+    co.port = e.port;
+    co.token = aryl::live::read_token_file(e.token_file);
+  };
   try {
     if (*sim) return simulate(sf);
-    if (*serve) return aryl::live::run_serve(build_config(vf), so, std::cout, std::cerr);
-    if (*agent_cmd) return agent(ao, agent_token, agent_pool);
+    if (*serve) {
+      aryl::live::stamped_log stamped(std::cerr.rdbuf());
+      std::ostream log(&stamped);
+      return aryl::live::run_serve(build_config(vf), so, std::cout, log);
+    }
+    if (*agent_cmd) {
+      std::optional<uint16_t> port;
+      if (agent_cmd->count("--port") > 0) port = ao.port;
+      auto e = aryl::live::resolve_endpoint("agent", agent_host, port, agent_token,
+                                            [](const char* v) { return std::getenv(v); });
+      ao.host = e.host;
+      ao.port = e.port;
+      // What the flags do not say, the machine does, where nvidia-smi is installed.
+      bool typed = agent_cmd->count("--gpu-type") > 0, counted = agent_cmd->count("--gpus") > 0;
+      std::string note;
+      if (!typed || !counted)
+        if (auto found = aryl::live::detect_gpus()) {
+          if (!typed) ao.gpu_type = found->gpu_type;
+          if (!counted) ao.gpus = found->count;
+          note = fmt::format("agent {}: nvidia-smi lists {} x {}; registering {} x {}", ao.name, found->count,
+                             found->gpu_type, ao.gpus, ao.gpu_type);
+        }
+      return agent(ao, e.token_file, agent_pool, note);
+    }
     if (app.got_subcommand("worker")) return aryl::live::run_worker(std::cerr);
     if (*submit_cmd) {
       // The file first, then the flags given on the command line over it.
@@ -233,7 +297,7 @@ int main(int argc, char** argv) {
       if (*gpus_opt) job.gpus = from_flags.gpus;
       if (*min_opt) job.min_workers = from_flags.min_workers;
       if (*max_opt) job.max_workers = from_flags.max_workers;
-      if (*dur_opt) job.expected_duration_s = from_flags.expected_duration_s;
+      if (*dur_opt) job.expected_duration_s = job_duration;
       if (*type_opt) check_name("submit: --gpu-type", job_gpu_type);
       if (*type_opt) job.gpu_type = job_gpu_type;
       if (!job_command.empty()) job.command = job_command;
@@ -241,7 +305,7 @@ int main(int argc, char** argv) {
         throw aryl::input_error("submit: --min-workers and --max-workers must be at least 1");
       if (job.min_workers == 0) job.min_workers = job.gpus;
       if (job.max_workers == 0) job.max_workers = job.gpus;
-      co.token = aryl::live::read_token_file(client_token);
+      connect_to(submit_cmd);
       auto reply = aryl::live::ask(co, job, true);
       auto* ok = std::get_if<aryl::wire::submit_ok>(&*reply);
       if (!ok) throw aryl::input_error("submit: the scheduler answered '" + std::string(aryl::wire::type_of(*reply)) + "'");
@@ -249,17 +313,33 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*cancel_cmd) {
-      co.token = aryl::live::read_token_file(client_token);
-      aryl::live::cancel(co, cancel_job);
+      connect_to(cancel_cmd);
+      std::cout << aryl::live::cancel(co, cancel_job) << '\n';
+      return 0;
+    }
+    if (*logs_cmd) {
+      connect_to(logs_cmd);
+      aryl::live::logs(co, logs_job, logs_rank, logs_follow, std::cout);
+      return 0;
+    }
+    if (*show_cmd) {
+      connect_to(show_cmd);
+      auto reply = aryl::live::ask(co, aryl::wire::show_request{show_job}, true);
+      auto* s = std::get_if<aryl::wire::show_reply>(&*reply);
+      if (!s) throw aryl::input_error("show: the scheduler answered '" + std::string(aryl::wire::type_of(*reply)) + "'");
+      if (show_json) std::cout << aryl::live::show_json(*s) << '\n';
+      else aryl::live::print_show(std::cout, *s);
       return 0;
     }
     if (*status_cmd || *demand_cmd) {
-      co.token = aryl::live::read_token_file(client_token);
+      connect_to(*demand_cmd ? demand_cmd : status_cmd);
       if (*demand_cmd) {
         aryl::live::ask(co, aryl::wire::demand{demand_servers}, false);
         return 0;
       }
-      auto reply = aryl::live::ask(co, aryl::wire::status_request{}, true);
+      aryl::wire::status_request ask_status;
+      if (status_all) ask_status.all = true;
+      auto reply = aryl::live::ask(co, ask_status, true);
       auto* s = std::get_if<aryl::wire::status_reply>(&*reply);
       if (!s) throw aryl::input_error("status: the scheduler answered '" + std::string(aryl::wire::type_of(*reply)) + "'");
       if (status_json) std::cout << aryl::live::status_json(*s) << '\n';

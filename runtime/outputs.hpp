@@ -3,6 +3,7 @@
 /// as the run goes, jobs.csv and summary.json at the end. Each is written under a `.partial`
 /// name and renamed only when the run succeeds, so a folder never mixes two runs' outputs.
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <ostream>
@@ -32,6 +33,12 @@ public:
 
   void event(const event_record& e);
   void job(const job_record& j);
+  /// Called with each event and each job's final record as they are written (live mode's
+  /// job book); from the writer's thread.
+  void observe(std::function<void(const event_record&)> on_event, std::function<void(const job_record&)> on_job) {
+    on_event_ = std::move(on_event);
+    on_job_ = std::move(on_job);
+  }
   void snapshot(const cluster_snapshot& s);
   void slo_misses(int count) { measures_.slo_misses += static_cast<uint64_t>(count); }
   /// Faults: GPU-seconds lost (work since the last checkpoint, GPUs held while stalled), and
@@ -44,6 +51,12 @@ public:
   void reclaim_done(double latency_s, double late_s) {
     measures_.reclaim_latency_s.push_back(latency_s);
     measures_.reclaim_max_late_s = std::max(measures_.reclaim_max_late_s, late_s);
+  }
+  /// A quota reclaim's victims all checkpointed `latency_s` after it, `late_s` past its deadline.
+  void quota_done(double latency_s, double late_s) {
+    measures_.quota_latency_s.push_back(latency_s);
+    if (late_s > 0) ++measures_.quota_late;
+    measures_.quota_max_late_s = std::max(measures_.quota_max_late_s, late_s);
   }
   const run_measures& measures() const { return measures_; }
   /// A run carried on after a scheduler restart goes on from the measures journaled before.
@@ -77,6 +90,8 @@ private:
   std::string line_;  ///< the buffer of event() and snapshot() lines
   std::FILE* timeline_file_ = nullptr;
   std::vector<job_record> jobs_;
+  std::function<void(const event_record&)> on_event_;
+  std::function<void(const job_record&)> on_job_;
   uint64_t events_ = 0;
   run_measures measures_;
   bool flush_lines_ = false;

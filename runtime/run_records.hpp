@@ -42,6 +42,8 @@ struct job_record {
   /// done, cancelled (by a client, or because the run was told to stop), or failed (its
   /// restarts after faults exhausted).
   std::string outcome = "done";
+  /// False when the run-time estimate was the default one (job_spec::predicted).
+  bool predicted = true;
   /// Work efficiency = GPU-seconds held (gpu_seconds) over needed_gpu_s, the GPU-seconds its
   /// work needs at its requested workers on one server of its home type (gpus x duration_s /
   /// the home type's speed): above 1 it held GPUs beyond what its work needs (sub-linear
@@ -54,6 +56,9 @@ struct job_record {
   double training_gpu_s = 0, loaned_gpu_s = 0;
   double training_speed_gpu_s = 0, loaned_speed_gpu_s = 0;
   double training_needed_gpu_s = 0, loaned_needed_gpu_s = 0;
+  /// Whether it came with a duration estimate (job_spec::estimated), and its tenant.
+  bool estimated = true;
+  std::string tenant;
 };
 
 /// Cluster state after a change; piecewise constant until the next snapshot.
@@ -80,6 +85,11 @@ struct run_measures {
   std::vector<double> reclaim_latency_s;  ///< each completed reclaim, request to return (simulated s)
   double reclaim_max_late_s = 0;        ///< latest return past a reclaim's deadline
   uint64_t slo_misses = 0;              ///< servers returned after their reclaim deadline
+  /// Quota reclaims (tenants): each one's stops, first stop to the last victim's
+  /// checkpoint written (simulated s), and those later than tenants.reclaim_grace_s.
+  std::vector<double> quota_latency_s;
+  uint64_t quota_late = 0;
+  double quota_max_late_s = 0;
 };
 
 struct run_summary {
@@ -112,6 +122,12 @@ struct run_summary {
   uint64_t reclaim_slo_misses = 0;
   /// Request to return of each completed reclaim (simulated s), and the latest past deadline.
   double reclaim_latency_p50_s = 0, reclaim_latency_p99_s = 0, reclaim_max_late_s = 0;
+  /// Quota reclaims (run_measures): how many, latency p50/p99, late ones and the latest.
+  uint64_t quota_reclaims = 0, quota_reclaims_late = 0;
+  double quota_reclaim_p50_s = 0, quota_reclaim_p99_s = 0, quota_reclaim_max_late_s = 0;
+  /// Completed jobs that came without a duration estimate, and their mean JCT.
+  uint64_t jobs_without_estimate = 0;
+  double mean_jct_without_estimate_s = 0;
   uint64_t jobs_failed = 0;      ///< ended after exhausting faults.max_retries
   double lost_gpu_hours = 0;     ///< work lost since checkpoints, GPUs held while stalled
   uint64_t recoveries = 0;       ///< crashed jobs that ran again

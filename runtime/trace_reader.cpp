@@ -382,6 +382,8 @@ void read_canonical(const std::string& path, csv::line_reader& reader, csv::fiel
   const int c_min = h.find("min_workers");
   const int c_max = h.find("max_workers");
   const int c_user = h.find("user");
+  const int c_estimate = h.find("estimate_s");
+  const int c_tenant = h.find("tenant");
   std::unordered_map<std::string, size_t> first_line;
 
   for_each_row(path, reader, splitter, h.names.size(), options.skip_bad_rows, out,
@@ -397,6 +399,14 @@ void read_canonical(const std::string& path, csv::line_reader& reader, csv::fiel
     job.duration_s = seconds_field(ctx, f, c_duration, "duration_s", false);
     job.gpu_type = std::string(field_or_empty(f, c_type));
     job.user = std::string(field_or_empty(f, c_user));
+    const std::string_view tenant = field_or_empty(f, c_tenant);
+    if (find_control(tenant) != std::string_view::npos) ctx.fail("tenant", tenant, "holds " + describe_control(tenant));
+    job.tenant = std::string(tenant);
+    // A column `estimate_s` left empty: the job comes without an estimate.
+    if (c_estimate >= 0) {
+      if (field_or_empty(f, c_estimate).empty()) job.estimated = false;
+      else job.estimate_s = seconds_field(ctx, f, c_estimate, "estimate_s", false);
+    }
 
     const std::string_view elastic = field_or_empty(f, c_elastic);
     const std::string_view min_w = field_or_empty(f, c_min);
@@ -456,6 +466,7 @@ void read_philly(const std::string& path, csv::line_reader& reader, csv::field_s
     double duration;
     int gpus;
     size_t line;
+    std::string vc;
   };
   std::vector<row> rows;
   rows.reserve(100'000);
@@ -468,7 +479,7 @@ void read_philly(const std::string& path, csv::line_reader& reader, csv::field_s
     const int gpus = count_field(ctx, f[static_cast<size_t>(c_gpus)], "num_gpus");
     if (!options.vc.empty() && f[static_cast<size_t>(c_vc)] != options.vc) return;
     if ((from && at < *from) || (to && at >= *to)) return;
-    rows.push_back(row{at, duration, gpus, ctx.line});
+    rows.push_back(row{at, duration, gpus, ctx.line, c_vc >= 0 ? std::string(f[static_cast<size_t>(c_vc)]) : std::string()});
   });
 
   int64_t time0 = 0;
@@ -487,6 +498,7 @@ void read_philly(const std::string& path, csv::line_reader& reader, csv::field_s
     job.gpus = r.gpus;
     job.duration_s = r.duration;
     job.min_workers = job.max_workers = r.gpus;
+    job.tenant = r.vc;
     out.jobs.push_back(std::move(job));
   }
   out.explicit_elastic.assign(out.jobs.size(), false);

@@ -199,6 +199,20 @@ for i in "${!faults[@]}"; do
   for p in baseline aryl; do queue "flt-$i-$p $p $ew ${faults[$i]#*|}"; done
 done
 
+# Tenants on the evaluation windows (Philly's VCs, quotas in proportion to their GPU demand):
+# isolated (no borrowing) and pooled (borrowing) under SJF, and aryl pooled. Jobs without an
+# estimate, on every window: aryl with half and all of them without one (0% is the main aryl
+# run; 2D-LAS is main-*-las, which needs none). Tables: scripts/tenant_tables.py.
+for i in "${!windows[@]}"; do
+  w=$(window_args "w$i")
+  if [ "$FORMAT" = philly ] && { [ "$i" != 0 ] || [ "${#windows[@]}" = 1 ]; }; then
+    queue "ten-iso-w$i baseline $w --set tenants.from_demand=true --set tenants.borrow=false"
+    queue "ten-pool-w$i baseline $w --set tenants.from_demand=true"
+    queue "ten-aryl-w$i aryl $w --set tenants.from_demand=true"
+  fi
+  for f in 0.5 1; do queue "est-$f-w$i aryl $w --set jobs.unestimated_fraction=$f"; done
+done
+
 # ONLY=REGEX: make only the runs whose name matches (e.g. ONLY='multi-.*'), keep the others.
 grep -E "^(${ONLY:-.*})	" "$work/runs.txt" > "$work/selected.txt" || { echo "ONLY='${ONLY:-}' matches no run" >&2; exit 1; }
 sweep=(/usr/bin/python3 scripts/sweep.py --aryl "$ARYL" --out "$work" --runs "$work/selected.txt" ${JOBS:+--jobs "$JOBS"})
@@ -211,6 +225,7 @@ echo "$(wc -l < "$work/selected.txt") runs, ${JOBS:-one per core} at a time, in 
 [ "${TABLES_ONLY:-0}" = 1 ] || "${sweep[@]}"
 
 /usr/bin/python3 scripts/results_table.py "$work" "$OUT/results.md"
+/usr/bin/python3 scripts/tenant_tables.py "$work" "$OUT/results.md"
 
 # Plots from jobs.csv and timeline.csv of the first evaluation window's main runs.
 for p in "${policies[@]}"; do

@@ -14,7 +14,8 @@
 # there). DIR/pids lists this script ("PID testbed") and every pid it started ("PID serve",
 # "PID agent NAME", "PID proxy NAME"); DIR/serve.log, DIR/agent-NAME/agent.log and
 # DIR/agent-NAME/proxy.log hold their logs. ARYL_BIN, if set, names the aryl binary (default
-# build/aryl).
+# build/aryl). Relative paths, --dir's and those among SERVE_ARGS, are taken from the caller's
+# directory.
 #
 # A scheduler restart (live_faults.py's `scheduler_crash`): whoever SIGKILLs serve first writes
 # DIR/serve.restart holding the seconds it stays down. Serve killed by SIGKILL with that file
@@ -23,8 +24,10 @@
 # the testbed waits for that serve and exits with its code. Without the file, a SIGKILL ends
 # the run as any other exit does.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-aryl="${ARYL_BIN:-$PWD/build/aryl}"  # ARYL_BIN: another build of aryl
+# Relative paths (--dir, and serve's --out, --trace, ... among SERVE_ARGS) are the caller's:
+# everything runs from the caller's directory; the repository is found from this script.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+aryl="${ARYL_BIN:-$root/build/aryl}"  # ARYL_BIN: another build of aryl
 dir="testbed"
 training=4
 inference=4
@@ -114,7 +117,7 @@ start_agent() {  # name gpu_type pool
   mkdir -p "$folder"
   if [ -n "${proxy[$1]:-}" ]; then
     rm -f "$folder/proxy.port"
-    /usr/bin/python3 scripts/fault_proxy.py --target "127.0.0.1:$port" --port-file "$folder/proxy.port" \
+    /usr/bin/python3 "$root/scripts/fault_proxy.py" --target "127.0.0.1:$port" --port-file "$folder/proxy.port" \
       --control "$folder/proxy.ctl" < /dev/null 2> "$folder/proxy.log" &
     local pid=$!
     pids+=("$pid")

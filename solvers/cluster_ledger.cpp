@@ -190,6 +190,19 @@ void cluster_ledger::enqueue(job_entry& j) {
   queued_by_remaining.emplace(j.predicted_remaining(), j.index);
 }
 
+void cluster_ledger::set_predicted_work(uint32_t index, double work) {
+  auto& j = jobs.at(index);
+  if (j.status != job_status::queued) {
+    j.predicted_work = work;
+    return;
+  }
+  auto node = queued_by_remaining.extract({j.predicted_remaining(), index});
+  if (!node) broken("job " + std::to_string(index) + " is queued without its remaining-work key");
+  j.predicted_work = work;
+  node.value().first = j.predicted_remaining();
+  queued_by_remaining.insert(std::move(node));
+}
+
 void cluster_ledger::dequeue(const job_entry& j) {
   // A queued job's keys cannot change while it waits; if one did, its entry would be stale.
   if (queued.erase(j.index) + queued_by_submit.erase({j.submit.us, j.index}) +

@@ -46,6 +46,10 @@ struct job_entry {
   bool elastic = false;
   int gpu_type = -1;      ///< required type id, -1 = any
   double predicted_work = 0;  ///< work units the scheduler believes the job needs
+  /// False: the job came without an estimate; predicted_work is re-estimated every round
+  /// from ended jobs (solvers/duration_estimate.hpp).
+  bool estimated = true;
+  int tenant = 0;             ///< index into cluster_ledger::tenants (0: no tenant given)
 
   job_status status = job_status::unsubmitted;
   allocation alloc;       ///< (server id, workers)
@@ -113,6 +117,13 @@ struct ledger_params {
   /// half-life of older observations.
   double hold_prior_s = 3600;
   double hold_halflife_s = 6 * 3600;
+  /// Tenants: quotas are enforced and reclaimed (else tenants only label jobs), and the
+  /// queue is walked in fair-share order across tenants; the half-life of a tenant's usage
+  /// and the deadline of a quota reclaim, seconds.
+  bool quotas = false;
+  bool fair_share = false;
+  double tenant_halflife_s = 3600;
+  double quota_grace_s = 120;
 };
 
 /// Spells of extra workers on one GPU type, as the ledger observed them: a spell runs from a
@@ -125,6 +136,25 @@ struct hold_stats {
   sim_time decayed_at;
   long open = 0;             ///< spells open now
   double open_since_s = 0;   ///< sum of their start times, seconds
+};
+
+/// A tenant: who jobs run for, its guaranteed share of the training servers and its fair
+/// share (docs/design.md, "Tenants and quotas"). Index 0 is the jobs without a tenant.
+struct tenant_entry {
+  std::string name;
+  /// Guaranteed GPUs of training servers for its jobs' base demand; -1: no quota (its jobs
+  /// borrow for all they run). Governed only when cluster_ledger::quotas is set.
+  long quota = -1;
+  double weight = 1;   ///< fair share across tenants, > 0
+  bool borrow = true;  ///< its base demand may run beyond its quota on GPUs others leave idle
+  bool lend = true;    ///< its idle quota may run others' base demand until its jobs need it
+  /// Kept by settle_tenant_usage (solvers/tenants.hpp) at every round's end: base GPUs its
+  /// running jobs hold on training servers, all GPUs they hold, and GPU-seconds held,
+  /// decayed by ledger_params::tenant_halflife_s, as of usage_at.
+  long held_base = 0;
+  long held_all = 0;
+  double usage_gpu_s = 0;
+  sim_time usage_at;
 };
 
 /// Servers and GPUs per mode, kept up to date by the ledger (the cluster snapshot's sums).
@@ -142,6 +172,7 @@ public:
   std::vector<server_entry> servers;   ///< by server id
   std::vector<job_entry> jobs;         ///< by job index
   std::set<uint32_t> queued;           ///< queued job indices
+  std::vector<tenant_entry> tenants{tenant_entry{}};  ///< by tenant index; [0]: no tenant
   id_set running;
   /// The queued jobs again, in the orders non-preemptive rounds take them: by submit time and
   /// by predicted remaining work (ties: index). A queued job makes no progress, so both keys
@@ -167,6 +198,8 @@ public:
   /// released before any is taken, so a batch may move GPUs from one job to another. A
   /// change of GPU type pays the restart overhead, any other change the scaling overhead.
   void reassign(const std::vector<reassignment>& changes, sim_time now);
+  /// Sets a job's predicted work (re-keying it in the queue if queued).
+  void set_predicted_work(uint32_t index, double work);
   /// Marks a job done and frees its GPUs. A job may finish while queued when its own
   /// completion crossed a preemption in flight (live mode): its work is done all the same.
   void finish(uint32_t index, sim_time now);

@@ -11,8 +11,9 @@
 //  4. extra workers go on the fewest servers that hold them;
 //  5. the result is diffed against the ledger: only jobs whose allocation changes get a
 //     decision, applied as one batch.
-// A local round (between scale rounds) does step 1 only, and scales in just the jobs whose
-// extra workers' GPUs it takes.
+// Running elastic jobs are planned after step 1, except those no later step could change or
+// let change another job's outcome (inert()). A local round (between scale rounds) does step
+// 1 only, and scales in just the jobs whose extra workers' GPUs it takes.
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -79,20 +80,72 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
 }
 
 /// The views of a round: `view` counts every elastic job's extra workers free, `hard` only
-/// the GPUs really free; a full round also plans each elastic job from its base.
-void build_views(const cluster_ledger& l, const policy_spec& p, work_view& view, work_view& hard,
-                 round_scope scope) {
-  auto& b = buffers;
+/// the GPUs really free.
+void build_views(const policy_spec& p, work_view& view, work_view& hard) {
   hard.reset(false);
   view.reset(p.elastic);
-  if (scope == round_scope::local) return;
+}
+
+/// Whether running elastic job `j` can neither change nor shape anyone's change in the rest of
+/// a full round (after step 1), so that it needs no plan: at its minimum on one server of the
+/// fastest type (nothing to keep, spread or move), a server with no GPU free in the view
+/// (every size above its minimum would span a second server), and every such size below the
+/// efficiency floor at the rate of two or more servers (locality is a step: any number of
+/// servers from two gives the same rate), so its knapsack class would be empty.
+bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
+           const work_view& view, double best_speed, int type_gpus) {
+  if (!p.elastic || j.workers != j.min_workers || j.alloc.size() != 1) return false;
+  if (o.migrate && speed(l, j.alloc_type) < best_speed) return false;
+  if (view.at(j.alloc.front().first) != 0) return false;
+  if (j.max_workers <= j.min_workers) return true;
+  if (o.min_extra_efficiency <= 0) return false;
+  // Under a power law that does not rise, a GPU's share of the work only falls as workers are
+  // added: the first size decides for all. Its share over the minimum's is
+  // eff(min + 1) loc(2) / (eff(min) loc(1)), whatever the job's speed and request; decided
+  // here with a margin far above rounding error (at the margin, each size is checked as the
+  // knapsack would).
+  auto& m = l.params.model;
+  if (m.eff_table.empty() && m.eff_exponent <= 0) {
+    const int w = j.min_workers + 1;
+    if (efficiency(m, w) * locality_efficiency(m, 2) * j.min_workers <
+        o.min_extra_efficiency * efficiency(m, j.min_workers) * locality_efficiency(m, 1) * w * (1 - 1e-9))
+      return true;
+  }
+  const double sp = speed(l, j.alloc_type);
+  const double r_min = work_rate(m, j.gpus, j.min_workers, 1, sp);
+  const int top = std::min(j.max_workers, j.min_workers + type_gpus);
+  for (int w = j.min_workers + 1; w <= top; ++w)
+    if (!(work_rate(m, j.gpus, w, 2, sp) * j.min_workers < o.min_extra_efficiency * r_min * w)) return false;
+  return true;
+}
+
+/// A full round's plans of the running elastic jobs, after step 1 and ahead of the plans of
+/// the jobs step 1 started (in the ledger's order of running jobs, as the later steps and
+/// their ties read them). Jobs step 1 preempted and inert jobs get none: no later step
+/// would change them or let them change another job's outcome.
+void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view) {
+  auto& b = buffers;
+  double best = 0;
+  for (auto s : l.params.type_speed) best = std::max(best, s);
+  auto& type_gpus = b.type_gpus;
+  type_gpus.assign(l.params.type_speed.size(), 0);
+  for (auto& s : l.servers) type_gpus[static_cast<size_t>(s.gpu_type)] += s.gpus;
+  auto& running = b.running_plans;
+  running.clear();
   for (auto id : l.running) {
     auto& j = l.jobs[id];
     if (!j.elastic) continue;
+    if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; })) continue;
+    if (inert(l, p, o, j, view, best, type_gpus[static_cast<size_t>(j.alloc_type)])) continue;
     elastic_plan e{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()};
     base_of(j, p, e.base);
-    b.plans.push_back(std::move(e));
+    running.push_back(std::move(e));
   }
+  auto& plans = b.plans;
+  plans.insert(plans.begin(), std::make_move_iterator(running.begin()), std::make_move_iterator(running.end()));
+  for (auto& st : b.starts)
+    if (st.plan >= 0) st.plan += static_cast<long>(running.size());
+  running.clear();
 }
 
 /// A queued job's base demand on GPUs really free now, from the ledger (its free-GPU index
@@ -166,7 +219,7 @@ void apply(cluster_ledger& l, sim_time now, std::vector<decision>& out, const ch
   }
   b.victims.clear();
   for (auto& e : b.plans) {
-    if (e.started || e.preempted) continue;
+    if (e.started) continue;
     auto id = e.job;
     auto& j = l.jobs[id];
     auto& fin = e.final;
@@ -199,7 +252,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
   // continues as step 1 of a full round does.
   const char* why = "shortest predicted job that fits its base demand (sizes wait for the scale round)";
   bool viewing = !o.free_gpus_first;  // interleaved types need the views from the start
-  if (viewing) build_views(l, p, view, hard, round_scope::local);
+  if (viewing) build_views(p, view, hard);
   walk_queue(l, p, [&](uint32_t id) {
     if (!viewing) {
       if (auto a = place_on_free(l, p, o, l.jobs[id])) {
@@ -208,9 +261,10 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
         return true;
       }
       viewing = true;
-      build_views(l, p, view, hard, round_scope::local);
+      build_views(p, view, hard);
     }
-    return place_base(l, p, o, id, view, hard) || preempt_for(l, p, o, id, view, hard) || o.backfill;
+    return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
+           preempt_for(l, p, o, id, view, hard) || o.backfill;
   });
   if (!viewing) return;
   for (auto& e : b.plans) e.final = e.base;  // jobs started now run at their base
@@ -276,11 +330,12 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
   auto& type_free = b.hard_type_free;
   int widest = 0;
   for (auto& e : b.plans) {
-    if (e.started || e.preempted || e.frozen || e.type != l.jobs[e.job].alloc_type) continue;
+    if (e.started || e.frozen || e.type != l.jobs[e.job].alloc_type) continue;
     auto& j = l.jobs[e.job];
+    if (o.rescale_cooldown_s > 0 && (now - j.resized_at).seconds() < o.rescale_cooldown_s) continue;
+    if (j.alloc.size() <= 1) continue;  // one server (an allocation lists each server once)
     const int spanned = servers_spanned(j.alloc);
     if (spanned <= 1) continue;
-    if (o.rescale_cooldown_s > 0 && (now - j.resized_at).seconds() < o.rescale_cooldown_s) continue;
     if (widest == 0) {
       type_free.assign(l.params.type_speed.size(), 0);
       job_entry any_elastic;
@@ -348,14 +403,17 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   b.recycle();
   b.starts.clear();
   b.victims.clear();
-  build_views(l, p, view, hard, round_scope::full);
+  build_views(p, view, hard);
   // 1. Base demand in queue order.
   bool queue_cleared = true;
   walk_queue(l, p, [&](uint32_t id) {
-    if (place_base(l, p, o, id, view, hard) || preempt_for(l, p, o, id, view, hard)) return true;
+    if (place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
+        preempt_for(l, p, o, id, view, hard))
+      return true;
     queue_cleared = false;
     return o.backfill;
   });
+  plan_running(l, p, o, view);
   auto& plans = b.plans;
   auto base_workers = [&](const job_entry& j) { return aryl::detail::base_workers(j, p); };
 
@@ -366,7 +424,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     double best = 0;
     for (auto s : l.params.type_speed) best = std::max(best, s);
     for (size_t i = 0; i < plans.size(); ++i)
-      if (!plans[i].started && !plans[i].preempted && speed(l, plans[i].type) < best)
+      if (!plans[i].started && speed(l, plans[i].type) < best)
         slow.emplace_back(-l.jobs[plans[i].job].predicted_remaining(), i);
     std::sort(slow.begin(), slow.end());
     // Free GPUs per type on the servers elastic jobs may use, kept as moves take them.
@@ -476,12 +534,19 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   for (auto& s : l.servers)
     if (usable_for(s, any_elastic, p, o)) in.capacity[static_cast<size_t>(s.gpu_type)] += view.at(s.id);
   // Every elastic job may use the same servers: one ranking of their free GPUs per type
-  // serves all the jobs' spans.
+  // serves all the jobs' spans, made when the first job of the type needs it (the view does
+  // not change until step 4).
   auto& ranking = b.ranking;
   ranking.resize(l.params.type_speed.size());
-  for (size_t t = 0; t < ranking.size(); ++t)
-    if (in.capacity[t] > 0) most_free_first(view.slots(any_elastic, p, o, static_cast<int>(t), b.slots), static_cast<int>(t), ranking[t]);
-    else ranking[t].clear();
+  b.ranked.assign(ranking.size(), 0);
+  auto ranking_of = [&](int t) -> const std::vector<server_slot>& {
+    auto i = static_cast<size_t>(t);
+    if (!b.ranked[i]) {
+      b.ranked[i] = 1;
+      most_free_first(view.slots(any_elastic, p, o, t, b.slots), t, ranking[i]);
+    }
+    return ranking[i];
+  };
   b.hold_by_type.clear();
   for (size_t t = 0; t < l.params.type_speed.size(); ++t)
     b.hold_by_type.push_back(l.hold_estimate(static_cast<int>(t), now));
@@ -490,7 +555,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   for (size_t i = 0; i < plans.size(); ++i) {
     auto& e = plans[i];
     auto& j = l.jobs[e.job];
-    if (!p.elastic || j.max_workers <= j.min_workers || e.frozen || e.preempted) continue;
+    if (!p.elastic || j.max_workers <= j.min_workers || e.frozen) continue;
     double rem = j.predicted_remaining();
     double sp = speed(l, e.type);
     bool moved = !e.started && e.type != j.alloc_type;
@@ -523,7 +588,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       home_free += view.at(sid);
     }
     auto& spans = b.spans;
-    spans_from_ranking(ranking[static_cast<size_t>(e.type)], home_free, req, top - j.min_workers, spans);
+    spans_from_ranking(ranking_of(e.type), home_free, req, top - j.min_workers, spans);
     const int base_span = std::max(servers_spanned(e.base), 1);
     const double r_min = work_rate(l.params.model, j.gpus, j.min_workers, base_span, sp);
     const bool hold = o.horizon == scale_horizon::hold;
@@ -569,7 +634,17 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     class_plan.push_back(i);
   }
   auto& sol = b.sol;
-  solve_mckp(in, sol);
+  // The knapsack takes an item only if it raises the total: with no item worth more than
+  // nothing (most rounds), every class keeps its empty choice.
+  bool worth_solving = false;
+  for (auto& c : in.classes)
+    for (auto& it : c.items) worth_solving = worth_solving || it.value > 0;
+  if (worth_solving) {
+    solve_mckp(in, sol);
+  } else {
+    sol.value = 0;
+    sol.choice.assign(in.classes.size(), -1);
+  }
 
   // 4. Extra workers. A job that keeps its size and still has all its GPUs keeps exactly its
   // allocation (the knapsack charged it no overhead, and any other change costs one). The

@@ -64,6 +64,9 @@ struct planner_options {
   /// (cluster_ledger::hold_estimate), seconds.
   double hold_prior_s = 3600;
   double hold_halflife_s = 6 * 3600;
+  /// A job without an estimate whose tenant and cluster have no ended job yet is expected to
+  /// run this long (seconds at its requested workers on a speed-1 GPU).
+  double unestimated_prior_s = 3600;
   /// LAS queue thresholds in attained GPU-seconds, ascending.
   std::vector<double> las_thresholds{3600.0 * 8};
 

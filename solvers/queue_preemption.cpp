@@ -46,7 +46,9 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
           if (v.status != job_status::running || v.preemptions >= o.max_preemptions) continue;
           if (v.elastic && p.elastic && v.workers > v.min_workers) continue;  // its extras go first
           if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
-          double rate = l.rate(v, v.alloc, v.alloc_type);
+          // The ledger's mirror runs at the rate of the job's allocation (set at every change
+          // of it): the same value as l.rate(v, v.alloc, v.alloc_type), without recounting.
+          double rate = v.progress.rate;
           if (rate <= 0) continue;
           double v_time = v.predicted_remaining() / rate;
           double cost = l.params.restart_overhead_s + l.checkpoint_time_s(v.workers);
@@ -93,11 +95,9 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
         std::snprintf(buf, sizeof buf,
                       "preempted for job %u: its predicted remaining %.0f s exceeds %g x (that job's run %.0f s + "
                       "its restart and checkpoint %.0f s)",
-                      id, v.predicted_remaining() / l.rate(v, v.alloc, v.alloc_type), o.preempt_ratio, q_run,
+                      id, v.predicted_remaining() / v.progress.rate, o.preempt_ratio, q_run,
                       l.params.restart_overhead_s + l.checkpoint_time_s(v.workers));
         b.victims.push_back({vid, buf});
-        for (auto& e : b.plans)
-          if (e.job == vid && !e.started) e.preempted = true;
       }
     view.take(a);
     for (auto& [sid, w] : a) {

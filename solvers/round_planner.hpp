@@ -8,6 +8,7 @@
 #include "solvers/cluster_ledger.hpp"
 #include "solvers/planner_options.hpp"
 #include "solvers/policy.hpp"
+#include "solvers/tenants.hpp"
 
 namespace aryl {
 
@@ -40,6 +41,11 @@ void plan_elastic(cluster_ledger& ledger, const policy_spec& policy, const plann
 /// The local round of those policies.
 void plan_local(cluster_ledger& ledger, const policy_spec& policy, const planner_options& opts, sim_time now,
                 std::vector<decision>& out);
+/// The quota reclaim of rounds without elastic scaling or loaning (quota_reclaim.cpp): stops
+/// the fewest jobs of borrowing tenants for queued job `id`, within its tenant's unused quota,
+/// and starts it; false if no such stop makes room.
+bool quota_reclaim_rigid(cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id, sim_time now,
+                         std::vector<decision>& out, const char* start_why);
 /// The servers job `j` may use under the policy.
 bool usable_for(const server_entry& s, const job_entry& j, const policy_spec& p, const planner_options& o);
 /// Queued or running job ids ranked by the policy (ties: job index).
@@ -48,10 +54,13 @@ std::vector<uint32_t> ranked(const cluster_ledger& l, const std::vector<uint32_t
 
 /// Calls `f(id)` for the queued jobs in the non-preemptive policy's order until it returns
 /// false. The queue is read from the ledger's index for that order, so a round that stops
-/// early costs nothing for the jobs behind. `f` may start the job it is given, no other.
+/// early costs nothing for the jobs behind. With tenants governed, walk_tenants's order and
+/// quota admission (solvers/tenants.hpp). `f` may start the job it is given, no other (and
+/// may stop running jobs for it, which then queue).
 template <class F>
 void walk_queue(const cluster_ledger& l, const policy_spec& p, F f) {
   auto walk = [&](const auto& index) {
+    if (l.params.quotas || l.params.fair_share) return walk_tenants(l, p, index, f);
     for (auto it = index.begin(); it != index.end();) {
       auto id = (it++)->second;  // advanced first: starting the job erases its entry
       if (!f(id)) return;

@@ -154,7 +154,6 @@ struct elastic_plan {
   /// `forced`: queued base demand took GPUs of its extra workers, so it changes anyway.
   double net_s = 0, cost_s = 0, hold_s = 0;
   bool forced = false;
-  bool preempted = false;  ///< preempted this round for a shorter queued job
   bool consolidated = false;  ///< moved onto fewer servers at its size (step 2b)
 };
 
@@ -201,6 +200,8 @@ struct round_buffers {
   uint32_t epoch_view = 0, epoch_hard = 0;
   std::vector<int> changed;
   std::vector<elastic_plan> plans;
+  std::vector<elastic_plan> running_plans;  ///< a full round's running jobs' plans, before they join `plans`
+  std::vector<int> type_gpus;               ///< GPUs per type, all servers
   std::vector<start> starts;
   std::vector<victim> victims;
   std::vector<std::pair<double, uint32_t>> candidates;  ///< (-predicted remaining s, job)
@@ -221,6 +222,7 @@ struct round_buffers {
   extras_request home_only;
   std::vector<server_slot> slots;
   std::vector<std::vector<server_slot>> ranking;  ///< by GPU type
+  std::vector<char> ranked;                       ///< ... whether made this round
   std::vector<int> spans, types;
   std::vector<double> hold_by_type;  ///< the ledger's holding-time estimate, this round
   allocation base, kept;
@@ -281,5 +283,10 @@ inline int grow_room(const cluster_ledger& l, const policy_spec& p, const planne
 /// Step 1's fallback for a queued job whose base demand fits nowhere (queue_preemption.cpp).
 bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
                  work_view& view, work_view& hard);
+
+/// Step 1's quota reclaim for queued job `id` whose base demand is within its tenant's unused
+/// quota but fits nowhere (quota_reclaim.cpp): stops the fewest jobs of borrowing tenants.
+bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                       work_view& view, work_view& hard);
 
 } // namespace aryl::detail

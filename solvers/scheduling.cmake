@@ -6,6 +6,9 @@ add_library(aryl_policy STATIC
   ${CMAKE_CURRENT_LIST_DIR}/round_planner.cpp
   ${CMAKE_CURRENT_LIST_DIR}/elastic_round.cpp
   ${CMAKE_CURRENT_LIST_DIR}/queue_preemption.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/duration_estimate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tenants.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/quota_reclaim.cpp
 )
 target_link_libraries(aryl_policy PUBLIC aryl_solvers)
 target_include_directories(aryl_policy PUBLIC ${PROJECT_SOURCE_DIR})

@@ -27,6 +27,7 @@
 
 #include "runtime/control_chars.hpp"
 #include "runtime/live/processes.hpp"
+#include "runtime/live/worker_log.hpp"
 #include "runtime/wire/codec.hpp"
 
 namespace aryl::live {
@@ -120,6 +121,8 @@ struct connection {
   std::deque<std::vector<uint8_t>> out;
   bool writing = false;
   phase state = phase::connecting;
+  /// The scheduler has sent something other than an error since register: it took it.
+  bool accepted = false;
   time_point handshake_deadline{};
   time_point next_heartbeat{};
   uint64_t seq = 0;
@@ -155,11 +158,11 @@ class agent {
     if (worker_program_.empty()) worker_program_ = fs::read_symlink("/proc/self/exe", ec).string();
     say("starting: scheduler " + o_.host + ":" + std::to_string(o_.port) + ", work dir " +
         o_.work_dir);
-    next_connect_ = last_heard_ = clock_type::now();
+    next_connect_ = last_heard_ = unregistered_since_ = clock_type::now();
     asio::post(io_, [this] { on_tick(); });
     io_.run();
     say("stopped");
-    return 0;
+    return gave_up_ ? 3 : 0;
   }
 
  private:
@@ -175,6 +178,7 @@ class agent {
     if (!(o_.shutdown_grace_s >= 0)) return "shutdown_grace_s must be >= 0";
     if (!(o_.progress_interval_s >= 0)) return "progress_interval_s must be >= 0";
     if (!(o_.fence_after_s >= 0) || !std::isfinite(o_.fence_after_s)) return "fence_after_s must be >= 0";
+    if (!(o_.give_up_after_s >= 0) || !std::isfinite(o_.give_up_after_s)) return "give_up_after_s must be >= 0";
     return {};
   }
 
@@ -185,6 +189,13 @@ class agent {
   void on_tick() {
     const auto now = clock_type::now();
     if (stop_flag_.load() && !shutting_down_) begin_shutdown(now);
+    if (registered() && conn_->accepted) {
+      unregistered_since_ = now;
+    } else if (o_.give_up_after_s > 0 && !shutting_down_ && now - unregistered_since_ >= seconds(o_.give_up_after_s)) {
+      say("giving up: not registered with the scheduler for " + format_double(o_.give_up_after_s) + " s");
+      gave_up_ = true;
+      begin_shutdown(now);
+    }
     if (o_.fence_after_s > 0 && !fenced_ && !shutting_down_ && now - last_heard_ > seconds(o_.fence_after_s))
       fence(now);
     reap_and_kill(now);
@@ -221,8 +232,10 @@ class agent {
   void begin_shutdown(time_point now) {
     shutting_down_ = true;
     size_t n = terminate_all(now);
-    say("stopping: SIGTERM to " + std::to_string(n) + " worker(s), SIGKILL after " +
-        format_double(o_.shutdown_grace_s) + " s");
+    // Nothing to say when no worker runs: "stopped" follows.
+    if (n > 0)
+      say("stopping: SIGTERM to " + std::to_string(n) + " worker(s), SIGKILL after " +
+          format_double(o_.shutdown_grace_s) + " s");
   }
 
   /// SIGTERM to every running worker's group, SIGKILL after shutdown_grace_s; how many.
@@ -344,7 +357,6 @@ class agent {
   }
 
   void on_hello_ok(const std::shared_ptr<connection>& c) {
-    failures_ = 0;
     wire::register_ r{o_.name, o_.gpu_type, o_.gpus, o_.pool, {}};
     for (auto& [id, w] : workers_)
       if (!w->status)
@@ -431,11 +443,24 @@ class agent {
       if (auto* e = std::get_if<wire::error>(&m)) return drop("scheduler refused hello: " + e->reason);
       return drop("expected hello_ok, got '" + std::string(wire::type_of(m)) + "'");
     }
+    // Taken as registered once the scheduler says anything else: a refused register (an
+    // error) keeps backing off instead of retrying at once.
+    if (!std::holds_alternative<wire::error>(m)) {
+      failures_ = 0;
+      c->accepted = true;
+    }
     std::visit(overloaded{
                    [&](const wire::launch& l) { on_launch(l); },
                    [&](const wire::stop& s) { on_stop(s); },
+                   [&](const wire::log_fetch& f) { send(c, read_worker_log(o_.work_dir, o_.name, f)); },
                    [&](const wire::error& e) { drop("scheduler error: " + e.reason); },
                    [&](const wire::bye&) { drop("scheduler said bye"); },
+                   [&](const wire::shutdown& s) {
+                     // For good: reconnecting would only find no scheduler, or a new run
+                     // that does not know these workers.
+                     say("the scheduler shut down for good (" + s.reason + "): stopping");
+                     if (!shutting_down_) begin_shutdown(clock_type::now());
+                   },
                    [&](const wire::heartbeat&) {},  // heard: the read itself counts (fencing)
                    [&](const auto&) {
                      say("ignored unexpected '" + std::string(wire::type_of(m)) +
@@ -617,6 +642,9 @@ class agent {
   time_point last_heard_{};  ///< latest bytes from the scheduler (fencing)
   bool fenced_ = false;      ///< fenced since last_heard_
   bool shutting_down_ = false;
+  /// Last time the agent was registered (or started): give_up_after_s counts from it.
+  time_point unregistered_since_{};
+  bool gave_up_ = false;
   bool finishing_ = false;
   time_point finish_deadline_{};
   std::string worker_program_;

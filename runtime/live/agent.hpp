@@ -32,7 +32,8 @@ struct agent_options {
   double heartbeat_s = 1.0;
   /// Reconnect backoff: the n-th consecutive failure (n = 0, 1, ...) waits a uniformly
   /// random time in [d/2, d] with d = min(reconnect_max_s, reconnect_min_s * 2^n). The
-  /// count restarts at each hello_ok.
+  /// count restarts when the scheduler first sends anything but an error after register (a
+  /// register it refuses keeps backing off).
   double reconnect_min_s = 0.1, reconnect_max_s = 5.0;
   /// A connection without hello_ok this long after the connect began is dropped.
   double handshake_timeout_s = 10.0;
@@ -49,6 +50,11 @@ struct agent_options {
   /// scheduler restarts the jobs, fence_after_s + shutdown_grace_s must stay under its
   /// detection grace (docs/live.md, "Fencing").
   double fence_after_s = 0;
+  /// Reconnecting is given up after this long without being registered (counted from the
+  /// start, or from the loss of the last connection whose register the scheduler took, as
+  /// its first message other than an error says): the workers are stopped as
+  /// on the agent's own stop and run_agent returns 3. 0: retry for ever.
+  double give_up_after_s = 0;
   /// The program of a launch whose command is empty, run with the single argument
   /// "worker" (the aryl binary itself). Empty: this process's own executable.
   std::string worker_program;
@@ -84,14 +90,18 @@ struct agent_options {
 ///
 /// heartbeat from the scheduler (its answer to ours): counts as hearing from it (fencing).
 ///
+/// shutdown from the scheduler (it ended for good): the agent stops as on its own stop,
+/// without reconnecting, and returns 0.
+///
 /// A lost connection is
 /// retried with backoff while the workers keep running (until fenced, with fence_after_s); their exits and latest progress
 /// are sent once registered again, and register.workers lists those still running. On
 /// stop: SIGTERM to every worker, SIGKILL after shutdown_grace_s, all reaped, `bye` if
 /// connected. No child process outlives this call, also when it ends by an exception.
 /// Logs one line per notable event to `log` (used from this thread only). Resets SIGCHLD
-/// to its default if it is ignored (exit statuses would be lost). Returns 0 after a stop,
-/// 2 for invalid options (logged), 1 after an unexpected error (logged).
+/// to its default if it is ignored (exit statuses would be lost). Returns 0 after a stop
+/// (its own or the scheduler's shutdown), 3 after giving up (give_up_after_s), 2 for
+/// invalid options (logged), 1 after an unexpected error (logged).
 int run_agent(const agent_options& options, const std::atomic<bool>& stop_flag,
               std::ostream& log);
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <thread>
 
 #include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
@@ -84,6 +85,15 @@ const char* server_state_text(wire::server_state s) {
   return "?";
 }
 
+/// Seconds as squeue shows a job's time: [D-]H:MM:SS.
+std::string clock_text(double seconds) {
+  auto s = static_cast<int64_t>(seconds);
+  auto days = s / 86400;
+  s %= 86400;
+  auto hms = fmt::format("{}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60);
+  return days > 0 ? fmt::format("{}-{}", days, hms) : hms;
+}
+
 const char* state_text(wire::job_state s) {
   switch (s) {
     case wire::job_state::queued: return "queued";
@@ -108,14 +118,79 @@ void greet(connection& c, const client_options& o) {
 
 } // namespace
 
-void cancel(const client_options& o, uint64_t job) {
+std::string cancel(const client_options& o, uint64_t job) {
   connection c(o);
   greet(c, o);
+  // What the job was doing, for the confirmation: the status just before the cancel.
+  c.send(wire::status_request{});
+  auto before = c.receive();
+  std::optional<wire::job_info> was;
+  if (auto* s = std::get_if<wire::status_reply>(&before))
+    for (auto& j : s->jobs)
+      if (j.job_id == job) was = j;
   c.send(wire::cancel{job});
   // cancel has no reply; a refusal arrives before the answer to the next request.
   c.send(wire::status_request{});
   c.receive();
   c.send(wire::bye{});
+  if (!was) return fmt::format("cancelled job {}", job);
+  auto what = fmt::format("cancelled job {} ({})", job, escape_control(was->name));
+  if (was->state == wire::job_state::running)
+    return what + fmt::format(": it was running on {} worker{}, now stopped", was->workers, was->workers == 1 ? "" : "s");
+  return what + ": it was queued";
+}
+
+void logs(const client_options& o, uint64_t job, uint32_t rank, bool follow, std::ostream& out, double poll_s) {
+  connection c(o);
+  greet(c, o);
+  uint64_t offset = 0;
+  for (;;) {
+    c.send(wire::logs_request{job, rank, offset});
+    auto m = c.receive();
+    auto* r = std::get_if<wire::logs_reply>(&m);
+    if (!r) throw input_error(fmt::format("logs: the scheduler answered '{}'", wire::type_of(m)));
+    out << r->text << std::flush;
+    offset += r->text.size();
+    if (offset < r->size && !r->text.empty()) continue;  // more there now
+    if (!follow || !r->active) break;
+    // Well inside the scheduler's 10 s idle limit: the next request keeps the connection.
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+  }
+  c.send(wire::bye{});
+}
+
+endpoint resolve_endpoint(const std::string& command, const std::string& host, std::optional<uint16_t> port,
+                          const std::string& token_file, const std::function<const char*(const char*)>& env) {
+  endpoint e;
+  e.host = host.empty() ? "127.0.0.1" : host;
+  if (port) {
+    e.port = *port;
+  } else if (const char* addr = env("ARYL_ADDR"); addr && *addr) {
+    std::string a = addr;
+    auto colon = a.rfind(':');
+    auto bad = [&] {
+      return input_error(fmt::format("{}: ARYL_ADDR '{}' is not HOST:PORT (e.g. 127.0.0.1:7000)", command,
+                                     escape_control(a)));
+    };
+    if (colon == std::string::npos || colon == 0 || colon + 1 == a.size()) throw bad();
+    unsigned long p = 0;
+    for (size_t i = colon + 1; i < a.size(); ++i) {
+      if (a[i] < '0' || a[i] > '9') throw bad();
+      p = p * 10 + static_cast<unsigned long>(a[i] - '0');
+      if (p > 65535) throw bad();
+    }
+    if (p == 0) throw bad();
+    if (host.empty()) e.host = a.substr(0, colon);
+    e.port = static_cast<uint16_t>(p);
+  } else {
+    throw input_error(command + ": no scheduler address: give --port (and --host) or set ARYL_ADDR=HOST:PORT");
+  }
+  e.token_file = token_file;
+  if (e.token_file.empty())
+    if (const char* f = env("ARYL_TOKEN_FILE"); f && *f) e.token_file = f;
+  if (e.token_file.empty())
+    throw input_error(command + ": no cluster token: give --token-file or set ARYL_TOKEN_FILE");
+  return e;
 }
 
 std::optional<wire::message> ask(const client_options& o, const wire::message& request, bool expect_reply) {
@@ -129,11 +204,22 @@ std::optional<wire::message> ask(const client_options& o, const wire::message& r
 }
 
 void print_status(std::ostream& out, const wire::status_reply& s) {
-  out << fmt::format("{:>8}  {:<24} {:<8} {:>7}  {}\n", "JOB", "NAME", "STATE", "WORKERS", "WAITING BECAUSE");
+  auto row = [&](auto job, auto name, auto state, auto workers, auto gpus, auto range, auto type, auto time,
+                 auto servers, auto why) {
+    out << fmt::format("{:>6}  {:<20} {:<9} {:>7} {:>4} {:>7}  {:<6} {:>10}  {:<16} {}\n", job, name, state, workers,
+                       gpus, range, type, time, servers, why);
+  };
+  row("JOB", "NAME", "STATE", "WORKERS", "GPUS", "MIN-MAX", "TYPE", "TIME", "SERVERS", "WAITING BECAUSE");
+  auto opt = [](const std::optional<uint32_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
   // Names come from users and agents: escaped, one row each.
-  for (auto& j : s.jobs)
-    out << fmt::format("{:>8}  {:<24} {:<8} {:>7}  {}\n", j.job_id, escape_control(j.name), state_text(j.state),
-                       j.workers, escape_control(j.reason.value_or("")));
+  for (auto& j : s.jobs) {
+    std::string name = escape_control(j.name);
+    if (j.predicted && !*j.predicted) name += " (no estimate)";
+    row(j.job_id, name, state_text(j.state), j.workers, opt(j.gpus),
+        j.min_workers && j.max_workers ? fmt::format("{}-{}", *j.min_workers, *j.max_workers) : std::string("-"),
+        escape_control(j.gpu_type.value_or("any")), j.run_s ? clock_text(*j.run_s) : std::string("-"),
+        escape_control(j.servers.value_or("")), escape_control(j.reason.value_or("")));
+  }
   out << fmt::format("\n{:<10} {:<6} {:>4} {:>5}  {:<9} {:<11} {}\n", "SERVER", "GPU", "GPUS", "FREE", "POOL", "STATE",
                      "LOAN");
   for (auto& v : s.servers) {
@@ -145,15 +231,39 @@ void print_status(std::ostream& out, const wire::status_reply& s) {
   }
 }
 
+namespace {
+
+nlohmann::ordered_json job_json(const wire::job_info& x) {
+  nlohmann::ordered_json e = {
+      {"job_id", x.job_id}, {"name", x.name}, {"state", state_text(x.state)}, {"workers", x.workers}};
+  if (x.reason) e["reason"] = *x.reason;
+  if (x.gpus) e["gpus"] = *x.gpus;
+  if (x.min_workers) e["min_workers"] = *x.min_workers;
+  if (x.max_workers) e["max_workers"] = *x.max_workers;
+  if (x.gpu_type) e["gpu_type"] = *x.gpu_type;
+  if (x.run_s) e["run_s"] = *x.run_s;
+  if (x.servers) e["servers"] = *x.servers;
+  if (x.predicted) e["predicted"] = *x.predicted;
+  return e;
+}
+
+} // namespace
+
+std::string show_json(const wire::show_reply& s) {
+  nlohmann::ordered_json j = job_json(s.job);
+  j["command"] = s.command;
+  j["expected_duration_s"] = s.expected_duration_s;
+  j["submit_s"] = s.submit_s;
+  if (s.end_s) j["end_s"] = *s.end_s;
+  j["history"] = nlohmann::ordered_json::array();
+  for (auto& h : s.history) j["history"].push_back({{"t_s", h.t_s}, {"event", h.event}, {"detail", h.detail}, {"why", h.why}});
+  return j.dump(2);
+}
+
 std::string status_json(const wire::status_reply& s) {
   nlohmann::ordered_json j;
   j["jobs"] = nlohmann::ordered_json::array();
-  for (auto& x : s.jobs) {
-    nlohmann::ordered_json e = {
-        {"job_id", x.job_id}, {"name", x.name}, {"state", state_text(x.state)}, {"workers", x.workers}};
-    if (x.reason) e["reason"] = *x.reason;
-    j["jobs"].push_back(std::move(e));
-  }
+  for (auto& x : s.jobs) j["jobs"].push_back(job_json(x));
   j["servers"] = nlohmann::ordered_json::array();
   for (auto& x : s.servers) {
     nlohmann::ordered_json e = {{"name", x.name}, {"gpu_type", x.gpu_type}, {"gpus", x.gpus}, {"free", x.free},
@@ -165,6 +275,29 @@ std::string status_json(const wire::status_reply& s) {
   for (auto& x : s.loans)
     j["loans"].push_back({{"server", x.server}, {"state", x.state == wire::loan_state::loaned ? "loaned" : "reclaiming"}});
   return j.dump(2);
+}
+
+void print_show(std::ostream& out, const wire::show_reply& s) {
+  auto& j = s.job;
+  out << fmt::format("JobId={} Name={} State={}\n", j.job_id, escape_control(j.name), state_text(j.state));
+  out << fmt::format("   Gpus={} MinWorkers={} MaxWorkers={} GpuType={} Workers={}\n", j.gpus.value_or(0),
+                     j.min_workers.value_or(0), j.max_workers.value_or(0), escape_control(j.gpu_type.value_or("any")),
+                     j.workers);
+  out << fmt::format("   Estimate={:g}s{}\n", s.expected_duration_s,
+                     j.predicted && !*j.predicted ? " (none given: the default estimate)" : "");
+  std::string argv;
+  for (auto& a : s.command) argv += (argv.empty() ? "" : " ") + escape_control(a);
+  out << fmt::format("   Command={}\n", argv.empty() ? "(the configured worker)" : argv);
+  out << fmt::format("   SubmitTime={:.3f}s", s.submit_s);
+  if (s.end_s) out << fmt::format(" EndTime={:.3f}s", *s.end_s);
+  if (j.run_s) out << fmt::format(" RunTime={}", clock_text(*j.run_s));
+  out << '\n';
+  if (j.servers && !j.servers->empty()) out << fmt::format("   Servers={}\n", escape_control(*j.servers));
+  if (j.reason) out << fmt::format("   Reason={}\n", escape_control(*j.reason));
+  out << "   History (simulated seconds since the run started):\n";
+  for (auto& h : s.history)
+    out << fmt::format("   {:>12.3f}  {:<8} {}{}{}\n", h.t_s, escape_control(h.event), escape_control(h.detail),
+                       h.why.empty() ? "" : " | ", escape_control(h.why));
 }
 
 } // namespace aryl::live

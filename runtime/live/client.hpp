@@ -2,6 +2,7 @@
 /// Live mode's client commands (`aryl status`, `demand`, `submit`, `cancel`): one connection to `aryl serve`,
 /// a hello with the cluster token, one request, its answer.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -17,19 +18,47 @@ struct client_options {
   double timeout_s = 10;
 };
 
+/// Where a command finds the scheduler and its token. `host`, `port`, `token_file`: the
+/// flags, empty when not given. Without --port the address is ARYL_ADDR ("HOST:PORT"),
+/// without --token-file the file is ARYL_TOKEN_FILE; `env` looks a variable up (nullptr:
+/// unset). Throws aryl::input_error naming the command and the flag or variable that is
+/// missing or malformed.
+struct endpoint {
+  std::string host;
+  uint16_t port = 0;
+  std::string token_file;
+};
+endpoint resolve_endpoint(const std::string& command, const std::string& host, std::optional<uint16_t> port,
+                          const std::string& token_file, const std::function<const char*(const char*)>& env);
+
 /// Sends `request` and returns the reply, or nothing when none is expected (`demand`).
 /// Throws aryl::input_error naming the scheduler's address for a refused connection, a
 /// refusal (the scheduler's reason), a timeout or a malformed answer.
 std::optional<wire::message> ask(const client_options& o, const wire::message& request, bool expect_reply);
 
-/// Cancels a job; throws aryl::input_error with the scheduler's reason (naming the job) if
-/// it refuses.
-void cancel(const client_options& o, uint64_t job);
+/// Cancels a job and returns what it did, one line ("cancelled job 7 (train): it was running
+/// on 4 workers, stopped"); throws aryl::input_error with the scheduler's reason (naming the
+/// job) if it refuses.
+std::string cancel(const client_options& o, uint64_t job);
 
-/// squeue/sinfo-like tables of a status reply.
+/// `aryl logs`: writes the output of (job, rank) to `out` from its start; with `follow`, goes
+/// on asking every `poll_s` seconds while the job is active (as `tail -f`). Throws
+/// aryl::input_error with the scheduler's reason (no such worker, its agent away).
+void logs(const client_options& o, uint64_t job, uint32_t rank, bool follow, std::ostream& out, double poll_s = 1);
+
+/// squeue/sinfo-like tables of a status reply: active jobs with their size, GPU type, run
+/// time, servers and why each queued one waits; then ended ones (if listed) with their
+/// outcome; then the servers.
 void print_status(std::ostream& out, const wire::status_reply& s);
 
 /// The status reply as one JSON object.
 std::string status_json(const wire::status_reply& s);
+
+/// `aryl show JOB` (as `scontrol show job`): the spec, state, every allocation change with
+/// its time and reason, the outcome.
+void print_show(std::ostream& out, const wire::show_reply& s);
+
+/// The show reply as one JSON object.
+std::string show_json(const wire::show_reply& s);
 
 } // namespace aryl::live

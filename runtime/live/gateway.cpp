@@ -30,6 +30,7 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
     std::lock_guard lock(m);
     ++slots.at(server).launches;
   }
+  for (size_t i = 0; i < l.gpus.size(); ++i) logs.launched(l.job, l.rank_offset + static_cast<uint32_t>(i), server);
   for (size_t i = 0; i < l.gpus.size(); ++i) {
     wire::launch w;
     w.job_id = l.job;
@@ -83,6 +84,7 @@ gateway::gateway(gateway_options o, std::ostream& log) : impl_(std::make_shared<
   if (!ec) i.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw input_error(fmt::format("{}:{}: cannot listen: {}", i.opts.bind, i.opts.port, ec.message()));
   i.reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  i.joining = i.opts.join;
   i.accept();
   i.thread = std::thread([p = impl_] { p->io.run(); });
 }
@@ -95,12 +97,21 @@ std::shared_ptr<node_link> gateway::add_server(int id, const std::string& server
                                                int gpus, wire::pool_kind pool) {
   {
     std::lock_guard lock(impl_->m);
-    impl::server_slot slot;
-    slot.id = id;
-    slot.gpu_type = gpu_type;
-    slot.gpus = gpus;
-    slot.pool = pool;
-    impl_->slots[server] = std::move(slot);
+    auto it = impl_->slots.find(server);
+    if (it != impl_->slots.end() && it->second.id < 0) {
+      // Joined: its agent is registered already; its connection learns the id.
+      it->second.id = id;
+      asio::post(impl_->io, [agent = it->second.agent, id] {
+        if (auto a = agent.lock()) set_server_id(*a, id);
+      });
+    } else {
+      impl::server_slot slot;
+      slot.id = id;
+      slot.gpu_type = gpu_type;
+      slot.gpus = gpus;
+      slot.pool = pool;
+      impl_->slots[server] = std::move(slot);
+    }
   }
   auto n = std::make_shared<remote_node>();
   n->g = impl_;
@@ -108,91 +119,22 @@ std::shared_ptr<node_link> gateway::add_server(int id, const std::string& server
   return n;
 }
 
-std::vector<std::string> gateway::wait_for_agents(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(impl_->m);
-  auto missing = [&] {
-    std::vector<std::string> out;
-    for (auto& [name, s] : impl_->slots)
-      if (!s.registered) out.push_back(name);
-    return out;
-  };
-  impl_->registered_cv.wait_for(lock, timeout, [&] { return missing().empty(); });
-  return missing();
-}
-
-std::vector<std::string> gateway::wait_for_found_workers(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(impl_->m);
-  auto running = [&] {
-    std::vector<std::string> out;
-    for (auto& [name, s] : impl_->slots)
-      for (auto& [job, rank] : s.found) out.push_back(fmt::format("{} job {} rank {}", name, job, rank));
-    return out;
-  };
-  impl_->registered_cv.wait_for(lock, timeout, [&] { return running().empty(); });
-  return running();
-}
-
-std::map<std::string, std::vector<wire::running_worker>> gateway::found_workers() {
-  std::lock_guard lock(impl_->m);
-  std::map<std::string, std::vector<wire::running_worker>> out;
-  for (auto& [name, s] : impl_->slots)
-    if (!s.listed.empty()) out[name] = s.listed;
-  return out;
-}
-
-void gateway::settle_found_workers(const std::set<uint32_t>& adopted) {
-  std::map<std::string, std::set<uint32_t>> stop;
-  {
-    std::lock_guard lock(impl_->m);
-    for (auto& [name, s] : impl_->slots) {
-      for (auto& w : s.listed) {
-        std::pair<uint32_t, uint32_t> worker{static_cast<uint32_t>(w.job_id), w.rank};
-        if (adopted.count(worker.first)) {
-          s.held.insert(worker);
-        } else {
-          s.found.insert(worker);
-          stop[name].insert(worker.first);
-        }
-      }
-      s.listed.clear();
+void gateway::send_shutdown(const std::string& reason, std::chrono::milliseconds limit) {
+  if (!impl_->thread.joinable()) return;
+  asio::post(impl_->io, [p = impl_.get(), reason] {
+    std::vector<std::shared_ptr<session>> agents;
+    {
+      std::lock_guard lock(p->m);
+      for (auto& [name, s] : p->slots)
+        if (auto a = s.agent.lock()) agents.push_back(std::move(a));
     }
-    // Early exits of workers now stopped are the stop's business, not the run's.
-    std::erase_if(impl_->early_exits, [&](auto& e) { return !adopted.count(std::get<1>(e)); });
-  }
-  for (auto& [name, jobs] : stop) {
-    std::string list;
-    for (auto j : jobs) list += (list.empty() ? "" : ", ") + std::to_string(j);
-    impl_->log(fmt::format("server {}: stopping the workers of jobs {}, from before this serve started", name, list));
-    for (auto j : jobs) asio::post(impl_->io, [p = impl_.get(), s = name, j] { p->stop_on(s, j); });
-  }
-}
-
-void gateway::set_router(worker_router r) {
-  std::lock_guard lock(impl_->m);
-  // An ask of the run that ends is answered by nobody: its waiting clients are told.
-  if (!r.status_async && !r.status)
-    asio::post(impl_->io, [p = impl_.get()] { p->status_ready(p->status_asks, std::nullopt); });
-  impl_->router = std::move(r);
-  if (!impl_->router.exit) return;
-  // Adopted workers that exited before the run could hear of it.
-  for (auto& [server, job, rank, code, signal] : impl_->early_exits) impl_->router.exit(server, job, rank, code, signal);
-  impl_->early_exits.clear();
-  for (auto& [name, s] : impl_->slots) s.held.clear();
-}
-
-std::optional<cluster_status> gateway::status() {
-  std::optional<cluster_status> out;
-  impl_->with_router([&](worker_router& r) {
-    if (r.status) out = r.status();
+    for (auto& a : agents) bid_farewell(*a, reason);
+    std::lock_guard lock(p->m);
+    p->farewells_told = true;
+    p->farewell_cv.notify_all();
   });
-  return out;
-}
-
-int gateway::agents_connected() {
-  std::lock_guard lock(impl_->m);
-  int n = 0;
-  for (auto& [name, s] : impl_->slots) n += s.agent.lock() ? 1 : 0;
-  return n;
+  std::unique_lock lock(impl_->m);
+  impl_->farewell_cv.wait_for(lock, limit, [&] { return impl_->farewells_told && impl_->farewells <= 0; });
 }
 
 void gateway::close() {

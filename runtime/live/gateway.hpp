@@ -19,6 +19,7 @@
 
 #include "actors/node_link.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/live/job_book.hpp"
 #include "runtime/wire/messages.hpp"
 
 namespace aryl::live {
@@ -58,6 +59,22 @@ struct gateway_options {
   size_t max_connections = 4096;
   /// A client's replies not yet read by it: past this its requests are not read either.
   size_t client_queue_bytes = 256 * 1024;
+  /// The run-time estimate of a submitted job that gives none (live.default_estimate_s).
+  double default_estimate_s = 3600;
+  /// A live inventory: an agent of any name registers with what it has (GPU type, count,
+  /// pool) until join_agents fixes the cluster; then only those names may register again.
+  bool join = false;
+  /// Every job's spec, history and end, for `show` and `status --all`; null: only active
+  /// jobs are known (the scheduler's status), and `show` is refused.
+  std::shared_ptr<job_book> book;
+};
+
+/// A machine whose agent joined (gateway_options::join).
+struct joined_machine {
+  std::string name;
+  std::string gpu_type;
+  int gpus = 0;
+  wire::pool_kind pool = wire::pool_kind::training;
 };
 
 class gateway {
@@ -72,9 +89,13 @@ class gateway {
   uint16_t port() const;
 
   /// The link to the machine `server` (id `id`); its agent must register with this name, GPU
-  /// type and count. Call before agents connect.
+  /// type and count. Call before agents connect, or (join) once for each joined machine.
   std::shared_ptr<node_link> add_server(int id, const std::string& server, const std::string& gpu_type, int gpus,
                                         wire::pool_kind pool);
+
+  /// join: waits until `count` agents have registered (at most `timeout`), then takes no new
+  /// names; returns the machines that joined, in the order they registered.
+  std::vector<joined_machine> join_agents(size_t count, std::chrono::milliseconds timeout);
 
   /// Waits until every added server's agent has registered; returns the names still missing
   /// after `timeout`.
@@ -101,6 +122,11 @@ class gateway {
   std::optional<cluster_status> status();
   /// Agents registered and connected now.
   int agents_connected();
+
+  /// Tells every connected agent that the scheduler shuts down for good (`shutdown` with
+  /// `reason`: they stop their workers and exit), and waits until those frames are written,
+  /// at most `limit`.
+  void send_shutdown(const std::string& reason, std::chrono::milliseconds limit);
 
   /// Stops listening and closes every connection.
   void close();

@@ -1,8 +1,13 @@
 #pragma once
-/// The gateway's shared state, for its three files: gateway.cpp (the public calls),
-/// gateway_listener.cpp (accepting, caps), gateway_session.cpp (one peer's connection).
-/// Included by those only.
+/// The gateway's shared state, for its files: gateway.cpp (the public calls, the machines'
+/// launches), gateway_waits.cpp (what its callers wait for), gateway_listener.cpp (accepting,
+/// caps), gateway_session.cpp (one peer's connection), gateway_status.cpp (status and show
+/// requests, answered asynchronously). Included by those only.
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
+
 #include <boost/asio.hpp>
+
+#include <cstdint>
 
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +23,7 @@
 
 #include "runtime/control_chars.hpp"
 #include "runtime/live/gateway.hpp"
+#include "runtime/live/log_relay.hpp"
 #include "runtime/wire/messages.hpp"
 
 namespace aryl::live {
@@ -76,16 +82,31 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   uint64_t counted_lines = 0;
   std::map<std::string, uint64_t> counted_unlogged;
 
-  // Status requests (gateway_session.cpp); network thread only. At most one ask of the
-  // scheduler is in flight: requests that arrive meanwhile wait for the next one, which
+  // Status and show requests (gateway_status.cpp); network thread only. At most one ask of
+  // the scheduler is in flight: requests that arrive meanwhile wait for the next one, which
   // answers them all (each answer is newer than the request).
-  std::vector<std::shared_ptr<session>> status_waiting, status_next;
+  struct status_wait {
+    std::shared_ptr<session> who;
+    enum class kind { status, status_all, show } what = kind::status;
+    uint64_t job = 0;  ///< show: the job asked about
+  };
+  std::vector<status_wait> status_waiting, status_next;
   uint64_t status_asks = 0;  ///< the ask in flight, if status_waiting is not empty
+
+  log_relay logs;  ///< `aryl logs` (network thread only)
 
   std::mutex m;  // guards what follows: the network thread and the caller share it
   std::condition_variable registered_cv;
+  /// Agents told to shut down whose connection is not closed yet (send_shutdown).
+  int farewells = 0;
+  bool farewells_told = false;  ///< every connected agent has been told
+  std::condition_variable farewell_cv;
   std::map<std::string, server_slot> slots;
   worker_router router;
+  /// gateway_options::join: agents of any name are taken until the inventory is fixed
+  /// (join_agents), in the order they registered.
+  bool joining = false;
+  std::vector<std::string> join_order;
 
   /// Calls `f` with the router, holding the lock: set_router waits for calls in progress.
   template <class F>
@@ -113,8 +134,9 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   void hello_taken(const std::string& address);
   void ended(const std::string& address, bool before_hello);
 
-  /// Answers `who` a status as soon as one newer than this call comes (gateway_session.cpp).
-  void ask_status(const std::shared_ptr<session>& who);
+  /// Answers `w.who` (a status, status --all or show) as soon as a status newer than this
+  /// call comes (gateway_status.cpp).
+  void ask_status(status_wait w);
   void ask_scheduler_status();
   /// The scheduler's answer to ask `seq`; nothing: no run in progress.
   void status_ready(uint64_t seq, std::optional<cluster_status> s);
@@ -128,5 +150,13 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
 void start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address);
 /// Queues `m` on `s`'s connection.
 void send_to(session& s, const wire::message& m);
+/// The answer to a status or show request of `s`'s (one encoded frame, shared by the
+/// connections it answers), or, without a frame, the reason it is refused.
+void answer_status(session& s, const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal);
+/// Tells an agent's connection that the scheduler shuts down for good, counting it in
+/// farewells until written and closed; false if it is closing already.
+bool bid_farewell(session& s, const std::string& reason);
+/// A joined machine's id, once the inventory is fixed (gateway::add_server).
+void set_server_id(session& s, int id);
 
 } // namespace aryl::live

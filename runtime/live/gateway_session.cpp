@@ -7,6 +7,7 @@
 #include <array>
 #include <deque>
 
+#include "runtime/live/client_replies.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/wire/codec.hpp"
 
@@ -52,12 +53,32 @@ class session : public std::enable_shared_from_this<session> {
     if (queue_.size() == 1) write_next();
   }
 
-  /// The status this connection asked for (a frame), or nothing: no run in progress.
-  void status_answered(const std::shared_ptr<const std::vector<uint8_t>>& frame) {
+  /// The status or show this connection asked for (a frame), or without one the reason it
+  /// is refused.
+  void status_answered(const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal) {
     awaiting_status_ = false;
-    if (!frame) return close("no run in progress");
+    if (!frame) return close(refusal);
     send_frame(frame);
     drain();
+  }
+
+  bool is_closing() const { return closing_; }
+
+  /// The scheduler shuts down for good: `shutdown`, then the connection closes once written.
+  void farewell(const std::string& reason) {
+    farewell_ = true;
+    send(wire::shutdown{reason});
+    quiet_close();
+  }
+
+  /// A joined machine's id, once the inventory is fixed (gateway::add_server).
+  void set_server_id(int id) { server_id_ = id; }
+
+  /// Closes once what is queued is written, without a word: the peer's orderly end.
+  void quiet_close() {
+    if (closing_) return;
+    closing_ = true;
+    if (queue_.empty()) shut();
   }
 
   /// Sends `reason` as an error frame, then closes once it is written.
@@ -70,6 +91,7 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   const std::string& peer() const { return peer_; }
+  gateway::impl* gateway_state() const { return g_; }
 
  private:
   enum class stage { hello, registering, agent, client };
@@ -157,6 +179,14 @@ class session : public std::enable_shared_from_this<session> {
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
     detach();
+    farewell_sent();
+  }
+
+  void farewell_sent() {
+    if (!std::exchange(farewell_, false)) return;
+    std::lock_guard lock(g_->m);
+    --g_->farewells;
+    g_->farewell_cv.notify_all();
   }
 
   /// The connection ended without a close of ours.
@@ -167,6 +197,7 @@ class session : public std::enable_shared_from_this<session> {
     boost::system::error_code ec;
     socket_.close(ec);
     detach();
+    farewell_sent();
   }
 
   /// An agent's server no longer has a connection: unless the agent registers again within
@@ -180,6 +211,7 @@ class session : public std::enable_shared_from_this<session> {
       g_->ended(address_, stage_ == stage::hello);
     }
     if (stage_ != stage::agent) return;
+    g_->logs.agent_gone(name_);  // its log requests will not be answered now
     uint64_t registrations = 0;
     {
       std::lock_guard lock(g_->m);
@@ -240,10 +272,21 @@ class session : public std::enable_shared_from_this<session> {
     {
       std::lock_guard lock(g_->m);
       auto it = g_->slots.find(r->server);
+      if (it == g_->slots.end() && g_->joining) {
+        // A live inventory: the machine joins with what it has; its id comes at the start.
+        gateway::impl::server_slot joined;
+        joined.id = -1;
+        joined.gpu_type = r->gpu_type;
+        joined.gpus = static_cast<int>(r->gpus);
+        joined.pool = r->pool;
+        it = g_->slots.emplace(r->server, std::move(joined)).first;
+        g_->join_order.push_back(r->server);
+      }
       if (it == g_->slots.end()) {
         std::string known;
         for (auto& [name, s] : g_->slots) known += (known.empty() ? "" : ", ") + name;
-        return close(fmt::format("unknown server '{}' (this cluster has: {})", r->server, known));
+        return close(fmt::format("unknown server '{}' (this cluster has: {}{})", r->server, known,
+                                 g_->opts.join ? "; it was fixed when the run started" : ""));
       }
       auto& slot = it->second;
       if (r->gpu_type != slot.gpu_type || static_cast<int>(r->gpus) != slot.gpus || r->pool != slot.pool)
@@ -329,6 +372,7 @@ class session : public std::enable_shared_from_this<session> {
       if (!routed && !kept) g_->log(fmt::format("{}: no run in progress: exit of job {} dropped", peer_, e->job_id));
       return;
     }
+    if (auto* c = std::get_if<wire::log_chunk>(&msg)) return relay_log(*c);
     if (std::holds_alternative<wire::bye>(msg)) return close("the agent said bye");
     close(fmt::format("unexpected message '{}' from an agent", wire::type_of(msg)));
   }
@@ -353,11 +397,18 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_client(const wire::message& msg) {
-    if (std::holds_alternative<wire::status_request>(msg)) {
-      // Answered when the scheduler's is in (status_answered); meanwhile nothing more is read.
+    // Status and show are answered when the scheduler's status is in (status_answered);
+    // meanwhile nothing more is read.
+    if (auto* q = std::get_if<wire::status_request>(&msg)) {
       awaiting_status_ = true;
-      return g_->ask_status(shared_from_this());
+      using kind = gateway::impl::status_wait::kind;
+      return g_->ask_status({shared_from_this(), q->all.value_or(false) ? kind::status_all : kind::status, 0});
     }
+    if (auto* q = std::get_if<wire::show_request>(&msg)) {
+      awaiting_status_ = true;
+      return g_->ask_status({shared_from_this(), gateway::impl::status_wait::kind::show, q->job_id});
+    }
+    if (auto* q = std::get_if<wire::logs_request>(&msg)) return ask_log(*q);
     if (auto* d = std::get_if<wire::demand>(&msg)) {
       bool taken = false;
       g_->with_router([&](worker_router& r) {
@@ -377,7 +428,7 @@ class session : public std::enable_shared_from_this<session> {
       }
       std::optional<submit_result> result;
       g_->with_router([&](worker_router& r) {
-        if (r.submit) result = r.submit(to_spec(*j));
+        if (r.submit) result = r.submit(spec_of(*j, g_->opts.default_estimate_s));
       });
       if (!result) return close("no run in progress");
       if (result->job < 0) {
@@ -385,6 +436,11 @@ class session : public std::enable_shared_from_this<session> {
         return close(result->error);
       }
       g_->log(fmt::format("{}: submitted job {} ({})", peer_, result->job, j->name));
+      if (g_->opts.book) {
+        auto spec = spec_of(*j, g_->opts.default_estimate_s);
+        spec.index = static_cast<uint32_t>(result->job);
+        g_->opts.book->spec(spec);
+      }
       return send(wire::submit_ok{static_cast<uint64_t>(result->job)});
     }
     if (auto* x = std::get_if<wire::cancel>(&msg)) {
@@ -402,53 +458,37 @@ class session : public std::enable_shared_from_this<session> {
       g_->log(fmt::format("{}: cancelled job {}", peer_, x->job_id));
       return;
     }
-    if (std::holds_alternative<wire::bye>(msg)) return close("the client said bye");
+    // A client's bye is its normal end: no log line, no error frame.
+    if (std::holds_alternative<wire::bye>(msg)) return quiet_close();
     close(fmt::format("a client cannot send '{}'", wire::type_of(msg)));
   }
 
-  static job_spec to_spec(const wire::submit& j) {
-    job_spec out;
-    out.name = j.name;
-    // Wider than int on the wire: the scheduler's range check sees the value, not a wrap.
-    auto narrow = [](uint32_t v) { return static_cast<int>(std::min<uint32_t>(v, INT32_MAX)); };
-    out.gpus = narrow(j.gpus);
-    out.min_workers = narrow(j.min_workers);
-    out.max_workers = narrow(j.max_workers);
-    out.elastic = j.min_workers != j.max_workers;
-    out.duration_s = j.expected_duration_s;
-    out.gpu_type = j.gpu_type.value_or("");
-    out.command = j.command;
-    return out;
+  /// `aryl logs`: asks the agent of the machine the worker was last launched on.
+  void ask_log(const wire::logs_request& q) {
+    auto what = fmt::format("job {} rank {}", q.job_id, q.rank);
+    auto server = g_->logs.server_of(q.job_id, q.rank);
+    if (server.empty()) return close(what + ": no worker of it was launched");
+    std::shared_ptr<session> agent;
+    {
+      std::lock_guard lock(g_->m);
+      agent = g_->slots.at(server).agent.lock();
+    }
+    if (!agent) return close(what + ": its log is on " + server + ", whose agent is not connected");
+    std::weak_ptr<session> me = shared_from_this();
+    agent->send(g_->logs.ask(q, server,
+                             {[me](const wire::message& m) {
+                                if (auto s = me.lock()) s->send(m);
+                              },
+                              [me](const std::string& why) {
+                                if (auto s = me.lock()) s->close(why);
+                              }}));
   }
 
-
- public:
-  /// `away`: servers whose agent is not connected now.
-  static wire::status_reply to_wire(const cluster_status& s, const std::set<std::string>& away) {
-    wire::status_reply out;
-    for (auto& j : s.jobs) {
-      if (out.jobs.size() == wire::max_list) break;
-      out.jobs.push_back({j.job, j.name, j.running ? wire::job_state::running : wire::job_state::queued,
-                          static_cast<uint32_t>(j.workers),
-                          j.running ? std::nullopt : std::optional<std::string>(j.reason)});
-    }
-    for (auto& v : s.servers) {
-      if (out.servers.size() == wire::max_list) break;
-      // The scheduler's "down" is the loss it acted on; an agent gone for less than the grace
-      // is known to the network side only.
-      auto state = v.mode == "down"   ? wire::server_state::lost
-                   : away.count(v.name) ? wire::server_state::unreachable
-                                        : wire::server_state::up;
-      out.servers.push_back({v.name, v.gpu_type, static_cast<uint32_t>(v.gpus), static_cast<uint32_t>(v.free),
-                             v.inference ? wire::pool_kind::inference : wire::pool_kind::training, state});
-      if (v.mode == "loaned" || v.mode == "reclaiming")
-        out.loans.push_back({v.name, v.mode == "loaned" ? wire::loan_state::loaned : wire::loan_state::reclaiming});
-    }
-    return out;
+  /// An agent's answer to a log_fetch, passed on to the client that asked (if still there).
+  void relay_log(const wire::log_chunk& c) {
+    g_->logs.answered(c, [book = g_->opts.book](uint32_t job) { return !(book && book->has_ended(job)); });
   }
 
-
- private:
   tcp::socket socket_;
   gateway::impl* g_;  ///< outlives every session: sessions live in its io_context's handlers
   wire::frame_decoder decoder_;
@@ -465,12 +505,12 @@ class session : public std::enable_shared_from_this<session> {
   stage stage_ = stage::hello;
   int server_id_ = -1;
   bool closing_ = false;
+  bool farewell_ = false;  ///< told to shut down; counted in gateway::impl::farewells
   std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();
   /// A returning agent's workers, until its first heartbeat (see on_register).
   std::optional<std::vector<std::pair<uint32_t, uint32_t>>> reconcile_;
   uint64_t launches_seen_ = 0;  ///< the server's launches taken when this agent registered
 };
-
 
 void start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address) {
   std::make_shared<session>(std::move(s), g, id, std::move(address))->start();
@@ -478,51 +518,20 @@ void start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string add
 
 void send_to(session& s, const wire::message& m) { s.send(m); }
 
-void gateway::impl::ask_status(const std::shared_ptr<session>& who) {
-  // An ask in flight may have been answered before this request came: the next one is for it.
-  if (!status_waiting.empty()) {
-    status_next.push_back(who);
-    return;
-  }
-  status_waiting.push_back(who);
-  ask_scheduler_status();
+void answer_status(session& s, const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal) {
+  s.status_answered(frame, refusal);
 }
 
-void gateway::impl::ask_scheduler_status() {
-  auto seq = ++status_asks;
-  std::function<void(std::function<void(cluster_status)>)> ask;
-  std::optional<cluster_status> now;
-  with_router([&](worker_router& r) {
-    if (r.status_async) ask = r.status_async;
-    else if (r.status) now = r.status();
-  });
-  if (!ask) return status_ready(seq, std::move(now));
-  // The answer comes on a thread of the scheduler's; handlers never outlive the io_context.
-  ask([weak = weak_from_this(), seq](cluster_status s) {
-    if (auto g = weak.lock())
-      asio::post(g->io, [g = g.get(), seq, s = std::move(s)]() mutable { g->status_ready(seq, std::move(s)); });
-  });
+bool bid_farewell(session& s, const std::string& reason) {
+  if (s.is_closing()) return false;
+  {
+    std::lock_guard lock(s.gateway_state()->m);
+    ++s.gateway_state()->farewells;
+  }
+  s.farewell(reason);
+  return true;
 }
 
-void gateway::impl::status_ready(uint64_t seq, std::optional<cluster_status> s) {
-  if (seq != status_asks || status_waiting.empty()) return;  // a late answer to an ask given up
-  auto waiting = std::move(status_waiting);
-  status_waiting = std::move(status_next);
-  status_next.clear();
-  if (!status_waiting.empty()) ask_scheduler_status();
-  std::shared_ptr<const std::vector<uint8_t>> frame;
-  if (s) {
-    std::set<std::string> away;
-    {
-      std::lock_guard lock(m);
-      for (auto& [name, slot] : slots)
-        if (!slot.agent.lock()) away.insert(name);
-    }
-    // Encoded once for every connection it answers.
-    frame = std::make_shared<const std::vector<uint8_t>>(wire::encode_frame(session::to_wire(*s, away)));
-  }
-  // Held here, not by a read in progress: a waiting client reads nothing meanwhile.
-  for (auto& who : waiting) who->status_answered(frame);
-}
+void set_server_id(session& s, int id) { s.set_server_id(id); }
 
 } // namespace aryl::live

@@ -20,6 +20,22 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+namespace {
+
+/// A label value as the text exposition format writes it: backslash, quote and newline escaped
+/// (a tenant's name comes from a trace or a client).
+std::string label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+} // namespace
+
 std::string render_metrics(const cluster_status& s, const front_counts& f) {
   std::string out;
   auto family = [&](const char* name, const char* type, const char* help) {
@@ -29,13 +45,21 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   for (auto& j : s.jobs) ++(j.running ? running : queued);
   family("aryl_jobs", "gauge", "Jobs waiting or holding GPUs now.");
   out += fmt::format("aryl_jobs{{state=\"queued\"}} {}\naryl_jobs{{state=\"running\"}} {}\n", queued, running);
-  family("aryl_jobs_finished_total", "counter", "Jobs whose work is done.");
-  out += fmt::format("aryl_jobs_finished_total {}\n", s.jobs_finished);
+  // Every series from the start, at zero, so that rate() and alerts see them before the
+  // first event.
+  family("aryl_jobs_finished_total", "counter", "Jobs that ended, by outcome (done, failed, cancelled).");
+  out += fmt::format("aryl_jobs_finished_total{{outcome=\"done\"}} {}\n",
+                     s.jobs_finished - s.jobs_failed - s.jobs_cancelled);
+  out += fmt::format("aryl_jobs_finished_total{{outcome=\"failed\"}} {}\n", s.jobs_failed);
+  out += fmt::format("aryl_jobs_finished_total{{outcome=\"cancelled\"}} {}\n", s.jobs_cancelled);
 
   std::map<std::tuple<std::string, std::string, std::string>, int> gpus;  // pool, type, use
   std::map<std::pair<std::string, std::string>, int> servers;             // pool, mode
+  for (const char* pool : {"training", "inference"})
+    for (const char* mode : {"training", "serving", "loaned", "reclaiming", "down"}) servers[{pool, mode}] = 0;
   for (auto& v : s.servers) {
     std::string pool = v.inference ? "inference" : "training";
+    for (const char* use : {"busy", "free", "lost"}) gpus[{pool, v.gpu_type, use}] += 0;
     if (v.mode == "down") {
       gpus[{pool, v.gpu_type, "lost"}] += v.gpus;
     } else {
@@ -77,6 +101,17 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   out += fmt::format("aryl_round_latency_seconds_bucket{{le=\"+Inf\"}} {}\n", s.rounds.count);
   out += fmt::format("aryl_round_latency_seconds_sum {}\naryl_round_latency_seconds_count {}\n", s.rounds.sum_s,
                      s.rounds.count);
+  if (!s.tenants.empty()) {
+    family("aryl_tenant_gpus", "gauge",
+           "A tenant's GPUs of training servers: quota (-1: none), in use by its base demand, borrowed beyond its "
+           "quota, and idle quota lent to others.");
+    for (auto& t : s.tenants)
+      for (auto [kind, n] : {std::pair{"quota", t.quota}, std::pair{"in_use", t.in_use},
+                             std::pair{"borrowed", t.borrowed}, std::pair{"lent", t.lent}})
+        out += fmt::format("aryl_tenant_gpus{{tenant=\"{}\",kind=\"{}\"}} {}\n", label(t.name), kind, n);
+    family("aryl_tenant_queued_jobs", "gauge", "A tenant's queued jobs.");
+    for (auto& t : s.tenants) out += fmt::format("aryl_tenant_queued_jobs{{tenant=\"{}\"}} {}\n", label(t.name), t.queued);
+  }
   family("aryl_agents", "gauge", "Node agents configured and connected now.");
   out += fmt::format("aryl_agents{{state=\"configured\"}} {}\naryl_agents{{state=\"connected\"}} {}\n",
                      f.agents_configured, f.agents_connected);
@@ -87,10 +122,12 @@ struct metrics_endpoint::impl {
   asio::io_context io;
   tcp::acceptor acceptor{io};
   std::function<std::string()> render;
+  std::function<health()> check;
   std::ostream& log;
   std::thread thread;
 
-  impl(std::function<std::string()> r, std::ostream& l) : render(std::move(r)), log(l) {}
+  impl(std::function<std::string()> r, std::function<health()> c, std::ostream& l)
+      : render(std::move(r)), check(std::move(c)), log(l) {}
 
   void accept() {
     acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
@@ -113,10 +150,15 @@ struct metrics_endpoint::impl {
         response->result(http::status::ok);
         response->set(http::field::content_type, "text/plain; version=0.0.4");
         response->body() = render();
+      } else if (request->method() == http::verb::get && request->target() == "/healthz") {
+        auto h = check ? check() : health{};
+        response->result(h.ok ? http::status::ok : http::status::service_unavailable);
+        response->set(http::field::content_type, "text/plain");
+        response->body() = h.text + "\n";
       } else {
         response->result(http::status::not_found);
         response->set(http::field::content_type, "text/plain");
-        response->body() = "only GET /metrics is served here\n";
+        response->body() = "only GET /metrics and GET /healthz are served here\n";
       }
       response->prepare_payload();
       http::async_write(*socket, *response, [socket, response](beast::error_code, size_t) {
@@ -128,8 +170,8 @@ struct metrics_endpoint::impl {
 };
 
 metrics_endpoint::metrics_endpoint(const std::string& bind, uint16_t port, std::function<std::string()> render,
-                                   std::ostream& log)
-    : impl_(std::make_unique<impl>(std::move(render), log)) {
+                                   std::ostream& log, std::function<health()> check)
+    : impl_(std::make_unique<impl>(std::move(render), std::move(check), log)) {
   boost::system::error_code ec;
   auto address = asio::ip::make_address(bind, ec);
   if (ec) throw input_error(fmt::format("--metrics-bind {}: not an IP address", bind));

@@ -7,6 +7,8 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <utility>
 
 #include <sys/resource.h>
 
@@ -73,10 +75,56 @@ size_t connection_cap(int configured, std::ostream& log) {
   return static_cast<size_t>(room);
 }
 
+/// --join: the cluster is the agents that registered, each pool one GPU type and count (the
+/// scheduler's model of a pool); their names replace t0.., i0...
+void take_inventory(config& c, gateway& net, const serve_options& o, std::ostream& log) {
+  auto joined = net.join_agents(static_cast<size_t>(o.join), std::chrono::milliseconds(static_cast<int64_t>(o.agent_wait_s * 1000)));
+  if (joined.size() < static_cast<size_t>(o.join))
+    throw input_error(fmt::format("serve: --join {}: only {} agent{} registered within {:g} s", o.join, joined.size(),
+                                  joined.size() == 1 ? "" : "s", o.agent_wait_s));
+  for (auto [cluster, pool] : {std::pair{&c.training, wire::pool_kind::training},
+                               std::pair{&c.inference, wire::pool_kind::inference}}) {
+    cluster->servers = 0;
+    cluster->names.clear();
+    const joined_machine* first = nullptr;
+    for (auto& m : joined) {
+      if (m.pool != pool) continue;
+      if (!first) first = &m;
+      if (m.gpu_type != first->gpu_type || m.gpus != first->gpus)
+        throw input_error(fmt::format("serve: --join: agents {} ({} x {}) and {} ({} x {}) are in one pool; a pool has "
+                                      "one GPU type and count",
+                                      first->name, first->gpus, first->gpu_type, m.name, m.gpus, m.gpu_type));
+      cluster->names.push_back(m.name);
+    }
+    if (!first) continue;
+    cluster->servers = static_cast<int>(cluster->names.size());
+    cluster->gpu_type = first->gpu_type;
+    cluster->gpus_per_server = first->gpus;
+  }
+  validate_config(c);
+  std::string names;
+  for (auto& m : joined) names += (names.empty() ? "" : ", ") + m.name;
+  log << fmt::format("[serve] inventory: {} training x {} {} and {} inference x {} {} joined: {}\n", c.training.servers,
+                     c.training.gpus_per_server, c.training.gpu_type, c.inference.servers, c.inference.gpus_per_server,
+                     c.inference.gpu_type, names);
+}
+
 } // namespace
 
 int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream& log) {
+  // Each launch's real start-up (decision to running worker) shows in the outputs as that
+  // many seconds times the speedup, which the simulation does not charge (docs/live.md,
+  // "Fidelity").
+  if (c.speedup > max_faithful_speedup)
+    log << fmt::format("[serve] warning: --speedup {:g}: live timings were measured within 5% of the simulation's "
+                       "up to {:g}x (docs/live.md, \"Fidelity\"); above, every launch's real start-up shows as "
+                       "speedup times its seconds in JCTs\n",
+                       c.speedup, max_faithful_speedup);
   if (o.token_file.empty()) throw input_error("serve: --token-file is required (the cluster token)");
+  if (o.join < 0) throw input_error(fmt::format("serve: --join {}: not a number of agents", o.join));
+  // A restart must find the cluster its journal was written for, which a live inventory
+  // only knows once the agents are back.
+  if (o.join > 0 && !o.state_file.empty()) throw input_error("serve: --join and --state together are not supported yet");
   c.mode = "wallclock";
   std::string note;
   run_inputs inputs;
@@ -104,6 +152,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.token = read_token_file(o.token_file);
   g.checkpoint_root = checkpoints.string();
   g.stop_grace_s = o.stop_grace_s;
+  g.default_estimate_s = c.default_estimate_s;
   // The simulation's detection delay (faults.heartbeat_s x faults.missed_heartbeats simulated
   // seconds), so that a fault plays out at the same simulated times in both clocks; at least
   // five of the agents' 1 s heartbeats, or a busy machine would lose agents that are alive.
@@ -115,8 +164,31 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.max_before_hello = static_cast<size_t>(c.max_before_hello);
   g.max_before_hello_per_address = static_cast<size_t>(c.max_before_hello_per_address);
   g.max_connections = connection_cap(c.max_connections, log);
+  g.join = o.join > 0;
+  // What clients may ask of any job, ended ones included (`aryl show`, `status --all`).
+  auto book = std::make_shared<job_book>();
+  for (auto& j : inputs.jobs) book->spec(j);
+  for (auto& j : world.restored) book->spec(j.spec);
+  // A run carried on: the histories begin with what the killed serve wrote.
+  if (world.carry_on_outputs) {
+    std::ifstream events(c.out_dir + "/events.log.partial", std::ios::binary);
+    book->replay(std::string(std::istreambuf_iterator<char>(events), std::istreambuf_iterator<char>()));
+  }
+  world.on_event = [book](const event_record& e) { book->event(e); };
+  world.on_job = [book](const job_record& r) { book->ended(r); };
+  g.book = book;
   gateway net(g, log);
 
+  auto publish = [&, done = false]() mutable {
+    if (std::exchange(done, true)) return;
+    log << fmt::format("[serve] listening on {}:{}\n", o.bind, net.port()) << std::flush;
+    write_port_file(o.port_file, net.port());
+  };
+  // A live inventory is whoever comes: the address is published before the cluster is known.
+  if (o.join > 0) {
+    publish();
+    take_inventory(c, net, o, log);
+  }
   for (auto& m : cluster_machines(c))
     world.nodes.push_back(net.add_server(m.id, m.name, m.gpu_type, m.gpus,
                                          m.inference ? wire::pool_kind::inference : wire::pool_kind::training));
@@ -136,12 +208,17 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
         [&net, configured] {
           return render_metrics(net.status().value_or(cluster_status{}), {configured, net.agents_connected()});
         },
-        log);
+        log,
+        [&net, configured] {
+          // Healthy while a run is in progress: the scheduler answers its status.
+          int connected = net.agents_connected();
+          if (!net.status()) return health{false, fmt::format("no run in progress: {} of {} agents connected", connected, configured)};
+          return health{true, fmt::format("ok: run in progress, {} of {} agents connected", connected, configured)};
+        });
     log << fmt::format("[serve] metrics on http://{}:{}/metrics\n", o.metrics_bind, metrics->port());
     write_port_file(o.metrics_port_file, metrics->port());
   }
-  log << fmt::format("[serve] listening on {}:{}\n", o.bind, net.port()) << std::flush;
-  write_port_file(o.port_file, net.port());
+  publish();
   auto missing = net.wait_for_agents(std::chrono::milliseconds(static_cast<int64_t>(o.agent_wait_s * 1000)));
   if (!missing.empty()) {
     std::string names;
@@ -170,6 +247,11 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   std::signal(SIGTERM, SIG_DFL);
   write_effective_config(c, c.out_dir + "/config.json");  // as simulate does
   if (told_to_stop.load()) log << "[serve] told to stop: active jobs cancelled, outputs written\n";
+  // For good: the agents stop their (already stopped) workers and exit rather than wait
+  // for a scheduler that is not coming back. A killed serve sends nothing, so its agents
+  // reconnect to the one started again on its --state.
+  net.send_shutdown(told_to_stop.load() ? "serve was told to stop" : result.ok ? "the run is over" : "the run failed",
+                    std::chrono::seconds(2));
   net.close();
   if (!result.ok) {
     log << "aryl: " << (result.exit_code == 3 ? "run stopped: " : "") << result.error << '\n';

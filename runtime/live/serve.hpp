@@ -32,7 +32,15 @@ struct serve_options {
   bool until_stopped = false;
   /// No trace and no synthetic jobs: only submitted ones (implies until_stopped).
   bool no_workload = false;
+  /// A live inventory: the cluster is the first `join` agents to register, with the names,
+  /// GPU types, counts and pools they give (one type and count per pool); the config's
+  /// cluster.* sizes are not used. 0: the config's static list (t0.., i0..).
+  int join = 0;
 };
+
+/// The highest speedup at which live mode's mean JCT was measured within 5% of the
+/// simulation's (docs/live.md, "Fidelity"); serve warns above it.
+inline constexpr double max_faithful_speedup = 20;
 
 /// Returns the process exit code (0 ok, 2 input error, 3 run stopped); `log` gets one line
 /// per connection event, `out` the summary. Once every agent has registered, SIGINT and

@@ -80,7 +80,9 @@ json to_json(const job_spec& s) {
           {"duration_s", s.duration_s}, {"gpu_type", s.gpu_type},
           {"elastic", s.elastic},     {"min_workers", s.min_workers},
           {"max_workers", s.max_workers}, {"predict_factor", s.predict_factor},
-          {"user", s.user},           {"command", s.command}};
+          {"user", s.user},           {"command", s.command},
+          {"tenant", s.tenant},       {"estimated", s.estimated},
+          {"estimate_s", s.estimate_s}, {"predicted", s.predicted}};
 }
 
 job_spec spec_from(const json& j) {
@@ -97,6 +99,11 @@ job_spec spec_from(const json& j) {
   s.predict_factor = j.at("predict_factor").get<double>();
   s.user = j.at("user").get<std::string>();
   s.command = j.at("command").get<std::vector<std::string>>();
+  // Journals written before tenants and estimates have neither: no tenant, an estimate.
+  if (j.contains("tenant")) s.tenant = j.at("tenant").get<std::string>();
+  if (j.contains("estimated")) s.estimated = j.at("estimated").get<bool>();
+  if (j.contains("estimate_s")) s.estimate_s = j.at("estimate_s").get<double>();
+  s.predicted = j.value("predicted", true);  // absent in files from before the flag
   return s;
 }
 
@@ -126,7 +133,8 @@ json to_json(const job_record& r) {
           {"training_speed_gpu_s", r.training_speed_gpu_s},
           {"loaned_speed_gpu_s", r.loaned_speed_gpu_s},
           {"training_needed_gpu_s", r.training_needed_gpu_s},
-          {"loaned_needed_gpu_s", r.loaned_needed_gpu_s}};
+          {"loaned_needed_gpu_s", r.loaned_needed_gpu_s},
+          {"predicted", r.predicted}};
 }
 
 /// The work-efficiency fields of a record came later than the others: a journal written
@@ -161,6 +169,7 @@ job_record record_from(const json& j) {
   r.loaned_speed_gpu_s = work_field(j, "loaned_speed_gpu_s");
   r.training_needed_gpu_s = work_field(j, "training_needed_gpu_s");
   r.loaned_needed_gpu_s = work_field(j, "loaned_needed_gpu_s");
+  r.predicted = j.value("predicted", true);
   return r;
 }
 
@@ -171,13 +180,13 @@ json compact_json(const job_record& r) {
                       r.gpu_seconds, r.preemptions, r.scale_ins, r.scale_outs, r.duration_s, r.last_workers,
                       r.on_loaned_s, r.slowdown, r.below_speed_s, r.below_speed_gpu_s, r.outcome, r.needed_gpu_s,
                       r.training_gpu_s, r.loaned_gpu_s, r.training_speed_gpu_s, r.loaned_speed_gpu_s,
-                      r.training_needed_gpu_s, r.loaned_needed_gpu_s});
+                      r.training_needed_gpu_s, r.loaned_needed_gpu_s, r.predicted});
 }
 
 job_record record_from_compact(const json& a) {
-  // 19 fields before the work-efficiency ones (read as 0), 26 since.
-  if (!a.is_array() || (a.size() != 19 && a.size() != 26))
-    throw std::runtime_error("an ended job's record is not an array of 19 or 26 fields");
+  // 19 fields before the work-efficiency ones (read as 0), 26 since, 27 with `predicted`.
+  if (!a.is_array() || (a.size() != 19 && a.size() != 26 && a.size() != 27))
+    throw std::runtime_error("an ended job's record is not an array of 19, 26 or 27 fields");
   job_record r;
   r.index = whole<uint32_t>(a[0], "field 0");
   r.name = a[1].get<std::string>();
@@ -198,7 +207,7 @@ job_record record_from_compact(const json& a) {
   r.below_speed_s = a[16].get<double>();
   r.below_speed_gpu_s = a[17].get<double>();
   r.outcome = a[18].get<std::string>();
-  if (a.size() == 26) {
+  if (a.size() >= 26) {
     r.needed_gpu_s = a[19].get<double>();
     r.training_gpu_s = a[20].get<double>();
     r.loaned_gpu_s = a[21].get<double>();
@@ -207,6 +216,7 @@ job_record record_from_compact(const json& a) {
     r.training_needed_gpu_s = a[24].get<double>();
     r.loaned_needed_gpu_s = a[25].get<double>();
   }
+  if (a.size() == 27) r.predicted = a[26].get<bool>();
   return r;
 }
 

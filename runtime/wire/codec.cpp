@@ -83,7 +83,10 @@ class map_writer {
   template <class T>
   static void put(msgpack::sbuffer& out, const T& v) {
     msgpack::packer<msgpack::sbuffer> p(out);
-    if constexpr (std::is_same_v<T, uint64_t> || std::is_same_v<T, uint32_t>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      if (v) p.pack_true();
+      else p.pack_false();
+    } else if constexpr (std::is_same_v<T, uint64_t> || std::is_same_v<T, uint32_t>) {
       p.pack_uint64(v);
     } else if constexpr (std::is_same_v<T, int32_t>) {
       p.pack_int32(v);
@@ -221,7 +224,10 @@ class map_reader {
   template <class T>
   static void read(const msgpack::object& o, const std::string& name, T& out) {
     using msgpack::type::object_type;
-    if constexpr (std::is_same_v<T, uint64_t> || std::is_same_v<T, uint32_t>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      if (o.type != object_type::BOOLEAN) fail("field '" + name + "' must be true or false");
+      out = o.via.boolean;
+    } else if constexpr (std::is_same_v<T, uint64_t> || std::is_same_v<T, uint32_t>) {
       if (o.type != object_type::POSITIVE_INTEGER)
         fail("field '" + name + "' must be an unsigned integer");
       if (o.via.u64 > std::numeric_limits<T>::max())

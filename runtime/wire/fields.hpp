@@ -103,7 +103,9 @@ void fields(A& a, T& m) {
 }
 
 template <class A, is<status_request> T>
-void fields(A&, T&) {}
+void fields(A& a, T& m) {
+  a("all", m.all);
+}
 
 template <class A, is<job_info> T>
 void fields(A& a, T& m) {
@@ -112,6 +114,13 @@ void fields(A& a, T& m) {
   a("state", m.state);
   a("workers", m.workers);
   a("reason", m.reason);
+  a("gpus", m.gpus);
+  a("min_workers", m.min_workers);
+  a("max_workers", m.max_workers);
+  a("gpu_type", m.gpu_type);
+  a("run_s", m.run_s);
+  a("servers", m.servers);
+  a("predicted", m.predicted);
 }
 
 template <class A, is<server_info> T>
@@ -149,6 +158,69 @@ void fields(A& a, T& m) {
 
 template <class A, is<bye> T>
 void fields(A&, T&) {}
+
+template <class A, is<show_request> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+}
+
+template <class A, is<history_entry> T>
+void fields(A& a, T& m) {
+  a("t_s", m.t_s);
+  a("event", m.event);
+  a("detail", m.detail);
+  a("why", m.why);
+}
+
+template <class A, is<show_reply> T>
+void fields(A& a, T& m) {
+  a("job", m.job);
+  a("command", m.command);
+  a("expected_duration_s", m.expected_duration_s);
+  a("submit_s", m.submit_s);
+  a("end_s", m.end_s);
+  a("history", m.history);
+}
+
+template <class A, is<shutdown> T>
+void fields(A& a, T& m) {
+  a("reason", m.reason);
+}
+
+template <class A, is<logs_request> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+  a("rank", m.rank);
+  a("offset", m.offset);
+}
+
+template <class A, is<log_fetch> T>
+void fields(A& a, T& m) {
+  a("request", m.request);
+  a("job_id", m.job_id);
+  a("rank", m.rank);
+  a("offset", m.offset);
+  a("max_bytes", m.max_bytes);
+}
+
+template <class A, is<log_chunk> T>
+void fields(A& a, T& m) {
+  a("request", m.request);
+  a("text", m.text);
+  a("size", m.size);
+  a("error", m.error);
+}
+
+template <class A, is<logs_reply> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+  a("rank", m.rank);
+  a("server", m.server);
+  a("offset", m.offset);
+  a("text", m.text);
+  a("size", m.size);
+  a("active", m.active);
+}
 
 /// Wire names of enum values, indexed by the enum's value.
 inline constexpr std::string_view peer_role_names[] = {"agent", "client"};

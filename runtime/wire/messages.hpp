@@ -159,8 +159,9 @@ struct submit {
   uint32_t min_workers = 1;
   uint32_t max_workers = 1;
   std::vector<std::string> command;
-  /// The user's estimate of the run time at `gpus` workers, in seconds.
-  double expected_duration_s = 0;
+  /// The user's estimate of the run time at `gpus` workers, in seconds; absent: the
+  /// scheduler's default estimate, and the job is marked unpredicted.
+  std::optional<double> expected_duration_s;
   /// Required GPU type; absent = any.
   std::optional<std::string> gpu_type;
   bool operator==(const submit&) const = default;
@@ -183,10 +184,13 @@ struct cancel {
 /// Client -> scheduler: ask for a status_reply.
 struct status_request {
   static constexpr std::string_view type = "status_request";
+  /// Also the ended jobs (most recent first), within the list limit; absent: active only.
+  std::optional<bool> all;
   bool operator==(const status_request&) const = default;
 };
 
-/// One job in a status_reply.
+/// One job in a status_reply (and show_reply). The optional fields are absent from an older
+/// scheduler's reply.
 struct job_info {
   uint64_t job_id = 0;
   std::string name;
@@ -195,6 +199,19 @@ struct job_info {
   uint32_t workers = 0;
   /// A queued job: why it waits (one line).
   std::optional<std::string> reason;
+  /// Requested workers and the bounds an elastic job may be scaled within.
+  std::optional<uint32_t> gpus;
+  std::optional<uint32_t> min_workers;
+  std::optional<uint32_t> max_workers;
+  /// Required GPU type, if any.
+  std::optional<std::string> gpu_type;
+  /// Running: simulated seconds since its workers last started; ended: from its first start
+  /// to its end.
+  std::optional<double> run_s;
+  /// Running: where its workers are, "t0:4 t1:2".
+  std::optional<std::string> servers;
+  /// False when it gave no run-time estimate (it has the scheduler's default one).
+  std::optional<bool> predicted;
   bool operator==(const job_info&) const = default;
 };
 
@@ -226,6 +243,99 @@ struct status_reply {
   bool operator==(const status_reply&) const = default;
 };
 
+/// Client -> scheduler: one job in detail (`aryl show`).
+struct show_request {
+  static constexpr std::string_view type = "show_request";
+  uint64_t job_id = 0;
+  bool operator==(const show_request&) const = default;
+};
+
+/// One line of a job's history: a decision or an end, as events.log has it.
+struct history_entry {
+  /// Simulated seconds since the run started.
+  double t_s = 0;
+  /// submit, start, rescale, preempt, restart, finish, cancel, fail, ...
+  std::string event;
+  /// Workers and servers after it ("workers=4 V100 [t0:4]").
+  std::string detail;
+  /// Why the scheduler did it.
+  std::string why;
+  bool operator==(const history_entry&) const = default;
+};
+
+/// Scheduler -> client: a job's spec, state, history and outcome.
+struct show_reply {
+  static constexpr std::string_view type = "show_reply";
+  job_info job;
+  std::vector<std::string> command;
+  /// The run-time estimate at its requested workers (the default one if job.predicted is false).
+  double expected_duration_s = 0;
+  /// Simulated seconds since the run started.
+  double submit_s = 0;
+  std::optional<double> end_s;
+  /// Every allocation change, oldest first (at most max_list; the latest kept).
+  std::vector<history_entry> history;
+  bool operator==(const show_reply&) const = default;
+};
+
+/// Client -> scheduler: a worker's output (`aryl logs`), from byte `offset` of its log.
+struct logs_request {
+  static constexpr std::string_view type = "logs_request";
+  uint64_t job_id = 0;
+  uint32_t rank = 0;
+  uint64_t offset = 0;
+  bool operator==(const logs_request&) const = default;
+};
+
+/// Scheduler -> agent: read a worker's log file for request `request`.
+struct log_fetch {
+  static constexpr std::string_view type = "log_fetch";
+  uint64_t request = 0;
+  uint64_t job_id = 0;
+  uint32_t rank = 0;
+  uint64_t offset = 0;
+  /// Most bytes to return (under the string limit).
+  uint32_t max_bytes = 0;
+  bool operator==(const log_fetch&) const = default;
+};
+
+/// Agent -> scheduler: the answer to a log_fetch.
+struct log_chunk {
+  static constexpr std::string_view type = "log_chunk";
+  uint64_t request = 0;
+  /// The bytes from the asked offset, invalid UTF-8 replaced by '?' byte for byte.
+  std::string text;
+  /// The log's size when read: text ends at offset + text's size, at most this.
+  uint64_t size = 0;
+  /// Why there is nothing to read (no such log on this machine); absent: text is the log's.
+  std::optional<std::string> error;
+  bool operator==(const log_chunk&) const = default;
+};
+
+/// Scheduler -> client: a piece of a worker's log.
+struct logs_reply {
+  static constexpr std::string_view type = "logs_reply";
+  uint64_t job_id = 0;
+  uint32_t rank = 0;
+  /// The machine whose agent holds the log.
+  std::string server;
+  uint64_t offset = 0;
+  std::string text;
+  /// The log's size when read; offset + text's size < size: more to fetch now.
+  uint64_t size = 0;
+  /// The job is still queued or running (its log may grow).
+  bool active = false;
+  bool operator==(const logs_reply&) const = default;
+};
+
+/// Scheduler -> agent: the scheduler shuts down for good (its run ended or it was told to
+/// stop); the agent stops its workers and exits instead of reconnecting.
+struct shutdown {
+  static constexpr std::string_view type = "shutdown";
+  std::string reason;
+  bool operator==(const shutdown&) const = default;
+};
+
 /// Client (inference controller) -> scheduler: inference servers the serving side needs now.
 struct demand {
   static constexpr std::string_view type = "demand";
@@ -249,7 +359,8 @@ struct bye {
 /// Any message of the protocol.
 using message = std::variant<hello, hello_ok, register_, heartbeat, launch, stop, progress, exit_,
                              submit, submit_ok, cancel, status_request, status_reply, demand,
-                             error, bye>;
+                             error, bye, show_request, show_reply, shutdown, logs_request, log_fetch,
+                             log_chunk, logs_reply>;
 
 /// The wire type of `m` ("hello", "register", ...).
 std::string_view type_of(const message& m);

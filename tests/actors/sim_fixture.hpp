@@ -108,6 +108,7 @@ inline recorder_actor::behavior_type recording_recorder(recorder_actor::pointer,
       [=](close_atom) {},
       [=](lostwork_atom, double, double) {},
       [=](rdone_atom, double, double) {},
+      [=](qdone_atom, double, double) {},
       [=](measures_to_atom, const caf::actor&) {},
   };
 }

@@ -34,8 +34,13 @@ struct scheduler_fixture : sim_fixture {
   std::shared_ptr<recorded> rec = std::make_shared<recorded>();
   recorder_actor recorder = sys->spawn(recording_recorder, rec);
 
-  scheduler_actor spawn_scheduler(const char* policy, int inference_servers) {
+  scheduler_actor spawn_scheduler(const char* policy, int inference_servers,
+                                  std::vector<tenant_entry> tenants = {}, checkpoint_settings checkpoints = {}) {
     scheduler_setup s;
+    s.tenants = std::move(tenants);
+    s.params.quotas = !s.tenants.empty();
+    s.params.checkpoint_s = checkpoints.fixed_s;
+    s.checkpoints = checkpoints;
     s.policy = *find_policy(policy);
     s.planner.placement = placement_mode::consolidated;
     s.type_names = {"V100"};
@@ -56,8 +61,10 @@ struct scheduler_fixture : sim_fixture {
     }
     return sys->spawn(scheduler_behavior, s, handles, recorder, tb, throughput_model{});
   }
-  void submit(const scheduler_actor& s, uint32_t index, int gpus, double duration, bool elastic = false) {
+  void submit(const scheduler_actor& s, uint32_t index, int gpus, double duration, bool elastic = false,
+              std::string tenant = "") {
     job_spec j;
+    j.tenant = std::move(tenant);
     j.index = index;
     j.name = "j" + std::to_string(index);
     j.gpus = j.min_workers = j.max_workers = gpus;
@@ -117,5 +124,75 @@ TEST_CASE_FIXTURE(scheduler_fixture, "a reclaim returns servers only after every
   REQUIRE(seen->returned.size() == 1);
   CHECK(seen->returned[0] == std::vector<int>{1});
   CHECK(events_of("return").size() == 1);
+  CHECK(rec->violations.empty());
+}
+
+TEST_CASE_FIXTURE(scheduler_fixture, "a quota reclaim is measured when its victim's checkpoint is written, and status shows tenants") {
+  // t0 (8 GPUs); tenants a and b are each guaranteed 4. Stops checkpoint in 30 s.
+  auto tenant = [](const char* name) {
+    tenant_entry t;
+    t.name = name;
+    t.quota = 4;
+    return t;
+  };
+  checkpoint_settings ck;
+  ck.fixed_s = 30;
+  auto s = spawn_scheduler("baseline", 0, {tenant_entry{}, tenant("a"), tenant("b")}, ck);
+  submit(s, 0, 8, 10000, false, "b");  // 4 of b's quota and 4 of a's idle quota, lent
+  drain();
+  step();
+  REQUIRE(events_of("start").size() == 1);
+  // 100 s later a's job, within a's quota: b's job is stopped for it.
+  job_spec a;
+  a.index = 1;
+  a.name = "j1";
+  a.gpus = a.min_workers = a.max_workers = 4;
+  a.duration_s = 100;
+  a.tenant = "a";
+  sys->spawn([=](caf::event_based_actor* self) { self->delayed_send(s, std::chrono::seconds(100), submit_atom::value, a); });
+  drain();
+  step();  // the submit
+  step();  // its round
+  // Ledger: t0 job-1 (a) 4 GPUs; job-0 (b) queued, writing its checkpoint.
+  REQUIRE(events_of("preempt").size() == 1);
+  CHECK(events_of("start").back().rfind("job-1", 0) == 0);
+  CHECK(events_of("quota-return").empty());
+  auto stopped = now();
+  while (events_of("quota-return").empty()) REQUIRE(step());
+  // Returned when the stop's checkpoint was written, 30 s after the stop: within 120 s.
+  CHECK((now() - stopped).seconds() == doctest::Approx(30));
+  CHECK(events_of("quota-return")[0] == "latency=30.0");
+  // status: a's 4 GPUs within its quota; b holds nothing and has its job queued.
+  auto status = std::make_shared<cluster_status>();
+  sys->spawn([=](caf::event_based_actor* self) {
+    self->request(s, caf::infinite, status_atom::value).then([=](const cluster_status& st) { *status = st; });
+  });
+  drain();
+  REQUIRE(status->tenants.size() == 3);
+  CHECK(status->tenants[1].name == "a");
+  CHECK(status->tenants[1].in_use == 4);
+  CHECK(status->tenants[1].borrowed == 0);
+  CHECK(status->tenants[2].in_use == 0);
+  CHECK(status->tenants[2].queued == 1);
+  CHECK(rec->violations.empty());
+}
+
+TEST_CASE_FIXTURE(scheduler_fixture, "a job that comes with neither a duration nor an estimate is scheduled and recorded as such") {
+  auto s = spawn_scheduler("aryl", 0);
+  submit(s, 0, 4, 100);  // ends at 100 s: the history the next job's estimate comes from
+  drain();
+  while (step()) {}
+  job_spec j;  // a client's job, as a submit without --duration sends it
+  j.index = 1;
+  j.name = "j1";
+  j.gpus = j.min_workers = j.max_workers = 2;
+  caf::anon_send(s, submit_atom::value, j);
+  drain();
+  while (step()) {}
+  REQUIRE(rec->jobs.size() == 2);
+  CHECK(rec->jobs[0].estimated);
+  CHECK_FALSE(rec->jobs[1].estimated);
+  CHECK(rec->jobs[1].outcome == "done");
+  CHECK(events_of("start").size() == 2);
   CHECK(rec->violations.empty());
 }

@@ -227,6 +227,7 @@ class background_testbed {
   background_testbed& operator=(const background_testbed&) = delete;
 
   const std::string& dir() const { return dir_; }
+  const std::string& port() const { return port_; }
   /// `aryl WHAT` against this testbed's serve.
   test::result client(const std::string& what) const {
     return test::run(what + " --port " + port_ + " --token-file " + dir_ + "/token");
@@ -280,7 +281,8 @@ TEST_CASE("live: aryl status and aryl demand work during a run, and the run stil
 namespace {
 
 /// jobs.csv rows by job id: the outcome column, found by its name in the header.
-std::map<std::string, std::string> outcomes(const std::string& jobs_csv) {
+/// One column of jobs.csv by job id.
+std::map<std::string, std::string> jobs_column(const std::string& jobs_csv, const std::string& name) {
   auto fields = [](const std::string& line) {
     std::vector<std::string> f;
     std::stringstream ss(line);
@@ -292,7 +294,7 @@ std::map<std::string, std::string> outcomes(const std::string& jobs_csv) {
   std::string line;
   std::getline(in, line);
   auto header = fields(line);
-  auto col = static_cast<size_t>(std::find(header.begin(), header.end(), "outcome") - header.begin());
+  auto col = static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
   REQUIRE(col < header.size());
   while (std::getline(in, line)) {
     auto f = fields(line);
@@ -304,10 +306,13 @@ std::map<std::string, std::string> outcomes(const std::string& jobs_csv) {
 
 } // namespace
 
-TEST_CASE("live: jobs submitted and cancelled by clients, and a stop signal, end with every job recorded once") {
+TEST_CASE("live: jobs submitted and cancelled by clients, and a stop signal, end with every job recorded once, "
+          "a job without an estimate is marked unpredicted, logs fetches a worker's output, cancel says what it "
+          "stopped, show and status --all tell each job's history") {
   // No workload of its own: serve takes only submitted jobs, until SIGTERM. One short job
-  // runs to its end, one long job is cancelled while it runs, one is still running when the
-  // serve process is told to stop; a job too large and an unknown job are refused by name.
+  // runs to its end, one long job is cancelled while it runs, one (submitted without an
+  // estimate, its address and token from the environment) is still running when the serve
+  // process is told to stop; a job too large and an unknown job are refused by name.
   auto out = test::temp_dir("testbed-submit-out");
   background_testbed bed("testbed-submit", "--training 2 --inference 0 -- --no-workload --speedup 10 --out " + out);
   for (int i = 0; i < 100 && bed.client("status").code != 0; ++i)  // refused until the run has started
@@ -317,7 +322,8 @@ TEST_CASE("live: jobs submitted and cancelled by clients, and a stop signal, end
   std::ofstream(job_file) << "name: short\ngpus: 2\nexpected_duration_s: 20\n";
   auto short_job = bed.client("submit --file " + job_file);
   auto long_job = bed.client("submit --name long --gpus 4 --min-workers 2 --max-workers 8 --duration 100000");
-  auto stays = bed.client("submit --name stays --gpus 1 --duration 100000");
+  auto stays = test::run("submit --name stays --gpus 1",
+                         "ARYL_ADDR=127.0.0.1:" + bed.port() + " ARYL_TOKEN_FILE=" + bed.dir() + "/token ");
   auto too_big = bed.client("submit --name too-big --gpus 100 --duration 10");
   CHECK_MESSAGE(short_job.code == 0, short_job.output);
   CHECK_MESSAGE(long_job.code == 0, long_job.output);
@@ -340,8 +346,24 @@ TEST_CASE("live: jobs submitted and cancelled by clients, and a stop signal, end
   }
   CHECK_MESSAGE(status.output.find("\"name\": \"long\",\n      \"state\": \"running\"") != std::string::npos,
                 status.output);
+  // Its rank 0's output (progress lines: rank 0 writes them), fetched from the agent that runs it.
+  auto output = bed.client("logs 1");
+  CHECK_MESSAGE(output.code == 0, output.output);
+  CHECK_MESSAGE(output.output.find("ARYL_PROGRESS work_done=") != std::string::npos, output.output);
   auto cancelled = bed.client("cancel 1");
   CHECK_MESSAGE(cancelled.code == 0, cancelled.output);
+  CHECK_MESSAGE(cancelled.output.starts_with("cancelled job 1 (long): it was running on "), cancelled.output);
+  CHECK_MESSAGE(cancelled.output.find("workers, now stopped\n") != std::string::npos, cancelled.output);
+  auto all = bed.client("status --all --json");
+  CHECK_MESSAGE(all.output.find("\"name\": \"long\",\n      \"state\": \"cancelled\"") != std::string::npos,
+                all.output);
+  CHECK_MESSAGE(all.output.find("\"predicted\": false") != std::string::npos, all.output);  // stays
+  auto shown = bed.client("show 1");
+  CHECK_MESSAGE(shown.output.find("JobId=1 Name=long State=cancelled") != std::string::npos, shown.output);
+  CHECK_MESSAGE(shown.output.find("MinWorkers=2 MaxWorkers=8") != std::string::npos, shown.output);
+  CHECK_MESSAGE(shown.output.find(" start ") != std::string::npos, shown.output);
+  CHECK_MESSAGE(shown.output.find("cancel   workers=") != std::string::npos, shown.output);
+  CHECK_MESSAGE(shown.output.find("cancelled by a client") != std::string::npos, shown.output);
   auto again = bed.client("cancel 1");
   CHECK(again.code == 2);
   CHECK_MESSAGE(again.output.find("job 1 (long) has already ended") != std::string::npos, again.output);
@@ -357,8 +379,10 @@ TEST_CASE("live: jobs submitted and cancelled by clients, and a stop signal, end
   kill(pid, SIGTERM);
   auto ended = bed.finish();
   REQUIRE_MESSAGE(ended.code == 0, ended.output);
-  auto rows = outcomes(out + "/jobs.csv");
+  auto rows = jobs_column(out + "/jobs.csv", "outcome");
   CHECK(rows == std::map<std::string, std::string>{{"0", "done"}, {"1", "cancelled"}, {"2", "cancelled"}});
+  CHECK(jobs_column(out + "/jobs.csv", "estimated") == std::map<std::string, std::string>{{"0", "1"}, {"1", "1"}, {"2", "0"}});
+  CHECK(jobs_column(out + "/jobs.csv", "duration_s").at("2") == "3600.000000");  // live.default_estimate_s
   auto summary = test::slurp(out + "/summary.json");
   CHECK(summary_number(summary, "jobs_submitted") == 3);
   CHECK(summary_number(summary, "jobs_completed") == 1);

@@ -156,3 +156,26 @@ TEST_CASE("job attributes: out-of-range options are input errors") {
   o.mispredict_error = 1;
   CHECK_THROWS_AS(assign_job_attributes(jobs, o), input_error);
 }
+
+TEST_CASE("job attributes: unestimated_fraction takes that share of estimates, only adding to them, elasticity unchanged") {
+  auto base = jobs_of(10000);
+  job_attribute_options o;
+  o.elastic_fraction = 0.5;
+  assign_job_attributes(base, o);
+  auto half = jobs_of(10000), more = jobs_of(10000);
+  half[7].estimated = false;  // the trace said so: stays without one
+  o.unestimated_fraction = 0.5;
+  assign_job_attributes(half, o);
+  o.unestimated_fraction = 0.8;
+  assign_job_attributes(more, o);
+  size_t without = 0;
+  for (size_t i = 0; i < half.size(); ++i) {
+    without += !half[i].estimated;
+    CHECK(half[i].elastic == base[i].elastic);
+    if (!half[i].estimated && i != 7) CHECK_FALSE(more[i].estimated);
+  }
+  CHECK_FALSE(half[7].estimated);
+  CHECK(without == doctest::Approx(5000).epsilon(0.03));
+  o.unestimated_fraction = 1.5;
+  CHECK_THROWS_AS(assign_job_attributes(half, o), input_error);
+}

@@ -323,3 +323,33 @@ TEST_CASE("philly whole file: 82,247 jobs with the 65 duplicate rows kept, time 
   for (const auto& j : t.jobs) ++copies[{j.submit.us, j.duration_s, j.gpus}];
   CHECK(t.jobs.size() - copies.size() == 65);  // the 65 exact duplicate rows, all kept
 }
+
+TEST_CASE("canonical trace: an empty estimate_s is a job without an estimate; tenant names its tenant") {
+  auto path = scratch_file("estimates.csv",
+                           "job_id,submit_s,gpus,duration_s,estimate_s,tenant\n"
+                           "a,0,1,100,,team1\n"
+                           "b,1,2,200,150,team2\n"
+                           "c,2,1,300,,\n");
+  const trace_load t = read_trace(path, {});
+  REQUIRE(t.jobs.size() == 3);
+  CHECK_FALSE(by_name(t, "a").estimated);
+  CHECK(by_name(t, "a").tenant == "team1");
+  CHECK(by_name(t, "b").estimated);
+  CHECK(by_name(t, "b").estimate_s == 150);
+  CHECK(by_name(t, "b").tenant == "team2");
+  CHECK_FALSE(by_name(t, "c").estimated);
+  CHECK(by_name(t, "c").tenant.empty());
+  // Without the column every job has its duration as estimate.
+  CHECK(read_trace(data("canonical_full.csv"), {}).jobs[0].estimated);
+  auto bad = scratch_file("bad_estimate.csv", "job_id,submit_s,gpus,duration_s,estimate_s\na,0,1,100,soon\n");
+  CHECK(error_of([&] { read_trace(bad, {}); }).find(":2: column 'estimate_s': 'soon' is not a number") !=
+        std::string::npos);
+}
+
+TEST_CASE("philly format: a job's virtual cluster is its tenant") {
+  trace_options all;
+  all.format = "philly";
+  const trace_load t = read_trace(data("philly_small.csv"), all);
+  CHECK(by_name(t, "philly-2").tenant == "vcA");
+  CHECK(by_name(t, "philly-3").tenant == "vcB");
+}

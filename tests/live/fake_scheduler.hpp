@@ -201,7 +201,10 @@ class fake_scheduler {
 class agent_runner {
  public:
   explicit agent_runner(agent_options o) : options_(std::move(o)) {
-    thread_ = std::thread([this] { code_ = run_agent(options_, stop_, log_); });
+    thread_ = std::thread([this] {
+      code_ = run_agent(options_, stop_, log_);
+      done_ = true;
+    });
   }
   ~agent_runner() { stop(); }
   agent_runner(const agent_runner&) = delete;
@@ -213,12 +216,17 @@ class agent_runner {
     if (thread_.joinable()) thread_.join();
     return code_;
   }
+  /// True once run_agent has returned on its own (not told to stop), within `timeout`.
+  bool ended_by_itself(ms timeout = 5000ms) {
+    return eventually([this] { return done_.load(); }, timeout);
+  }
   /// The agent's log; read it only after stop().
   std::string log() const { return log_.str(); }
 
  private:
   agent_options options_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> done_{false};
   std::ostringstream log_;
   int code_ = -1;
   std::thread thread_;

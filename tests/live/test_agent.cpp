@@ -14,6 +14,8 @@
 
 #include "runtime/input_error.hpp"
 #include "runtime/live/agent.hpp"
+#include "runtime/live/gpu_detect.hpp"
+#include "runtime/live/worker_log.hpp"
 #include "runtime/live/processes.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/live/worker.hpp"
@@ -440,6 +442,75 @@ TEST_CASE("live agent: on its own stop it terminates its workers, says bye and l
   CHECK(s.receive_a<wire::bye>());
   CHECK(s.wait_closed());
   CHECK(no_children());
+}
+
+TEST_CASE("live agent: a shutdown from the scheduler stops its workers and ends it with 0, without reconnecting") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept_agent());
+  s.send(emulated_launch(14, 1000.0, 1.0));
+  REQUIRE(s.receive_a<wire::progress>());
+  s.send(wire::shutdown{"the run is over"});
+  const auto exit = s.receive_a<wire::exit_>();
+  REQUIRE(exit);
+  CHECK(exit->code == worker_preempted_exit);
+  CHECK(agent.ended_by_itself());
+  CHECK_FALSE(s.accept(300ms));  // no reconnect
+  CHECK(agent.stop() == 0);
+  CHECK(agent.log().find("shut down for good (the run is over)") != std::string::npos);
+  CHECK(no_children());
+}
+
+TEST_CASE("live agent: give_up_after_s ends an agent that cannot register, with 3, and says so") {
+  fake_scheduler s;  // listens, never answers: the connection waits for a hello_ok
+  scratch_dir dir;
+  auto o = test_options(s, dir);
+  o.give_up_after_s = 0.3;
+  agent_runner agent(o);
+  CHECK(agent.ended_by_itself(3000ms));
+  CHECK(agent.stop() == 3);
+  CHECK(agent.log().find("giving up: not registered with the scheduler for 0.3 s") != std::string::npos);
+}
+
+TEST_CASE("live agent: nvidia-smi's listing gives the machine's GPU type and count, and mixed models are refused") {
+  auto v100 = parse_gpu_listing("Tesla V100-SXM2-16GB\nTesla V100-SXM2-16GB\r\nTesla V100-SXM2-16GB\n"
+                                "Tesla V100-SXM2-16GB\n");
+  REQUIRE(v100);
+  CHECK(v100->gpu_type == "V100");
+  CHECK(v100->count == 4);
+  auto a100 = parse_gpu_listing("NVIDIA A100-SXM4-80GB\n");
+  REQUIRE(a100);
+  CHECK(a100->gpu_type == "A100");
+  CHECK(a100->count == 1);
+  CHECK_FALSE(parse_gpu_listing(""));
+  CHECK_FALSE(parse_gpu_listing("\n\n"));
+  try {
+    parse_gpu_listing("Tesla T4\nNVIDIA A100-SXM4-80GB\n");
+    FAIL("mixed models accepted");
+  } catch (const aryl::input_error& e) {
+    CHECK(std::string(e.what()).find("several models (Tesla T4, NVIDIA A100-SXM4-80GB)") != std::string::npos);
+  }
+}
+
+TEST_CASE("live agent: a worker's log is read from an offset, non-UTF-8 bytes marked, a cut character left whole") {
+  scratch_dir dir;
+  std::filesystem::create_directories(dir.path() / "logs");
+  // "ab", an invalid byte, "c", then a 2-byte character (é) to be cut.
+  std::ofstream(dir.path() / "logs" / "7-1.log", std::ios::binary) << "ab\xff" << "c\xc3\xa9";
+  auto all = read_worker_log(dir.path().string(), "node-a", wire::log_fetch{1, 7, 1, 0, 1000});
+  CHECK(all.request == 1);
+  CHECK(all.size == 6);
+  CHECK(all.text == "ab?c\xc3\xa9");
+  CHECK_FALSE(all.error);
+  // Five bytes would cut é: four come, and the next piece starts with it whole.
+  auto first = read_worker_log(dir.path().string(), "node-a", wire::log_fetch{2, 7, 1, 0, 5});
+  CHECK(first.text == "ab?c");
+  auto rest = read_worker_log(dir.path().string(), "node-a", wire::log_fetch{3, 7, 1, first.text.size(), 5});
+  CHECK(rest.text == "\xc3\xa9");
+  auto missing = read_worker_log(dir.path().string(), "node-a", wire::log_fetch{4, 7, 2, 0, 1000});
+  CHECK(missing.error == std::optional<std::string>("job 7 rank 2: no log on node-a"));
+  CHECK(utf8_or_marks("\xed\xa0\x80ok\xc0\xaf") == "???ok??");  // a surrogate, an overlong '/'
 }
 
 TEST_CASE("live agent: invalid options return 2 with the reason logged") {

@@ -34,6 +34,7 @@ namespace {
 struct gateway_fixture {
   std::ostringstream log_text;
   std::mutex log_mutex;
+  std::shared_ptr<live::job_book> book = std::make_shared<live::job_book>();
   std::shared_ptr<node_link> t0, t1;
   std::unique_ptr<live::gateway> g;
   std::mutex seen_mutex;
@@ -45,6 +46,7 @@ struct gateway_fixture {
     o.checkpoint_root = "/tmp/aryl-gateway-test";
     o.agent_silence_s = silence_s;
     o.loss_grace_s = grace_s;
+    o.book = book;
     g = std::make_unique<live::gateway>(o, log_text);
     t0 = g->add_server(0, "t0", "V100", 8, wire::pool_kind::training);
     t1 = g->add_server(1, "t1", "V100", 8, wire::pool_kind::training);
@@ -54,7 +56,7 @@ struct gateway_fixture {
         [this](int s) { note("lost server=" + std::to_string(s)); },
         [] {
           cluster_status s;
-          s.jobs = {{3, "j3", true, 4}, {5, "j5", false, 0}};
+          s.jobs = {{3, "j3", true, 4, "", 0, 0, 0, "", -1, "", true}, {5, "j5", false, 0, "", 0, 0, 0, "", -1, "", true}};
           s.servers = {{"t0", "V100", 8, 4, false, "training"}, {"i0", "T4", 8, 8, true, "loaned"}};
           return s;
         },
@@ -71,7 +73,8 @@ struct gateway_fixture {
             w += std::to_string(ranks[i]);
           }
           note("reconcile server=" + std::to_string(s) + " launches=" + std::to_string(launches) + w);
-        }});
+        },
+        {}});
   }
   ~gateway_fixture() { g->close(); }
 
@@ -258,8 +261,9 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: a submitted job name holding a cont
 
 TEST_CASE("status table: names holding control characters stay on their line, escaped") {
   wire::status_reply s;
-  s.jobs = {{1, "a\nb\x1b[2J", wire::job_state::running, 2}};
-  s.servers = {{"t0\r", "V100", 8, 6, wire::pool_kind::training}};
+  s.jobs = {{1, "a\nb\x1b[2J", wire::job_state::running, 2, std::nullopt, std::nullopt, std::nullopt,
+             std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt}};
+  s.servers = {{"t0\r", "V100", 8, 6, wire::pool_kind::training, std::nullopt}};
   std::ostringstream out;
   live::print_status(out, s);
   auto text = out.str();
@@ -280,11 +284,169 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: a client gets the scheduler's statu
   auto* s = std::get_if<wire::status_reply>(&*m);
   REQUIRE(s);
   REQUIRE(s->jobs.size() == 2);
-  CHECK(s->jobs[0] == wire::job_info{3, "j3", wire::job_state::running, 4});
+  CHECK(s->jobs[0].job_id == 3);
+  CHECK(s->jobs[0].name == "j3");
+  CHECK(s->jobs[0].state == wire::job_state::running);
+  CHECK(s->jobs[0].workers == 4);
+  CHECK(!s->jobs[0].reason);
   CHECK(s->jobs[1].state == wire::job_state::queued);
   REQUIRE(s->servers.size() == 2);
   CHECK(s->servers[1].pool == wire::pool_kind::inference);
   CHECK(s->loans == std::vector<wire::loan_info>{{"i0", wire::loan_state::loaned}});
+}
+
+namespace {
+
+/// Job 9 of the book: submitted, started, preempted, then cancelled (as the run's outputs
+/// hooks feed it); job 10 ended done after it.
+void fill_book(live::job_book& book) {
+  job_spec spec;
+  spec.index = 9;
+  spec.name = "nine";
+  spec.gpus = 2;
+  spec.min_workers = 1;
+  spec.max_workers = 4;
+  spec.duration_s = 3600;
+  spec.predicted = false;
+  spec.command = {"train.sh"};
+  book.spec(spec);
+  book.event({1'000'000, "scheduler", "submit", "job-9 gpus=2 elastic=1 name=nine", ""});
+  book.event({2'000'000, "scheduler", "start", "job-9 workers=2 V100 [t0:2]", "fits its base demand"});
+  book.event({2'000'000, "scheduler", "start", "job-90 workers=1 V100 [t1:1]", "another job's line"});
+  book.event({2'500'000, "inference", "loan", "servers=1", "not a job's line"});
+  book.event({5'000'000, "scheduler", "preempt", "job-9 workers=0", "preempted for job 3"});
+  job_record nine;
+  nine.index = 9;
+  nine.name = "nine";
+  nine.gpus = 2;
+  nine.submit_us = 1'000'000;
+  nine.first_start_us = 2'000'000;
+  nine.end_us = 7'000'000;
+  nine.duration_s = 3600;
+  nine.outcome = "cancelled";
+  nine.predicted = false;
+  book.event({7'000'000, "scheduler", "cancel", "job-9 workers=0", "cancelled by a client"});
+  book.ended(nine);
+  job_record ten = nine;
+  ten.index = 10;
+  ten.name = "ten";
+  ten.outcome = "done";
+  ten.end_us = 8'000'000;
+  book.ended(ten);
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: show gives an ended job's spec, every allocation change with time and reason, and its outcome") {
+  fill_book(*book);
+  peer client(g->port());
+  client.send(wire::hello{wire::peer_role::client, "secret", "cli"});
+  REQUIRE(client.receive());
+  client.send(wire::show_request{9});
+  auto m = client.receive();
+  REQUIRE(m);
+  auto* s = std::get_if<wire::show_reply>(&*m);
+  REQUIRE_MESSAGE(s, wire::type_of(*m));
+  CHECK(s->job.name == "nine");
+  CHECK(s->job.state == wire::job_state::cancelled);
+  CHECK(s->job.min_workers == 1u);
+  CHECK(s->job.max_workers == 4u);
+  CHECK(s->job.predicted == false);
+  CHECK(s->job.run_s == 5.0);  // first start to end
+  CHECK(s->command == std::vector<std::string>{"train.sh"});
+  CHECK(s->submit_s == 1.0);
+  CHECK(s->end_s == 7.0);
+  // Its own lines only, oldest first, the job's name taken off the detail.
+  REQUIRE(s->history.size() == 4);
+  CHECK(s->history[1] == wire::history_entry{2.0, "start", "workers=2 V100 [t0:2]", "fits its base demand"});
+  CHECK(s->history[2].event == "preempt");
+  CHECK(s->history[3].why == "cancelled by a client");
+  // Several requests share the connection: an active job is shown as the scheduler has it.
+  client.send(wire::show_request{3});
+  auto active = client.receive();
+  REQUIRE(active);
+  auto* a = std::get_if<wire::show_reply>(&*active);
+  REQUIRE(a);
+  CHECK(a->job.state == wire::job_state::running);
+  CHECK(a->job.workers == 4);
+  client.send(wire::show_request{42});
+  CHECK(client.refusal() == "job 42: no such job");
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: status with all lists ended jobs after the active ones, the latest end first") {
+  fill_book(*book);
+  peer client(g->port());
+  client.send(wire::hello{wire::peer_role::client, "secret", "cli"});
+  REQUIRE(client.receive());
+  client.send(wire::status_request{});
+  auto active = client.receive();
+  REQUIRE(active);
+  CHECK(std::get<wire::status_reply>(*active).jobs.size() == 2);  // without `all`: active only
+  client.send(wire::status_request{.all = true});
+  auto m = client.receive();
+  REQUIRE(m);
+  auto& jobs = std::get<wire::status_reply>(*m).jobs;
+  REQUIRE(jobs.size() == 4);
+  CHECK(jobs[0].job_id == 3);
+  CHECK(jobs[1].job_id == 5);
+  CHECK(jobs[2].job_id == 10);
+  CHECK(jobs[2].state == wire::job_state::done);
+  CHECK(jobs[3].job_id == 9);
+  CHECK(jobs[3].state == wire::job_state::cancelled);
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a client's bye closes its connection without a log line or an error frame") {
+  peer client(g->port());
+  client.send(wire::hello{wire::peer_role::client, "secret", "cli"});
+  REQUIRE(client.receive());
+  client.send(wire::bye{});
+  CHECK_FALSE(client.receive());  // closed, nothing sent
+  g->close();  // nothing more is logged
+  CHECK_MESSAGE(log_text.str().find("bye") == std::string::npos, log_text.str());
+  CHECK_MESSAGE(log_text.str().find("closing") == std::string::npos, log_text.str());
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a client's logs request is fetched from the agent the worker was launched on") {
+  peer agent(g->port());
+  agent.register_as("t1");
+  REQUIRE(connected(1));
+  t1->launch(node_launch{4, "j4", 1, 2, 4, {0, 1}, 10, 1, 0, {}});  // ranks 2 and 3 on t1
+  REQUIRE(agent.receive());
+  REQUIRE(agent.receive());
+  peer client(g->port());
+  client.send(wire::hello{wire::peer_role::client, "secret", "cli"});
+  REQUIRE(client.receive());
+  client.send(wire::logs_request{4, 3, 10});
+  auto fetch = agent.receive();
+  REQUIRE(fetch);
+  auto* f = std::get_if<wire::log_fetch>(&*fetch);
+  REQUIRE_MESSAGE(f, wire::type_of(*fetch));
+  CHECK(f->job_id == 4);
+  CHECK(f->rank == 3);
+  CHECK(f->offset == 10);
+  CHECK(f->max_bytes < wire::max_string_bytes);
+  agent.send(wire::log_chunk{f->request, "step=5\n", 17, std::nullopt});
+  auto reply = client.receive();
+  REQUIRE(reply);
+  auto* r = std::get_if<wire::logs_reply>(&*reply);
+  REQUIRE_MESSAGE(r, wire::type_of(*reply));
+  CHECK(*r == wire::logs_reply{4, 3, "t1", 10, "step=5\n", 17, true});
+  // A worker never launched: refused by name.
+  client.send(wire::logs_request{4, 9, 0});
+  CHECK(client.refusal() == "job 4 rank 9: no worker of it was launched");
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: shutting down for good sends each connected agent a shutdown frame, then closes") {
+  peer agent(g->port());
+  agent.register_as("t0");
+  REQUIRE(connected(1));
+  g->send_shutdown("the run is over", 2s);
+  auto m = agent.receive();
+  REQUIRE(m);
+  auto* s = std::get_if<wire::shutdown>(&*m);
+  REQUIRE_MESSAGE(s, wire::type_of(*m));
+  CHECK(s->reason == "the run is over");
+  CHECK_FALSE(agent.receive());  // then closed
 }
 
 TEST_CASE_FIXTURE(gateway_fixture, "gateway: a client's demand reaches the run") {
@@ -325,12 +487,15 @@ namespace {
 
 cluster_status sample_status() {
   cluster_status s;
-  s.jobs = {{3, "j3", true, 4}, {5, "j5", false, 0}, {6, "j6", false, 0}};
+  s.jobs = {{3, "j3", true, 4, "", 0, 0, 0, "", -1, "", true}, {5, "j5", false, 0, "", 0, 0, 0, "", -1, "", true}, {6, "j6", false, 0, "", 0, 0, 0, "", -1, "", true}};
   s.servers = {{"t0", "V100", 8, 4, false, "training"}, {"i0", "T4", 8, 2, true, "loaned"},
                {"i1", "T4", 8, 8, true, "serving"}};
   s.jobs_finished = 7;
+  s.jobs_failed = 1;
+  s.jobs_cancelled = 2;
   s.reclaim_latency_s = {0.5, 12, 200};
   s.reclaim_slo_misses = 1;
+  s.tenants = {{"", -1, 0, 0, 0, 0}, {"vc \"a\"", 8, 12, 4, 0, 2}, {"b", 8, 4, 0, 4, 0}};
   return s;
 }
 
@@ -338,7 +503,9 @@ cluster_status sample_status() {
 
 TEST_CASE("metrics: the exposition counts jobs, GPUs by pool and use, servers by mode, reclaims") {
   auto text = live::render_metrics(sample_status(), {8, 7});
-  for (auto* line : {"aryl_jobs{state=\"queued\"} 2", "aryl_jobs{state=\"running\"} 1", "aryl_jobs_finished_total 7",
+  for (auto* line : {"aryl_jobs{state=\"queued\"} 2", "aryl_jobs{state=\"running\"} 1",
+                     "aryl_jobs_finished_total{outcome=\"done\"} 4", "aryl_jobs_finished_total{outcome=\"failed\"} 1",
+                     "aryl_jobs_finished_total{outcome=\"cancelled\"} 2",
                      "aryl_gpus{pool=\"training\",gpu_type=\"V100\",use=\"busy\"} 4",
                      "aryl_gpus{pool=\"inference\",gpu_type=\"T4\",use=\"busy\"} 6",
                      "aryl_gpus{pool=\"inference\",gpu_type=\"T4\",use=\"free\"} 10",
@@ -350,17 +517,48 @@ TEST_CASE("metrics: the exposition counts jobs, GPUs by pool and use, servers by
     CHECK_MESSAGE(text.find(std::string(line) + "\n") != std::string::npos, line);
 }
 
-TEST_CASE("metrics: promtool accepts the exposition") {
+TEST_CASE("metrics: per tenant, quota, GPUs in use, borrowed and lent, and queued jobs; names escaped") {
+  auto text = live::render_metrics(sample_status(), {8, 7});
+  for (auto* line : {"aryl_tenant_gpus{tenant=\"vc \\\"a\\\"\",kind=\"quota\"} 8",
+                     "aryl_tenant_gpus{tenant=\"vc \\\"a\\\"\",kind=\"borrowed\"} 4",
+                     "aryl_tenant_gpus{tenant=\"b\",kind=\"in_use\"} 4", "aryl_tenant_gpus{tenant=\"b\",kind=\"lent\"} 4",
+                     "aryl_tenant_gpus{tenant=\"\",kind=\"quota\"} -1",
+                     "aryl_tenant_queued_jobs{tenant=\"vc \\\"a\\\"\"} 2"})
+    CHECK_MESSAGE(text.find(std::string(line) + "\n") != std::string::npos, line);
+}
+
+TEST_CASE("metrics: every series exists from the start at zero, before any job or server is known") {
+  // An empty status is what serve renders while it waits for its agents.
+  auto text = live::render_metrics(cluster_status{}, {2, 0});
+  for (auto* line : {"aryl_jobs{state=\"queued\"} 0", "aryl_jobs{state=\"running\"} 0",
+                     "aryl_jobs_finished_total{outcome=\"done\"} 0", "aryl_jobs_finished_total{outcome=\"failed\"} 0",
+                     "aryl_jobs_finished_total{outcome=\"cancelled\"} 0",
+                     "aryl_servers{pool=\"training\",mode=\"training\"} 0",
+                     "aryl_servers{pool=\"inference\",mode=\"loaned\"} 0", "aryl_servers{pool=\"inference\",mode=\"down\"} 0",
+                     "aryl_reclaim_latency_seconds_count 0", "aryl_reclaim_slo_misses_total 0",
+                     "aryl_round_latency_seconds_count 0", "aryl_agents{state=\"connected\"} 0"})
+    CHECK_MESSAGE(text.find(std::string(line) + "\n") != std::string::npos, line);
+  // A GPU type once seen has every use, lost included, while none is lost.
+  auto seen = live::render_metrics(sample_status(), {8, 7});
+  CHECK(seen.find("aryl_gpus{pool=\"training\",gpu_type=\"V100\",use=\"lost\"} 0\n") != std::string::npos);
+}
+
+TEST_CASE("metrics: promtool accepts the exposition, before the run and during it") {
   // Debian's prometheus package (scripts/setup.sh) ships promtool, the format's own checker.
   REQUIRE_MESSAGE(std::system("command -v promtool > /dev/null") == 0, "promtool missing: run scripts/setup.sh");
   auto path = std::string("/tmp/aryl-metrics-test.txt");
   std::ofstream(path) << live::render_metrics(sample_status(), {8, 7});
   CHECK(std::system(("promtool check metrics < " + path).c_str()) == 0);
+  std::ofstream(path) << live::render_metrics(cluster_status{}, {8, 0});
+  CHECK(std::system(("promtool check metrics < " + path).c_str()) == 0);
 }
 
-TEST_CASE("metrics: GET /metrics answers the exposition, anything else 404") {
+TEST_CASE("metrics: GET /metrics answers the exposition, GET /healthz the health check, anything else 404") {
   std::ostringstream log;
-  live::metrics_endpoint m("127.0.0.1", 0, [] { return std::string("aryl_jobs_finished_total 3\n"); }, log);
+  std::atomic<bool> running{false};
+  live::metrics_endpoint m(
+      "127.0.0.1", 0, [] { return std::string("aryl_jobs_finished_total 3\n"); }, log,
+      [&] { return running ? live::health{true, "ok: run in progress"} : live::health{false, "no run in progress"}; });
   auto get = [&](const std::string& target) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -381,6 +579,13 @@ TEST_CASE("metrics: GET /metrics answers the exposition, anything else 404") {
   CHECK(ok.find("text/plain; version=0.0.4") != std::string::npos);
   CHECK(ok.find("\r\n\r\naryl_jobs_finished_total 3\n") != std::string::npos);
   CHECK(get("/").rfind("HTTP/1.1 404", 0) == 0);
+  auto waiting = get("/healthz");
+  CHECK_MESSAGE(waiting.rfind("HTTP/1.1 503", 0) == 0, waiting);
+  CHECK(waiting.find("\r\n\r\nno run in progress\n") != std::string::npos);
+  running = true;
+  auto healthy = get("/healthz");
+  CHECK_MESSAGE(healthy.rfind("HTTP/1.1 200", 0) == 0, healthy);
+  CHECK(healthy.find("\r\n\r\nok: run in progress\n") != std::string::npos);
 }
 
 namespace {

@@ -63,7 +63,7 @@ struct limits_fixture {
       std::thread([reply] {
         std::this_thread::sleep_for(5ms);
         cluster_status s;
-        s.jobs = {{1, "j1", true, 4, ""}};
+        s.jobs = {{1, "j1", true, 4, "", 0, 0, 0, "", -1, "", true}};
         reply(s);
       }).detach();
     };
@@ -248,4 +248,32 @@ TEST_CASE_FIXTURE(limits_fixture,
                           << asks.load() << " times");
   CHECK(worst < 250ms);
   CHECK(worst_beat < 100ms);
+}
+
+TEST_CASE_FIXTURE(limits_fixture, "gateway: status --all and show are answered from the asynchronous status") {
+  live::gateway_options o;
+  o.book = std::make_shared<live::job_book>();
+  start(o);
+  peer client(g->port());
+  hello(client);
+  client.send(wire::status_request{.all = true});
+  auto m = client.receive();
+  REQUIRE(m);
+  auto* s = std::get_if<wire::status_reply>(&*m);
+  REQUIRE(s);
+  REQUIRE(s->jobs.size() == 1);
+  CHECK(s->jobs[0].name == "j1");
+  client.send(wire::show_request{1});
+  m = client.receive();
+  REQUIRE(m);
+  auto* shown = std::get_if<wire::show_reply>(&*m);
+  REQUIRE(shown);
+  CHECK(shown->job.job_id == 1);
+  CHECK(asks.load() == 2);
+  client.send(wire::show_request{7});
+  m = client.receive();
+  REQUIRE(m);
+  auto* e = std::get_if<wire::error>(&*m);
+  REQUIRE(e);
+  CHECK(e->reason == "job 7: no such job");
 }

@@ -13,13 +13,15 @@ the same port and state file; the job runs to its end and the second serve is st
 SIGTERM.
 
 Checks: events.log has the first serve's submit and lost lines (once each), the second serve's
-restore, and one finish of the job; its times never go back; no line appears twice; summary.json
+restore, and one finish of the job; its times never go back; `aryl show` of the job in the
+second serve has its history from the first serve's submit to its finish; no line appears twice; summary.json
 counts its lines as events, 1 scheduler restart and 1 recovery; timeline.csv has one header and
 starts at the run's start, before the kill, its times never going back. No process is left, no
 port bound.
 """
 
 import collections
+import json
 import os
 import re
 import sys
@@ -89,6 +91,10 @@ def run(a, work, procs):
         return [bed.port]
     if not check(wait_for(bed.idle, 60, "long to end"), "long ends in the carried-on run"):
         return [bed.port]
+    shown = bed.client("show", "0", "--json")
+    history = [h["event"] for h in json.loads(shown.stdout).get("history", [])] if shown.returncode == 0 else []
+    check(history[:2] == ["submit", "start"] and "restore" in history and history[-1] == "finish",
+          f"aryl show after the restart has the job's whole history, from the first serve's submit ({history})")
     if not bed.stop(serve2, "the second serve"):
         return [bed.port]
 

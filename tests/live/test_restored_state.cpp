@@ -32,8 +32,8 @@ struct scratch {
 /// Two V100x4 training servers, no inference servers.
 config small_cluster() {
   config c;
-  c.training = {2, 4, "V100"};
-  c.inference = {0, 4, "T4"};
+  c.training = {2, 4, "V100", {}};
+  c.inference = {0, 4, "T4", {}};
   c.speedup = 10;
   return c;
 }

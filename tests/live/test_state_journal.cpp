@@ -42,6 +42,8 @@ saved_job running_job() {
   j.spec.max_workers = 8;
   j.spec.predict_factor = 1.5;
   j.spec.command = {"/usr/bin/python3", "train.py", "--lr", "0.1"};
+  j.spec.tenant = "vision";
+  j.spec.estimated = false;
   j.status = "running";
   j.generation = 7;
   j.workers = 4;
@@ -118,6 +120,8 @@ TEST_CASE("state journal: jobs, progress, loans and the run read back as written
   CHECK(r.spec.min_workers == 2);
   CHECK(r.spec.max_workers == 8);
   CHECK(r.spec.predict_factor == 1.5);
+  CHECK(r.spec.tenant == "vision");  // tenants and jobs without an estimate survive a restart
+  CHECK_FALSE(r.spec.estimated);
   CHECK(r.spec.gpu_type == "V100");
   CHECK(r.status == "running");
   CHECK(r.generation == 7);

@@ -52,3 +52,35 @@ TEST_CASE("a valid small run exits 0 and writes every output file") {
   for (auto* f : {"summary.json", "jobs.csv", "timeline.csv", "events.log"})
     CHECK(std::ifstream(std::string("/tmp/aryl-cli-out/") + f).good());
 }
+
+TEST_CASE("a client or agent without --port or ARYL_ADDR is a one-line error naming both") {
+  const std::string no_env = "env -u ARYL_ADDR -u ARYL_TOKEN_FILE ";
+  check_one_line_error(run("status --token-file /nonexistent/token", no_env),
+                       "status: no scheduler address: give --port (and --host) or set ARYL_ADDR=HOST:PORT");
+  check_one_line_error(run("agent --name t0 --work-dir /tmp/aryl-cli-agent --token-file /nonexistent/token", no_env),
+                       "agent: no scheduler address");
+}
+
+TEST_CASE("a malformed ARYL_ADDR is a one-line error quoting it") {
+  for (const char* addr : {"localhost", "127.0.0.1:", ":7000", "127.0.0.1:70000", "127.0.0.1:7x"})
+    check_one_line_error(run("cancel 3", std::string("env -u ARYL_TOKEN_FILE ARYL_ADDR=") + addr + " "),
+                         std::string("cancel: ARYL_ADDR '") + addr + "' is not HOST:PORT");
+}
+
+TEST_CASE("without --token-file a client takes ARYL_TOKEN_FILE, and without either says so") {
+  check_one_line_error(run("show 1", "env -u ARYL_TOKEN_FILE ARYL_ADDR=127.0.0.1:9 "),
+                       "show: no cluster token: give --token-file or set ARYL_TOKEN_FILE");
+  // The variable's file is the one read (and refused here, by its name).
+  check_one_line_error(run("submit --gpus 1", "ARYL_ADDR=127.0.0.1:9 ARYL_TOKEN_FILE=/nonexistent/aryl-token "),
+                       "/nonexistent/aryl-token");
+}
+
+TEST_CASE("serve above the speedup measured faithful warns, naming the limit and where it is measured") {
+  auto r = run("serve --no-workload --speedup 50 --token-file /nonexistent/aryl-token --out /tmp/aryl-cli-out");
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("warning: --speedup 50: live timings were measured within 5% of the simulation's up "
+                              "to 20x") != std::string::npos,
+                r.output);
+  auto quiet_serve = run("serve --no-workload --speedup 20 --token-file /nonexistent/aryl-token --out /tmp/aryl-cli-out");
+  CHECK_MESSAGE(quiet_serve.output.find("warning") == std::string::npos, quiet_serve.output);
+}

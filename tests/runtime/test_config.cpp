@@ -15,7 +15,8 @@ using aryl::test::scratch_file;
 TEST_CASE("configs/default.yaml states exactly the built-in defaults") {
   config c;
   load_config_file(c, "configs/default.yaml");
-  CHECK(c == config{});
+  const config defaults;  // named: a temporary inside CHECK trips GCC 12's -Wmaybe-uninitialized
+  CHECK(c == defaults);
 }
 
 TEST_CASE("every config key is listed in configs/default.yaml") {
@@ -52,6 +53,31 @@ TEST_CASE("a bad config value is an error naming the key and the value") {
         "--set: cluster.training.servers: 'many' is not an integer");
   CHECK(error_of([&] { apply_override(c, "policy=lottery"); }).find("unknown policy 'lottery'") != std::string::npos);
   CHECK(error_of([&] { apply_override(c, "noequals"); }) == "--set noequals: expected key=value");
+}
+
+TEST_CASE("a malformed tenant quota is an error naming the key") {
+  config c;
+  CHECK(error_of([&] { apply_override(c, "tenants.vc1.quota=-8"); }) ==
+        "--set: tenants.vc1.quota: -8 is outside [0, 100000000]");
+  CHECK(error_of([&] { apply_override(c, "tenants.vc1.quota=lots"); }) == "--set: tenants.vc1.quota: 'lots' is not an integer");
+  CHECK(error_of([&] { apply_override(c, "tenants.vc1.weight=0"); }) ==
+        "--set: tenants.vc1.weight: 0 is outside [1e-06, 1e+06]");
+  CHECK(error_of([&] { apply_override(c, "tenants.vc1.qouta=8"); }) ==
+        "--set: tenants.vc1.qouta: unknown tenant setting 'qouta' (quota, weight, borrow, lend)");
+  CHECK(error_of([&] { apply_override(c, "tenants.vc1.borrow=maybe"); }) ==
+        "--set: tenants.vc1.borrow: 'maybe' is not a boolean (true/false)");
+  CHECK(error_of([&] { apply_override(c, "tenants.fairshare=1"); }) == "--set: unknown config key 'tenants.fairshare'");
+  auto path = scratch_file("tenants.yaml", "tenants:\n  vc1:\n    quota: 100\n  vc2:\n    quota: 1e3\n");
+  CHECK(error_of([&] { load_config_file(c, path); }) == path + ":5: tenants.vc2.quota: '1e3' is not an integer");
+  // Quotas beyond the training servers' GPUs (16 x 8 by default).
+  config big;
+  apply_override(big, "tenants.vc1.quota=100");
+  apply_override(big, "tenants.vc2.quota=29");
+  CHECK(error_of([&] { validate_config(big); }) ==
+        "config: tenants.*.quota: quotas sum to 129 GPUs, more than the training servers' 128");
+  apply_override(big, "tenants.vc2.quota=28");
+  validate_config(big);
+  CHECK(big.tenants.at("vc1").quota == 100);
 }
 
 TEST_CASE("a config file error names the file and line") {

@@ -83,8 +83,8 @@ TEST_CASE("outputs: work efficiency sums completed jobs only, and a pool with no
   CHECK(s.work_efficiency_loaned == 0);
   CHECK(s.needed_gpu_hours == doctest::Approx(400.0 / 3600));
   auto jobs = read_file(dir + "/jobs.csv");
-  CHECK(jobs.substr(0, jobs.find('\n')).ends_with(",outcome,needed_gpu_s,work_efficiency"));
-  CHECK(jobs.find(",done,400.000,1.500000\n") != std::string::npos);
+  CHECK(jobs.substr(0, jobs.find('\n')).ends_with(",outcome,needed_gpu_s,work_efficiency,tenant,estimated"));
+  CHECK(jobs.find(",done,400.000,1.500000,,1\n") != std::string::npos);
   auto summary = read_file(dir + "/summary.json");
   CHECK(summary.find("\"work_efficiency\": 1.5,") != std::string::npos);
   CHECK(summary.find("\"work_efficiency_loaned\": 0.0,") != std::string::npos);

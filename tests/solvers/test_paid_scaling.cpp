@@ -107,6 +107,32 @@ TEST_CASE("the efficiency floor keeps a one-server job from growing across serve
   }
 }
 
+TEST_CASE("a job at its minimum on a full server is offered growth onto another server, which the efficiency floor refuses") {
+  // Rigid job-2 (8 GPUs, shortest) fills server 0; rigid job-1 (6 GPUs) and elastic job-0
+  // (4 GPUs, min 2, max 8) share server 1. Job-2 ends at t=100: server 0 is empty and job-0's
+  // own server full, so any growth spans two servers (0.66 x (8/2)^-0.05 = 0.61 of a GPU's
+  // work at min each). The round skips planning such a job only when every larger size is
+  // below the floor: with the floor at 0.8 it stays at 2, with 0 it grows to 8 across.
+  for (double floor : {0.8, 0.0}) {
+    auto l = make_ledger(2);
+    planner_options o;
+    o.min_extra_efficiency = floor;
+    add_job(l, 4, 1e6, 0, true);
+    add_job(l, 6, 1000, 0);
+    add_job(l, 8, 500, 0);
+    plan_round(l, aryl_policy(), o, at(0));
+    REQUIRE(l.jobs[0].workers == 2);
+    REQUIRE(l.jobs[0].alloc == l.jobs[0].base);
+    REQUIRE(l.jobs[0].alloc.front().first == l.jobs[1].alloc.front().first);
+    l.finish(2, at(100));
+    auto ds = plan_round(l, aryl_policy(), o, at(100));
+    CAPTURE(floor);
+    CHECK(ds.size() == (floor > 0 ? 0u : 1u));
+    CHECK(l.jobs[0].workers == (floor > 0 ? 2 : 8));
+    CHECK(servers_spanned(l.jobs[0].alloc) == (floor > 0 ? 1 : 2));
+  }
+}
+
 TEST_CASE("a growth whose gain does not clear its cost and margin is not made") {
   // Elastic job-0 (2 GPUs, min 1, max 4) with 15 work units left: 29 s at 1 worker, 7.8 s at
   // 4. Growing saves about 21 s of JCT, less than the 20 s overhead + the 10.5 s checkpoint +

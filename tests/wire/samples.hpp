@@ -28,10 +28,17 @@ inline std::vector<message> sample_messages() {
              .command = {"bash", "-c", "echo hi"},
              .expected_duration_s = 7200.25,
              .gpu_type = "v100"};
+  // Jobs are built field by field: most of job_info's fields are optional.
+  auto job_of = [](uint64_t id, const char* name, job_state state, uint32_t workers) {
+    job_info j;
+    j.job_id = id;
+    j.name = name;
+    j.state = state;
+    j.workers = workers;
+    return j;
+  };
   status_reply status{
-      .jobs = {{.job_id = 1, .name = "a", .state = job_state::running, .workers = 4, .reason = std::nullopt},
-               {.job_id = 2, .name = "b", .state = job_state::queued, .workers = 0,
-                .reason = "behind job 1 in queue order (aryl)"}},
+      .jobs = {job_of(1, "a", job_state::running, 4), job_of(2, "b", job_state::queued, 0)},
       .servers = {{.name = "node-01", .gpu_type = "a100", .gpus = 8, .free = 2,
                    .pool = pool_kind::training, .state = server_state::up},
                   {.name = "node-02", .gpu_type = "a100", .gpus = 8, .free = 0,
@@ -39,6 +46,23 @@ inline std::vector<message> sample_messages() {
                   {.name = "inf-01", .gpu_type = "t4", .gpus = 4, .free = 4,
                    .pool = pool_kind::inference, .state = std::nullopt}},
       .loans = {{.server = "inf-01", .state = loan_state::reclaiming}}};
+  status.jobs[1].reason = "behind job 1 in queue order (aryl)";
+  status.jobs[0].gpus = 4;
+  status.jobs[0].min_workers = 2;
+  status.jobs[0].max_workers = 8;
+  status.jobs[0].gpu_type = "a100";
+  status.jobs[0].run_s = 61.5;
+  status.jobs[0].servers = "node-01:4";
+  status.jobs[0].predicted = false;
+  show_reply show{.job = job_of(5, "c", job_state::cancelled, 0),
+                  .command = {"train.sh"},
+                  .expected_duration_s = 3600.0,
+                  .submit_s = 12.25,
+                  .end_s = 99.5,
+                  .history = {{.t_s = 12.25, .event = "submit", .detail = "gpus=2 elastic=0 name=c", .why = ""},
+                              {.t_s = 13.0, .event = "start", .detail = "workers=2 a100 [node-01:2]",
+                               .why = "fits its base demand"}}};
+  show.job.predicted = true;
   return {
       hello{.role = peer_role::client, .token = "s3cr3t-token", .name = "cli-\u03bb"},
       hello_ok{},
@@ -51,11 +75,19 @@ inline std::vector<message> sample_messages() {
       job,
       submit_ok{.job_id = 123},
       cancel{.job_id = 124},
-      status_request{},
+      status_request{.all = true},
       status,
       demand{.servers_needed = 3},
       error{.reason = "token rejected"},
       bye{},
+      show_request{.job_id = 5},
+      show,
+      shutdown{.reason = "the run is over"},
+      logs_request{.job_id = 5, .rank = 1, .offset = 4096},
+      log_fetch{.request = 77, .job_id = 5, .rank = 1, .offset = 4096, .max_bytes = 60000},
+      log_chunk{.request = 77, .text = "step=10 loss=0.5\n", .size = 4113, .error = std::nullopt},
+      logs_reply{.job_id = 5, .rank = 1, .server = "node-01", .offset = 4096, .text = "step=10 loss=0.5\n",
+                 .size = 4113, .active = true},
   };
 }
 

@@ -1,0 +1,35 @@
+#include <fmt/format.h>
+
+#include "actors/scheduler_parts.hpp"
+
+namespace aryl::sched {
+
+cluster_status status_of(const scheduler_state& st, sim_time now) {
+  static const char* modes[] = {"training", "serving", "loaned", "reclaiming", "down"};
+  auto& l = st.ledger;
+  cluster_status out;
+  out.t_us = now.us;
+  out.jobs_finished = st.jobs_finished;
+  out.jobs_failed = st.jobs_failed;
+  out.jobs_cancelled = st.jobs_cancelled;
+  out.reclaim_latency_s = st.reclaim_latency_s;
+  out.rounds = st.rounds;
+  auto add = [&](uint32_t id, bool running, std::string reason) {
+    auto& j = l.jobs[id];
+    out.jobs.push_back({id, st.names[id], running, j.workers, std::move(reason), j.gpus, j.min_workers, j.max_workers,
+                        j.gpu_type >= 0 ? st.setup.type_names[static_cast<size_t>(j.gpu_type)] : std::string(),
+                        j.started_once ? (now - j.first_start).seconds() : -1.0, alloc_text(st, j.alloc),
+                        !st.unpredicted[id]});
+  };
+  for (auto id : l.running) add(id, true, {});
+  for (auto id : l.queued) add(id, false, queue_wait_reason(l, st.setup.policy, st.setup.planner, id, st.setup.type_names));
+  // A lost server's GPUs are not free: nothing can be placed there until its agent is back.
+  for (auto& s : l.servers)
+    out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus,
+                           s.mode == server_mode::down ? 0 : s.free, s.home == server_home::inference,
+                           modes[static_cast<int>(s.mode)]});
+  out.tenants = tenant_reports(st);
+  return out;
+}
+
+} // namespace aryl::sched

@@ -1,0 +1,82 @@
+#include "runtime/live/client_replies.hpp"
+
+#include <algorithm>
+
+namespace aryl::live {
+
+wire::job_info job_info_of(const active_job& j) {
+  wire::job_info out;
+  out.job_id = j.job;
+  out.name = j.name;
+  out.state = j.running ? wire::job_state::running : wire::job_state::queued;
+  out.workers = static_cast<uint32_t>(j.workers);
+  if (!j.running) out.reason = j.reason;
+  out.gpus = static_cast<uint32_t>(j.gpus);
+  out.min_workers = static_cast<uint32_t>(j.min_workers);
+  out.max_workers = static_cast<uint32_t>(j.max_workers);
+  if (!j.gpu_type.empty()) out.gpu_type = j.gpu_type;
+  if (j.run_s >= 0) out.run_s = j.run_s;
+  if (j.running) out.servers = j.servers;
+  out.predicted = j.predicted;
+  return out;
+}
+
+wire::status_reply status_reply_of(const cluster_status& s, const std::set<std::string>& away,
+                                   const std::vector<wire::job_info>& ended) {
+  wire::status_reply out;
+  for (auto& j : s.jobs) {
+    if (out.jobs.size() == wire::max_list) break;
+    out.jobs.push_back(job_info_of(j));
+  }
+  for (auto& j : ended) {
+    if (out.jobs.size() == wire::max_list) break;
+    out.jobs.push_back(j);
+  }
+  for (auto& v : s.servers) {
+    if (out.servers.size() == wire::max_list) break;
+    // The scheduler's "down" is the loss it acted on; an agent gone for less than the grace
+    // is known to the network side only.
+    auto state = v.mode == "down"   ? wire::server_state::lost
+                 : away.count(v.name) ? wire::server_state::unreachable
+                                      : wire::server_state::up;
+    out.servers.push_back({v.name, v.gpu_type, static_cast<uint32_t>(v.gpus), static_cast<uint32_t>(v.free),
+                           v.inference ? wire::pool_kind::inference : wire::pool_kind::training, state});
+    if (v.mode == "loaned" || v.mode == "reclaiming")
+      out.loans.push_back({v.name, v.mode == "loaned" ? wire::loan_state::loaned : wire::loan_state::reclaiming});
+  }
+  return out;
+}
+
+std::optional<wire::show_reply> show_reply_of(const cluster_status& now, const job_book* book, uint64_t job) {
+  std::optional<wire::show_reply> reply;
+  if (book && job <= UINT32_MAX) reply = book->show(static_cast<uint32_t>(job));
+  bool active = false;
+  for (auto& j : now.jobs) {
+    if (j.job != job) continue;
+    // What the scheduler says now, over what the book holds.
+    if (!reply) reply.emplace();
+    reply->job = job_info_of(j);
+    active = true;
+  }
+  // A trace job not submitted yet is in the book with its spec only.
+  if (reply && !active && !reply->end_s && reply->history.empty()) reply.reset();
+  return reply;
+}
+
+job_spec spec_of(const wire::submit& j, double default_estimate_s) {
+  job_spec out;
+  out.name = j.name;
+  // Wider than int on the wire: the scheduler's range check sees the value, not a wrap.
+  auto narrow = [](uint32_t v) { return static_cast<int>(std::min<uint32_t>(v, INT32_MAX)); };
+  out.gpus = narrow(j.gpus);
+  out.min_workers = narrow(j.min_workers);
+  out.max_workers = narrow(j.max_workers);
+  out.elastic = j.min_workers != j.max_workers;
+  out.duration_s = j.expected_duration_s.value_or(default_estimate_s);
+  out.predicted = j.expected_duration_s.has_value();
+  out.gpu_type = j.gpu_type.value_or("");
+  out.command = j.command;
+  return out;
+}
+
+} // namespace aryl::live

@@ -1,0 +1,110 @@
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
+
+#include "runtime/live/gateway_impl.hpp"
+
+#include <fmt/format.h>
+
+// What gateway's callers wait for and ask of it (agents registered, workers found, the
+// router and its status); the network side is gateway_listener.cpp and gateway_session.cpp.
+namespace aryl::live {
+
+std::vector<joined_machine> gateway::join_agents(size_t count, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(impl_->m);
+  impl_->registered_cv.wait_for(lock, timeout, [&] { return impl_->join_order.size() >= count; });
+  impl_->joining = false;
+  std::vector<joined_machine> out;
+  for (auto& name : impl_->join_order) {
+    auto& s = impl_->slots.at(name);
+    out.push_back({name, s.gpu_type, s.gpus, s.pool});
+  }
+  return out;
+}
+
+std::vector<std::string> gateway::wait_for_agents(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(impl_->m);
+  auto missing = [&] {
+    std::vector<std::string> out;
+    for (auto& [name, s] : impl_->slots)
+      if (!s.registered) out.push_back(name);
+    return out;
+  };
+  impl_->registered_cv.wait_for(lock, timeout, [&] { return missing().empty(); });
+  return missing();
+}
+
+std::vector<std::string> gateway::wait_for_found_workers(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(impl_->m);
+  auto running = [&] {
+    std::vector<std::string> out;
+    for (auto& [name, s] : impl_->slots)
+      for (auto& [job, rank] : s.found) out.push_back(fmt::format("{} job {} rank {}", name, job, rank));
+    return out;
+  };
+  impl_->registered_cv.wait_for(lock, timeout, [&] { return running().empty(); });
+  return running();
+}
+
+std::map<std::string, std::vector<wire::running_worker>> gateway::found_workers() {
+  std::lock_guard lock(impl_->m);
+  std::map<std::string, std::vector<wire::running_worker>> out;
+  for (auto& [name, s] : impl_->slots)
+    if (!s.listed.empty()) out[name] = s.listed;
+  return out;
+}
+
+void gateway::settle_found_workers(const std::set<uint32_t>& adopted) {
+  std::map<std::string, std::set<uint32_t>> stop;
+  {
+    std::lock_guard lock(impl_->m);
+    for (auto& [name, s] : impl_->slots) {
+      for (auto& w : s.listed) {
+        std::pair<uint32_t, uint32_t> worker{static_cast<uint32_t>(w.job_id), w.rank};
+        if (adopted.count(worker.first)) {
+          s.held.insert(worker);
+        } else {
+          s.found.insert(worker);
+          stop[name].insert(worker.first);
+        }
+      }
+      s.listed.clear();
+    }
+    // Early exits of workers now stopped are the stop's business, not the run's.
+    std::erase_if(impl_->early_exits, [&](auto& e) { return !adopted.count(std::get<1>(e)); });
+  }
+  for (auto& [name, jobs] : stop) {
+    std::string list;
+    for (auto j : jobs) list += (list.empty() ? "" : ", ") + std::to_string(j);
+    impl_->log(fmt::format("server {}: stopping the workers of jobs {}, from before this serve started", name, list));
+    for (auto j : jobs) asio::post(impl_->io, [p = impl_.get(), s = name, j] { p->stop_on(s, j); });
+  }
+}
+
+void gateway::set_router(worker_router r) {
+  std::lock_guard lock(impl_->m);
+  // An ask of the run that ends is answered by nobody: its waiting clients are told.
+  if (!r.status_async && !r.status)
+    asio::post(impl_->io, [p = impl_.get()] { p->status_ready(p->status_asks, std::nullopt); });
+  impl_->router = std::move(r);
+  if (!impl_->router.exit) return;
+  // Adopted workers that exited before the run could hear of it.
+  for (auto& [server, job, rank, code, signal] : impl_->early_exits) impl_->router.exit(server, job, rank, code, signal);
+  impl_->early_exits.clear();
+  for (auto& [name, s] : impl_->slots) s.held.clear();
+}
+
+std::optional<cluster_status> gateway::status() {
+  std::optional<cluster_status> out;
+  impl_->with_router([&](worker_router& r) {
+    if (r.status) out = r.status();
+  });
+  return out;
+}
+
+int gateway::agents_connected() {
+  std::lock_guard lock(impl_->m);
+  int n = 0;
+  for (auto& [name, s] : impl_->slots) n += s.agent.lock() ? 1 : 0;
+  return n;
+}
+
+} // namespace aryl::live

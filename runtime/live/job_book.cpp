@@ -1,0 +1,152 @@
+#include "runtime/live/job_book.hpp"
+
+#include <charconv>
+#include <string_view>
+
+namespace aryl::live {
+
+namespace {
+
+/// The job a scheduler event is about: its detail starts with "job-N".
+std::optional<uint32_t> job_of(const std::string& detail) {
+  std::string_view d = detail;
+  if (!d.starts_with("job-")) return std::nullopt;
+  uint32_t id = 0;
+  auto [end, ec] = std::from_chars(d.data() + 4, d.data() + d.size(), id);
+  if (ec != std::errc() || end == d.data() + 4 || (end != d.data() + d.size() && *end != ' ')) return std::nullopt;
+  return id;
+}
+
+/// The detail without its leading "job-N ".
+std::string rest_of(const std::string& detail) {
+  auto space = detail.find(' ');
+  return space == std::string::npos ? std::string() : detail.substr(space + 1);
+}
+
+} // namespace
+
+wire::job_state outcome_state(const std::string& outcome) {
+  if (outcome == "done") return wire::job_state::done;
+  if (outcome == "failed") return wire::job_state::failed;
+  return wire::job_state::cancelled;
+}
+
+void job_book::spec(const job_spec& s) {
+  std::lock_guard lock(m_);
+  jobs_[s.index].spec = s;
+}
+
+void job_book::event(const event_record& e) {
+  if (e.actor != "scheduler") return;
+  auto job = job_of(e.detail);
+  if (!job) return;
+  std::lock_guard lock(m_);
+  auto& h = jobs_[*job].history;
+  // Bounded as a reply's list is: a job rescaled all day keeps its latest changes.
+  if (h.size() == wire::max_list) h.erase(h.begin());
+  h.push_back({static_cast<double>(e.t_us) / 1e6, e.event, rest_of(e.detail), e.why});
+}
+
+void job_book::replay(const std::string& events_log) {
+  size_t at = 0;
+  for (auto end = events_log.find('\n'); end != std::string::npos; at = end + 1, end = events_log.find('\n', at)) {
+    // "SECONDS.MICROS ACTOR EVENT DETAIL[ | WHY]", as run_writer writes it.
+    std::string_view line(events_log.data() + at, end - at);
+    auto bar = line.find(" | ");
+    std::string_view head = line.substr(0, bar), why = bar == std::string_view::npos ? "" : line.substr(bar + 3);
+    auto s1 = head.find(' '), s2 = s1 == head.npos ? head.npos : head.find(' ', s1 + 1);
+    auto s3 = s2 == head.npos ? head.npos : head.find(' ', s2 + 1);
+    if (s3 == head.npos) continue;
+    auto dot = head.find('.');
+    int64_t secs = 0, micros = 0;
+    auto digits = [](std::string_view d, int64_t& out) {
+      auto [p, ec] = std::from_chars(d.data(), d.data() + d.size(), out);
+      return ec == std::errc() && p == d.data() + d.size();
+    };
+    if (dot == head.npos || dot > s1 || !digits(head.substr(0, dot), secs) ||
+        !digits(head.substr(dot + 1, s1 - dot - 1), micros))
+      continue;
+    event({secs * 1'000'000 + micros, std::string(head.substr(s1 + 1, s2 - s1 - 1)),
+           std::string(head.substr(s2 + 1, s3 - s2 - 1)), std::string(head.substr(s3 + 1)), std::string(why)});
+  }
+}
+
+void job_book::ended(const job_record& r) {
+  std::lock_guard lock(m_);
+  auto& j = jobs_[r.index];
+  if (!j.end) ended_order_.push_back(r.index);
+  j.end = r;
+}
+
+namespace {
+
+/// An ended job as a status or show reply lists it.
+wire::job_info ended_info(uint32_t id, const job_record& r, const std::optional<job_spec>& spec) {
+  wire::job_info out;
+  out.job_id = id;
+  out.name = r.name;
+  out.state = outcome_state(r.outcome);
+  out.workers = 0;
+  out.gpus = static_cast<uint32_t>(r.gpus);
+  if (spec) {
+    out.min_workers = static_cast<uint32_t>(spec->min_workers);
+    out.max_workers = static_cast<uint32_t>(spec->max_workers);
+    if (!spec->gpu_type.empty()) out.gpu_type = spec->gpu_type;
+  }
+  if (r.first_start_us >= 0 && r.end_us >= r.first_start_us)
+    out.run_s = static_cast<double>(r.end_us - r.first_start_us) / 1e6;
+  out.predicted = r.predicted;
+  return out;
+}
+
+} // namespace
+
+std::optional<wire::show_reply> job_book::show(uint32_t job) const {
+  std::lock_guard lock(m_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return std::nullopt;
+  auto& e = it->second;
+  wire::show_reply out;
+  out.job.job_id = job;
+  if (e.spec) {
+    auto& s = *e.spec;
+    out.job.name = s.name;
+    out.job.gpus = static_cast<uint32_t>(s.gpus);
+    out.job.min_workers = static_cast<uint32_t>(s.min_workers);
+    out.job.max_workers = static_cast<uint32_t>(s.max_workers);
+    if (!s.gpu_type.empty()) out.job.gpu_type = s.gpu_type;
+    out.job.predicted = s.predicted;
+    out.command = s.command;
+    out.expected_duration_s = s.duration_s;
+    out.submit_s = s.submit.seconds();
+  }
+  if (e.end) {
+    out.job = ended_info(job, *e.end, e.spec);
+    out.expected_duration_s = e.end->duration_s;
+    out.submit_s = static_cast<double>(e.end->submit_us) / 1e6;
+    out.end_s = static_cast<double>(e.end->end_us) / 1e6;
+  }
+  // A job's submit time is the scheduler's (a client's job is stamped when taken).
+  for (auto& h : e.history)
+    if (h.event == "submit") out.submit_s = h.t_s;
+  out.history = e.history;
+  return out;
+}
+
+bool job_book::has_ended(uint32_t job) const {
+  std::lock_guard lock(m_);
+  auto it = jobs_.find(job);
+  return it != jobs_.end() && it->second.end.has_value();
+}
+
+std::vector<wire::job_info> job_book::ended_jobs(size_t max) const {
+  std::lock_guard lock(m_);
+  std::vector<wire::job_info> out;
+  for (auto it = ended_order_.rbegin(); it != ended_order_.rend() && out.size() < max; ++it) {
+    auto& e = jobs_.at(*it);
+    out.push_back(ended_info(*it, *e.end, e.spec));
+  }
+  return out;
+}
+
+} // namespace aryl::live

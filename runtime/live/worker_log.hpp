@@ -1,0 +1,20 @@
+#pragma once
+/// A worker's output as the agent keeps it (WORK_DIR/logs/JOB-RANK.log), read in pieces for
+/// `aryl logs` through the scheduler (log_fetch -> log_chunk).
+#include <string>
+#include <string_view>
+
+#include "runtime/wire/messages.hpp"
+
+namespace aryl::live {
+
+/// At most `f.max_bytes` (and under the protocol's string limit) of the log of (f.job_id,
+/// f.rank) under `work_dir`, from byte `f.offset`. Bytes that are not UTF-8 become '?' one
+/// for one, and a character cut by the end of the piece is left for the next one, so offsets
+/// stay the file's. A missing log is an `error` naming the job, rank and `server`.
+wire::log_chunk read_worker_log(const std::string& work_dir, const std::string& server, const wire::log_fetch& f);
+
+/// `bytes` with every byte that is not part of a valid UTF-8 character replaced by '?'.
+std::string utf8_or_marks(std::string_view bytes);
+
+} // namespace aryl::live
