@@ -194,6 +194,10 @@ const std::map<std::string, setter>& setters() {
          for (std::string w; words >> w;) c.worker_command.push_back(w);
        }},
       {"live.state_compact_every", [](config& c, const std::string& v) { c.state_compact_every = count(v, 0, 1000000); }},
+      {"live.hello_timeout_s", [](config& c, const std::string& v) { c.hello_timeout_s = within(to_double(v), 0.1, 3600.0); }},
+      {"live.max_connections", [](config& c, const std::string& v) { c.max_connections = count(v, 1, 1000000); }},
+      {"live.max_before_hello", [](config& c, const std::string& v) { c.max_before_hello = count(v, 1, 1000000); }},
+      {"live.max_before_hello_per_address", [](config& c, const std::string& v) { c.max_before_hello_per_address = count(v, 1, 1000000); }},
       {"live.default_estimate_s", [](config& c, const std::string& v) { c.default_estimate_s = seconds(v, 1.0); }},
   };
   return table;

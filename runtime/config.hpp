@@ -115,6 +115,13 @@ struct config {
   /// serve --state: ended jobs between two compactions of the journal (their rows folded
   /// into compact final records); 0: only when serve starts.
   int state_compact_every = 100;
+  /// serve's limits on connections (docs/live.md, "Connections"): hello within this many
+  /// seconds of connecting; connections in all (at most what RLIMIT_NOFILE leaves); those not
+  /// past hello yet, in all and from one peer address.
+  double hello_timeout_s = 10;
+  int max_connections = 4096;
+  int max_before_hello = 1024;
+  int max_before_hello_per_address = 256;
   /// A submitted job without a run-time estimate gets this one (seconds at its requested
   /// workers) and is marked unpredicted.
   double default_estimate_s = 3600;

@@ -22,6 +22,7 @@
 #include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
 #include "runtime/input_limits.hpp"
+#include "runtime/job_checks.hpp"
 #include "runtime/tenant_plan.hpp"
 
 namespace aryl {
@@ -139,16 +140,7 @@ void check_runnable(const config& c, const scheduler_setup& s, const std::vector
 
 /// A job a client submits: the same checks as a trace row's, then the cluster's.
 void check_submitted(const config& c, const scheduler_setup& s, const job_spec& j) {
-  auto bad = [&](const std::string& why) { throw input_error(fmt::format("job '{}': {}", j.name, why)); };
-  if (j.name.empty() || j.name.size() > 256) bad("a name of 1 to 256 characters is required");
-  // Shown in logs, tables and jobs.csv, one line per job, as a trace's job_id.
-  if (find_control(j.name) != std::string::npos) bad("the name holds " + describe_control(j.name));
-  if (j.gpus < 1 || j.gpus > max_job_gpus) bad(fmt::format("gpus {} is not in 1..{}", j.gpus, max_job_gpus));
-  if (j.min_workers < 1 || j.min_workers > j.gpus || j.max_workers < j.gpus || j.max_workers > max_job_gpus)
-    bad(fmt::format("workers must satisfy 1 <= min_workers ({}) <= gpus ({}) <= max_workers ({}) <= {}",
-                    j.min_workers, j.gpus, j.max_workers, max_job_gpus));
-  if (!(j.duration_s > 0) || j.duration_s > max_input_seconds)
-    bad(fmt::format("expected duration {} s is not in (0, {:g}]", j.duration_s, max_input_seconds));
+  if (auto why = job_spec_problem(j); !why.empty()) throw input_error(fmt::format("job '{}': {}", j.name, why));
   check_runnable(c, s, j, fmt::format("job '{}'", j.name));
 }
 
@@ -353,6 +345,18 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         [servers](int s, std::vector<uint32_t> jobs, std::vector<uint32_t> ranks, uint64_t launches) {
           caf::anon_send(servers.at(static_cast<size_t>(s)), reconcile_atom::value, std::move(jobs), std::move(ranks),
                          launches);
+        },
+        [tasks, &sys, scheduler, status](std::function<void(cluster_status)> reply) {
+          tasks->post([&sys, scheduler, status, reply] {
+            sys.spawn([=](caf::event_based_actor* self, int) {
+              self->request(scheduler, std::chrono::seconds(2), status_atom::value)
+                  .then([=](cluster_status& s) {
+                          s.reclaim_slo_misses = status->slo_misses.load();
+                          reply(std::move(s));
+                        },
+                        [=](caf::error&) { reply(cluster_status{}); });
+            }, 0);
+          });
         }});
   }
   auto total_jobs = in.jobs.size() + restored_jobs;
@@ -471,6 +475,12 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
 }
 
 } // namespace
+
+void check_runnable(const config& c, const std::vector<job_spec>& jobs,
+                    const std::function<std::string(const job_spec&)>& label) {
+  auto plan = plan_cluster(c);
+  for (auto& j : jobs) check_runnable(c, plan.setup, j, label(j));
+}
 
 run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live) {
   auto plan = plan_cluster(c);

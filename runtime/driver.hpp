@@ -65,6 +65,10 @@ struct worker_router {
   /// that are missing and stops those of jobs no longer placed there.
   std::function<void(int server, std::vector<uint32_t> jobs, std::vector<uint32_t> ranks, uint64_t launches)>
       reconcile;
+  /// The scheduler's view, without blocking: `reply` is called once, from another thread,
+  /// with the answer (empty if the scheduler did not answer within 2 s) or not at all if the
+  /// run ends first.
+  std::function<void(std::function<void(cluster_status)> reply)> status_async;
 };
 
 /// Live mode: the machines behind the server actors, and the way in for their reports.
@@ -112,6 +116,12 @@ struct run_outcome {
   std::string warning;
   run_summary summary;
 };
+
+/// Throws input_error, naming the job by `label`, for a job no state of the cluster could run
+/// (the check run_simulation makes of its jobs): a GPU type the cluster lacks, more GPUs than
+/// it may use, a run that would outlast the simulation horizon.
+void check_runnable(const config& c, const std::vector<job_spec>& jobs,
+                    const std::function<std::string(const job_spec&)>& label);
 
 /// Throws input_error for inputs that can never run (a job larger than the cluster, a GPU
 /// type the cluster lacks, a job that would outlast the simulation horizon) and for output

@@ -120,6 +120,10 @@ std::string effective_config_json(const config& c) {
   for (auto& w : c.worker_command) argv += (argv.empty() ? "" : " ") + w;
   j["live.worker_command"] = argv;
   j["live.state_compact_every"] = c.state_compact_every;
+  j["live.hello_timeout_s"] = c.hello_timeout_s;
+  j["live.max_connections"] = c.max_connections;
+  j["live.max_before_hello"] = c.max_before_hello;
+  j["live.max_before_hello_per_address"] = c.max_before_hello_per_address;
   j["live.default_estimate_s"] = c.default_estimate_s;
   return j.dump(2);
 }

@@ -5,5 +5,7 @@ add_library(aryl_workload STATIC
   ${CMAKE_CURRENT_LIST_DIR}/synthetic_workload.cpp
   ${CMAKE_CURRENT_LIST_DIR}/job_attributes.cpp
   ${CMAKE_CURRENT_LIST_DIR}/inference_demand.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/job_checks.cpp
 )
 target_include_directories(aryl_workload PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(aryl_workload PRIVATE fmt::fmt)

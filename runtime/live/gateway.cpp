@@ -1,492 +1,15 @@
-#include "runtime/live/gateway.hpp"
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
 
-#include <boost/asio.hpp>
+#include "runtime/live/gateway_impl.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
-#include <array>
-#include <condition_variable>
-#include <deque>
-#include <map>
-#include <optional>
-#include <set>
-#include <mutex>
-#include <thread>
-#include <tuple>
-#include <utility>
-
-#include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
-#include "runtime/live/client_replies.hpp"
-#include "runtime/live/gateway_impl.hpp"
-#include "runtime/live/log_relay.hpp"
-#include "runtime/live/token.hpp"
-#include "runtime/wire/codec.hpp"
 
 namespace aryl::live {
-
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
-
-namespace {
-
-std::string pool_name(wire::pool_kind p) { return p == wire::pool_kind::training ? "training" : "inference"; }
-
-} // namespace
-
-/// One peer's connection. Lives on the network thread only.
-class session : public std::enable_shared_from_this<session> {
- public:
-  session(tcp::socket s, gateway::impl* g, uint64_t id)
-      : socket_(std::move(s)), g_(g), decoder_(g_->opts.max_frame_bytes), silence_(g->io) {
-    boost::system::error_code ec;
-    auto ep = socket_.remote_endpoint(ec);
-    peer_ = ec ? fmt::format("connection {}", id) : fmt::format("connection {} ({}:{})", id, ep.address().to_string(), ep.port());
-  }
-
-  void start() {
-    heard();
-    read();
-  }
-
-  void send(const wire::message& m) {
-    if (closing_) return;
-    queue_.push_back(wire::encode_frame(m));
-    if (queue_.size() == 1) write_next();
-  }
-
-  /// Sends `reason` as an error frame, then closes once it is written.
-  void close(const std::string& reason) {
-    if (closing_) return;
-    g_->log(fmt::format("{}: closing: {}", peer_, reason));
-    send(wire::error{escape_control(reason)});
-    closing_ = true;
-    if (queue_.empty()) shut();
-  }
-
-  bool is_closing() const { return closing_; }
-
-  /// The scheduler shuts down for good: `shutdown`, then the connection closes once written.
-  void farewell(const std::string& reason) {
-    farewell_ = true;
-    send(wire::shutdown{reason});
-    quiet_close();
-  }
-
-  /// A joined machine's id, once the inventory is fixed (gateway::add_server).
-  void set_server_id(int id) { server_id_ = id; }
-
-  /// Closes once what is queued is written, without a word: the peer's orderly end.
-  void quiet_close() {
-    if (closing_) return;
-    closing_ = true;
-    if (queue_.empty()) shut();
-  }
-
-  const std::string& peer() const { return peer_; }
-
- private:
-  enum class stage { hello, registering, agent, client };
-
-  void read() {
-    auto self = shared_from_this();
-    socket_.async_read_some(asio::buffer(buf_), [self](boost::system::error_code ec, size_t n) {
-      if (ec) {
-        self->lost(ec == asio::error::eof ? "the peer closed the connection" : ec.message());
-        return;
-      }
-      self->heard();
-      self->decoder_.feed(self->buf_.data(), n);
-      for (;;) {
-        if (self->closing_) return;
-        auto step = self->decoder_.next();
-        if (std::holds_alternative<wire::need_more>(step)) break;
-        if (auto* e = std::get_if<wire::decode_error>(&step)) {
-          self->close("bad frame: " + e->reason);
-          return;
-        }
-        self->handle(std::get<wire::message>(step));
-      }
-      if (!self->closing_) self->read();
-    });
-  }
-
-  void write_next() {
-    auto self = shared_from_this();
-    asio::async_write(socket_, asio::buffer(queue_.front()), [self](boost::system::error_code ec, size_t) {
-      if (ec) {
-        self->queue_.clear();
-        self->lost("write failed: " + ec.message());
-        return;
-      }
-      self->queue_.pop_front();
-      if (!self->queue_.empty()) self->write_next();
-      else if (self->closing_) self->shut();
-    });
-  }
-
-  /// Restarts the silence timer: a peer that sends nothing for agent_silence_s (a registered
-  /// agent: loss_grace_s if shorter) is dropped.
-  void heard() {
-    last_heard_ = std::chrono::steady_clock::now();
-    double limit = g_->opts.agent_silence_s;
-    if (stage_ == stage::agent) limit = std::min(limit, g_->opts.loss_grace_s);
-    silence_.expires_after(seconds(limit));
-    std::weak_ptr<session> weak = shared_from_this();
-    silence_.async_wait([weak, limit](boost::system::error_code ec) {
-      if (ec) return;  // restarted or cancelled
-      if (auto self = weak.lock()) self->lost(fmt::format("nothing heard for {:g} s", limit));
-    });
-  }
-
-  static std::chrono::steady_clock::duration seconds(double s) {
-    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-  }
-
-  void shut() {
-    boost::system::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_both, ec);
-    socket_.close(ec);
-    detach();
-    farewell_sent();
-  }
-
-  void farewell_sent() {
-    if (!std::exchange(farewell_, false)) return;
-    std::lock_guard lock(g_->m);
-    --g_->farewells;
-    g_->farewell_cv.notify_all();
-  }
-
-  /// The connection ended without a close of ours.
-  void lost(const std::string& why) {
-    if (!socket_.is_open()) return;
-    if (!closing_) g_->log(fmt::format("{}: disconnected: {}", peer_, why));
-    closing_ = true;
-    boost::system::error_code ec;
-    socket_.close(ec);
-    detach();
-    farewell_sent();
-  }
-
-  /// An agent's server no longer has a connection: unless the agent registers again within
-  /// loss_grace_s of when it was last heard, the server is reported lost (the scheduler's
-  /// lost-server path, as heartbeats missed in simulated time).
-  void detach() {
-    silence_.cancel();
-    if (stage_ != stage::agent) return;
-    g_->logs.agent_gone(name_);  // its log requests will not be answered now
-    uint64_t registrations = 0;
-    {
-      std::lock_guard lock(g_->m);
-      auto it = g_->slots.find(name_);
-      if (it == g_->slots.end() || it->second.agent.lock().get() != this) return;
-      it->second.agent.reset();
-      registrations = it->second.registrations;
-    }
-    auto timer = std::make_shared<asio::steady_timer>(g_->io);
-    timer->expires_at(last_heard_ + seconds(g_->opts.loss_grace_s));
-    timer->async_wait([g = g_, timer, server = name_, registrations](boost::system::error_code ec) {
-      if (ec) return;
-      bool away = false;
-      g->with_router([&](worker_router& r) {
-        auto& slot = g->slots.at(server);
-        away = !slot.agent.lock() && slot.registrations == registrations;
-        if (away && r.lost) r.lost(slot.id);
-      });
-      if (away)
-        g->log(fmt::format("server {}: its agent was not heard for {:g} s: reported lost", server,
-                           g->opts.loss_grace_s));
-    });
-  }
-
-  void handle(const wire::message& msg) {
-    switch (stage_) {
-      case stage::hello: return on_hello(msg);
-      case stage::registering: return on_register(msg);
-      case stage::agent: return on_agent(msg);
-      case stage::client: return on_client(msg);
-    }
-  }
-
-  void on_hello(const wire::message& msg) {
-    auto* h = std::get_if<wire::hello>(&msg);
-    if (!h) return close(fmt::format("expected hello first, got '{}'", wire::type_of(msg)));
-    if (!tokens_equal(h->token, g_->opts.token)) return close("wrong cluster token");
-    // Names are shown in logs, tables and error frames, one line each.
-    if (find_control(h->name) != std::string::npos)
-      return close("hello: name '" + h->name + "' holds " + describe_control(h->name));
-    name_ = h->name;
-    peer_ += " " + (h->role == wire::peer_role::agent ? std::string("agent ") : std::string("client ")) + h->name;
-    stage_ = h->role == wire::peer_role::agent ? stage::registering : stage::client;
-    send(wire::hello_ok{});
-  }
-
-  void on_register(const wire::message& msg) {
-    auto* r = std::get_if<wire::register_>(&msg);
-    if (!r) return close(fmt::format("expected register after hello, got '{}'", wire::type_of(msg)));
-    if (find_control(r->server) != std::string::npos)
-      return close("register: server '" + r->server + "' holds " + describe_control(r->server));
-    std::shared_ptr<session> replaced;
-    std::vector<wire::message> backlog;
-    bool returning = false;
-    std::set<uint32_t> stop_jobs;
-    {
-      std::lock_guard lock(g_->m);
-      auto it = g_->slots.find(r->server);
-      if (it == g_->slots.end() && g_->joining) {
-        // A live inventory: the machine joins with what it has; its id comes at the start.
-        gateway::impl::server_slot joined;
-        joined.id = -1;
-        joined.gpu_type = r->gpu_type;
-        joined.gpus = static_cast<int>(r->gpus);
-        joined.pool = r->pool;
-        it = g_->slots.emplace(r->server, std::move(joined)).first;
-        g_->join_order.push_back(r->server);
-      }
-      if (it == g_->slots.end()) {
-        std::string known;
-        for (auto& [name, s] : g_->slots) known += (known.empty() ? "" : ", ") + name;
-        return close(fmt::format("unknown server '{}' (this cluster has: {}{})", r->server, known,
-                                 g_->opts.join ? "; it was fixed when the run started" : ""));
-      }
-      auto& slot = it->second;
-      if (r->gpu_type != slot.gpu_type || static_cast<int>(r->gpus) != slot.gpus || r->pool != slot.pool)
-        return close(fmt::format("server '{}' is configured as {} x {} ({}), the agent says {} x {} ({})", r->server,
-                                 slot.gpus, slot.gpu_type, pool_name(slot.pool), r->gpus, r->gpu_type,
-                                 pool_name(r->pool)));
-      replaced = slot.agent.lock();
-      slot.agent = shared_from_this();
-      returning = slot.registered;
-      slot.registered = true;
-      ++slot.registrations;
-      server_id_ = slot.id;
-      backlog.swap(slot.backlog);
-      launches_seen_ = slot.launches;
-      if (!returning && g_->opts.hold_found_workers) slot.listed = r->workers;
-      else if (!returning && g_->opts.stop_found_workers)
-        for (auto& w : r->workers) {
-          slot.found.emplace(static_cast<uint32_t>(w.job_id), w.rank);
-          stop_jobs.insert(static_cast<uint32_t>(w.job_id));
-        }
-    }
-    // What runs there once the kept launches are sent; reconciled at the first heartbeat, when
-    // the exits the agent kept while away have been passed on (it sends them before).
-    if (returning) {
-      reconcile_ = std::vector<std::pair<uint32_t, uint32_t>>{};
-      for (auto& w : r->workers) reconcile_->emplace_back(static_cast<uint32_t>(w.job_id), w.rank);
-      for (auto& m : backlog)
-        if (auto* l = std::get_if<wire::launch>(&m)) reconcile_->emplace_back(static_cast<uint32_t>(l->job_id), l->rank);
-    }
-    name_ = r->server;
-    stage_ = stage::agent;
-    heard();  // from now on silent for the detection grace at most
-    g_->registered_cv.notify_all();
-    if (replaced && replaced.get() != this) replaced->close("replaced by a new connection of the same agent");
-    g_->log(fmt::format("{}: registered server {} ({} x {}, {}), running {} workers; {} kept messages sent", peer_,
-                        r->server, r->gpus, r->gpu_type, pool_name(r->pool), r->workers.size(), backlog.size()));
-    for (auto& m : backlog) send(m);
-    if (stop_jobs.empty()) return;
-    std::string jobs;
-    for (auto j : stop_jobs) jobs += (jobs.empty() ? "" : ", ") + std::to_string(j);
-    g_->log(fmt::format("{}: its {} workers (jobs {}) are from before this serve started: stopped", peer_,
-                        r->workers.size(), jobs));
-    for (auto j : stop_jobs) send(wire::stop{j, g_->opts.stop_grace_s});
-  }
-
-  void on_agent(const wire::message& msg) {
-    if (auto* h = std::get_if<wire::heartbeat>(&msg)) {
-      if (reconcile_) reconciled();
-      // Answered, so that the agent can tell a scheduler it no longer hears (fencing).
-      send(wire::heartbeat{h->seq});
-      return;
-    }
-    if (auto* p = std::get_if<wire::progress>(&msg)) {
-      g_->with_router([&](worker_router& r) {
-        if (r.progress) r.progress(server_id_, static_cast<uint32_t>(p->job_id), p->rank, p->work_done);
-      });
-      return;
-    }
-    if (auto* e = std::get_if<wire::exit_>(&msg)) {
-      if (reconcile_)  // ended since it registered: no longer running there
-        std::erase(*reconcile_, std::pair<uint32_t, uint32_t>{static_cast<uint32_t>(e->job_id), e->rank});
-      g_->log(fmt::format("{}: job {} rank {} exited (code {}, signal {})", peer_, e->job_id, e->rank, e->code,
-                          e->signal));
-      // After the line above: a serve waiting for this exit logs only after it. One locked
-      // section, so an exit is either passed on or kept for the router, never both.
-      bool routed = false, kept = false;
-      {
-        std::lock_guard lock(g_->m);
-        auto& slot = g_->slots.at(name_);
-        std::pair<uint32_t, uint32_t> worker{static_cast<uint32_t>(e->job_id), e->rank};
-        if (slot.found.erase(worker) && slot.found.empty()) g_->registered_cv.notify_all();
-        bool was_listed = std::erase_if(slot.listed, [&](const wire::running_worker& w) {
-                            return w.job_id == e->job_id && w.rank == e->rank;
-                          }) > 0;
-        if (g_->router.exit) {
-          g_->router.exit(server_id_, worker.first, worker.second, e->code, static_cast<int>(e->signal));
-          routed = true;
-        } else if (was_listed || slot.held.count(worker)) {
-          g_->early_exits.emplace_back(server_id_, worker.first, worker.second, e->code, static_cast<int>(e->signal));
-          kept = true;
-        }
-      }
-      if (!routed && !kept) g_->log(fmt::format("{}: no run in progress: exit of job {} dropped", peer_, e->job_id));
-      return;
-    }
-    if (auto* c = std::get_if<wire::log_chunk>(&msg)) return relay_log(*c);
-    if (std::holds_alternative<wire::bye>(msg)) return close("the agent said bye");
-    close(fmt::format("unexpected message '{}' from an agent", wire::type_of(msg)));
-  }
-
-  /// A returning agent: the server actor settles its workers, then the scheduler may use the
-  /// server again (a lost one comes back; one not yet noticed lost carries on).
-  void reconciled() {
-    std::vector<uint32_t> jobs, ranks;
-    for (auto& [j, r] : *reconcile_) {
-      jobs.push_back(j);
-      ranks.push_back(r);
-    }
-    reconcile_.reset();
-    bool routed = false;
-    g_->with_router([&](worker_router& r) {
-      if (!r.reconcile || !r.back) return;
-      r.reconcile(server_id_, jobs, ranks, launches_seen_);
-      r.back(server_id_);
-      routed = true;
-    });
-    if (routed) g_->log(fmt::format("{}: back; reconciled with the {} workers it still runs", peer_, jobs.size()));
-  }
-
-  void on_client(const wire::message& msg) {
-    if (auto* q = std::get_if<wire::status_request>(&msg)) {
-      std::optional<cluster_status> now;
-      std::set<std::string> away;
-      g_->with_router([&](worker_router& r) {
-        if (r.status) now = r.status();
-        for (auto& [name, slot] : g_->slots)
-          if (!slot.agent.lock()) away.insert(name);
-      });
-      if (!now) return close("no run in progress");
-      std::vector<wire::job_info> ended;
-      if (q->all.value_or(false) && g_->opts.book) ended = g_->opts.book->ended_jobs(wire::max_list);
-      return send(status_reply_of(*now, away, ended));
-    }
-    if (auto* q = std::get_if<wire::logs_request>(&msg)) return ask_log(*q);
-    if (auto* q = std::get_if<wire::show_request>(&msg)) {
-      std::optional<cluster_status> now;
-      g_->with_router([&](worker_router& r) {
-        if (r.status) now = r.status();
-      });
-      if (!now) return close("no run in progress");
-      auto reply = show_reply_of(*now, g_->opts.book.get(), q->job_id);
-      if (!reply) return close(fmt::format("job {}: no such job", q->job_id));
-      return send(*reply);
-    }
-    if (auto* d = std::get_if<wire::demand>(&msg)) {
-      bool taken = false;
-      g_->with_router([&](worker_router& r) {
-        if (!r.demand) return;
-        r.demand(static_cast<int>(std::min<uint32_t>(d->servers_needed, 1'000'000)));
-        taken = true;
-      });
-      if (!taken) return close("no run in progress");
-      g_->log(fmt::format("{}: inference demand {} servers", peer_, d->servers_needed));
-      return;
-    }
-    if (auto* j = std::get_if<wire::submit>(&msg)) {
-      if (find_control(j->name) != std::string::npos) {
-        auto why = "submit: job name '" + j->name + "' holds " + describe_control(j->name);
-        g_->log(fmt::format("{}: submit refused: {}", peer_, why));
-        return close(why);
-      }
-      std::optional<submit_result> result;
-      g_->with_router([&](worker_router& r) {
-        if (r.submit) result = r.submit(spec_of(*j, g_->opts.default_estimate_s));
-      });
-      if (!result) return close("no run in progress");
-      if (result->job < 0) {
-        g_->log(fmt::format("{}: submit refused: {}", peer_, result->error));
-        return close(result->error);
-      }
-      g_->log(fmt::format("{}: submitted job {} ({})", peer_, result->job, j->name));
-      if (g_->opts.book) {
-        auto spec = spec_of(*j, g_->opts.default_estimate_s);
-        spec.index = static_cast<uint32_t>(result->job);
-        g_->opts.book->spec(spec);
-      }
-      return send(wire::submit_ok{static_cast<uint64_t>(result->job)});
-    }
-    if (auto* x = std::get_if<wire::cancel>(&msg)) {
-      std::optional<std::string> why;
-      g_->with_router([&](worker_router& r) {
-        if (!r.cancel) return;
-        why = x->job_id > UINT32_MAX ? fmt::format("job {}: no such job", x->job_id)
-                                     : r.cancel(static_cast<uint32_t>(x->job_id));
-      });
-      if (!why) return close("no run in progress");
-      if (!why->empty()) {
-        g_->log(fmt::format("{}: cancel refused: {}", peer_, *why));
-        return close(*why);
-      }
-      g_->log(fmt::format("{}: cancelled job {}", peer_, x->job_id));
-      return;
-    }
-    // A client's bye is its normal end: no log line, no error frame.
-    if (std::holds_alternative<wire::bye>(msg)) return quiet_close();
-    close(fmt::format("a client cannot send '{}'", wire::type_of(msg)));
-  }
-
-  /// `aryl logs`: asks the agent of the machine the worker was last launched on.
-  void ask_log(const wire::logs_request& q) {
-    auto what = fmt::format("job {} rank {}", q.job_id, q.rank);
-    auto server = g_->logs.server_of(q.job_id, q.rank);
-    if (server.empty()) return close(what + ": no worker of it was launched");
-    std::shared_ptr<session> agent;
-    {
-      std::lock_guard lock(g_->m);
-      agent = g_->slots.at(server).agent.lock();
-    }
-    if (!agent) return close(what + ": its log is on " + server + ", whose agent is not connected");
-    std::weak_ptr<session> me = shared_from_this();
-    agent->send(g_->logs.ask(q, server,
-                             {[me](const wire::message& m) {
-                                if (auto s = me.lock()) s->send(m);
-                              },
-                              [me](const std::string& why) {
-                                if (auto s = me.lock()) s->close(why);
-                              }}));
-  }
-
-  /// An agent's answer to a log_fetch, passed on to the client that asked (if still there).
-  void relay_log(const wire::log_chunk& c) {
-    g_->logs.answered(c, [book = g_->opts.book](uint32_t job) { return !(book && book->has_ended(job)); });
-  }
-
-  tcp::socket socket_;
-  gateway::impl* g_;  ///< outlives every session: sessions live in its io_context's handlers
-  wire::frame_decoder decoder_;
-  std::array<uint8_t, 16384> buf_{};
-  std::deque<std::vector<uint8_t>> queue_;
-  asio::steady_timer silence_;
-  std::string peer_, name_;
-  stage stage_ = stage::hello;
-  int server_id_ = -1;
-  bool closing_ = false;
-  bool farewell_ = false;  ///< told to shut down; counted in gateway::impl::farewells
-  std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();
-  /// A returning agent's workers, until its first heartbeat (see on_register).
-  std::optional<std::vector<std::pair<uint32_t, uint32_t>>> reconcile_;
-  uint64_t launches_seen_ = 0;  ///< the server's launches taken when this agent registered
-};
-
-void gateway::impl::accept() {
-  acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
-    if (ec) return;  // closed
-    auto id = next_session++;
-    std::make_shared<session>(std::move(s), this, id)->start();
-    accept();
-  });
-}
 
 void gateway::impl::deliver(const std::string& server, wire::message msg) {
   std::shared_ptr<session> agent;
@@ -499,7 +22,7 @@ void gateway::impl::deliver(const std::string& server, wire::message msg) {
       return;
     }
   }
-  agent->send(msg);
+  send_to(*agent, msg);
 }
 
 void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
@@ -560,6 +83,7 @@ gateway::gateway(gateway_options o, std::ostream& log) : impl_(std::make_shared<
   if (!ec) i.acceptor.bind(ep, ec);
   if (!ec) i.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw input_error(fmt::format("{}:{}: cannot listen: {}", i.opts.bind, i.opts.port, ec.message()));
+  i.reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   i.joining = i.opts.join;
   i.accept();
   i.thread = std::thread([p = impl_] { p->io.run(); });
@@ -578,7 +102,7 @@ std::shared_ptr<node_link> gateway::add_server(int id, const std::string& server
       // Joined: its agent is registered already; its connection learns the id.
       it->second.id = id;
       asio::post(impl_->io, [agent = it->second.agent, id] {
-        if (auto a = agent.lock()) a->set_server_id(id);
+        if (auto a = agent.lock()) set_server_id(*a, id);
       });
     } else {
       impl::server_slot slot;
@@ -604,14 +128,7 @@ void gateway::send_shutdown(const std::string& reason, std::chrono::milliseconds
       for (auto& [name, s] : p->slots)
         if (auto a = s.agent.lock()) agents.push_back(std::move(a));
     }
-    for (auto& a : agents) {
-      if (a->is_closing()) continue;
-      {
-        std::lock_guard lock(p->m);
-        ++p->farewells;
-      }
-      a->farewell(reason);
-    }
+    for (auto& a : agents) bid_farewell(*a, reason);
     std::lock_guard lock(p->m);
     p->farewells_told = true;
     p->farewell_cv.notify_all();
@@ -625,9 +142,12 @@ void gateway::close() {
   asio::post(impl_->io, [p = impl_.get()] {
     boost::system::error_code ec;
     p->acceptor.close(ec);
+    p->accept_retry.cancel();
     p->io.stop();
   });
   impl_->thread.join();
+  if (impl_->reserve_fd >= 0) ::close(impl_->reserve_fd);
+  impl_->reserve_fd = -1;
 }
 
 } // namespace aryl::live

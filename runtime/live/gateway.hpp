@@ -46,6 +46,19 @@ struct gateway_options {
   /// Instead, keep them until settle_found_workers says which to adopt (a restarted
   /// scheduler, `aryl serve --state`).
   bool hold_found_workers = false;
+  /// Until its hello is taken a peer is unauthenticated: it must complete hello within
+  /// hello_timeout_s of connecting (bytes trickling in do not extend it), may buffer at most
+  /// pre_hello_bytes, and at most max_before_hello such connections are held in all,
+  /// max_before_hello_per_address from one peer address; more are refused with a reason.
+  double hello_timeout_s = 10;
+  size_t pre_hello_bytes = 8192;
+  size_t max_before_hello = 1024;
+  size_t max_before_hello_per_address = 256;
+  /// Connections of any kind; keep it below the descriptors the process may open
+  /// (serve derives it from RLIMIT_NOFILE).
+  size_t max_connections = 4096;
+  /// A client's replies not yet read by it: past this its requests are not read either.
+  size_t client_queue_bytes = 256 * 1024;
   /// The run-time estimate of a submitted job that gives none (live.default_estimate_s).
   double default_estimate_s = 3600;
   /// A live inventory: an agent of any name registers with what it has (GPU type, count,

@@ -1,31 +1,39 @@
 #pragma once
-/// Private to the gateway (gateway.cpp, gateway_waits.cpp): its shared state. The network
-/// thread and the callers of gateway's methods share what `m` guards.
+/// The gateway's shared state, for its files: gateway.cpp (the public calls, the machines'
+/// launches), gateway_waits.cpp (what its callers wait for), gateway_listener.cpp (accepting,
+/// caps), gateway_session.cpp (one peer's connection), gateway_status.cpp (status and show
+/// requests, answered asynchronously). Included by those only.
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
 
 #include <boost/asio.hpp>
 
+#include <cstdint>
+
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <ostream>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <tuple>
-#include <utility>
 #include <vector>
 
 #include "runtime/control_chars.hpp"
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/log_relay.hpp"
+#include "runtime/wire/messages.hpp"
 
 namespace aryl::live {
 
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
 class session;
 
-struct gateway::impl {
+struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   struct server_slot {
     int id = 0;
     std::string gpu_type;
@@ -52,10 +60,38 @@ struct gateway::impl {
   gateway_options opts;
   std::ostream& log_stream;
   std::mutex log_mutex;
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor acceptor{io};
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
   std::thread thread;
   uint64_t next_session = 1;
+
+  // The listener (gateway_listener.cpp); network thread only.
+  /// Kept open so that, out of descriptors, one can be freed to accept a connection and
+  /// refuse it with a reason, instead of leaving it in the backlog.
+  int reserve_fd = -1;
+  asio::steady_timer accept_retry{io};
+  std::chrono::milliseconds accept_backoff{0};
+  uint64_t accept_errors = 0;  ///< since the last logged one (logged at most once a second)
+  std::chrono::steady_clock::time_point accept_error_logged{};
+  /// Connections open now; those not past hello yet, in all and by peer address.
+  size_t connections = 0;
+  size_t before_hello = 0;
+  std::map<std::string, size_t> before_hello_by_address;
+  /// Refusals and ends before hello (log_counted): lines this second, and those not logged.
+  std::chrono::steady_clock::time_point counted_since{};
+  uint64_t counted_lines = 0;
+  std::map<std::string, uint64_t> counted_unlogged;
+
+  // Status and show requests (gateway_status.cpp); network thread only. At most one ask of
+  // the scheduler is in flight: requests that arrive meanwhile wait for the next one, which
+  // answers them all (each answer is newer than the request).
+  struct status_wait {
+    std::shared_ptr<session> who;
+    enum class kind { status, status_all, show } what = kind::status;
+    uint64_t job = 0;  ///< show: the job asked about
+  };
+  std::vector<status_wait> status_waiting, status_next;
+  uint64_t status_asks = 0;  ///< the ask in flight, if status_waiting is not empty
 
   log_relay logs;  ///< `aryl logs` (network thread only)
 
@@ -86,11 +122,41 @@ struct gateway::impl {
     log_stream << "[serve] " << escape_control(line) << '\n' << std::flush;
   }
 
+  /// Accepts for ever: an error is logged and retried after a back-off; a connection over
+  /// a cap is accepted and refused with a reason (gateway_listener.cpp).
   void accept();
+  void admit(tcp::socket s);
+  void refuse(tcp::socket& s, const std::string& reason, const std::string& kind);
+  /// Logs `line`, unless 20 such lines were logged this second: then counts it under `kind`,
+  /// and the next line logged says how many were not.
+  void log_counted(const std::string& kind, const std::string& line);
+  /// A session's hello was taken, or it ended (before hello or after).
+  void hello_taken(const std::string& address);
+  void ended(const std::string& address, bool before_hello);
+
+  /// Answers `w.who` (a status, status --all or show) as soon as a status newer than this
+  /// call comes (gateway_status.cpp).
+  void ask_status(status_wait w);
+  void ask_scheduler_status();
+  /// The scheduler's answer to ask `seq`; nothing: no run in progress.
+  void status_ready(uint64_t seq, std::optional<cluster_status> s);
   void launch_on(const std::string& server, const node_launch& l);
   void stop_on(const std::string& server, uint32_t job);
   /// Sends `msg` to the server's agent, or keeps it for when the agent is back.
   void deliver(const std::string& server, wire::message msg);
 };
+
+/// Starts serving a connection just accepted (gateway_session.cpp).
+void start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address);
+/// Queues `m` on `s`'s connection.
+void send_to(session& s, const wire::message& m);
+/// The answer to a status or show request of `s`'s (one encoded frame, shared by the
+/// connections it answers), or, without a frame, the reason it is refused.
+void answer_status(session& s, const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal);
+/// Tells an agent's connection that the scheduler shuts down for good, counting it in
+/// farewells until written and closed; false if it is closing already.
+bool bid_farewell(session& s, const std::string& reason);
+/// A joined machine's id, once the inventory is fixed (gateway::add_server).
+void set_server_id(session& s, int id);
 
 } // namespace aryl::live

@@ -1,12 +1,12 @@
-#include <fmt/format.h>
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
 
 #include "runtime/live/gateway_impl.hpp"
 
-// What gateway's callers wait for and ask of it (agents registered, workers found, the
-// router and its status); the network side is gateway.cpp.
-namespace aryl::live {
+#include <fmt/format.h>
 
-namespace asio = boost::asio;
+// What gateway's callers wait for and ask of it (agents registered, workers found, the
+// router and its status); the network side is gateway_listener.cpp and gateway_session.cpp.
+namespace aryl::live {
 
 std::vector<joined_machine> gateway::join_agents(size_t count, std::chrono::milliseconds timeout) {
   std::unique_lock lock(impl_->m);
@@ -81,6 +81,9 @@ void gateway::settle_found_workers(const std::set<uint32_t>& adopted) {
 
 void gateway::set_router(worker_router r) {
   std::lock_guard lock(impl_->m);
+  // An ask of the run that ends is answered by nobody: its waiting clients are told.
+  if (!r.status_async && !r.status)
+    asio::post(impl_->io, [p = impl_.get()] { p->status_ready(p->status_asks, std::nullopt); });
   impl_->router = std::move(r);
   if (!impl_->router.exit) return;
   // Adopted workers that exited before the run could hear of it.

@@ -1,19 +1,30 @@
-# The journal of `aryl serve --state` (SQLite, Debian's libsqlite3-dev). No CAF.
+# The journal of `aryl serve --state` (SQLite, Debian's libsqlite3-dev), and the checks a
+# restored journal passes. No CAF.
 find_package(SQLite3 REQUIRED)
-add_library(aryl_state_journal STATIC ${CMAKE_CURRENT_LIST_DIR}/state_journal.cpp)
+add_library(aryl_state_journal STATIC ${CMAKE_CURRENT_LIST_DIR}/state_journal.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/state_checks.cpp)
 target_include_directories(aryl_state_journal PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(aryl_state_journal PUBLIC aryl_io PRIVATE SQLite::SQLite3 fmt::fmt nlohmann_json::nlohmann_json)
 
-# `aryl serve`: the scheduler's actors on the wall clock behind a network front (gateway);
-# the client commands (`aryl status`, `show`, `demand`, `submit`, `cancel`).
+# The scheduler's network front (gateway): Asio and the wire codec; it reaches the run only
+# through a worker_router, so it builds without CAF (the connection fuzz target links it alone).
+# Its clients' replies come from the job book (`show`, `status --all`); `aryl logs` goes
+# through the log relay.
+add_library(aryl_gateway STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_waits.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/gateway_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_session.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/gateway_status.cpp ${CMAKE_CURRENT_LIST_DIR}/job_book.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/client_replies.cpp ${CMAKE_CURRENT_LIST_DIR}/log_relay.cpp)
+target_include_directories(aryl_gateway PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(aryl_gateway PUBLIC aryl_wire aryl_live_agent aryl_io PRIVATE Boost::boost fmt::fmt Threads::Threads)
+target_compile_definitions(aryl_gateway PRIVATE BOOST_ASIO_NO_DEPRECATED)
+
+# `aryl serve`: the scheduler's actors on the wall clock behind the gateway; the client
+# commands (`aryl status`, `show`, `logs`, `demand`, `submit`, `cancel`).
 # Included from the top level, after runtime/ and runtime/live/.
-add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_waits.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
+add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client.cpp ${CMAKE_CURRENT_LIST_DIR}/job_file.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/metrics.cpp ${CMAKE_CURRENT_LIST_DIR}/serve_state.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/job_book.cpp ${CMAKE_CURRENT_LIST_DIR}/client_replies.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/log_relay.cpp)
+            ${CMAKE_CURRENT_LIST_DIR}/metrics.cpp ${CMAKE_CURRENT_LIST_DIR}/serve_state.cpp)
 target_include_directories(aryl_serve PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(aryl_serve PUBLIC aryl_driver aryl_wire aryl_live_agent aryl_state_journal
+target_link_libraries(aryl_serve PUBLIC aryl_driver aryl_gateway aryl_wire aryl_live_agent aryl_state_journal
                       PRIVATE Boost::boost fmt::fmt nlohmann_json::nlohmann_json yaml-cpp)
 target_compile_definitions(aryl_serve PRIVATE BOOST_ASIO_NO_DEPRECATED)

@@ -10,6 +10,8 @@
 #include <iterator>
 #include <utility>
 
+#include <sys/resource.h>
+
 #include "runtime/driver.hpp"
 #include "runtime/effective_config.hpp"
 #include "runtime/input_error.hpp"
@@ -57,6 +59,20 @@ std::vector<fault_event> enacted_here(std::vector<fault_event> plan, std::ostrea
                        "(scripts/live_faults.py)\n",
                        here.size(), outside);
   return here;
+}
+
+/// live.max_connections, lowered so that every connection has a descriptor and serve keeps
+/// some for itself (journal, outputs, metrics, workers' logs): past the cap a peer is refused
+/// with a reason, where out of descriptors it could only be left waiting.
+size_t connection_cap(int configured, std::ostream& log) {
+  constexpr rlim_t kept = 64;
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return static_cast<size_t>(configured);
+  auto room = r.rlim_cur > 2 * kept ? r.rlim_cur - kept : r.rlim_cur / 2;
+  if (room >= static_cast<rlim_t>(configured)) return static_cast<size_t>(configured);
+  log << fmt::format("[serve] at most {} connections (live.max_connections {}; open files limited to {})\n", room,
+                     configured, r.rlim_cur);
+  return static_cast<size_t>(room);
 }
 
 /// --join: the cluster is the agents that registered, each pool one GPU type and count (the
@@ -144,6 +160,10 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   // A restarted scheduler decides which of the workers the agents kept it adopts once
   // every agent has registered.
   g.hold_found_workers = state.restoring;
+  g.hello_timeout_s = c.hello_timeout_s;
+  g.max_before_hello = static_cast<size_t>(c.max_before_hello);
+  g.max_before_hello_per_address = static_cast<size_t>(c.max_before_hello_per_address);
+  g.max_connections = connection_cap(c.max_connections, log);
   g.join = o.join > 0;
   // What clients may ask of any job, ended ones included (`aryl show`, `status --all`).
   auto book = std::make_shared<job_book>();

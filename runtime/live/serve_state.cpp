@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "runtime/input_error.hpp"
+#include "runtime/live/state_checks.hpp"
 
 namespace aryl::live {
 namespace {
@@ -51,6 +52,12 @@ serve_state open_serve_state(const std::string& path, const config& c, run_input
     refuse(fmt::format("its workload has {} jobs, this one {}", saved.run.trace_jobs, s.run.trace_jobs));
   if (saved.run.speedup != s.run.speedup)
     refuse(fmt::format("it ran at --speedup {:g}, this one at {:g}", saved.run.speedup, s.run.speedup));
+
+  check_saved_state(saved, s.run.trace_jobs, path);
+  std::vector<job_spec> active;
+  for (auto& j : saved.jobs)
+    if (j.status != "ended") active.push_back(j.spec);
+  check_runnable(c, active, [&](const job_spec& j) { return fmt::format("{}: job {} ({})", path, j.index, j.name); });
 
   // Only a file whose run this is gets compacted: a refused one is left as it was.
   if (auto folded = s.journal->compact(); folded > 0)

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 
 #include "runtime/input_error.hpp"
@@ -48,6 +49,31 @@ class statement {
   sqlite3_stmt* s_ = nullptr;
 };
 
+/// A whole number of type T from `v`, or std::range_error naming `what`: nlohmann's get<T>
+/// would narrow a value out of T's range silently, truncate a fraction, and convert a double
+/// beyond T with undefined behaviour.
+template <class T>
+T whole(const json& v, const std::string& what) {
+  using limits = std::numeric_limits<T>;
+  if (v.is_number_unsigned()) {
+    auto u = v.get<uint64_t>();
+    if (u <= static_cast<uint64_t>(limits::max())) return static_cast<T>(u);
+  } else if (v.is_number_integer()) {
+    auto i = v.get<int64_t>();
+    if (i >= 0 ? static_cast<uint64_t>(i) <= static_cast<uint64_t>(limits::max())
+               : limits::is_signed && i >= static_cast<int64_t>(limits::min()))
+      return static_cast<T>(i);
+  } else if (!v.is_number()) {
+    throw std::range_error(fmt::format("'{}' is not a number", what));
+  }
+  throw std::range_error(fmt::format("'{}' {} is not a whole number in {}..{}", what, v.dump(), limits::min(), limits::max()));
+}
+
+template <class T>
+T whole_at(const json& j, const char* key) {
+  return whole<T>(j.at(key), key);
+}
+
 json to_json(const job_spec& s) {
   return {{"index", s.index},         {"name", s.name},
           {"submit_us", s.submit.us}, {"gpus", s.gpus},
@@ -61,15 +87,15 @@ json to_json(const job_spec& s) {
 
 job_spec spec_from(const json& j) {
   job_spec s;
-  s.index = j.at("index").get<uint32_t>();
+  s.index = whole_at<uint32_t>(j, "index");
   s.name = j.at("name").get<std::string>();
-  s.submit = sim_time::from_us(j.at("submit_us").get<int64_t>());
-  s.gpus = j.at("gpus").get<int>();
+  s.submit = sim_time::from_us(whole_at<int64_t>(j, "submit_us"));
+  s.gpus = whole_at<int>(j, "gpus");
   s.duration_s = j.at("duration_s").get<double>();
   s.gpu_type = j.at("gpu_type").get<std::string>();
   s.elastic = j.at("elastic").get<bool>();
-  s.min_workers = j.at("min_workers").get<int>();
-  s.max_workers = j.at("max_workers").get<int>();
+  s.min_workers = whole_at<int>(j, "min_workers");
+  s.max_workers = whole_at<int>(j, "max_workers");
   s.predict_factor = j.at("predict_factor").get<double>();
   s.user = j.at("user").get<std::string>();
   s.command = j.at("command").get<std::vector<std::string>>();
@@ -117,20 +143,20 @@ double work_field(const json& j, const char* key) { return j.contains(key) ? j.a
 
 job_record record_from(const json& j) {
   job_record r;
-  r.index = j.at("index").get<uint32_t>();
+  r.index = whole_at<uint32_t>(j, "index");
   r.name = j.at("name").get<std::string>();
-  r.gpus = j.at("gpus").get<int>();
+  r.gpus = whole_at<int>(j, "gpus");
   r.elastic = j.at("elastic").get<bool>();
-  r.submit_us = j.at("submit_us").get<int64_t>();
-  r.first_start_us = j.at("first_start_us").get<int64_t>();
-  r.end_us = j.at("end_us").get<int64_t>();
+  r.submit_us = whole_at<int64_t>(j, "submit_us");
+  r.first_start_us = whole_at<int64_t>(j, "first_start_us");
+  r.end_us = whole_at<int64_t>(j, "end_us");
   r.queued_s = j.at("queued_s").get<double>();
   r.gpu_seconds = j.at("gpu_seconds").get<double>();
-  r.preemptions = j.at("preemptions").get<int>();
-  r.scale_ins = j.at("scale_ins").get<int>();
-  r.scale_outs = j.at("scale_outs").get<int>();
+  r.preemptions = whole_at<int>(j, "preemptions");
+  r.scale_ins = whole_at<int>(j, "scale_ins");
+  r.scale_outs = whole_at<int>(j, "scale_outs");
   r.duration_s = j.at("duration_s").get<double>();
-  r.last_workers = j.at("last_workers").get<int>();
+  r.last_workers = whole_at<int>(j, "last_workers");
   r.on_loaned_s = j.at("on_loaned_s").get<double>();
   r.slowdown = j.at("slowdown").get<double>();
   r.below_speed_s = j.at("below_speed_s").get<double>();
@@ -162,20 +188,20 @@ job_record record_from_compact(const json& a) {
   if (!a.is_array() || (a.size() != 19 && a.size() != 26 && a.size() != 27))
     throw std::runtime_error("an ended job's record is not an array of 19, 26 or 27 fields");
   job_record r;
-  r.index = a[0].get<uint32_t>();
+  r.index = whole<uint32_t>(a[0], "field 0");
   r.name = a[1].get<std::string>();
-  r.gpus = a[2].get<int>();
+  r.gpus = whole<int>(a[2], "field 2");
   r.elastic = a[3].get<bool>();
-  r.submit_us = a[4].get<int64_t>();
-  r.first_start_us = a[5].get<int64_t>();
-  r.end_us = a[6].get<int64_t>();
+  r.submit_us = whole<int64_t>(a[4], "field 4");
+  r.first_start_us = whole<int64_t>(a[5], "field 5");
+  r.end_us = whole<int64_t>(a[6], "field 6");
   r.queued_s = a[7].get<double>();
   r.gpu_seconds = a[8].get<double>();
-  r.preemptions = a[9].get<int>();
-  r.scale_ins = a[10].get<int>();
-  r.scale_outs = a[11].get<int>();
+  r.preemptions = whole<int>(a[9], "field 9");
+  r.scale_ins = whole<int>(a[10], "field 10");
+  r.scale_outs = whole<int>(a[11], "field 11");
   r.duration_s = a[12].get<double>();
-  r.last_workers = a[13].get<int>();
+  r.last_workers = whole<int>(a[13], "field 13");
   r.on_loaned_s = a[14].get<double>();
   r.slowdown = a[15].get<double>();
   r.below_speed_s = a[16].get<double>();
@@ -329,13 +355,15 @@ saved_state state_journal::load() const {
         auto j = json::parse(s.text(0));
         auto& r = out.run;
         r.cluster = j.at("cluster").get<std::vector<std::string>>();
-        r.trace_jobs = j.at("trace_jobs").get<uint32_t>();
+        r.trace_jobs = whole_at<uint32_t>(j, "trace_jobs");
         r.speedup = j.at("speedup").get<double>();
-        r.start_unix_us = j.at("start_unix_us").get<int64_t>();
-        r.scheduler_restarts = j.at("scheduler_restarts").get<uint32_t>();
-        r.restarted_jobs = j.at("restarted_jobs").get<uint64_t>();
-        r.adopted_jobs = j.at("adopted_jobs").get<uint64_t>();
-      } catch (const json::exception& e) {
+        r.start_unix_us = whole_at<int64_t>(j, "start_unix_us");
+        r.scheduler_restarts = whole_at<uint32_t>(j, "scheduler_restarts");
+        r.restarted_jobs = whole_at<uint64_t>(j, "restarted_jobs");
+        r.adopted_jobs = whole_at<uint64_t>(j, "adopted_jobs");
+      } catch (const input_error&) {
+        throw;
+      } catch (const std::exception& e) {
         fail(fmt::format("unreadable run record: {}", e.what()));
       }
     }
@@ -343,7 +371,13 @@ saved_state state_journal::load() const {
   {
     statement s(db_, "SELECT value FROM meta WHERE key = 'next_index'");
     if (!s.ok()) fail(sqlite3_errmsg(db_));
-    if (s.step() == SQLITE_ROW) out.run.next_index = static_cast<uint32_t>(s.integer(0));
+    if (s.step() == SQLITE_ROW) {
+      auto next = s.integer(0);
+      if (sqlite3_column_type(s.get(), 0) != SQLITE_INTEGER && s.text(0) != std::to_string(next))
+        fail(fmt::format("next_index '{}' is not an integer", s.text(0)));
+      if (next < 0 || next > UINT32_MAX) fail(fmt::format("next_index {} is not in 0..{}", next, UINT32_MAX));
+      out.run.next_index = static_cast<uint32_t>(next);
+    }
   }
   {
     statement s(db_, "SELECT value FROM meta WHERE key = 'measures'");
@@ -362,8 +396,10 @@ saved_state state_journal::load() const {
         for (double v : j.at("reclaim_latency_s").get<std::vector<double>>())
           m.reclaim_latency_s.push_back(finite(v, "a reclaim latency"));
         m.reclaim_max_late_s = finite(j.at("reclaim_max_late_s").get<double>(), "reclaim_max_late_s");
-        m.slo_misses = j.at("slo_misses").get<uint64_t>();
-      } catch (const json::exception& e) {
+        m.slo_misses = whole_at<uint64_t>(j, "slo_misses");
+      } catch (const input_error&) {
+        throw;
+      } catch (const std::exception& e) {
         fail(fmt::format("unreadable measures: {}", e.what()));
       }
     }
@@ -377,7 +413,9 @@ saved_state state_journal::load() const {
     try {
       j.spec = spec_from(json::parse(s.text(7)));
       j.record = record_from(json::parse(s.text(8)));
-    } catch (const json::exception& e) {
+    } catch (const input_error&) {
+      throw;
+    } catch (const std::exception& e) {
       fail(fmt::format("job {}: unreadable record: {}", s.integer(0), e.what()));
     }
     j.status = s.text(1);
@@ -385,6 +423,10 @@ saved_state state_journal::load() const {
       fail(fmt::format("job {}: unknown status '{}'", s.integer(0), j.status));
     if (j.spec.index != static_cast<uint64_t>(s.integer(0))) fail(fmt::format("job {}: its spec says job {}", s.integer(0), j.spec.index));
     j.generation = static_cast<uint64_t>(s.integer(2));
+    // Narrowed only once known to fit (state_checks checks the ranges that matter).
+    for (auto [column, name] : {std::pair{3, "workers"}, std::pair{5, "retries"}})
+      if (s.integer(column) < INT32_MIN || s.integer(column) > INT32_MAX)
+        fail(fmt::format("job {}: {} {} is not an int", s.integer(0), name, s.integer(column)));
     j.workers = static_cast<int>(s.integer(3));
     j.alloc = s.text(4);
     j.retries = static_cast<int>(s.integer(5));
@@ -531,7 +573,9 @@ size_t state_journal::compact() {
       while ((rc = s.step()) == SQLITE_ROW) {
         try {
           records.push_back(compact_json(record_from(json::parse(s.text(1)))));
-        } catch (const json::exception& e) {
+        } catch (const input_error&) {
+          throw;
+        } catch (const std::exception& e) {
           fail(fmt::format("job {}: unreadable record: {}", s.integer(0), e.what()));
         }
       }

@@ -66,8 +66,10 @@ bool returns_or_input_error(const char* what, Body&& body) {
 /// rewritten into it for every run, so the repository and the corpus are never written.
 class scratch_dir {
 public:
-  explicit scratch_dir(const std::string& name)
-      : dir_(std::filesystem::temp_directory_path() / ("aryl-fuzz-" + name + "-" + std::to_string(::getpid()))) {
+  /// Under `base` (default: the temporary folder).
+  explicit scratch_dir(const std::string& name,
+                       const std::filesystem::path& base = std::filesystem::temp_directory_path())
+      : dir_(base / ("aryl-fuzz-" + name + "-" + std::to_string(::getpid()))) {
     std::filesystem::create_directories(dir_);
   }
   ~scratch_dir() {

@@ -20,78 +20,16 @@
 #include <thread>
 
 #include "runtime/live/client.hpp"
+#include "tests/live/gateway_peer.hpp"
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/metrics.hpp"
 #include "runtime/wire/codec.hpp"
 
 using namespace aryl;
 using namespace std::chrono_literals;
+using aryl::test::peer;
 
 namespace {
-
-/// A blocking peer on a raw socket, speaking frames.
-class peer {
- public:
-  explicit peer(uint16_t port) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd_ >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  }
-  ~peer() { close(fd_); }
-  peer(const peer&) = delete;
-  peer& operator=(const peer&) = delete;
-
-  void send(const wire::message& m) { send_raw(wire::encode_frame(m)); }
-  void send_raw(const std::vector<uint8_t>& bytes) {
-    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
-  }
-
-  /// The next message, or nothing if the connection closed or 5 s passed.
-  std::optional<wire::message> receive() {
-    auto deadline = std::chrono::steady_clock::now() + 5s;
-    for (;;) {
-      auto step = decoder_.next();
-      if (auto* m = std::get_if<wire::message>(&step)) return *m;
-      if (std::holds_alternative<wire::decode_error>(step)) return std::nullopt;
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      pollfd p{fd_, POLLIN, 0};
-      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
-      uint8_t buf[4096];
-      auto n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return std::nullopt;
-      decoder_.feed(buf, static_cast<size_t>(n));
-    }
-  }
-
-  /// The reason of the error frame the gateway sends before closing, then the close itself.
-  std::string refusal() {
-    auto m = receive();
-    REQUIRE(m);
-    auto* e = std::get_if<wire::error>(&*m);
-    REQUIRE_MESSAGE(e, "expected an error frame, got " << wire::type_of(*m));
-    CHECK_FALSE(receive());  // closed
-    return e->reason;
-  }
-
-  void hello_as_agent(const std::string& server, const std::string& token = "secret") {
-    send(wire::hello{wire::peer_role::agent, token, server});
-    auto ok = receive();
-    REQUIRE(ok);
-    REQUIRE(std::holds_alternative<wire::hello_ok>(*ok));
-  }
-  void register_as(const std::string& server, const std::string& type = "V100", uint32_t gpus = 8) {
-    hello_as_agent(server);
-    send(wire::register_{server, type, gpus, wire::pool_kind::training, {}});
-  }
-
- private:
-  int fd_ = -1;
-  wire::frame_decoder decoder_;
-};
 
 struct gateway_fixture {
   std::ostringstream log_text;
@@ -118,7 +56,7 @@ struct gateway_fixture {
         [this](int s) { note("lost server=" + std::to_string(s)); },
         [] {
           cluster_status s;
-          s.jobs = {{3, "j3", true, 4}, {5, "j5", false, 0}};
+          s.jobs = {{3, "j3", true, 4, "", 0, 0, 0, "", -1, "", true}, {5, "j5", false, 0, "", 0, 0, 0, "", -1, "", true}};
           s.servers = {{"t0", "V100", 8, 4, false, "training"}, {"i0", "T4", 8, 8, true, "loaned"}};
           return s;
         },
@@ -135,7 +73,8 @@ struct gateway_fixture {
             w += std::to_string(ranks[i]);
           }
           note("reconcile server=" + std::to_string(s) + " launches=" + std::to_string(launches) + w);
-        }});
+        },
+        {}});
   }
   ~gateway_fixture() { g->close(); }
 
@@ -322,8 +261,9 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: a submitted job name holding a cont
 
 TEST_CASE("status table: names holding control characters stay on their line, escaped") {
   wire::status_reply s;
-  s.jobs = {{1, "a\nb\x1b[2J", wire::job_state::running, 2}};
-  s.servers = {{"t0\r", "V100", 8, 6, wire::pool_kind::training}};
+  s.jobs = {{1, "a\nb\x1b[2J", wire::job_state::running, 2, std::nullopt, std::nullopt, std::nullopt,
+             std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt}};
+  s.servers = {{"t0\r", "V100", 8, 6, wire::pool_kind::training, std::nullopt}};
   std::ostringstream out;
   live::print_status(out, s);
   auto text = out.str();
@@ -547,7 +487,7 @@ namespace {
 
 cluster_status sample_status() {
   cluster_status s;
-  s.jobs = {{3, "j3", true, 4}, {5, "j5", false, 0}, {6, "j6", false, 0}};
+  s.jobs = {{3, "j3", true, 4, "", 0, 0, 0, "", -1, "", true}, {5, "j5", false, 0, "", 0, 0, 0, "", -1, "", true}, {6, "j6", false, 0, "", 0, 0, 0, "", -1, "", true}};
   s.servers = {{"t0", "V100", 8, 4, false, "training"}, {"i0", "T4", 8, 2, true, "loaned"},
                {"i1", "T4", 8, 8, true, "serving"}};
   s.jobs_finished = 7;

@@ -1,0 +1,133 @@
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
+
+#include "runtime/live/gateway_impl.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "runtime/wire/codec.hpp"
+
+namespace aryl::live {
+namespace {
+
+/// Out of descriptors or kernel memory: the pending connection stays in the backlog until
+/// one is freed. Any other error is the peer's (it left before it was accepted).
+bool out_of_resources(const boost::system::error_code& ec) {
+  return ec == asio::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system ||
+         ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+}
+
+constexpr std::chrono::milliseconds first_backoff{10}, last_backoff{1000};
+
+} // namespace
+
+void gateway::impl::accept() {
+  acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+    if (!acceptor.is_open() || ec == asio::error::operation_aborted) return;  // closed
+    if (!ec) {
+      accept_backoff = std::chrono::milliseconds{0};
+      admit(std::move(s));
+      return accept();
+    }
+    // Never give up: free a descriptor to refuse one waiting peer with the reason, then try
+    // again, at once if that made room in the backlog, else after a back-off that doubles
+    // while the errors last (1 s at most).
+    bool refused = false;
+    if (out_of_resources(ec) && reserve_fd >= 0) {
+      ::close(reserve_fd);
+      reserve_fd = -1;
+      boost::system::error_code again;
+      tcp::socket spare(io);
+      acceptor.non_blocking(true, again);
+      acceptor.accept(spare, again);
+      acceptor.non_blocking(false, again);
+      if (!again && spare.is_open()) {
+        refuse(spare, "serve is out of file descriptors; try again later", "out of descriptors");
+        refused = true;
+      }
+      reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    accept_backoff = refused ? first_backoff : std::clamp(accept_backoff * 2, first_backoff, last_backoff);
+    ++accept_errors;
+    auto now = std::chrono::steady_clock::now();
+    if (now - accept_error_logged >= std::chrono::seconds(1)) {
+      accept_error_logged = now;
+      log(fmt::format("accept failed: {} ({} time{} since the last such line); accepting again in {} ms",
+                      ec.message(), accept_errors, accept_errors == 1 ? "" : "s", refused ? 0 : accept_backoff.count()));
+      accept_errors = 0;
+    }
+    if (refused) return accept();
+    accept_retry.expires_after(accept_backoff);
+    accept_retry.async_wait([this](boost::system::error_code e) {
+      if (!e) accept();
+    });
+  });
+}
+
+void gateway::impl::admit(tcp::socket s) {
+  boost::system::error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  if (ec) return;  // gone already
+  auto address = ep.address().to_string();
+  if (connections >= opts.max_connections)
+    return refuse(s, fmt::format("serve holds its limit of {} connections; try again later", opts.max_connections),
+                  "connection limit");
+  if (before_hello >= opts.max_before_hello)
+    return refuse(s, fmt::format("serve holds its limit of {} connections before hello; try again later",
+                                 opts.max_before_hello),
+                  "limit before hello");
+  auto& mine = before_hello_by_address[address];  // erased again when it falls to 0 (hello_taken)
+  if (mine >= opts.max_before_hello_per_address)
+    return refuse(s, fmt::format("{} holds its limit of {} connections before hello; try again later", address,
+                                 opts.max_before_hello_per_address),
+                  "limit before hello per address");
+  ++mine;
+  ++before_hello;
+  ++connections;
+  start_session(std::move(s), this, next_session++, std::move(address));
+}
+
+void gateway::impl::refuse(tcp::socket& s, const std::string& reason, const std::string& kind) {
+  // Best effort, without waiting: a fresh socket's buffer takes one small frame.
+  boost::system::error_code ec;
+  s.non_blocking(true, ec);
+  auto frame = wire::encode_frame(wire::error{reason});
+  asio::write(s, asio::buffer(frame), ec);
+  s.shutdown(tcp::socket::shutdown_both, ec);
+  s.close(ec);
+  log_counted(kind, "refused a connection: " + reason);
+}
+
+void gateway::impl::log_counted(const std::string& kind, const std::string& line) {
+  // A flood of connections must not flood the log: past 20 such lines in a second, the rest
+  // of that second is counted, and the counts logged with the next line.
+  constexpr uint64_t lines_a_second = 20;
+  auto now = std::chrono::steady_clock::now();
+  if (now - counted_since >= std::chrono::seconds(1)) {
+    counted_since = now;
+    counted_lines = 0;
+  }
+  if (++counted_lines > lines_a_second) {
+    ++counted_unlogged[kind];
+    return;
+  }
+  std::string counts;
+  for (auto& [k, n] : counted_unlogged) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, k);
+  counted_unlogged.clear();
+  log(counts.empty() ? line : fmt::format("{} (not logged before it: {})", line, counts));
+}
+
+void gateway::impl::hello_taken(const std::string& address) {
+  --before_hello;
+  if (auto it = before_hello_by_address.find(address); it != before_hello_by_address.end() && --it->second == 0)
+    before_hello_by_address.erase(it);
+}
+
+void gateway::impl::ended(const std::string& address, bool still_before_hello) {
+  --connections;
+  if (still_before_hello) hello_taken(address);
+}
+
+} // namespace aryl::live

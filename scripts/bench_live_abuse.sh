@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Live mode under hostile load (docs/reliability.md, "The live surface under hostile load"): a
+# testbed of 32 agents (scripts/testbed.sh, loopback) runs 64 one-GPU jobs while one process
+# holds 1,000 idle connections that never say hello, 300 slow ones that send a frame header and
+# then one byte every 5 s (each reconnects when serve closes it), and one client that pipelines
+# status requests and never reads. Meanwhile a second client runs `aryl status` 100 times.
+# Reports serve's peak RSS, the p50/p99/max of `aryl status`, the connections serve refused,
+# the agents reported lost (must be 0) and whether every job completed exactly once.
+# Goals: RSS < 256 MiB, status p99 < 100 ms. A benchmark, not a CTest; figures go to
+# docs/reliability.md by hand.
+#
+#   scripts/bench_live_abuse.sh [--defaults | --no-abuse]
+#
+# By default serve's caps before hello are raised (live.max_before_hello*=4000) and its hello
+# deadline set to 60 s, so that every hostile connection is held: the memory they cost is
+# measured. --defaults keeps serve's defaults (most are then refused at once). --no-abuse runs
+# the same without the hostile peers: the baseline of a loaded machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+caps=(--set live.max_before_hello=4000 --set live.max_before_hello_per_address=4000 --set live.hello_timeout_s=60)
+abuse=1
+case "${1:-}" in
+  --defaults) caps=() ;;
+  --no-abuse) abuse=0 ;;
+  "") ;;
+  *) echo "bench_live_abuse: unknown option $1" >&2; exit 2 ;;
+esac
+# 1,300 hostile connections, 32 agents and serve's own files: raise the soft limit if needed.
+want=4096
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$want" ]; then
+  hard=$(ulimit -Hn)
+  ulimit -n "$([ "$hard" = unlimited ] || [ "$hard" -ge "$want" ] && echo "$want" || echo "$hard")"
+fi
+work="$(mktemp -d /tmp/aryl-bench-abuse.XXXXXX)"
+bed=""
+attacker=""
+cleanup() {
+  [ -n "$attacker" ] && kill "$attacker" 2>/dev/null || true
+  [ -n "$bed" ] && kill "$bed" 2>/dev/null || true
+  wait 2>/dev/null || true
+  [ -n "${ARYL_BENCH_KEEP:-}" ] && echo "kept $work" || rm -rf "$work"
+}
+trap cleanup EXIT
+# 64 inelastic 1-GPU jobs, one every 5 simulated s, 1,200 s each, at speedup 20: about 80 s.
+{
+  echo "job_id,submit_s,gpus,duration_s,elastic"
+  for i in $(seq 0 63); do echo "j$i,$((i * 5)),1,1200,0"; done
+} > "$work/trace.csv"
+dir="$work/tb"
+scripts/testbed.sh --dir "$dir" --training 32 --inference 0 -- --trace "$work/trace.csv" --speedup 20 \
+  --out "$dir/out" "${caps[@]}" > "$work/run.log" 2>&1 &
+bed=$!
+for _ in $(seq 600); do [ -s "$dir/port" ] && break; sleep 0.1; done
+port=$(cat "$dir/port")
+serve=$(awk '$2 == "serve" {print $1}' "$dir/pids")
+for _ in $(seq 600); do
+  build/aryl status --port "$port" --token-file "$dir/token" > /dev/null 2>&1 && break
+  sleep 0.1
+done
+
+if [ "$abuse" = 1 ]; then
+# The hostile peers, in one process: frames encoded by hand (a msgpack map of short strings).
+/usr/bin/python3 - "$port" "$(cat "$dir/token")" > "$work/attacker.log" 2>&1 <<'PY' &
+import select, socket, struct, sys, time
+port, token = int(sys.argv[1]), sys.argv[2]
+def s(x):
+    b = x.encode()
+    return (bytes([0xa0 | len(b)]) if len(b) < 32 else bytes([0xd9, len(b)])) + b
+def frame(fields):
+    body = bytes([0x80 | (len(fields) + 1)]) + s("v") + bytes([1])
+    for k, v in fields: body += s(k) + s(v)
+    return struct.pack(">I", len(body)) + body
+def dial():
+    c = socket.socket(); c.setblocking(False)
+    try: c.connect(("127.0.0.1", port))
+    except BlockingIOError: pass
+    return c
+idle = [dial() for _ in range(1000)]
+slow = [dial() for _ in range(300)]
+started = set()  # slow connections that sent their opening bytes
+flood = socket.create_connection(("127.0.0.1", port))
+flood.sendall(frame([("type", "hello"), ("role", "client"), ("token", token), ("name", "flood")]))
+flood.recv(4096)
+flood.setblocking(False)
+request = frame([("type", "status_request")]) * 1000
+sent = reconnects = 0
+last_trickle = 0.0
+while True:
+    try: sent += flood.send(request)
+    except OSError: pass
+    now = time.time()
+    # A slow peer opens with a header announcing a 1 MiB frame and 4 KiB of it, then sends
+    # one byte every 5 s.
+    for c in slow:
+        try:
+            if c.fileno() not in started: c.send(b"\x00\x10\x00\x00" + b"\x90" * 4096); started.add(c.fileno())
+            elif now - last_trickle >= 5: c.send(b"\x90")
+        except OSError: pass
+    if now - last_trickle >= 5: last_trickle = now
+    # A connection serve closed is dialled again.
+    for group in (idle, slow):
+        poller = select.poll()
+        by_fd = {c.fileno(): c for c in group}
+        for fd in by_fd: poller.register(fd, select.POLLIN)
+        for fd, _ in poller.poll(0):
+            c = by_fd[fd]
+            try: data = c.recv(4096)
+            except OSError: data = b""
+            if not data:
+                started.discard(c.fileno()); group[group.index(c)] = dial(); c.close(); reconnects += 1
+    print(f"flood bytes {sent} reconnects {reconnects}", flush=True)
+    time.sleep(0.05)
+PY
+attacker=$!
+fi
+sleep 5  # let the hostile connections settle in
+
+rss_peak=0
+sample_rss() {
+  local kb
+  kb=$(awk '/^VmRSS/ {print $2}' "/proc/$serve/status" 2>/dev/null || echo 0)
+  [ "${kb:-0}" -gt "$rss_peak" ] && rss_peak=$kb
+  return 0
+}
+: > "$work/status_ms"
+for _ in $(seq 100); do
+  sample_rss
+  t0=$(date +%s%N)
+  build/aryl status --port "$port" --token-file "$dir/token" > /dev/null 2>&1 || echo "status failed" >> "$work/failures"
+  echo $(( ($(date +%s%N) - t0) / 1000 )) >> "$work/status_ms"
+  sleep 0.1
+done
+held=$(ls "/proc/$serve/fd" 2>/dev/null | wc -l)
+if [ -n "$attacker" ]; then
+  kill "$attacker" 2>/dev/null || true
+  wait "$attacker" 2>/dev/null || true
+  attacker=""
+fi
+sleep 2
+sample_rss
+rss_after=$(awk '/^VmRSS/ {print $2}' "/proc/$serve/status" 2>/dev/null || echo 0)
+held_after=$(ls "/proc/$serve/fd" 2>/dev/null | wc -l)
+rc=0
+wait "$bed" || rc=$?
+bed=""
+
+read -r p50 p99 max n < <(sort -n "$work/status_ms" | awk '{v[NR] = $1} END {
+  printf "%.1f %.1f %.1f %d\n", v[int(0.50 * NR + 0.999)] / 1000, v[int(0.99 * NR + 0.999)] / 1000, v[NR] / 1000, NR }')
+lost=$(grep -c "reported lost" "$dir/serve.log" || true)
+refused=$(grep -c "refused a connection" "$dir/serve.log" || true)
+unlogged=$(grep -o "not logged before it: [^)]*" "$dir/serve.log" | tail -1 || true)
+jobs=$(/usr/bin/python3 -c '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+ids = [r["job"] for r in rows]
+done = sum(r["outcome"] == "done" for r in rows)
+print(f"{len(rows)} rows, {len(set(ids))} distinct jobs, {done} done")' "$dir/out/jobs.csv" 2>/dev/null || echo "no jobs.csv")
+echo "testbed exit code:            $rc"
+echo "serve descriptors under load / after: $held / $held_after"
+echo "serve RSS peak / after:       $((rss_peak / 1024)) MiB / $((rss_after / 1024)) MiB (goal < 256 MiB)"
+echo "aryl status p50 / p99 / max:  $p50 / $p99 / $max ms over $n runs (goal p99 < 100 ms); failures: $(cat "$work/failures" 2>/dev/null | wc -l)"
+echo "agents reported lost:         $lost (must be 0)"
+echo "jobs:                         $jobs (64 expected, each once)"
+[ "$abuse" = 1 ] && echo "attacker:                     $(tail -1 "$work/attacker.log")"
+echo "serve.log lines:              $(wc -l < "$dir/serve.log") ($refused refusals logged; last count of lines not logged: ${unlogged:-none})"

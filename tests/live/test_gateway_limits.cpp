@@ -1,0 +1,279 @@
+// The gateway under hostile load (runtime/live/gateway_listener, gateway_session): accept
+// errors do not stop the listener; unauthenticated connections have a deadline, a byte cap
+// and caps on their number; a client that floods status requests and never reads delays
+// neither other clients nor agents.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "runtime/live/gateway.hpp"
+#include "tests/live/gateway_peer.hpp"
+
+using namespace aryl;
+using namespace std::chrono_literals;
+using aryl::test::peer;
+
+namespace {
+
+/// Thread-safe, as the gateway's thread writes while the test reads.
+struct log_sink : std::stringbuf {
+  std::recursive_mutex m;  // xsputn calls overflow
+  std::string text() {
+    std::lock_guard lock(m);
+    return str();
+  }
+  int sync() override { return 0; }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    std::lock_guard lock(m);
+    return std::stringbuf::xsputn(s, n);
+  }
+  int overflow(int c) override {
+    std::lock_guard lock(m);
+    return std::stringbuf::overflow(c);
+  }
+};
+
+struct limits_fixture {
+  log_sink sink;
+  std::ostream log{&sink};
+  std::unique_ptr<live::gateway> g;
+  std::atomic<int> asks{0};
+
+  void start(live::gateway_options o) {
+    o.token = "secret";
+    o.checkpoint_root = "/tmp/aryl-gateway-limits-test";
+    g = std::make_unique<live::gateway>(o, log);
+    g->add_server(0, "t0", "V100", 8, wire::pool_kind::training);
+    worker_router r;
+    // As the driver's: a blocking ask costs the caller about 5 ms (a turn of the driver's
+    // loop); an asynchronous one answers from another thread as late.
+    r.status = [] {
+      std::this_thread::sleep_for(5ms);
+      return cluster_status{};
+    };
+    r.status_async = [this](std::function<void(cluster_status)> reply) {
+      ++asks;
+      std::thread([reply] {
+        std::this_thread::sleep_for(5ms);
+        cluster_status s;
+        s.jobs = {{1, "j1", true, 4, "", 0, 0, 0, "", -1, "", true}};
+        reply(s);
+      }).detach();
+    };
+    g->set_router(r);
+  }
+  ~limits_fixture() {
+    if (g) g->close();
+  }
+  bool logged(const std::string& text) {
+    for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(5ms))
+      if (sink.text().find(text) != std::string::npos) return true;
+    return false;
+  }
+};
+
+void hello(peer& p, const std::string& name = "cli") {
+  p.send(wire::hello{wire::peer_role::client, "secret", name});
+  auto ok = p.receive();
+  REQUIRE(ok);
+  REQUIRE(std::holds_alternative<wire::hello_ok>(*ok));
+}
+
+size_t open_descriptors() {
+  size_t n = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+/// Lowers the soft limit of open files for the test's span.
+struct file_limit {
+  rlimit before{};
+  explicit file_limit(rlim_t soft) {
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &before) == 0);
+    rlimit now = before;
+    now.rlim_cur = soft;
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &now) == 0);
+  }
+  ~file_limit() { setrlimit(RLIMIT_NOFILE, &before); }
+};
+
+} // namespace
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: out of descriptors, waiting peers are refused with a reason, the error is logged, and "
+                  "the listener accepts again once descriptors are free") {
+  start({});
+  // 40 sockets made now, connected once the limit leaves room for 3 accepted connections.
+  std::vector<int> fds;
+  for (int i = 0; i < 40; ++i) fds.push_back(socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(g->port());
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  {
+    file_limit limit(open_descriptors() + 3);
+    for (int fd : fds) REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    int refused = 0;
+    for (int fd : fds) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 300) <= 0) continue;  // accepted: it waits for our hello
+      uint8_t buf[512];
+      auto n = recv(fd, buf, sizeof buf, 0);
+      wire::frame_decoder d;
+      if (n > 0) d.feed(buf, static_cast<size_t>(n));
+      auto step = d.next();
+      auto* m = std::get_if<wire::message>(&step);
+      auto* e = m ? std::get_if<wire::error>(m) : nullptr;
+      if (e && e->reason == "serve is out of file descriptors; try again later") ++refused;
+    }
+    CHECK(refused >= 30);
+    CHECK(logged("accept failed: Too many open files"));
+    for (int fd : fds) close(fd);
+    // The gateway's ends of the accepted ones close as their peers do.
+    std::this_thread::sleep_for(100ms);
+    peer late(g->port());
+    hello(late);
+  }
+}
+
+TEST_CASE_FIXTURE(limits_fixture, "gateway: a peer trickling bytes without completing hello is closed at the hello deadline") {
+  live::gateway_options o;
+  o.hello_timeout_s = 0.5;
+  start(o);
+  peer slow(g->port());
+  auto frame = wire::encode_frame(wire::hello{wire::peer_role::client, "secret", "slow"});
+  auto began = std::chrono::steady_clock::now();
+  // A byte every 100 ms until just before the deadline: each would restart a silence timer.
+  for (size_t i = 0; i < 4; ++i) {
+    slow.send_raw({frame[i]});
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(slow.refusal() == "no hello within 0.5 s of connecting");
+  // At the deadline from the connection's start, not from its last byte (0.9 s).
+  CHECK(std::chrono::steady_clock::now() - began < 800ms);
+}
+
+TEST_CASE_FIXTURE(limits_fixture, "gateway: more than pre_hello_bytes before hello closes the connection naming the limit") {
+  start({});
+  peer big(g->port());
+  // A frame announcing 100,000 bytes (under the 1 MiB frame limit), then 20,000 of them.
+  std::vector<uint8_t> bytes(4 + 20000, 0x90);
+  bytes[0] = 0x00, bytes[1] = 0x01, bytes[2] = 0x86, bytes[3] = 0xa0;
+  big.send_raw(bytes);
+  CHECK(big.refusal() == "more than 8192 bytes before hello");
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: connections before hello are capped per address and in all, a hello or a close frees a "
+                  "place, and connections of any kind are capped") {
+  live::gateway_options o;
+  o.max_before_hello_per_address = 3;
+  o.max_before_hello = 5;
+  o.max_connections = 6;
+  start(o);
+  std::vector<std::unique_ptr<peer>> waiting;
+  for (int i = 0; i < 3; ++i) waiting.push_back(std::make_unique<peer>(g->port()));
+  {
+    peer fourth(g->port());
+    CHECK(fourth.refusal() == "127.0.0.1 holds its limit of 3 connections before hello; try again later");
+  }
+  hello(*waiting[0], "first");  // past hello: no longer counted as waiting
+  peer after_hello(g->port());
+  waiting.pop_back();  // closed: its place is free
+  std::this_thread::sleep_for(100ms);
+  peer after_close(g->port());
+  hello(after_hello, "second");
+  hello(after_close, "third");
+  // Connections now: first, second, third, and one waiting = 4 of 6.
+  peer fifth(g->port());
+  peer sixth(g->port());
+  peer seventh(g->port());
+  CHECK(seventh.refusal() == "serve holds its limit of 6 connections; try again later");
+  CHECK(logged("refused a connection: serve holds its limit of 6 connections"));
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: a client pipelining status requests without reading delays neither another client's "
+                  "status nor an agent's heartbeat") {
+  start({});
+  peer agent(g->port());
+  agent.send(wire::hello{wire::peer_role::agent, "secret", "t0"});
+  REQUIRE(agent.receive());
+  agent.send(wire::register_{"t0", "V100", 8, wire::pool_kind::training, {}});
+
+  peer flood(g->port());
+  hello(flood, "flood");
+  // 100,000 requests written without waiting, never a reply read (as much as the socket takes).
+  auto one = wire::encode_frame(wire::status_request{});
+  std::vector<uint8_t> many;
+  for (int i = 0; i < 100000; ++i) many.insert(many.end(), one.begin(), one.end());
+  fcntl(flood.fd(), F_SETFL, fcntl(flood.fd(), F_GETFL) | O_NONBLOCK);
+  size_t sent = 0;
+  for (auto until = std::chrono::steady_clock::now() + 1s; std::chrono::steady_clock::now() < until && sent < many.size();) {
+    auto n = ::send(flood.fd(), many.data() + sent, many.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) sent += static_cast<size_t>(n);
+    else std::this_thread::sleep_for(1ms);
+  }
+  MESSAGE("flooding client wrote " << sent / one.size() << " status requests");
+
+  peer other(g->port());
+  hello(other, "other");
+  std::chrono::steady_clock::duration worst{}, worst_beat{};
+  for (uint64_t i = 1; i <= 20; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    other.send(wire::status_request{});
+    auto m = other.receive();
+    REQUIRE(m);
+    auto* s = std::get_if<wire::status_reply>(&*m);
+    REQUIRE(s);
+    CHECK(s->jobs.size() == 1);
+    worst = std::max(worst, std::chrono::steady_clock::now() - t0);
+    t0 = std::chrono::steady_clock::now();
+    agent.send(wire::heartbeat{i});
+    auto h = agent.receive();
+    REQUIRE(h);
+    REQUIRE(std::holds_alternative<wire::heartbeat>(*h));
+    worst_beat = std::max(worst_beat, std::chrono::steady_clock::now() - t0);
+  }
+  MESSAGE("worst status " << std::chrono::duration<double, std::milli>(worst).count() << " ms, worst heartbeat "
+                          << std::chrono::duration<double, std::milli>(worst_beat).count() << " ms; scheduler asked "
+                          << asks.load() << " times");
+  CHECK(worst < 250ms);
+  CHECK(worst_beat < 100ms);
+}
+
+TEST_CASE_FIXTURE(limits_fixture, "gateway: status --all and show are answered from the asynchronous status") {
+  live::gateway_options o;
+  o.book = std::make_shared<live::job_book>();
+  start(o);
+  peer client(g->port());
+  hello(client);
+  client.send(wire::status_request{.all = true});
+  auto m = client.receive();
+  REQUIRE(m);
+  auto* s = std::get_if<wire::status_reply>(&*m);
+  REQUIRE(s);
+  REQUIRE(s->jobs.size() == 1);
+  CHECK(s->jobs[0].name == "j1");
+  client.send(wire::show_request{1});
+  m = client.receive();
+  REQUIRE(m);
+  auto* shown = std::get_if<wire::show_reply>(&*m);
+  REQUIRE(shown);
+  CHECK(shown->job.job_id == 1);
+  CHECK(asks.load() == 2);
+  client.send(wire::show_request{7});
+  m = client.receive();
+  REQUIRE(m);
+  auto* e = std::get_if<wire::error>(&*m);
+  REQUIRE(e);
+  CHECK(e->reason == "job 7: no such job");
+}

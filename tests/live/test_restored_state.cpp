@@ -1,0 +1,175 @@
+// A restarted serve's journal (`aryl serve --state FILE`) is an input like any other: each
+// restored record passes the checks a client's submit passes, or the file is refused naming
+// the file, the job and the field, and left as it was (runtime/live/state_checks,
+// runtime/live/serve_state).
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "runtime/input_error.hpp"
+#include "runtime/live/serve_state.hpp"
+
+using namespace aryl;
+using namespace aryl::live;
+
+namespace {
+
+struct scratch {
+  std::filesystem::path dir;
+  scratch() {
+    dir = std::filesystem::temp_directory_path() / ("aryl-restored-state-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  ~scratch() { std::filesystem::remove_all(dir); }
+  std::string file(const std::string& name) const { return (dir / name).string(); }
+};
+
+/// Two V100x4 training servers, no inference servers.
+config small_cluster() {
+  config c;
+  c.training = {2, 4, "V100", {}};
+  c.inference = {0, 4, "T4", {}};
+  c.speedup = 10;
+  return c;
+}
+
+saved_job queued(uint32_t index, int gpus) {
+  saved_job j;
+  j.spec.index = j.record.index = index;
+  j.spec.name = j.record.name = "job" + std::to_string(index);
+  j.spec.submit = sim_time::from_us(1'000'000);
+  j.spec.gpus = j.spec.min_workers = j.spec.max_workers = gpus;
+  j.spec.duration_s = 600;
+  j.record.first_start_us = -1;
+  return j;
+}
+
+/// A journal of a run of `small_cluster` with no trace jobs and two submitted jobs (0, 1),
+/// as a serve leaves it.
+void write_run(const std::string& path) {
+  state_journal j(path);
+  saved_run r;
+  r.cluster = cluster_fingerprint(small_cluster());
+  r.speedup = 10;
+  r.start_unix_us = 1;
+  j.put_run(r);
+  j.put_admitted(queued(0, 2), 1);
+  j.put_admitted(queued(1, 4), 2);
+}
+
+void sql(const std::string& path, const std::string& statement) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &err);
+  std::string why = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  REQUIRE_MESSAGE(rc == SQLITE_OK, why);
+}
+
+/// open_serve_state's refusal, or "(carried on)".
+std::string restore(const std::string& path) {
+  run_inputs inputs;
+  live_world world;
+  std::ostringstream log;
+  try {
+    auto s = open_serve_state(path, small_cluster(), inputs, world, log);
+    return s.restoring ? "(carried on)" : "(a new run)";
+  } catch (const input_error& e) {
+    return e.what();
+  }
+}
+
+} // namespace
+
+TEST_CASE("restored state: a journal as a serve leaves it is carried on") {
+  scratch s;
+  auto path = s.file("state.db");
+  write_run(path);
+  CHECK(restore(path) == "(carried on)");
+}
+
+TEST_CASE("restored state: a job's GPUs out of range (0, -5, 1e9) refuse the file, naming the file, the job and the field") {
+  for (const char* gpus : {"0", "-5", "1000000000"}) {
+    CAPTURE(gpus);
+    scratch s;
+    auto path = s.file("state.db");
+    write_run(path);
+    sql(path, std::string("UPDATE jobs SET spec = json_set(spec, '$.gpus', ") + gpus + ") WHERE idx = 1");
+    CHECK(restore(path) == path + ": job 1: gpus " + gpus + " is not in 1..1000000");
+  }
+}
+
+TEST_CASE("restored state: workers outside min..max, a duration of 0 and a bad name refuse the file naming the field") {
+  scratch s;
+  auto path = s.file("state.db");
+  write_run(path);
+  sql(path, "UPDATE jobs SET spec = json_set(spec, '$.min_workers', 0) WHERE idx = 1");
+  CHECK(restore(path).find(path + ": job 1: workers must satisfy 1 <= min_workers (0)") == 0);
+  sql(path, "UPDATE jobs SET spec = json_set(spec, '$.min_workers', 4, '$.duration_s', 0) WHERE idx = 1");
+  CHECK(restore(path) == path + ": job 1: expected duration 0 s is not in (0, 1e+09]");
+  sql(path, "UPDATE jobs SET spec = json_set(spec, '$.duration_s', 60, '$.name', 'a' || char(10) || 'b') "
+            "WHERE idx = 1");
+  CHECK(restore(path) == path + ": job 1: name: holds a control character ('\\n') at byte 2");
+  sql(path, "UPDATE jobs SET spec = json_set(spec, '$.name', 'b'), workers = 9 WHERE idx = 1");
+  CHECK(restore(path) == path + ": job 1: workers 9 is not in 0..max_workers (4)");
+  sql(path, "UPDATE jobs SET workers = 0, work_done = -1 WHERE idx = 1");
+  CHECK(restore(path) == path + ": job 1: work_done -1 is not a finite number >= 0");
+}
+
+TEST_CASE("restored state: a job index of 4e9, or a counter beyond the jobs journaled, refuses the file") {
+  scratch s;
+  auto path = s.file("state.db");
+  write_run(path);
+  sql(path, "UPDATE jobs SET idx = 4000000000, spec = json_set(spec, '$.index', 4000000000) WHERE idx = 1");
+  CHECK(restore(path) == path + ": job 4000000000: index 4000000000 is beyond the 2 jobs the run has numbered "
+                                "(trace jobs 0, next index 2)");
+  sql(path, "UPDATE jobs SET idx = 1, spec = json_set(spec, '$.index', 1) WHERE idx = 4000000000");
+  sql(path, "UPDATE meta SET value = '4000000000' WHERE key = 'next_index'");
+  CHECK(restore(path) == path + ": next_index 4000000000: the run would have numbered 4000000000 submitted jobs, "
+                                "the file holds 2");
+  sql(path, "UPDATE meta SET value = '4e9' WHERE key = 'next_index'");
+  CHECK(restore(path) == path + ": next_index '4e9' is not an integer");
+}
+
+TEST_CASE("restored state: a job no state of the cluster could run refuses the file naming the job") {
+  scratch s;
+  auto path = s.file("state.db");
+  write_run(path);
+  sql(path, "UPDATE jobs SET spec = json_set(spec, '$.gpus', 16, '$.min_workers', 16, '$.max_workers', 16) "
+            "WHERE idx = 1");
+  CHECK(restore(path) == path + ": job 1 (job1) needs 16 GPUs; the cluster it may use has 8");
+  sql(path, "UPDATE jobs SET spec = json_set(spec, '$.gpus', 2, '$.min_workers', 2, '$.max_workers', 2, "
+            "'$.gpu_type', 'H100') WHERE idx = 1");
+  CHECK(restore(path) == path + ": job 1 (job1) needs GPU type H100, which the cluster lacks");
+}
+
+TEST_CASE("restored state: an ended job's final record is checked too, and a refused file is left as it was") {
+  scratch s;
+  auto path = s.file("state.db");
+  write_run(path);
+  {
+    state_journal j(path);
+    auto e = queued(0, 2);
+    e.status = "ended";
+    e.record.gpus = 2;
+    e.record.duration_s = 600;
+    e.record.outcome = "done";
+    e.record.gpu_seconds = -3;
+    j.put_job(e);
+  }
+  CHECK(restore(path) == path + ": job 0: record: gpu_seconds -3 is not a finite number >= 0");
+  {
+    state_journal j(path);
+    CHECK(j.rows() > 0);
+    CHECK(j.load().jobs.size() == 2);
+  }
+  sql(path, "UPDATE jobs SET record = json_set(record, '$.gpu_seconds', 1, '$.gpus', 0) WHERE idx = 0");
+  CHECK(restore(path) == path + ": job 0: record: gpus 0 is not in 1..1000000");
+}
