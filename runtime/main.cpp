@@ -18,6 +18,7 @@
 #include "runtime/outputs.hpp"
 #include "runtime/live/agent.hpp"
 #include "runtime/live/client.hpp"
+#include "runtime/live/client_config.hpp"
 #include "runtime/live/gpu_detect.hpp"
 #include "runtime/live/job_file.hpp"
 #include "runtime/live/log_stamp.hpp"
@@ -25,6 +26,7 @@
 #include "runtime/live/token.hpp"
 #include "runtime/live/worker.hpp"
 #include "runtime/solve_command.hpp"
+#include "runtime/tls_stream.hpp"
 
 namespace {
 
@@ -147,7 +149,10 @@ int main(int argc, char** argv) {
   add_workload_flags(serve, vf);
   serve->add_option("--faults", vf.faults,
                     "a fault plan (YAML): surges enacted here, crashes by scripts/live_faults.py (docs/live.md)");
-  serve->add_option("--bind", so.bind, "address to listen on (default 127.0.0.1)");
+  serve->add_option("--bind", so.bind, "address to listen on (default 127.0.0.1; another needs TLS or --insecure)");
+  serve->add_option("--tls-cert", so.tls_cert_file, "TLS: this PEM certificate chain for agents and clients");
+  serve->add_option("--tls-key", so.tls_key_file, "TLS: the certificate's PEM private key");
+  serve->add_flag("--insecure", so.insecure, "listen in plain text on a non-loopback --bind");
   serve->add_option("--port", so.port, "port (default 0: the OS chooses)");
   serve->add_option("--port-file", so.port_file, "write the port here once listening");
   serve->add_option("--token-file", so.token_file, "file holding the cluster token")->required();
@@ -173,6 +178,8 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--host", agent_host, "scheduler address (default 127.0.0.1, or ARYL_ADDR's host)");
   agent_cmd->add_option("--port", ao.port, "scheduler port (default: ARYL_ADDR=HOST:PORT)");
   agent_cmd->add_option("--token-file", agent_token, "file holding the cluster token (default: ARYL_TOKEN_FILE)");
+  std::string agent_tls_ca;
+  agent_cmd->add_option("--tls-ca", agent_tls_ca, "TLS: verify serve against this PEM CA (default: ARYL_TLS_CA)");
   agent_cmd->add_option("--name", ao.name, "this machine's server name (as in the scheduler's config)")->required();
   agent_cmd->add_option("--gpu-type", ao.gpu_type, "GPU type (default: nvidia-smi's, else V100)");
   agent_cmd->add_option("--gpus", ao.gpus, "GPUs (default: nvidia-smi's count, else 8)");
@@ -197,6 +204,7 @@ int main(int argc, char** argv) {
     c->add_option("--host", client_host, "scheduler address (default 127.0.0.1, or ARYL_ADDR's host)");
     c->add_option("--port", co.port, "scheduler port (default: ARYL_ADDR=HOST:PORT)");
     c->add_option("--token-file", client_token, "file holding the cluster token (default: ARYL_TOKEN_FILE)");
+    c->add_option("--tls-ca", co.tls_ca_file, "TLS: verify serve against this PEM CA (default: ARYL_TLS_CA)");
   };
   bool status_all = false;
   auto* status_cmd = app.add_subcommand("status", "live mode: queued and running jobs, servers and loans");
@@ -249,12 +257,16 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  // The scheduler's address and token of a client command: flags, else the environment.
+  // The scheduler's address, token and CA of a client command: flags, else the environment,
+  // else the client config file.
+  aryl::live::env_lookup getenv = [](const char* v) { return std::getenv(v); };
   auto connect_to = [&](CLI::App* cmd) {
     std::optional<uint16_t> port;
     if (cmd->count("--port") > 0) port = co.port;
-    auto e = aryl::live::resolve_endpoint(cmd->get_name(), client_host, port, client_token,
-                                          [](const char* v) { return std::getenv(v); });
+    auto file = aryl::live::find_client_config(getenv);
+    auto lookup = aryl::live::with_client_config(getenv, file);
+    if (const char* ca = lookup("ARYL_TLS_CA"); ca && co.tls_ca_file.empty()) co.tls_ca_file = ca;
+    auto e = aryl::live::resolve_endpoint(cmd->get_name(), client_host, port, client_token, lookup);
     co.host = e.host;
     co.port = e.port;
     co.token = aryl::live::read_token_file(e.token_file);
@@ -273,6 +285,8 @@ int main(int argc, char** argv) {
                                             [](const char* v) { return std::getenv(v); });
       ao.host = e.host;
       ao.port = e.port;
+      if (const char* ca = std::getenv("ARYL_TLS_CA"); ca && *ca && agent_tls_ca.empty()) agent_tls_ca = ca;
+      if (!agent_tls_ca.empty()) ao.tls = aryl::net::tls_client_context(agent_tls_ca);
       // What the flags do not say, the machine does, where nvidia-smi is installed.
       bool typed = agent_cmd->count("--gpu-type") > 0, counted = agent_cmd->count("--gpus") > 0;
       std::string note;

@@ -28,6 +28,7 @@
 #include "runtime/control_chars.hpp"
 #include "runtime/live/processes.hpp"
 #include "runtime/live/worker_log.hpp"
+#include "runtime/tls_stream.hpp"
 #include "runtime/wire/codec.hpp"
 
 namespace aryl::live {
@@ -68,10 +69,7 @@ std::string format_double(double x) {
 
 std::string join(const std::vector<uint32_t>& v) {
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i > 0) s += ',';
-    s += std::to_string(v[i]);
-  }
+  for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
   return s;
 }
 
@@ -113,8 +111,8 @@ struct worker {
 /// One TCP connection to the scheduler, from connect to drop.
 struct connection {
   enum class phase { connecting, hello_sent, registered };
-  explicit connection(asio::io_context& io) : socket(io), resolver(io) {}
-  tcp::socket socket;
+  connection(asio::io_context& io, const agent_options& o) : stream(net::client_stream(io, o.tls, o.host)), resolver(io) {}
+  std::unique_ptr<net::byte_stream> stream;  ///< plain TCP, or TLS over it
   tcp::resolver resolver;
   wire::frame_decoder decoder;
   std::array<uint8_t, 64 * 1024> read_buf{};
@@ -326,7 +324,7 @@ class agent {
   }
 
   void start_connect(time_point now) {
-    auto c = std::make_shared<connection>(io_);
+    auto c = std::make_shared<connection>(io_, o_);
     conn_ = c;
     c->handshake_deadline = now + seconds(o_.handshake_timeout_s);
     c->resolver.async_resolve(
@@ -334,7 +332,7 @@ class agent {
         [this, c](const boost::system::error_code& ec, const tcp::resolver::results_type& results) {
           if (c != conn_) return;
           if (ec) return drop("cannot resolve " + o_.host + ": " + ec.message());
-          asio::async_connect(c->socket, results,
+          asio::async_connect(c->stream->socket(), results,
                               [this, c](const boost::system::error_code& ec2, const tcp::endpoint& ep) {
                                 if (c != conn_) return;
                                 if (ec2)
@@ -347,13 +345,17 @@ class agent {
 
   void on_connected(const std::shared_ptr<connection>& c, const tcp::endpoint& ep) {
     boost::system::error_code ignored;
-    c->socket.set_option(tcp::no_delay(true), ignored);
+    c->stream->socket().set_option(tcp::no_delay(true), ignored);
     std::ostringstream where;
     where << ep;
     say("connected to " + where.str());
-    c->state = connection::phase::hello_sent;
-    send(c, wire::hello{wire::peer_role::agent, o_.token, o_.name});
-    start_read(c);
+    c->stream->async_handshake([this, c, at = where.str()](const std::string& error) {  // plain: at once
+      if (c != conn_) return;
+      if (!error.empty()) return drop("TLS handshake with " + o_.host + " (" + at + ") failed: " + error);
+      c->state = connection::phase::hello_sent;
+      send(c, wire::hello{wire::peer_role::agent, o_.token, o_.name});
+      start_read(c);
+    });
   }
 
   void on_hello_ok(const std::shared_ptr<connection>& c) {
@@ -379,10 +381,8 @@ class agent {
   void close_connection() {
     auto c = std::exchange(conn_, nullptr);
     if (!c) return;
-    boost::system::error_code ignored;
     c->resolver.cancel();
-    c->socket.shutdown(tcp::socket::shutdown_both, ignored);
-    c->socket.close(ignored);
+    c->stream->close();
   }
 
   /// Closes the connection after logging why; schedules the reconnect unless stopping.
@@ -406,7 +406,7 @@ class agent {
 
   void start_write(std::shared_ptr<connection> c) {
     c->writing = true;
-    asio::async_write(c->socket, asio::buffer(c->out.front()),
+    c->stream->async_write(asio::buffer(c->out.front()),
                       [this, c](const boost::system::error_code& ec, size_t) {
                         if (c != conn_) return;
                         if (ec) return drop("write failed: " + ec.message());
@@ -417,7 +417,7 @@ class agent {
   }
 
   void start_read(const std::shared_ptr<connection>& c) {
-    c->socket.async_read_some(
+    c->stream->async_read_some(
         asio::buffer(c->read_buf), [this, c](const boost::system::error_code& ec, size_t n) {
           if (c != conn_) return;
           if (ec == asio::error::eof) return drop("connection closed by the scheduler");

@@ -5,9 +5,14 @@
 #include <atomic>
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
 
 #include "runtime/wire/messages.hpp"
+
+namespace aryl::net {
+struct tls_context;
+}
 
 namespace aryl::live {
 
@@ -16,6 +21,9 @@ struct agent_options {
   /// The scheduler's address (a name or an IP address) and TCP port.
   std::string host = "127.0.0.1";
   uint16_t port = 0;
+  /// TLS to the scheduler, verifying its certificate against this client context's CA and
+  /// `host` (net::tls_client_context); null: plain TCP.
+  std::shared_ptr<net::tls_context> tls;
   /// The cluster token, sent in hello (the caller reads it with read_token_file).
   std::string token;
   /// This machine as registered: server name (not empty), GPU type, GPU count, pool.

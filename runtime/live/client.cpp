@@ -11,6 +11,7 @@
 
 #include "runtime/control_chars.hpp"
 #include "runtime/input_error.hpp"
+#include "runtime/tls_stream.hpp"
 #include "runtime/wire/codec.hpp"
 
 namespace aryl::live {
@@ -23,18 +24,29 @@ namespace {
 /// One blocking connection with a deadline for every read.
 class connection {
  public:
-  connection(const client_options& o) : o_(o), where_(fmt::format("{}:{}", o.host, o.port)), socket_(io_) {
+  connection(const client_options& o)
+      : o_(o), where_(fmt::format("{}:{}", o.host, o.port)),
+        stream_(net::client_stream(io_, o.tls_ca_file.empty() ? nullptr : net::tls_client_context(o.tls_ca_file),
+                                   o.host)) {
     boost::system::error_code ec;
     auto address = asio::ip::make_address(o.host, ec);
     if (ec) throw input_error(fmt::format("--host {}: not an IP address", o.host));
-    socket_.connect(tcp::endpoint{address, o.port}, ec);
+    stream_->socket().connect(tcp::endpoint{address, o.port}, ec);
     if (ec) throw input_error(where_ + ": cannot connect: " + ec.message());
+    std::optional<std::string> failed;  // plain: answered at once
+    stream_->async_handshake([&](const std::string& e) { failed = e; });
+    if (!failed) run();
+    if (!failed) throw input_error(fmt::format("{}: no TLS handshake within {:g} s", where_, o_.timeout_s));
+    if (!failed->empty()) throw input_error(where_ + ": TLS handshake failed: " + *failed);
   }
 
   void send(const wire::message& m) {
-    boost::system::error_code ec;
-    asio::write(socket_, asio::buffer(wire::encode_frame(m)), ec);
-    if (ec) throw input_error(where_ + ": cannot send: " + ec.message());
+    auto frame = wire::encode_frame(m);
+    boost::system::error_code result = asio::error::would_block;
+    stream_->async_write(asio::buffer(frame), [&](const boost::system::error_code& ec, size_t) { result = ec; });
+    run();
+    if (result == asio::error::would_block) throw input_error(fmt::format("{}: cannot send within {:g} s", where_, o_.timeout_s));
+    if (result) throw input_error(where_ + ": cannot send: " + result.message());
   }
 
   wire::message receive() {
@@ -54,22 +66,27 @@ class connection {
   size_t read_some() {
     boost::system::error_code result = asio::error::would_block;
     size_t n = 0;
-    socket_.async_read_some(asio::buffer(buf_), [&](boost::system::error_code ec, size_t got) {
+    stream_->async_read_some(asio::buffer(buf_), [&](const boost::system::error_code& ec, size_t got) {
       result = ec;
       n = got;
     });
-    io_.restart();
-    io_.run_for(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(o_.timeout_s)));
+    run();
     if (result == asio::error::would_block) throw input_error(fmt::format("{}: no answer within {:g} s", where_, o_.timeout_s));
     if (result == asio::error::eof) throw input_error(where_ + ": the scheduler closed the connection");
     if (result) throw input_error(where_ + ": " + result.message());
     return n;
   }
 
+  /// Runs the operation begun, for at most the timeout.
+  void run() {
+    io_.restart();
+    io_.run_for(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(o_.timeout_s)));
+  }
+
   const client_options& o_;
   std::string where_;
   asio::io_context io_;
-  tcp::socket socket_;
+  std::unique_ptr<net::byte_stream> stream_;
   wire::frame_decoder decoder_;
   std::array<uint8_t, 16384> buf_{};
 };

@@ -16,6 +16,9 @@ struct client_options {
   uint16_t port = 0;
   std::string token;
   double timeout_s = 10;
+  /// Speak TLS and trust only the CA (PEM) in this file; the server's certificate must name
+  /// `host`. Empty: plain TCP.
+  std::string tls_ca_file;
 };
 
 /// Where a command finds the scheduler and its token. `host`, `port`, `token_file`: the

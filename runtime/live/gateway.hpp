@@ -28,6 +28,9 @@ struct gateway_options {
   std::string bind = "127.0.0.1";  ///< loopback unless told otherwise
   uint16_t port = 0;               ///< 0: the OS chooses (see gateway::port)
   std::string token;               ///< cluster token every peer must present
+  /// TLS on the listener: the certificate chain and private key (PEM files); both empty:
+  /// plain TCP. A peer that does not start a TLS handshake is refused (docs/protocol.md).
+  std::string tls_cert_file, tls_key_file;
   size_t max_frame_bytes = wire::default_max_frame_bytes;
   /// Where jobs keep their checkpoints (shared by every agent on a one-machine testbed).
   std::string checkpoint_root;

@@ -24,6 +24,7 @@
 #include "runtime/control_chars.hpp"
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/log_relay.hpp"
+#include "runtime/tls_stream.hpp"
 #include "runtime/wire/messages.hpp"
 
 namespace aryl::live {
@@ -58,6 +59,7 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   std::vector<std::tuple<int, uint32_t, uint32_t, int, int>> early_exits;
 
   gateway_options opts;
+  std::shared_ptr<net::tls_context> tls;  ///< null: plain TCP
   std::ostream& log_stream;
   std::mutex log_mutex;
   asio::io_context io;

@@ -16,16 +16,20 @@ namespace {
 
 std::string pool_name(wire::pool_kind p) { return p == wire::pool_kind::training ? "training" : "inference"; }
 
+/// What a plain-text peer of a TLS listener is told, in plain text.
+constexpr const char* plain_refusal =
+    "this scheduler speaks TLS only: connect with TLS and verify its certificate (aryl: --tls-ca FILE or ARYL_TLS_CA)";
+
 } // namespace
 
 /// One peer's connection. Lives on the network thread only.
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address)
-      : socket_(std::move(s)), g_(g), decoder_(g_->opts.max_frame_bytes), silence_(g->io), hello_deadline_(g->io),
+  session(std::unique_ptr<net::byte_stream> s, gateway::impl* g, uint64_t id, std::string address)
+      : stream_(std::move(s)), g_(g), decoder_(g_->opts.max_frame_bytes), silence_(g->io), hello_deadline_(g->io),
         address_(std::move(address)) {
     boost::system::error_code ec;
-    auto ep = socket_.remote_endpoint(ec);
+    auto ep = stream_->socket().remote_endpoint(ec);
     peer_ = ec ? fmt::format("connection {}", id) : fmt::format("connection {} ({}:{})", id, address_, ep.port());
   }
 
@@ -40,7 +44,13 @@ class session : public std::enable_shared_from_this<session> {
         self->close(fmt::format("no hello within {:g} s of connecting", limit));
     });
     heard();
-    read();
+    // TLS: nothing is read before the handshake, which the hello deadline bounds as well.
+    handshaking_ = true;
+    stream_->async_handshake([self = shared_from_this()](const std::string& error) {
+      self->handshaking_ = false;
+      if (!error.empty()) return self->lost("TLS handshake failed: " + error);
+      if (!self->closing_) self->read();
+    });
   }
 
   void send(const wire::message& m) { send_frame(std::make_shared<const std::vector<uint8_t>>(wire::encode_frame(m))); }
@@ -85,6 +95,10 @@ class session : public std::enable_shared_from_this<session> {
   void close(const std::string& reason) {
     if (closing_) return;
     log_end(fmt::format("{}: closing: {}", peer_, reason));
+    if (handshaking_) {  // no frame can go before the TLS handshake ends
+      closing_ = true;
+      return shut();
+    }
     send(wire::error{escape_control(reason)});
     closing_ = true;
     if (queue_.empty()) shut();
@@ -106,7 +120,7 @@ class session : public std::enable_shared_from_this<session> {
   void read() {
     reading_ = true;
     auto self = shared_from_this();
-    socket_.async_read_some(asio::buffer(buf_), [self](boost::system::error_code ec, size_t n) {
+    stream_->async_read_some(asio::buffer(buf_), [self](const boost::system::error_code& ec, size_t n) {
       self->reading_ = false;
       if (ec) {
         self->lost(ec == asio::error::eof ? "the peer closed the connection" : ec.message());
@@ -141,7 +155,7 @@ class session : public std::enable_shared_from_this<session> {
 
   void write_next() {
     auto self = shared_from_this();
-    asio::async_write(socket_, asio::buffer(*queue_.front()), [self](boost::system::error_code ec, size_t) {
+    stream_->async_write(asio::buffer(*queue_.front()), [self](const boost::system::error_code& ec, size_t) {
       if (ec) {
         self->queue_.clear();
         self->lost("write failed: " + ec.message());
@@ -176,8 +190,8 @@ class session : public std::enable_shared_from_this<session> {
 
   void shut() {
     boost::system::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_both, ec);
-    socket_.close(ec);
+    stream_->socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_->socket().close(ec);
     detach();
     farewell_sent();
   }
@@ -191,11 +205,11 @@ class session : public std::enable_shared_from_this<session> {
 
   /// The connection ended without a close of ours.
   void lost(const std::string& why) {
-    if (!socket_.is_open()) return;
+    if (!stream_->socket().is_open()) return;
     if (!closing_) log_end(fmt::format("{}: disconnected: {}", peer_, why));
     closing_ = true;
     boost::system::error_code ec;
-    socket_.close(ec);
+    stream_->socket().close(ec);
     detach();
     farewell_sent();
   }
@@ -489,7 +503,7 @@ class session : public std::enable_shared_from_this<session> {
     g_->logs.answered(c, [book = g_->opts.book](uint32_t job) { return !(book && book->has_ended(job)); });
   }
 
-  tcp::socket socket_;
+  std::unique_ptr<net::byte_stream> stream_;  ///< plain TCP, or TLS over it
   gateway::impl* g_;  ///< outlives every session: sessions live in its io_context's handlers
   wire::frame_decoder decoder_;
   std::array<uint8_t, 16384> buf_{};
@@ -499,6 +513,7 @@ class session : public std::enable_shared_from_this<session> {
   asio::steady_timer hello_deadline_;
   std::string address_;  ///< the peer's IP address, for the caps on connections before hello
   bool reading_ = false;
+  bool handshaking_ = false;  ///< TLS handshake in progress (plain: never)
   bool awaiting_status_ = false;
   bool ended_ = false;  ///< counted out of the gateway's connections
   std::string peer_, name_;
@@ -513,7 +528,9 @@ class session : public std::enable_shared_from_this<session> {
 };
 
 void start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address) {
-  std::make_shared<session>(std::move(s), g, id, std::move(address))->start();
+  auto stream = g->tls ? net::tls_server_stream(std::move(s), g->tls, wire::encode_frame(wire::error{plain_refusal}))
+                       : net::plain_stream(std::move(s));
+  std::make_shared<session>(std::move(stream), g, id, std::move(address))->start();
 }
 
 void send_to(session& s, const wire::message& m) { s.send(m); }

@@ -17,6 +17,7 @@
 #include "runtime/input_error.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/live/gateway.hpp"
+#include "runtime/live/listen_policy.hpp"
 #include "runtime/live/metrics.hpp"
 #include "runtime/live/serve_state.hpp"
 #include "runtime/live/token.hpp"
@@ -121,6 +122,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
                        "speedup times its seconds in JCTs\n",
                        c.speedup, max_faithful_speedup);
   if (o.token_file.empty()) throw input_error("serve: --token-file is required (the cluster token)");
+  check_listen_policy(o.bind, o.tls_cert_file, o.tls_key_file, o.insecure);
   if (o.join < 0) throw input_error(fmt::format("serve: --join {}: not a number of agents", o.join));
   // A restart must find the cluster its journal was written for, which a live inventory
   // only knows once the agents are back.
@@ -150,6 +152,8 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.bind = o.bind;
   g.port = o.port;
   g.token = read_token_file(o.token_file);
+  g.tls_cert_file = o.tls_cert_file;
+  g.tls_key_file = o.tls_key_file;
   g.checkpoint_root = checkpoints.string();
   g.stop_grace_s = o.stop_grace_s;
   g.default_estimate_s = c.default_estimate_s;
@@ -181,7 +185,8 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
 
   auto publish = [&, done = false]() mutable {
     if (std::exchange(done, true)) return;
-    log << fmt::format("[serve] listening on {}:{}\n", o.bind, net.port()) << std::flush;
+    log << fmt::format("[serve] listening on {}:{}{}\n", o.bind, net.port(),
+                       o.tls_cert_file.empty() ? "" : " (TLS)") << std::flush;
     write_port_file(o.port_file, net.port());
   };
   // A live inventory is whoever comes: the address is published before the cluster is known.

@@ -14,6 +14,10 @@ namespace aryl::live {
 
 struct serve_options {
   std::string bind = "127.0.0.1";
+  /// TLS on the agent and client listener (PEM certificate chain and key); empty: plain TCP,
+  /// which a non-loopback `bind` refuses unless `insecure` (check_listen_policy).
+  std::string tls_cert_file, tls_key_file;
+  bool insecure = false;
   uint16_t port = 0;           ///< 0: the OS chooses; written to port_file
   std::string token_file;      ///< required: the cluster token
   std::string port_file;       ///< optional: the port, once listening (for scripts)
