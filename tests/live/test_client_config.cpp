@@ -1,0 +1,166 @@
+// Where client commands find the scheduler (runtime/live/client_config: flags, then the
+// environment, then the file), what serve may listen on (runtime/live/listen_policy), and the
+// TLS contexts' errors naming their files (runtime/tls_stream).
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "runtime/input_error.hpp"
+#include "runtime/live/client.hpp"
+#include "runtime/live/client_config.hpp"
+#include "runtime/live/listen_policy.hpp"
+#include "runtime/tls_stream.hpp"
+
+using namespace aryl;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct temp_folder {
+  fs::path path = fs::temp_directory_path() / ("aryl-client-config-" + std::to_string(::getpid()));
+  temp_folder() { fs::create_directories(path); }
+  ~temp_folder() { fs::remove_all(path); }
+  std::string write(const std::string& name, const std::string& text) const {
+    fs::create_directories((path / name).parent_path());
+    std::ofstream(path / name) << text;
+    return (path / name).string();
+  }
+};
+
+/// A fake environment.
+struct fake_env {
+  std::map<std::string, std::string> vars;
+  live::env_lookup lookup() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+/// The message of the input_error `f` throws, or "" if it throws none.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+TEST_CASE("client config: the environment wins over the file, flags over both, relative paths are the file's") {
+  temp_folder dir;
+  auto file = live::read_client_config(
+      dir.write("client.yaml", "addr: 10.0.0.5:7000\ntoken_file: token\ntls_ca: /etc/aryl/ca.pem\n"));
+  CHECK(file.addr == "10.0.0.5:7000");
+  CHECK(file.token_file == (dir.path / "token").string());  // relative: beside the file
+  CHECK(file.tls_ca == "/etc/aryl/ca.pem");
+
+  fake_env env;
+  auto base = env.lookup();
+  auto lookup = live::with_client_config(base, file);
+  // Only the file: its values.
+  auto e = live::resolve_endpoint("status", "", std::nullopt, "", lookup);
+  CHECK(e.host == "10.0.0.5");
+  CHECK(e.port == 7000);
+  CHECK(e.token_file == file.token_file);
+  CHECK(std::string(lookup("ARYL_TLS_CA")) == "/etc/aryl/ca.pem");
+  CHECK(lookup("HOME") == nullptr);  // other names: the environment's only
+  // The environment over the file.
+  env.vars = {{"ARYL_ADDR", "127.0.0.1:9000"}, {"ARYL_TOKEN_FILE", "/run/token"}, {"ARYL_TLS_CA", "/run/ca.pem"}};
+  e = live::resolve_endpoint("status", "", std::nullopt, "", lookup);
+  CHECK(e.host == "127.0.0.1");
+  CHECK(e.port == 9000);
+  CHECK(e.token_file == "/run/token");
+  CHECK(std::string(lookup("ARYL_TLS_CA")) == "/run/ca.pem");
+  // Flags over both.
+  e = live::resolve_endpoint("status", "192.168.1.1", uint16_t{7100}, "/flag/token", lookup);
+  CHECK(e.host == "192.168.1.1");
+  CHECK(e.port == 7100);
+  CHECK(e.token_file == "/flag/token");
+  // An empty variable is unset: the file's value shows through.
+  env.vars = {{"ARYL_ADDR", ""}};
+  CHECK(live::resolve_endpoint("status", "", std::nullopt, "", lookup).port == 7000);
+}
+
+TEST_CASE("client config: a malformed file is an error naming the file, line and key") {
+  temp_folder dir;
+  auto check_error = [&](const std::string& text, const std::string& expected) {
+    auto path = dir.write("bad.yaml", text);
+    auto msg = error_of([&] { live::read_client_config(path); });
+    CHECK_MESSAGE(msg.find(path) != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find(expected) != std::string::npos, msg);
+  };
+  check_error("addr: 127.0.0.1:7000\nport: 7000\n", ":2: unknown key 'port'");
+  check_error("addr: localhost\n", ":1: addr: 'localhost' is not HOST:PORT");
+  check_error("addr: 127.0.0.1:70000\n", "addr: '127.0.0.1:70000' is not HOST:PORT");
+  check_error("token_file: [a, b]\n", ":1: token_file: expected a non-empty string");
+  check_error("tls_ca: \"\"\n", "tls_ca: expected a non-empty string");
+  check_error("- addr\n", "expected a map of keys addr, token_file, tls_ca");
+  check_error("addr: [\n", "bad.yaml");  // does not parse
+  // An empty file sets nothing.
+  auto empty = live::read_client_config(dir.write("empty.yaml", ""));
+  CHECK(empty.addr.empty());
+  CHECK(empty.token_file.empty());
+}
+
+TEST_CASE("client config: ARYL_CONFIG names the file (missing: an error naming it), else the one in the config home") {
+  temp_folder dir;
+  fake_env env;
+  env.vars = {{"HOME", dir.path.string()}};
+  // No file in the home: nothing, and no error.
+  CHECK(live::find_client_config(env.lookup()).path.empty());
+  auto home_file = dir.write(".config/aryl/client.yaml", "addr: 127.0.0.1:7001\n");
+  CHECK(live::find_client_config(env.lookup()).path == home_file);
+  CHECK(live::find_client_config(env.lookup()).addr == "127.0.0.1:7001");
+  // XDG_CONFIG_HOME instead of ~/.config.
+  auto xdg_file = dir.write("xdg/aryl/client.yaml", "addr: 127.0.0.1:7002\n");
+  env.vars["XDG_CONFIG_HOME"] = (dir.path / "xdg").string();
+  CHECK(live::find_client_config(env.lookup()).addr == "127.0.0.1:7002");
+  // ARYL_CONFIG over both; a missing one is an error naming it.
+  env.vars["ARYL_CONFIG"] = dir.write("named.yaml", "addr: 127.0.0.1:7003\n");
+  CHECK(live::find_client_config(env.lookup()).addr == "127.0.0.1:7003");
+  env.vars["ARYL_CONFIG"] = (dir.path / "missing.yaml").string();
+  auto msg = error_of([&] { live::find_client_config(env.lookup()); });
+  CHECK_MESSAGE(msg.find("missing.yaml") != std::string::npos, msg);
+  (void)xdg_file;
+}
+
+TEST_CASE("listen policy: plain TCP only on loopback unless insecure, TLS anywhere, cert and key go together") {
+  CHECK_NOTHROW(live::check_listen_policy("127.0.0.1", "", "", false));
+  CHECK_NOTHROW(live::check_listen_policy("127.0.0.2", "", "", false));
+  CHECK_NOTHROW(live::check_listen_policy("::1", "", "", false));
+  for (const char* bind : {"0.0.0.0", "10.0.0.5", "::"}) {
+    auto msg = error_of([&] { live::check_listen_policy(bind, "", "", false); });
+    CHECK_MESSAGE(msg.find(std::string("--bind ") + bind + " is not a loopback address") != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("--insecure") != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("--tls-cert") != std::string::npos, msg);
+    CHECK_NOTHROW(live::check_listen_policy(bind, "", "", true));
+    CHECK_NOTHROW(live::check_listen_policy(bind, "cert.pem", "key.pem", false));
+  }
+  CHECK(error_of([] { live::check_listen_policy("0.0.0.0", "cert.pem", "", false); }).find("--tls-key is missing") !=
+        std::string::npos);
+  CHECK(error_of([] { live::check_listen_policy("127.0.0.1", "", "key.pem", true); }).find("--tls-cert is missing") !=
+        std::string::npos);
+  CHECK(error_of([] { live::check_listen_policy("localhost", "", "", false); }).find("not an IP address") !=
+        std::string::npos);
+}
+
+TEST_CASE("tls contexts: a file that is missing or not PEM is an error naming the file and the flag") {
+  temp_folder dir;
+  auto garbage = dir.write("garbage.pem", "not a certificate\n");
+  auto msg = error_of([] { net::tls_client_context("/nonexistent/ca.pem"); });
+  CHECK_MESSAGE(msg.find("/nonexistent/ca.pem: --tls-ca: cannot load") != std::string::npos, msg);
+  msg = error_of([&] { net::tls_client_context(garbage); });
+  CHECK_MESSAGE(msg.find(garbage + ": --tls-ca") != std::string::npos, msg);
+  msg = error_of([&] { net::tls_server_context(garbage, "/nonexistent/key.pem"); });
+  CHECK_MESSAGE(msg.find(garbage + ": --tls-cert") != std::string::npos, msg);
+}
