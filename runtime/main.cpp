@@ -259,12 +259,12 @@ int main(int argc, char** argv) {
   }
   // The scheduler's address, token and CA of a client command: flags, else the environment,
   // else the client config file.
-  aryl::live::env_lookup getenv = [](const char* v) { return std::getenv(v); };
+  aryl::live::env_lookup environment = [](const char* v) { return std::getenv(v); };
   auto connect_to = [&](CLI::App* cmd) {
     std::optional<uint16_t> port;
     if (cmd->count("--port") > 0) port = co.port;
-    auto file = aryl::live::find_client_config(getenv);
-    auto lookup = aryl::live::with_client_config(getenv, file);
+    auto file = aryl::live::find_client_config(environment);
+    auto lookup = aryl::live::with_client_config(environment, file);
     if (const char* ca = lookup("ARYL_TLS_CA"); ca && co.tls_ca_file.empty()) co.tls_ca_file = ca;
     auto e = aryl::live::resolve_endpoint(cmd->get_name(), client_host, port, client_token, lookup);
     co.host = e.host;

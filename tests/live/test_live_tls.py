@@ -16,7 +16,8 @@ another host are made at test time with the `openssl` CLI. Then:
   - (c) a job submitted through a client config file (ARYL_CONFIG: addr, token_file, tls_ca,
     no flags) runs on the agent to `done` in jobs.csv;
   - (d) a plain-text `aryl status` is refused with "speaks TLS only", a raw plain socket reads
-    that refusal as an error frame, serve logs each naming the peer, and keeps serving;
+    that refusal as an error frame, serve logs each naming the peer; a peer that stalls its
+    handshake is closed at the hello deadline; serve keeps serving;
   - `aryl status` with another CA fails naming the server and the verifier's reason; against a
     certificate naming another host it fails with "IP address mismatch".
 Every process is stopped by its pid on every way out; no port stays bound.
@@ -29,6 +30,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from live_harness import check, main, read, wait_for  # noqa: E402
@@ -167,7 +169,8 @@ def run(a, work, procs):
 
     serve = bed.serve(["--no-workload", "--servers", "1", "--set", "cluster.training.gpus_per_server=8",
                        "--set", "cluster.inference.servers=0", "--speedup", "10", "--set", "jobs.restart_overhead_s=0",
-                       "--set", "jobs.scale_overhead_s=0", "--tls-cert", certs["server.pem"], "--tls-key",
+                       "--set", "jobs.scale_overhead_s=0", "--set", "live.hello_timeout_s=2",
+                       "--tls-cert", certs["server.pem"], "--tls-key",
                        certs["server.key"]])
     if not serve:
         return None
@@ -231,8 +234,24 @@ def run(a, work, procs):
                    "serve's log lines"), "serve logs each plain-text refusal")
     line = next((x for x in read(serve_log).splitlines() if "does not speak TLS" in x), "")
     check("(127.0.0.1:" in line, f"the log line names the peer ({line})")
+    # A peer that starts a TLS handshake and stalls is dropped at the hello deadline.
+    try:
+        with socket.create_connection(("127.0.0.1", bed.port), timeout=10) as s:
+            s.sendall(b"\x16\x03\x01")
+            began = time.monotonic()
+            try:
+                data = s.recv(100)  # b"" once serve closes
+            except ConnectionResetError:
+                data = b""
+            waited = time.monotonic() - began
+        check(data == b"" and 1 <= waited < 6,
+              f"a stalled TLS handshake is closed at the 2 s hello deadline (after {waited:.1f} s, read {data!r})")
+    except OSError as e:
+        check(False, f"stalled handshake: {e!r}")
+    check(wait_for(lambda: "closing: no hello within 2 s of connecting" in read(serve_log), 5, "the log line"),
+          "serve logs the stalled peer's end")
     r = aryl("status", *where, "--tls-ca", certs["ca.pem"])
-    check(r.returncode == 0 and serve.poll() is None, "serve keeps serving after the plain-text peers")
+    check(r.returncode == 0 and serve.poll() is None, "serve keeps serving after the plain-text and stalled peers")
 
     # A server this client must not trust: another CA; a certificate naming another host.
     folder = os.path.join(bed.dir, "agent-t9")
