@@ -154,16 +154,28 @@ def run(a, work, procs):
     clean["HOME"] = work
 
     def aryl(*args, env=None):
-        return subprocess.run([bed.aryl, *args], capture_output=True, text=True, timeout=30, env=env or clean)
+        try:
+            return subprocess.run([bed.aryl, *args], capture_output=True, text=True, timeout=30, env=env or clean)
+        except subprocess.TimeoutExpired:  # killed by subprocess.run
+            return subprocess.CompletedProcess(args, None, "", "timed out after 30 s")
 
-    # Plain TCP beyond loopback is refused before anything binds.
+    # Plain TCP beyond loopback is refused before anything binds. Should a serve bind anyway, it
+    # is killed as soon as it says so (its port file).
     port_file = os.path.join(bed.dir, "refused.port")
-    r = aryl("serve", "--bind", "0.0.0.0", "--port", "0", "--port-file", port_file, "--token-file", bed.token,
-             "--no-workload", "--servers", "1", "--set", "cluster.inference.servers=0", "--work-dir",
-             os.path.join(bed.dir, "refused"), "--out", os.path.join(work, "refused-out"))
-    check(r.returncode == 2 and "--bind 0.0.0.0 is not a loopback address" in r.stderr and "--insecure" in r.stderr
-          and "--tls-cert" in r.stderr, f"serve --bind 0.0.0.0 without TLS is refused naming the way out ({r.stderr!r})")
-    check(not os.path.exists(port_file) and "listening" not in r.stderr, "it refuses before binding")
+    refused_log = os.path.join(bed.dir, "refused.log")
+    p = procs.start("serve on 0.0.0.0", [
+        bed.aryl, "serve", "--bind", "0.0.0.0", "--port", "0", "--port-file", port_file, "--token-file", bed.token,
+        "--no-workload", "--servers", "1", "--set", "cluster.inference.servers=0", "--work-dir",
+        os.path.join(bed.dir, "refused"), "--out", os.path.join(work, "refused-out")], refused_log, env=clean)
+    wait_for(lambda: os.path.exists(port_file) or p.poll() is not None, 20, "serve --bind 0.0.0.0 to end")
+    bound = os.path.exists(port_file)
+    if p.poll() is None:
+        p.kill()
+    p.wait()
+    text = read(refused_log)
+    check(p.returncode == 2 and "--bind 0.0.0.0 is not a loopback address" in text and "--insecure" in text
+          and "--tls-cert" in text, f"serve --bind 0.0.0.0 without TLS is refused naming the way out ({text!r})")
+    check(not bound and "listening" not in text, "it refuses before binding")
     r = aryl("serve", "--tls-cert", certs["server.pem"], "--token-file", bed.token, "--no-workload")
     check(r.returncode == 2 and "--tls-key is missing" in r.stderr, f"--tls-cert alone is refused ({r.stderr!r})")
 
