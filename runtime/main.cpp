@@ -152,6 +152,7 @@ int main(int argc, char** argv) {
   serve->add_option("--bind", so.bind, "address to listen on (default 127.0.0.1; another needs TLS or --insecure)");
   serve->add_option("--tls-cert", so.tls_cert_file, "TLS: this PEM certificate chain for agents and clients");
   serve->add_option("--tls-key", so.tls_key_file, "TLS: the certificate's PEM private key");
+  serve->add_option("--tls-ca", so.tls_ca_file, "TLS: agents and clients must present a certificate of this PEM CA");
   serve->add_flag("--insecure", so.insecure, "listen in plain text on a non-loopback --bind");
   serve->add_option("--port", so.port, "port (default 0: the OS chooses)");
   serve->add_option("--port-file", so.port_file, "write the port here once listening");
@@ -178,8 +179,10 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--host", agent_host, "scheduler address (default 127.0.0.1, or ARYL_ADDR's host)");
   agent_cmd->add_option("--port", ao.port, "scheduler port (default: ARYL_ADDR=HOST:PORT)");
   agent_cmd->add_option("--token-file", agent_token, "file holding the cluster token (default: ARYL_TOKEN_FILE)");
-  std::string agent_tls_ca;
+  std::string agent_tls_ca, agent_tls_cert, agent_tls_key;
   agent_cmd->add_option("--tls-ca", agent_tls_ca, "TLS: verify serve against this PEM CA (default: ARYL_TLS_CA)");
+  agent_cmd->add_option("--tls-cert", agent_tls_cert, "TLS: present this certificate (default: ARYL_TLS_CERT)");
+  agent_cmd->add_option("--tls-key", agent_tls_key, "TLS: its private key (default: ARYL_TLS_KEY)");
   agent_cmd->add_option("--name", ao.name, "this machine's server name (as in the scheduler's config)")->required();
   agent_cmd->add_option("--gpu-type", ao.gpu_type, "GPU type (default: nvidia-smi's, else V100)");
   agent_cmd->add_option("--gpus", ao.gpus, "GPUs (default: nvidia-smi's count, else 8)");
@@ -205,6 +208,8 @@ int main(int argc, char** argv) {
     c->add_option("--port", co.port, "scheduler port (default: ARYL_ADDR=HOST:PORT)");
     c->add_option("--token-file", client_token, "file holding the cluster token (default: ARYL_TOKEN_FILE)");
     c->add_option("--tls-ca", co.tls_ca_file, "TLS: verify serve against this PEM CA (default: ARYL_TLS_CA)");
+    c->add_option("--tls-cert", co.tls_cert_file, "TLS: present this certificate (default: ARYL_TLS_CERT)");
+    c->add_option("--tls-key", co.tls_key_file, "TLS: its private key (default: ARYL_TLS_KEY)");
   };
   bool status_all = false;
   auto* status_cmd = app.add_subcommand("status", "live mode: queued and running jobs, servers and loans");
@@ -265,7 +270,11 @@ int main(int argc, char** argv) {
     if (cmd->count("--port") > 0) port = co.port;
     auto file = aryl::live::find_client_config(environment);
     auto lookup = aryl::live::with_client_config(environment, file);
-    if (const char* ca = lookup("ARYL_TLS_CA"); ca && co.tls_ca_file.empty()) co.tls_ca_file = ca;
+    for (auto [var, field] : {std::pair{"ARYL_TLS_CA", &co.tls_ca_file}, std::pair{"ARYL_TLS_CERT", &co.tls_cert_file},
+                              std::pair{"ARYL_TLS_KEY", &co.tls_key_file}})
+      if (const char* v = lookup(var); v && field->empty()) *field = v;
+    if (co.tls_ca_file.empty() && !(co.tls_cert_file.empty() && co.tls_key_file.empty()))
+      throw aryl::input_error(cmd->get_name() + ": --tls-cert and --tls-key are for TLS: give --tls-ca (or ARYL_TLS_CA) too");
     auto e = aryl::live::resolve_endpoint(cmd->get_name(), client_host, port, client_token, lookup);
     co.host = e.host;
     co.port = e.port;
@@ -285,8 +294,12 @@ int main(int argc, char** argv) {
                                             [](const char* v) { return std::getenv(v); });
       ao.host = e.host;
       ao.port = e.port;
-      if (const char* ca = std::getenv("ARYL_TLS_CA"); ca && *ca && agent_tls_ca.empty()) agent_tls_ca = ca;
-      if (!agent_tls_ca.empty()) ao.tls = aryl::net::tls_client_context(agent_tls_ca);
+      for (auto [var, field] : {std::pair{"ARYL_TLS_CA", &agent_tls_ca}, std::pair{"ARYL_TLS_CERT", &agent_tls_cert},
+                                std::pair{"ARYL_TLS_KEY", &agent_tls_key}})
+        if (const char* v = std::getenv(var); v && *v && field->empty()) *field = v;
+      if (agent_tls_ca.empty() && !(agent_tls_cert.empty() && agent_tls_key.empty()))
+        throw aryl::input_error("agent: --tls-cert and --tls-key are for TLS: give --tls-ca (or ARYL_TLS_CA) too");
+      if (!agent_tls_ca.empty()) ao.tls = aryl::net::tls_client_context(agent_tls_ca, agent_tls_cert, agent_tls_key);
       // What the flags do not say, the machine does, where nvidia-smi is installed.
       bool typed = agent_cmd->count("--gpu-type") > 0, counted = agent_cmd->count("--gpus") > 0;
       std::string note;

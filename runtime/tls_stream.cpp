@@ -154,28 +154,47 @@ class tls final : public byte_stream {
 
 } // namespace
 
-std::shared_ptr<tls_context> tls_server_context(const std::string& cert_file, const std::string& key_file) {
-  auto c = std::make_shared<tls_context>(ssl::context::tls_server);
-  modern_only(c->ctx);
+namespace {
+
+void use_certificate(ssl::context& c, const std::string& cert_file, const std::string& key_file) {
   boost::system::error_code ec;
-  c->ctx.use_certificate_chain_file(cert_file, ec);
+  c.use_certificate_chain_file(cert_file, ec);
   if (ec) throw input_error(cert_file + ": --tls-cert: cannot use it as a PEM certificate chain: " + openssl_reason(ec));
-  c->ctx.use_private_key_file(key_file, ssl::context::pem, ec);
+  c.use_private_key_file(key_file, ssl::context::pem, ec);
   if (ec) throw input_error(key_file + ": --tls-key: cannot use it as a PEM private key: " + openssl_reason(ec));
-  if (SSL_CTX_check_private_key(c->ctx.native_handle()) != 1) {
+  if (SSL_CTX_check_private_key(c.native_handle()) != 1) {
     ERR_clear_error();
     throw input_error(key_file + ": --tls-key: does not match the certificate in " + cert_file);
+  }
+}
+
+void trust(ssl::context& c, const std::string& ca_file) {
+  boost::system::error_code ec;
+  c.load_verify_file(ca_file, ec);
+  if (ec) throw input_error(ca_file + ": --tls-ca: cannot load it as PEM CA certificates: " + openssl_reason(ec));
+}
+
+} // namespace
+
+std::shared_ptr<tls_context> tls_server_context(const std::string& cert_file, const std::string& key_file,
+                                                const std::string& client_ca_file) {
+  auto c = std::make_shared<tls_context>(ssl::context::tls_server);
+  modern_only(c->ctx);
+  use_certificate(c->ctx, cert_file, key_file);
+  if (!client_ca_file.empty()) {
+    trust(c->ctx, client_ca_file);
+    c->ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
   }
   return c;
 }
 
-std::shared_ptr<tls_context> tls_client_context(const std::string& ca_file) {
+std::shared_ptr<tls_context> tls_client_context(const std::string& ca_file, const std::string& cert_file,
+                                                const std::string& key_file) {
   auto c = std::make_shared<tls_context>(ssl::context::tls_client);
   modern_only(c->ctx);
-  boost::system::error_code ec;
-  c->ctx.load_verify_file(ca_file, ec);
-  if (ec) throw input_error(ca_file + ": --tls-ca: cannot load it as PEM CA certificates: " + openssl_reason(ec));
+  trust(c->ctx, ca_file);
   c->ctx.set_verify_mode(ssl::verify_peer);
+  if (!cert_file.empty() || !key_file.empty()) use_certificate(c->ctx, cert_file, key_file);
   return c;
 }
 

@@ -45,12 +45,17 @@ class byte_stream {
 /// An OpenSSL context: a server's certificate and key, or the CA a client trusts.
 struct tls_context;
 
-/// The context of a TLS listener. Throws aryl::input_error naming the file that cannot be
-/// read or holds no usable certificate or key, or a key that does not match the certificate.
-std::shared_ptr<tls_context> tls_server_context(const std::string& cert_file, const std::string& key_file);
+/// The context of a TLS listener. With `client_ca_file`, every peer must present a
+/// certificate that chains to a CA in it (mutual TLS). Throws aryl::input_error naming the
+/// file that cannot be read or holds no usable certificate or key, or a key that does not
+/// match the certificate.
+std::shared_ptr<tls_context> tls_server_context(const std::string& cert_file, const std::string& key_file,
+                                                const std::string& client_ca_file = "");
 /// The context of a client that trusts the CA (or self-signed certificate) in `ca_file`
-/// (PEM) and nothing else. Throws aryl::input_error naming the file.
-std::shared_ptr<tls_context> tls_client_context(const std::string& ca_file);
+/// (PEM) and nothing else; with `cert_file` and `key_file`, it presents that certificate
+/// when the server asks for one. Throws aryl::input_error naming the file.
+std::shared_ptr<tls_context> tls_client_context(const std::string& ca_file, const std::string& cert_file = "",
+                                                const std::string& key_file = "");
 
 /// A plain TCP stream over an accepted socket, or a new socket on `io` to connect.
 std::unique_ptr<byte_stream> plain_stream(boost::asio::ip::tcp::socket s);

@@ -26,8 +26,9 @@ class connection {
  public:
   connection(const client_options& o)
       : o_(o), where_(fmt::format("{}:{}", o.host, o.port)),
-        stream_(net::client_stream(io_, o.tls_ca_file.empty() ? nullptr : net::tls_client_context(o.tls_ca_file),
-                                   o.host)) {
+        stream_(net::client_stream(
+            io_, o.tls_ca_file.empty() ? nullptr : net::tls_client_context(o.tls_ca_file, o.tls_cert_file, o.tls_key_file),
+            o.host)) {
     boost::system::error_code ec;
     auto address = asio::ip::make_address(o.host, ec);
     if (ec) throw input_error(fmt::format("--host {}: not an IP address", o.host));

@@ -19,6 +19,8 @@ struct client_options {
   /// Speak TLS and trust only the CA (PEM) in this file; the server's certificate must name
   /// `host`. Empty: plain TCP.
   std::string tls_ca_file;
+  /// With TLS: the certificate and key (PEM) presented to a serve that asks for one.
+  std::string tls_cert_file, tls_key_file;
 };
 
 /// Where a command finds the scheduler and its token. `host`, `port`, `token_file`: the

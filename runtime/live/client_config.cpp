@@ -29,13 +29,22 @@ client_config read_client_config(const std::string& path) {
   c.path = path;
   auto root = load_yaml_file(path, "client config file");
   if (!root || root.IsNull()) return c;  // an empty file sets nothing
-  if (!root.IsMap()) throw input_error(yaml_where(path, root.Mark()) + ": client config file: expected a map of keys addr, token_file, tls_ca");
+  if (!root.IsMap())
+    throw input_error(yaml_where(path, root.Mark()) +
+                      ": client config file: expected a map of keys addr, token_file, tls_ca, tls_cert, tls_key");
   const auto folder = std::filesystem::path(path).parent_path();
   for (const auto& kv : root) {
     const auto key = kv.first.Scalar();
     const auto where = yaml_where(path, kv.first.Mark());
-    std::string* field = key == "addr" ? &c.addr : key == "token_file" ? &c.token_file : key == "tls_ca" ? &c.tls_ca : nullptr;
-    if (!field) throw input_error(where + ": unknown key '" + key + "' (a client config file has addr, token_file, tls_ca)");
+    std::string* field = key == "addr"       ? &c.addr
+                         : key == "token_file" ? &c.token_file
+                         : key == "tls_ca"     ? &c.tls_ca
+                         : key == "tls_cert"   ? &c.tls_cert
+                         : key == "tls_key"    ? &c.tls_key
+                                               : nullptr;
+    if (!field)
+      throw input_error(where + ": unknown key '" + key +
+                        "' (a client config file has addr, token_file, tls_ca, tls_cert, tls_key)");
     if (!kv.second.IsScalar() || kv.second.Scalar().empty())
       throw input_error(where + ": " + key + ": expected a non-empty string");
     *field = kv.second.Scalar();
@@ -62,8 +71,12 @@ env_lookup with_client_config(const env_lookup& env, const client_config& file) 
   return [&env, &file](const char* name) -> const char* {
     if (const char* v = env(name); v && *v) return v;
     const std::string n = name;
-    const std::string* from = n == "ARYL_ADDR" ? &file.addr : n == "ARYL_TOKEN_FILE" ? &file.token_file
-                              : n == "ARYL_TLS_CA" ? &file.tls_ca : nullptr;
+    const std::string* from = n == "ARYL_ADDR"         ? &file.addr
+                              : n == "ARYL_TOKEN_FILE" ? &file.token_file
+                              : n == "ARYL_TLS_CA"     ? &file.tls_ca
+                              : n == "ARYL_TLS_CERT"   ? &file.tls_cert
+                              : n == "ARYL_TLS_KEY"    ? &file.tls_key
+                                                       : nullptr;
     return from && !from->empty() ? from->c_str() : nullptr;
   };
 }

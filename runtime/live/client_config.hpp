@@ -7,6 +7,8 @@
 ///     addr: 10.0.0.5:7000          # HOST:PORT, as ARYL_ADDR
 ///     token_file: token            # as ARYL_TOKEN_FILE
 ///     tls_ca: ca.pem               # as ARYL_TLS_CA
+///     tls_cert: me.pem             # as ARYL_TLS_CERT (a serve started with --tls-ca asks)
+///     tls_key: me.key              # as ARYL_TLS_KEY
 ///
 /// Relative paths are taken from the file's folder.
 #include <functional>
@@ -19,11 +21,11 @@ using env_lookup = std::function<const char*(const char*)>;
 
 struct client_config {
   std::string path;  ///< the file read; empty: none
-  std::string addr, token_file, tls_ca;  ///< empty: not set
+  std::string addr, token_file, tls_ca, tls_cert, tls_key;  ///< empty: not set
 };
 
 /// The file at `path`. Throws aryl::input_error naming the file (and line and key) when it
-/// cannot be read or parsed, is not a map, holds a key other than the three above, a value
+/// cannot be read or parsed, is not a map, holds a key other than the five above, a value
 /// that is not a single string, or an addr that is not HOST:PORT with a port in 1..65535.
 client_config read_client_config(const std::string& path);
 
@@ -32,8 +34,9 @@ client_config read_client_config(const std::string& path);
 /// when that file exists; else none (an empty config).
 client_config find_client_config(const env_lookup& env);
 
-/// Looks ARYL_ADDR, ARYL_TOKEN_FILE and ARYL_TLS_CA up in `env`, and where unset (or empty)
-/// in `file`; any other name in `env` only. Keeps references to both.
+/// Looks ARYL_ADDR, ARYL_TOKEN_FILE, ARYL_TLS_CA, ARYL_TLS_CERT and ARYL_TLS_KEY up in `env`,
+/// and where unset (or empty) in `file`; any other name in `env` only. Keeps references to
+/// both.
 env_lookup with_client_config(const env_lookup& env, const client_config& file);
 
 } // namespace aryl::live

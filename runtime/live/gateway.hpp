@@ -31,6 +31,9 @@ struct gateway_options {
   /// TLS on the listener: the certificate chain and private key (PEM files); both empty:
   /// plain TCP. A peer that does not start a TLS handshake is refused (docs/protocol.md).
   std::string tls_cert_file, tls_key_file;
+  /// With TLS: peers must present a certificate chaining to a CA in this PEM file (mutual
+  /// TLS). Empty: no client certificate is asked for (the token authenticates peers).
+  std::string tls_client_ca_file;
   size_t max_frame_bytes = wire::default_max_frame_bytes;
   /// Where jobs keep their checkpoints (shared by every agent on a one-machine testbed).
   std::string checkpoint_root;

@@ -123,6 +123,8 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
                        c.speedup, max_faithful_speedup);
   if (o.token_file.empty()) throw input_error("serve: --token-file is required (the cluster token)");
   check_listen_policy(o.bind, o.tls_cert_file, o.tls_key_file, o.insecure);
+  if (!o.tls_ca_file.empty() && o.tls_cert_file.empty())
+    throw input_error("serve: --tls-ca asks agents and clients for certificates over TLS: give --tls-cert and --tls-key");
   if (o.join < 0) throw input_error(fmt::format("serve: --join {}: not a number of agents", o.join));
   // A restart must find the cluster its journal was written for, which a live inventory
   // only knows once the agents are back.
@@ -154,6 +156,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.token = read_token_file(o.token_file);
   g.tls_cert_file = o.tls_cert_file;
   g.tls_key_file = o.tls_key_file;
+  g.tls_client_ca_file = o.tls_ca_file;
   g.checkpoint_root = checkpoints.string();
   g.stop_grace_s = o.stop_grace_s;
   g.default_estimate_s = c.default_estimate_s;

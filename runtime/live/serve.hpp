@@ -17,6 +17,8 @@ struct serve_options {
   /// TLS on the agent and client listener (PEM certificate chain and key); empty: plain TCP,
   /// which a non-loopback `bind` refuses unless `insecure` (check_listen_policy).
   std::string tls_cert_file, tls_key_file;
+  /// With TLS: agents and clients must present a certificate signed by a CA in this file.
+  std::string tls_ca_file;
   bool insecure = false;
   uint16_t port = 0;           ///< 0: the OS chooses; written to port_file
   std::string token_file;      ///< required: the cluster token

@@ -59,10 +59,13 @@ std::string error_of(F&& f) {
 TEST_CASE("client config: the environment wins over the file, flags over both, relative paths are the file's") {
   temp_folder dir;
   auto file = live::read_client_config(
-      dir.write("client.yaml", "addr: 10.0.0.5:7000\ntoken_file: token\ntls_ca: /etc/aryl/ca.pem\n"));
+      dir.write("client.yaml", "addr: 10.0.0.5:7000\ntoken_file: token\ntls_ca: /etc/aryl/ca.pem\n"
+                               "tls_cert: me.pem\ntls_key: me.key\n"));
   CHECK(file.addr == "10.0.0.5:7000");
   CHECK(file.token_file == (dir.path / "token").string());  // relative: beside the file
   CHECK(file.tls_ca == "/etc/aryl/ca.pem");
+  CHECK(file.tls_cert == (dir.path / "me.pem").string());
+  CHECK(file.tls_key == (dir.path / "me.key").string());
 
   fake_env env;
   auto base = env.lookup();
@@ -73,6 +76,7 @@ TEST_CASE("client config: the environment wins over the file, flags over both, r
   CHECK(e.port == 7000);
   CHECK(e.token_file == file.token_file);
   CHECK(std::string(lookup("ARYL_TLS_CA")) == "/etc/aryl/ca.pem");
+  CHECK(std::string(lookup("ARYL_TLS_KEY")) == file.tls_key);
   CHECK(lookup("HOME") == nullptr);  // other names: the environment's only
   // The environment over the file.
   env.vars = {{"ARYL_ADDR", "127.0.0.1:9000"}, {"ARYL_TOKEN_FILE", "/run/token"}, {"ARYL_TLS_CA", "/run/ca.pem"}};
@@ -104,7 +108,7 @@ TEST_CASE("client config: a malformed file is an error naming the file, line and
   check_error("addr: 127.0.0.1:70000\n", "addr: '127.0.0.1:70000' is not HOST:PORT");
   check_error("token_file: [a, b]\n", ":1: token_file: expected a non-empty string");
   check_error("tls_ca: \"\"\n", "tls_ca: expected a non-empty string");
-  check_error("- addr\n", "expected a map of keys addr, token_file, tls_ca");
+  check_error("- addr\n", "expected a map of keys addr, token_file, tls_ca, tls_cert, tls_key");
   check_error("addr: [\n", "bad.yaml");  // does not parse
   // An empty file sets nothing.
   auto empty = live::read_client_config(dir.write("empty.yaml", ""));

@@ -19,7 +19,9 @@ another host are made at test time with the `openssl` CLI. Then:
     that refusal as an error frame, serve logs each naming the peer; a peer that stalls its
     handshake is closed at the hello deadline; serve keeps serving;
   - `aryl status` with another CA fails naming the server and the verifier's reason; against a
-    certificate naming another host it fails with "IP address mismatch".
+    certificate naming another host it fails with "IP address mismatch";
+  - serve with --tls-ca as well (mutual TLS): a client without a certificate of the CA is
+    refused, an agent and a client with one (--tls-cert/--tls-key) get through.
 Every process is stopped by its pid on every way out; no port stays bound.
 """
 
@@ -119,7 +121,7 @@ def make_certs(d):
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     p = {k: os.path.join(d, k) for k in ("ca.pem", "ca.key", "server.pem", "server.key", "server.csr", "other.pem",
                                           "other.key", "elsewhere.pem", "elsewhere.key", "elsewhere.csr",
-                                          "ip.ext", "dns.ext")}
+                                          "client.pem", "client.key", "client.csr", "ip.ext", "dns.ext")}
     with open(p["ip.ext"], "w") as f:
         f.write("subjectAltName=IP:127.0.0.1\n")
     with open(p["dns.ext"], "w") as f:
@@ -134,6 +136,9 @@ def make_certs(d):
         ["req", *ec, "-keyout", p["elsewhere.key"], "-out", p["elsewhere.csr"], "-subj", "/CN=elsewhere"],
         ["x509", "-req", "-in", p["elsewhere.csr"], "-CA", p["ca.pem"], "-CAkey", p["ca.key"], "-CAcreateserial",
          "-out", p["elsewhere.pem"], "-days", "2", "-extfile", p["dns.ext"]],
+        ["req", *ec, "-keyout", p["client.key"], "-out", p["client.csr"], "-subj", "/CN=aryl client"],
+        ["x509", "-req", "-in", p["client.csr"], "-CA", p["ca.pem"], "-CAkey", p["ca.key"], "-CAcreateserial",
+         "-out", p["client.pem"], "-days", "2"],
     ]
     for s in steps:
         r = subprocess.run(["openssl", *s], capture_output=True, text=True, timeout=30)
@@ -285,6 +290,38 @@ def run(a, work, procs):
         return [bed.port]
     rows = bed.rows("jobs.csv")
     check(len(rows) == 1 and rows[0]["outcome"] == "done", f"jobs.csv has the job, done ({rows})")
+    first_port = bed.port
+    return [first_port, *mutual_tls(bed, certs, aryl, clean, procs)]
+
+
+def mutual_tls(bed, certs, aryl, clean, procs):
+    """serve --tls-ca: a peer without a certificate of the CA is refused; an agent and a client
+    with one get through. Returns the port serve bound."""
+    serve = bed.serve(["--no-workload", "--servers", "1", "--set", "cluster.training.gpus_per_server=8",
+                       "--set", "cluster.inference.servers=0", "--tls-cert", certs["server.pem"], "--tls-key",
+                       certs["server.key"], "--tls-ca", certs["ca.pem"]], log="mtls.log")
+    if not serve:
+        return []
+    mine = ["--tls-cert", certs["client.pem"], "--tls-key", certs["client.key"]]
+    folder = os.path.join(bed.dir, "agent-t0-mtls")
+    os.makedirs(folder)
+    procs.start("agent t0 (mutual TLS)", [bed.aryl, "agent", "--port", str(bed.port), "--token-file", bed.token,
+                                          "--name", "t0", "--gpus", "8", "--work-dir", folder, *mine],
+                os.path.join(folder, "agent.log"), env=dict(clean, ARYL_TLS_CA=certs["ca.pem"]))
+    if not bed.run_starts(log="mtls.log"):
+        return [bed.port]
+    where = ["--port", str(bed.port), "--token-file", bed.token, "--tls-ca", certs["ca.pem"]]
+    r = aryl("status", *where)
+    check(r.returncode == 2 and f"127.0.0.1:{bed.port}" in r.stderr and "certificate" in r.stderr,
+          f"mutual TLS: a client without a certificate is refused naming serve ({r.stderr.strip()})")
+    check(wait_for(lambda: "TLS handshake failed" in read(os.path.join(bed.dir, "mtls.log")), 5, "serve's line"),
+          "serve logs the refused handshake: " + next(
+              (x for x in read(os.path.join(bed.dir, "mtls.log")).splitlines() if "TLS handshake failed" in x), ""))
+    r = aryl("status", *where, *mine)
+    check(r.returncode == 0 and "t0" in r.stdout, f"mutual TLS: an agent and a client with one get through ({r.stderr})")
+    r = aryl("status", "--port", str(bed.port), "--token-file", bed.token, *mine)
+    check(r.returncode == 2 and "give --tls-ca" in r.stderr, f"--tls-cert without --tls-ca is refused ({r.stderr})")
+    bed.stop(serve, "serve (mutual TLS)")
     return [bed.port]
 
 

@@ -39,6 +39,14 @@ TEST_CASE("the client config file gives a client its address and token file when
   check_one_line_error(run("status --port 19", no_env + "ARYL_CONFIG=" + path + " "), "127.0.0.1:19: cannot connect");
 }
 
+TEST_CASE("serve --tls-ca without --tls-cert, or a client's --tls-cert without --tls-ca, is a one-line error") {
+  check_one_line_error(run("serve --no-workload --speedup 20 --tls-ca /tmp/ca.pem --token-file /nonexistent/token", no_env),
+                       "serve: --tls-ca asks agents and clients for certificates over TLS: give --tls-cert and --tls-key");
+  auto token = private_token();
+  check_one_line_error(run("status --port 9 --token-file " + token + " --tls-cert a.pem --tls-key a.key", no_env),
+                       "status: --tls-cert and --tls-key are for TLS: give --tls-ca");
+}
+
 TEST_CASE("a --tls-ca or ARYL_TLS_CA file that cannot be loaded is a one-line error naming it") {
   auto token = private_token();
   check_one_line_error(run("status --port 9 --token-file " + token + " --tls-ca /nonexistent/ca.pem", no_env),
