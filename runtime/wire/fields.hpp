@@ -131,6 +131,7 @@ void fields(A& a, T& m) {
   a("free", m.free);
   a("pool", m.pool);
   a("state", m.state);
+  a("reason", m.reason);
 }
 
 template <class A, is<loan_info> T>
@@ -222,13 +223,28 @@ void fields(A& a, T& m) {
   a("active", m.active);
 }
 
+template <class A, is<node_request> T>
+void fields(A& a, T& m) {
+  a("server", m.server);
+  a("action", m.action);
+  a("reason", m.reason);
+  a("now", m.now);
+}
+
+template <class A, is<node_reply> T>
+void fields(A& a, T& m) {
+  a("server", m.server);
+  a("text", m.text);
+}
+
 /// Wire names of enum values, indexed by the enum's value.
 inline constexpr std::string_view peer_role_names[] = {"agent", "client"};
 inline constexpr std::string_view pool_kind_names[] = {"training", "inference"};
 inline constexpr std::string_view job_state_names[] = {"queued", "running", "done", "failed",
                                                        "cancelled"};
 inline constexpr std::string_view loan_state_names[] = {"loaned", "reclaiming"};
-inline constexpr std::string_view server_state_names[] = {"up", "unreachable", "lost"};
+inline constexpr std::string_view server_state_names[] = {"up",       "unreachable", "lost",
+                                                          "cordoned", "draining",    "drained"};
 
 constexpr const auto& names_of(peer_role) { return peer_role_names; }
 constexpr const auto& names_of(pool_kind) { return pool_kind_names; }
