@@ -490,6 +490,9 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
     report(true);
     *progress << '\n';
   }
+  // Machines that joined mid-run have server actors too, stopped as the others.
+  for (size_t i = servers.size(); i < directory->size(); ++i)
+    stop_actors.actors.push_back(caf::actor_cast<caf::actor>(directory->at(i)));
   stop_actors.run();
 
   if (out.error.empty() && status->finished.load()) {

@@ -81,9 +81,6 @@ const char* server_state_text(wire::server_state s) {
     case wire::server_state::up: return "up";
     case wire::server_state::unreachable: return "unreachable";
     case wire::server_state::lost: return "lost";
-    case wire::server_state::cordoned: return "cordoned";
-    case wire::server_state::draining: return "draining";
-    case wire::server_state::drained: return "drained";
   }
   return "?";
 }
@@ -229,9 +226,12 @@ void print_status(std::ostream& out, const wire::status_reply& s) {
     std::string loan;
     for (auto& l : s.loans)
       if (l.server == v.name) loan = l.state == wire::loan_state::loaned ? "loaned" : "reclaiming";
+    // An operator's hold in place of "up"; beside a loss ("lost, drained"), which it outlives.
+    std::string state = v.state ? server_state_text(*v.state) : "";
+    if (v.hold) state = state == "up" || state.empty() ? escape_control(*v.hold) : state + ", " + escape_control(*v.hold);
     out << fmt::format("{:<10} {:<6} {:>4} {:>5}  {:<9} {:<11} {:<10} {}\n", escape_control(v.name),
-                       escape_control(v.gpu_type), v.gpus, v.free, pool_text(v.pool),
-                       v.state ? server_state_text(*v.state) : "", loan, escape_control(v.reason.value_or("")));
+                       escape_control(v.gpu_type), v.gpus, v.free, pool_text(v.pool), state, loan,
+                       escape_control(v.reason.value_or("")));
   }
 }
 
@@ -273,6 +273,7 @@ std::string status_json(const wire::status_reply& s) {
     nlohmann::ordered_json e = {{"name", x.name}, {"gpu_type", x.gpu_type}, {"gpus", x.gpus}, {"free", x.free},
                                 {"pool", pool_text(x.pool)}};
     if (x.state) e["state"] = server_state_text(*x.state);
+    if (x.hold) e["hold"] = *x.hold;
     if (x.reason) e["reason"] = *x.reason;
     j["servers"].push_back(std::move(e));
   }

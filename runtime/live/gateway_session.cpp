@@ -287,7 +287,7 @@ class session : public std::enable_shared_from_this<session> {
         std::string known;
         for (auto& [name, s] : g_->slots) known += (known.empty() ? "" : ", ") + name;
         return close(fmt::format("unknown server '{}' (this cluster has: {}{})", r->server, known,
-                                 g_->opts.join ? "; it was fixed when the run started" : ""));
+                                 g_->opts.join ? "; a training machine may join once the run has started" : ""));
       }
       auto& slot = it->second;
       if (r->gpu_type != slot.gpu_type || static_cast<int>(r->gpus) != slot.gpus || r->pool != slot.pool)

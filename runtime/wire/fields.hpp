@@ -131,6 +131,7 @@ void fields(A& a, T& m) {
   a("free", m.free);
   a("pool", m.pool);
   a("state", m.state);
+  a("hold", m.hold);
   a("reason", m.reason);
 }
 
@@ -243,8 +244,7 @@ inline constexpr std::string_view pool_kind_names[] = {"training", "inference"};
 inline constexpr std::string_view job_state_names[] = {"queued", "running", "done", "failed",
                                                        "cancelled"};
 inline constexpr std::string_view loan_state_names[] = {"loaned", "reclaiming"};
-inline constexpr std::string_view server_state_names[] = {"up",       "unreachable", "lost",
-                                                          "cordoned", "draining",    "drained"};
+inline constexpr std::string_view server_state_names[] = {"up", "unreachable", "lost"};
 
 constexpr const auto& names_of(peer_role) { return peer_role_names; }
 constexpr const auto& names_of(pool_kind) { return pool_kind_names; }

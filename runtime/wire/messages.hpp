@@ -42,10 +42,8 @@ enum class job_state { queued, running, done, failed, cancelled };
 enum class loan_state { loaned, reclaiming };
 /// A server's machine as the scheduler sees it: its agent connected (up), gone for less than
 /// the detection grace (unreachable: its workers are still counted as running), or given up
-/// (lost: its jobs were moved off, nothing is placed there until its agent registers again);
-/// or held by an operator (node_request): cordoned (no new work, its jobs run on), draining
-/// (no new work, jobs still there) or drained (no job left).
-enum class server_state { up, unreachable, lost, cordoned, draining, drained };
+/// (lost: its jobs were moved off, nothing is placed there until its agent registers again).
+enum class server_state { up, unreachable, lost };
 
 /// Agent or client -> scheduler, first message on a connection. The scheduler checks the
 /// token (constant time) before accepting anything else.
@@ -226,7 +224,11 @@ struct server_info {
   uint32_t free = 0;
   pool_kind pool = pool_kind::training;
   std::optional<server_state> state;
-  /// Cordoned, draining or drained: the reason the operator gave (absent: none given).
+  /// An operator's hold (node_request): "cordoned" (no new work, its jobs run on), "draining"
+  /// (no new work, jobs still there) or "drained" (no job left); absent: none. A string, not
+  /// an enum, so that a later kind of hold stays v1.
+  std::optional<std::string> hold;
+  /// With a hold: the reason the operator gave (absent: none given).
   std::optional<std::string> reason;
   bool operator==(const server_info&) const = default;
 };
