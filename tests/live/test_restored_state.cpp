@@ -201,6 +201,7 @@ TEST_CASE("restored state: servers an operator held stay held, a hold on a serve
                        "hold is dropped") != std::string::npos);
   // The dropped one's row is gone; a resume ("up") deletes a row too.
   st.journal.reset();
+  world.journal.reset();
   state_journal j(path);
   j.put_server_mode("t0", "up");
   auto rows = j.load().server_modes;
