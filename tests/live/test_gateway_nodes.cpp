@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "runtime/live/gateway.hpp"
+#include "runtime/live/metrics.hpp"
 #include "tests/live/gateway_peer.hpp"
 
 using namespace aryl;
@@ -104,4 +105,16 @@ TEST_CASE_FIXTURE(nodes_fixture, "gateway: a client's drain reaches the schedule
   REQUIRE(bad.receive());
   bad.send(wire::node_request{"t0", "cordon", std::nullopt, true});
   CHECK(bad.refusal() == "node_request: now is for drain only (cordon t0)");
+}
+
+TEST_CASE("metrics: a held server's GPUs are counted held, and each held server is listed with its hold") {
+  cluster_status s;
+  s.servers = {{"t0", "V100", 8, 8, false, "training", "up", ""},
+               {"t1", "V100", 8, 0, false, "cordoned", "drained", "disk swap"}};
+  auto text = live::render_metrics(s, {2, 2});
+  CHECK(text.find("aryl_gpus{pool=\"training\",gpu_type=\"V100\",use=\"held\"} 8\n") != std::string::npos);
+  CHECK(text.find("aryl_gpus{pool=\"training\",gpu_type=\"V100\",use=\"free\"} 8\n") != std::string::npos);
+  CHECK(text.find("aryl_servers{pool=\"training\",mode=\"cordoned\"} 1\n") != std::string::npos);
+  CHECK(text.find("aryl_server_held{server=\"t1\",hold=\"drained\"} 1\n") != std::string::npos);
+  CHECK(text.find("aryl_server_held{server=\"t0\"") == std::string::npos);
 }
