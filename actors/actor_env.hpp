@@ -10,6 +10,7 @@
 #include "actors/journal_protocol.hpp"
 #include "actors/recorder_protocol.hpp"
 #include "actors/scheduler_protocol.hpp"
+#include "actors/server_directory.hpp"
 #include "actors/server_protocol.hpp"
 #include "actors/worker_settings.hpp"
 #include "runtime/timebase.hpp"
@@ -36,7 +37,7 @@ struct job_env {
   bool check_invariants = false;
   worker_settings workers = {};
   /// Server actors by id (live mode: a job launches its workers through them).
-  std::shared_ptr<const std::vector<server_actor>> servers = {};
+  std::shared_ptr<server_directory> servers = {};
   checkpoint_settings checkpoints = {};
   /// `aryl serve --state`: where rank 0's progress is journaled; null: nowhere.
   journal_actor journal = {};

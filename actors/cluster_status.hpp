@@ -30,7 +30,11 @@ struct server_report {
   int gpus = 0;
   int free = 0;
   bool inference = false;  ///< home pool
-  std::string mode;        ///< training | serving | loaned | reclaiming | down (lost: free is 0)
+  std::string mode;        ///< training | serving | loaned | reclaiming | down | cordoned (lost: free is 0)
+  /// What an operator holds it to: up (nothing), cordoned, draining (jobs still there) or
+  /// drained (none left); with the reason given.
+  std::string node_state = "up";
+  std::string node_reason;
 };
 
 /// A tenant's GPUs of training servers now (docs/design.md, "Tenants and quotas"): its quota

@@ -106,7 +106,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
                        a.overhead_s / env->workers.speedup,
                        st.spec.command.empty() ? env->workers.command : st.spec.command, st.decided_unix_ns};
       for (int w = 0; w < a.server_workers[i]; ++w) st.live_ranks.insert(rank++);
-      self->send((*env->servers)[static_cast<size_t>(a.servers[i])], launch_atom::value, std::move(r));
+      self->send(env->servers->at(static_cast<size_t>(a.servers[i])), launch_atom::value, std::move(r));
     }
     if (a.ack) self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
   };

@@ -43,8 +43,9 @@ cluster_snapshot snapshot_at(const scheduler_state& st, sim_time now) {
   // From the ledger's running totals: a snapshot goes out every round.
   auto& t = l.totals();
   auto at = [](server_mode m) { return static_cast<size_t>(m); };
-  c.training_busy_gpus = static_cast<int>(t.busy[at(server_mode::training)]);
-  c.training_gpus = static_cast<int>(t.gpus[at(server_mode::training)] + t.gpus[at(server_mode::down)]);
+  c.training_busy_gpus = static_cast<int>(t.busy[at(server_mode::training)] + t.busy[at(server_mode::cordoned)]);
+  c.training_gpus = static_cast<int>(t.gpus[at(server_mode::training)] + t.gpus[at(server_mode::down)] +
+                                     t.gpus[at(server_mode::cordoned)]);
   c.loaned_busy_gpus = static_cast<int>(t.busy[at(server_mode::loaned)]);
   c.loaned_servers = t.servers[at(server_mode::loaned)];
   c.serving_servers = t.servers[at(server_mode::serving)];
@@ -243,6 +244,7 @@ void run_round(self_ptr self) {
     lines.push_back({now.us, "scheduler", kind_name(d.what), std::move(detail), std::move(d.why)});
   }
   self->send(st.jenv.recorder, roundlog_atom::value, std::move(lines), snapshot_at(st, now));
+  note_drained(self, now);
   st.rounds.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - st.round_asked).count());
 }
 
@@ -603,10 +605,13 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
   st.servers = std::move(servers);
   st.next_index = st.setup.first_free_index;
   st.truth.assign(st.ledger.servers.size(), {});
+  st.holds.assign(st.ledger.servers.size(), {});
+  auto directory = st.setup.directory ? st.setup.directory : std::make_shared<server_directory>(st.servers);
   st.jenv = job_env{tb, std::move(model), self->address(), recorder,
                     st.setup.check_invariants, st.setup.workers,
-                    std::make_shared<const std::vector<server_actor>>(st.servers), st.setup.checkpoints,
+                    std::move(directory), st.setup.checkpoints,
                     st.setup.journal};
+  restore_holds(self);
   return {
       [=](submit_atom, job_spec& spec) -> caf::result<void> {
         if (self->state.away) return caf::skip;
@@ -783,6 +788,14 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
       [=](status_atom) -> caf::result<cluster_status> {
         if (self->state.away) return caf::skip;
         return status_of(self->state, self->state.jenv.tb.now(self));
+      },
+      [=](node_atom, const node_order& o) -> caf::result<node_answer> {
+        if (self->state.away) return caf::skip;
+        return on_node_order(self, o);
+      },
+      [=](join_atom, const node_join& m, server_actor& actor) -> caf::result<join_answer> {
+        if (self->state.away) return caf::skip;
+        return on_join(self, m, std::move(actor));
       },
   };
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/actor_env.hpp"
+#include "actors/node_orders.hpp"
 #include "runtime/heartbeats.hpp"
 #include "solvers/cluster_ledger.hpp"
 #include "solvers/duration_estimate.hpp"
@@ -37,6 +38,11 @@ struct scheduler_setup {
   std::vector<tenant_entry> tenants;
   /// `aryl serve --state`: every job change and loan is journaled there; null: none.
   journal_actor journal;
+  /// Servers an operator cordoned or drained, as the journal had them (a restarted scheduler).
+  std::vector<node_hold> holds;
+  /// The server actors by id, shared with whoever routes the machines' reports to them (live
+  /// mode: the driver); null: the scheduler makes its own from the handles it is given.
+  std::shared_ptr<server_directory> directory;
 };
 
 struct scheduler_state {
@@ -80,6 +86,13 @@ struct scheduler_state {
     std::vector<uint32_t> strays;
   };
   std::vector<server_truth> truth;  ///< by server id
+  /// An operator's hold on a server (scheduler_drain.cpp), by server id: kind "" (none),
+  /// cordon or drain; the drain's end logged once its last job left.
+  struct hold {
+    std::string kind, reason;
+    bool drained_logged = false;
+  };
+  std::vector<hold> holds;
   std::vector<int> retries;         ///< by job: restarts after faults so far
   /// By job, while journaling: the specs, for the journal's rows.
   std::vector<job_spec> specs;

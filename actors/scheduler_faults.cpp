@@ -182,6 +182,7 @@ void on_back(self_ptr self, int server) {
   auto mode = s.home == server_home::training ? server_mode::training : server_mode::serving;
   st.ledger.set_mode(server, mode);
   self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(mode));
+  reapply_hold(self, server);
   if (mode == server_mode::serving) {
     journal_server(self, server, "serving");
     if (auto inference = caf::actor_cast<inference_actor>(st.inference))

@@ -42,6 +42,21 @@ std::vector<tenant_report> tenant_reports(const scheduler_state& st);
 /// completes are measured.
 void quota_acked(self_ptr self, uint32_t job, uint64_t generation, sim_time now);
 
+// scheduler_drain.cpp: the inventory an operator changes (cordon, drain, resume) and
+// machines joining mid-run.
+/// Carries out an operator's order (see node_order); the answer says what was done or why not.
+node_answer on_node_order(self_ptr self, const node_order& order);
+/// Adds a machine that joined after the start to the cluster (placed from the next round).
+join_answer on_join(self_ptr self, const node_join& machine, server_actor actor);
+/// At the start: the holds a restarted scheduler's journal kept (scheduler_setup::holds).
+void restore_holds(self_ptr self);
+/// A server whose agent is back: held again if an operator held it.
+void reapply_hold(self_ptr self, int server);
+/// After a round: each draining server its last job has left is logged drained, once.
+void note_drained(self_ptr self, sim_time now);
+/// Fills each server's node_state and node_reason in a status report.
+void describe_holds(const scheduler_state& st, cluster_status& out);
+
 // scheduler_faults.cpp: the fault actor's and the gateway's messages, and recovery.
 /// A job whose workers died restarts from its checkpoint (see the definition).
 void recover_job(self_ptr self, uint32_t job, int lost_server, sim_time now, const std::string& why);

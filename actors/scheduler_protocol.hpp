@@ -10,6 +10,8 @@
 #include "actors/inference_protocol.hpp"
 #include "actors/job_protocol.hpp"
 #include "actors/journal_protocol.hpp"
+#include "actors/node_orders.hpp"
+#include "actors/server_protocol.hpp"
 #include "runtime/job_spec.hpp"
 
 namespace aryl {
@@ -24,6 +26,9 @@ using admit_atom = caf::atom_constant<caf::atom("admit")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using restore_atom = caf::atom_constant<caf::atom("restore")>;
+/// An operator's cordon, drain or resume of a server (not drain_atom: that stops the run).
+using node_atom = caf::atom_constant<caf::atom("nodeorder")>;
+using join_atom = caf::atom_constant<caf::atom("nodejoin")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, active_job& x) {
@@ -33,7 +38,28 @@ typename Inspector::result_type inspect(Inspector& f, active_job& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, server_report& x) {
-  return f(caf::meta::type_name("server_report"), x.name, x.gpu_type, x.gpus, x.free, x.inference, x.mode);
+  return f(caf::meta::type_name("server_report"), x.name, x.gpu_type, x.gpus, x.free, x.inference, x.mode,
+           x.node_state, x.node_reason);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_order& x) {
+  return f(caf::meta::type_name("node_order"), x.server, x.action, x.reason, x.now);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_answer& x) {
+  return f(caf::meta::type_name("node_answer"), x.ok, x.text);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_join& x) {
+  return f(caf::meta::type_name("node_join"), x.server, x.gpu_type, x.gpus);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, join_answer& x) {
+  return f(caf::meta::type_name("join_answer"), x.id, x.error);
 }
 
 template <class Inspector>
@@ -80,7 +106,10 @@ typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
 /// scheduler that went away (`aryl serve --state`), before anything else; replies how many
 /// it took. An ended one is recorded as it ended; one whose workers all still run
 /// (rows[i].adopt) is started on them, adopted; any other active one is queued again (its
-/// workers were stopped) and restarts from its checkpoint.
+/// workers were stopped) and restarts from its checkpoint. node(order): an operator's cordon,
+/// drain or resume of a training server (actors/node_orders.hpp); replies what was done or
+/// why not. join(machine, its server actor): a training machine whose agent registered after
+/// the run started joins the cluster, placed from the next round; replies its id.
 using scheduler_actor = caf::typed_actor<
     caf::reacts_to<submit_atom, job_spec>,
     caf::reacts_to<ack_atom, job_ack>,
@@ -104,6 +133,8 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<away_atom, int64_t>,
     caf::reacts_to<infer_atom, caf::actor_addr>,
     caf::reacts_to<awake_atom>,
-    caf::replies_to<restore_atom, std::vector<saved_job>>::with<int>>;
+    caf::replies_to<restore_atom, std::vector<saved_job>>::with<int>,
+    caf::replies_to<node_atom, node_order>::with<node_answer>,
+    caf::replies_to<join_atom, node_join, server_actor>::with<join_answer>>;
 
 } // namespace aryl

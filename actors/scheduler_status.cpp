@@ -5,7 +5,7 @@
 namespace aryl::sched {
 
 cluster_status status_of(const scheduler_state& st, sim_time now) {
-  static const char* modes[] = {"training", "serving", "loaned", "reclaiming", "down"};
+  static const char* modes[] = {"training", "serving", "loaned", "reclaiming", "down", "cordoned"};
   auto& l = st.ledger;
   cluster_status out;
   out.t_us = now.us;
@@ -23,11 +23,13 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
   };
   for (auto id : l.running) add(id, true, {});
   for (auto id : l.queued) add(id, false, queue_wait_reason(l, st.setup.policy, st.setup.planner, id, st.setup.type_names));
-  // A lost server's GPUs are not free: nothing can be placed there until its agent is back.
+  // A lost or held server's GPUs are not free: nothing can be placed there until its agent is
+  // back or an operator resumes it.
   for (auto& s : l.servers)
     out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus,
-                           s.mode == server_mode::down ? 0 : s.free, s.home == server_home::inference,
-                           modes[static_cast<int>(s.mode)]});
+                           s.mode == server_mode::down || s.mode == server_mode::cordoned ? 0 : s.free,
+                           s.home == server_home::inference, modes[static_cast<int>(s.mode)], "up", ""});
+  describe_holds(st, out);
   out.tenants = tenant_reports(st);
   return out;
 }

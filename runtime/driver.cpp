@@ -276,6 +276,10 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   if (live) plan.setup.workers = live->workers;
   plan.setup.first_free_index = static_cast<uint32_t>(index_space);
   plan.setup.journal = journal;
+  // Machines joining mid-run grow it: the machines' reports find their actors through it.
+  auto directory = std::make_shared<server_directory>(servers);
+  plan.setup.directory = directory;
+  if (live) plan.setup.holds = live->holds;
   auto scheduler = sys.spawn(scheduler_behavior, plan.setup, servers, recorder, tb, plan.setup.params.model);
   inference_actor inference;
   if (!plan.inference_ids.empty()) {
@@ -306,11 +310,11 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   }
   if (live && live->on_ready) {
     live->on_ready(worker_router{
-        [servers](int s, uint32_t job, uint32_t rank, double work) {
-          caf::anon_send(servers.at(static_cast<size_t>(s)), wprogress_atom::value, job, rank, work);
+        [directory](int s, uint32_t job, uint32_t rank, double work) {
+          caf::anon_send(directory->at(static_cast<size_t>(s)), wprogress_atom::value, job, rank, work);
         },
-        [servers](int s, uint32_t job, uint32_t rank, int code, int signal) {
-          caf::anon_send(servers.at(static_cast<size_t>(s)), wexit_atom::value, job, rank, code, signal);
+        [directory](int s, uint32_t job, uint32_t rank, int code, int signal) {
+          caf::anon_send(directory->at(static_cast<size_t>(s)), wexit_atom::value, job, rank, code, signal);
         },
         [scheduler](int s) { caf::anon_send(scheduler, lost_atom::value, s); },
         [tasks, &sys, scheduler, status] {
@@ -342,8 +346,8 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
                                          cancel_atom::value, job);
         },
         [scheduler](int s) { caf::anon_send(scheduler, back_atom::value, s); },
-        [servers](int s, std::vector<uint32_t> jobs, std::vector<uint32_t> ranks, uint64_t launches) {
-          caf::anon_send(servers.at(static_cast<size_t>(s)), reconcile_atom::value, std::move(jobs), std::move(ranks),
+        [directory](int s, std::vector<uint32_t> jobs, std::vector<uint32_t> ranks, uint64_t launches) {
+          caf::anon_send(directory->at(static_cast<size_t>(s)), reconcile_atom::value, std::move(jobs), std::move(ranks),
                          launches);
         },
         [tasks, &sys, scheduler, status](std::function<void(cluster_status)> reply) {
@@ -357,6 +361,31 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
                         [=](caf::error&) { reply(cluster_status{}); });
             }, 0);
           });
+        },
+        [tasks, &sys, scheduler, recorder](node_join m, std::shared_ptr<node_link> link) {
+          // Spawned on the driver's thread, as every actor is, then offered to the scheduler.
+          auto answer = std::make_shared<std::promise<join_answer>>();
+          auto result = answer->get_future();
+          tasks->post([&sys, scheduler, recorder, m, link, answer] {
+            auto server = sys.spawn(server_behavior, m.server, m.gpus, static_cast<int>(server_mode::training),
+                                    recorder, link);
+            sys.spawn([=](caf::event_based_actor* self, int) {
+              self->request(scheduler, std::chrono::seconds(2), join_atom::value, m, server)
+                  .then([=](join_answer& a) {
+                          if (a.id < 0) caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
+                          answer->set_value(std::move(a));
+                        },
+                        [=](caf::error&) { answer->set_value({-1, "the scheduler did not answer"}); });
+            }, 0);
+          });
+          if (result.wait_for(std::chrono::seconds(3)) != std::future_status::ready)
+            return join_answer{-1, "the scheduler did not answer"};
+          return result.get();
+        },
+        [tasks, &sys, scheduler](node_order o) {
+          auto server = o.server;
+          return tasks->ask<node_answer>(sys, scheduler, node_answer{false, server + ": the scheduler did not answer"},
+                                         node_atom::value, std::move(o));
         }});
   }
   auto total_jobs = in.jobs.size() + restored_jobs;
@@ -461,6 +490,9 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
     report(true);
     *progress << '\n';
   }
+  // Machines that joined mid-run have server actors too, stopped as the others.
+  for (size_t i = servers.size(); i < directory->size(); ++i)
+    stop_actors.actors.push_back(caf::actor_cast<caf::actor>(directory->at(i)));
   stop_actors.run();
 
   if (out.error.empty() && status->finished.load()) {

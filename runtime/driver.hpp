@@ -10,6 +10,7 @@
 
 #include "actors/cluster_status.hpp"
 #include "actors/node_link.hpp"
+#include "actors/node_orders.hpp"
 #include "actors/worker_settings.hpp"
 #include "runtime/config.hpp"
 #include "runtime/fault_plan.hpp"
@@ -69,6 +70,12 @@ struct worker_router {
   /// with the answer (empty if the scheduler did not answer within 2 s) or not at all if the
   /// run ends first.
   std::function<void(std::function<void(cluster_status)> reply)> status_async;
+  /// A training machine whose agent registered after the run started: its server actor is
+  /// spawned (reaching the machine through `link`) and the scheduler takes it into the
+  /// cluster. Its server id, or -1 and why not (blocks for the answer, at most 3 s).
+  std::function<join_answer(node_join machine, std::shared_ptr<node_link> link)> join;
+  /// An operator's cordon, drain or resume of a server (blocks for the answer, at most 3 s).
+  std::function<node_answer(node_order order)> node;
 };
 
 /// Live mode: the machines behind the server actors, and the way in for their reports.
@@ -91,6 +98,8 @@ struct live_world {
   std::vector<saved_job> restored;
   /// Inference servers lent to training when the scheduler went away (by name): lent still.
   std::vector<std::string> loaned;
+  /// Servers an operator cordoned or drained, as the journal had them: held still.
+  std::vector<node_hold> holds;
   int64_t start_at_us = 0;
   uint32_t first_free_index = 0;
   uint32_t scheduler_restarts = 0;

@@ -19,6 +19,7 @@
 #include "runtime/live/agent.hpp"
 #include "runtime/live/client.hpp"
 #include "runtime/live/client_config.hpp"
+#include "runtime/live/client_nodes.hpp"
 #include "runtime/live/gpu_detect.hpp"
 #include "runtime/live/job_file.hpp"
 #include "runtime/live/log_stamp.hpp"
@@ -255,6 +256,19 @@ int main(int argc, char** argv) {
   auto* cancel_cmd = app.add_subcommand("cancel", "live mode: cancel a queued or running job");
   client_flags(cancel_cmd);
   cancel_cmd->add_option("job", cancel_job, "job id (as `aryl submit` printed it)")->required();
+  // An operator's orders about a training server (docs/live.md, "Draining a server").
+  aryl::wire::node_request node_order;
+  std::string node_reason;
+  bool node_now = false;
+  auto* cordon_cmd = app.add_subcommand("cordon", "live mode: no new work on a server; its jobs run on");
+  auto* drain_cmd = app.add_subcommand("drain", "live mode: no new work on a server; it is drained once its jobs end");
+  auto* resume_cmd = app.add_subcommand("resume", "live mode: a cordoned or drained server takes work again");
+  for (auto* c : {cordon_cmd, drain_cmd, resume_cmd}) {
+    client_flags(c);
+    c->add_option("server", node_order.server, "the server's name, as `aryl status` lists it")->required();
+    if (c != resume_cmd) c->add_option("--reason", node_reason, "why, shown in `aryl status` and logged");
+  }
+  drain_cmd->add_flag("--now", node_now, "stop its jobs now (they checkpoint) and queue them again elsewhere");
 
   try {
     app.parse(argc, argv);
@@ -342,6 +356,16 @@ int main(int argc, char** argv) {
     if (*cancel_cmd) {
       connect_to(cancel_cmd);
       std::cout << aryl::live::cancel(co, cancel_job) << '\n';
+      return 0;
+    }
+    for (auto* c : {cordon_cmd, drain_cmd, resume_cmd}) {
+      if (!*c) continue;
+      node_order.action = c->get_name();
+      if (!node_reason.empty()) check_name(node_order.action + ": --reason", node_reason);
+      if (!node_reason.empty()) node_order.reason = node_reason;
+      if (node_now) node_order.now = true;
+      connect_to(c);
+      std::cout << aryl::live::order_node(co, node_order) << '\n';
       return 0;
     }
     if (*logs_cmd) {

@@ -75,7 +75,8 @@ struct state_sink {
   virtual size_t compact() = 0;
   /// Rank 0's latest work_done per job, many jobs in one transaction.
   virtual void put_progress(const std::vector<std::pair<uint32_t, double>>& work_done) = 0;
-  /// An inference server's mode (serving, loaned, reclaiming).
+  /// An inference server's mode (serving, loaned, reclaiming), or a training server's hold
+  /// (cordon:REASON, drain:REASON; up: none). serving and up delete the server's row.
   virtual void put_server_mode(const std::string& server, const std::string& mode) = 0;
   virtual void put_next_index(uint32_t next) = 0;
   /// The run's measures so far (faults' costs, reclaims), replacing the last ones.

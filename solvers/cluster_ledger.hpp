@@ -18,7 +18,9 @@ namespace aryl {
 enum class server_home { training, inference };
 /// training: a training server. serving -> loaned -> reclaiming -> serving: an inference one.
 /// down: a training server whose machine was lost (until it registers again); holds no job.
-enum class server_mode { training, serving, loaned, reclaiming, down };
+/// cordoned: a training server an operator took out of placement (`aryl cordon` / `drain`):
+/// no job is placed there; the jobs it holds keep their workers until they end or move.
+enum class server_mode { training, serving, loaned, reclaiming, down, cordoned };
 
 struct server_entry {
   int id = 0;
@@ -159,7 +161,7 @@ struct tenant_entry {
 
 /// Servers and GPUs per mode, kept up to date by the ledger (the cluster snapshot's sums).
 struct server_totals {
-  static constexpr size_t modes = 5;  ///< server_mode values
+  static constexpr size_t modes = 6;  ///< server_mode values
   int servers[modes] = {};
   long gpus[modes] = {};
   long busy[modes] = {};  ///< GPUs held by jobs

@@ -175,18 +175,24 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
   const int types = static_cast<int>(l.params.type_speed.size());
   const int first = j.gpu_type >= 0 ? j.gpu_type : 0, last = j.gpu_type >= 0 ? j.gpu_type : types - 1;
   // A job's workers share one GPU type: the best single type decides.
-  long usable = 0, with_loaned = 0;
+  long usable = 0, with_loaned = 0, with_held = 0, free_held = 0;
   int lost = 0;
   for (int t = first; t <= last; ++t) {
-    long here = 0, lent = 0;
+    long here = 0, lent = 0, held = 0, held_free = 0;
     for (auto& s : l.servers) {
       if (s.gpu_type != t) continue;
       if (s.mode == server_mode::training) here += s.gpus;
       else if (s.mode == server_mode::loaned) lent += s.gpus;
       else if (s.mode == server_mode::down) ++lost;
+      else if (s.mode == server_mode::cordoned) {
+        held += s.gpus;
+        held_free += s.free;
+      }
     }
     usable = std::max(usable, here + (may_loan ? lent : 0));
     with_loaned = std::max(with_loaned, here + lent);
+    with_held = std::max(with_held, here + (may_loan ? lent : 0) + held);
+    free_held = std::max(free_held, held_free);
   }
   std::string out;
   auto needs = [&](const char* head) {
@@ -206,6 +212,19 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
     out += " lost)";
   };
   const char* no_fit = may_loan ? "no fit on training or loaned servers" : "no fit on training servers";
+  // Servers an operator drained or cordoned would hold it: they, not the cluster, keep it waiting.
+  auto drained = [&](long have, long with) {
+    needs("drained");
+    out += ", servers open to it have ";
+    out += std::to_string(have);
+    out += ", drained or cordoned ones ";
+    out += std::to_string(with - have);
+    out += " more";
+  };
+  if (usable < base && with_held >= base) {
+    drained(usable, with_held);
+    return out;
+  }
   if (usable < base) {
     if (loans && with_loaned >= base) {
       needs("loaned servers are for elastic jobs");
@@ -244,6 +263,15 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
     out += std::to_string(room);
     out += p.elastic ? " free or held by extra workers" : " free";
   };
+  if (room < base && room + free_held >= base) {
+    needs("drained");
+    out += ", ";
+    takes();
+    out += ", and drained or cordoned servers ";
+    out += std::to_string(free_held);
+    out += " free";
+    return out;
+  }
   if (room < base) {
     if (loans && room_loaned >= base) {
       needs("loaned servers are for elastic jobs");

@@ -74,7 +74,9 @@ void walk_queue(const cluster_ledger& l, const policy_spec& p, F f) {
 /// Why queued job `job` is not running, as the ledger stands between rounds: one line for
 /// `aryl status`. Facts of the ledger, checked in this order: no server the job may use could
 /// hold its base demand even empty ("no fit on training servers"), or only with loaned servers,
-/// which it may not use ("loaned servers are for elastic jobs"); under a strict queue order (a
+/// which it may not use ("loaned servers are for elastic jobs"), or only with servers an
+/// operator drained or cordoned ("drained: ..."; also when their free GPUs would make the
+/// difference now); under a strict queue order (a
 /// non-preemptive policy without backfill) a job ahead of it waits ("behind job N in queue
 /// order"); its base demand exceeds the GPUs it could take now (free, and for elastic policies
 /// held by extra workers), or they are not placeable together; else it fits now (a

@@ -238,14 +238,18 @@ void print_status(std::ostream& out, const wire::status_reply& s) {
         escape_control(j.gpu_type.value_or("any")), j.run_s ? clock_text(*j.run_s) : std::string("-"),
         escape_control(j.servers.value_or("")), escape_control(j.reason.value_or("")));
   }
-  out << fmt::format("\n{:<10} {:<6} {:>4} {:>5}  {:<9} {:<11} {}\n", "SERVER", "GPU", "GPUS", "FREE", "POOL", "STATE",
-                     "LOAN");
+  out << fmt::format("\n{:<10} {:<6} {:>4} {:>5}  {:<9} {:<11} {:<10} {}\n", "SERVER", "GPU", "GPUS", "FREE", "POOL",
+                     "STATE", "LOAN", "REASON");
   for (auto& v : s.servers) {
     std::string loan;
     for (auto& l : s.loans)
       if (l.server == v.name) loan = l.state == wire::loan_state::loaned ? "loaned" : "reclaiming";
-    out << fmt::format("{:<10} {:<6} {:>4} {:>5}  {:<9} {:<11} {}\n", escape_control(v.name), escape_control(v.gpu_type),
-                       v.gpus, v.free, pool_text(v.pool), v.state ? server_state_text(*v.state) : "", loan);
+    // An operator's hold in place of "up"; beside a loss ("lost, drained"), which it outlives.
+    std::string state = v.state ? server_state_text(*v.state) : "";
+    if (v.hold) state = state == "up" || state.empty() ? escape_control(*v.hold) : state + ", " + escape_control(*v.hold);
+    out << fmt::format("{:<10} {:<6} {:>4} {:>5}  {:<9} {:<11} {:<10} {}\n", escape_control(v.name),
+                       escape_control(v.gpu_type), v.gpus, v.free, pool_text(v.pool), state, loan,
+                       escape_control(v.reason.value_or("")));
   }
 }
 
@@ -287,6 +291,8 @@ std::string status_json(const wire::status_reply& s) {
     nlohmann::ordered_json e = {{"name", x.name}, {"gpu_type", x.gpu_type}, {"gpus", x.gpus}, {"free", x.free},
                                 {"pool", pool_text(x.pool)}};
     if (x.state) e["state"] = server_state_text(*x.state);
+    if (x.hold) e["hold"] = *x.hold;
+    if (x.reason) e["reason"] = *x.reason;
     j["servers"].push_back(std::move(e));
   }
   j["loans"] = nlohmann::ordered_json::array();

@@ -39,8 +39,13 @@ wire::status_reply status_reply_of(const cluster_status& s, const std::set<std::
     auto state = v.mode == "down"   ? wire::server_state::lost
                  : away.count(v.name) ? wire::server_state::unreachable
                                       : wire::server_state::up;
+    // An operator's hold, whatever the machine's state (a lost server keeps it).
+    std::optional<std::string> hold, reason;
+    if (v.node_state != "up" && !v.node_state.empty()) hold = v.node_state;
+    if (hold && !v.node_reason.empty()) reason = v.node_reason;
     out.servers.push_back({v.name, v.gpu_type, static_cast<uint32_t>(v.gpus), static_cast<uint32_t>(v.free),
-                           v.inference ? wire::pool_kind::inference : wire::pool_kind::training, state});
+                           v.inference ? wire::pool_kind::inference : wire::pool_kind::training, state, hold,
+                           reason});
     if (v.mode == "loaned" || v.mode == "reclaiming")
       out.loans.push_back({v.name, v.mode == "loaned" ? wire::loan_state::loaned : wire::loan_state::reclaiming});
   }

@@ -115,8 +115,12 @@ std::shared_ptr<node_link> gateway::add_server(int id, const std::string& server
       impl_->slots[server] = std::move(slot);
     }
   }
+  return impl_->link_to(server);
+}
+
+std::shared_ptr<node_link> gateway::impl::link_to(const std::string& server) {
   auto n = std::make_shared<remote_node>();
-  n->g = impl_;
+  n->g = weak_from_this();
   n->server = server;
   return n;
 }

@@ -146,6 +146,17 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   void stop_on(const std::string& server, uint32_t job);
   /// Sends `msg` to the server's agent, or keeps it for when the agent is back.
   void deliver(const std::string& server, wire::message msg);
+  /// The link through which the server actor of `server` reaches its machine (gateway.cpp).
+  std::shared_ptr<node_link> link_to(const std::string& server);
+
+  // The inventory while a run goes on (gateway_nodes.cpp); network thread only.
+  /// An agent registering under a name the cluster lacks while a run is in progress: a
+  /// training machine joins the cluster (its slot is made, with the id the scheduler gave);
+  /// "" also when there is nothing to join (a known name, no run: on_register decides).
+  /// Else why it is refused.
+  std::string join_late(const wire::register_& r);
+  /// A client's cordon, drain or resume: the reply, or (without one) why it is refused.
+  std::pair<std::optional<wire::node_reply>, std::string> node_order(const wire::node_request& q);
 };
 
 /// Starts serving a connection just accepted (gateway_session.cpp).

@@ -279,6 +279,7 @@ class session : public std::enable_shared_from_this<session> {
     if (!r) return close(fmt::format("expected register after hello, got '{}'", wire::type_of(msg)));
     if (find_control(r->server) != std::string::npos)
       return close("register: server '" + r->server + "' holds " + describe_control(r->server));
+    if (auto why = g_->join_late(*r); !why.empty()) return close(why);
     std::shared_ptr<session> replaced;
     std::vector<wire::message> backlog;
     bool returning = false;
@@ -300,7 +301,7 @@ class session : public std::enable_shared_from_this<session> {
         std::string known;
         for (auto& [name, s] : g_->slots) known += (known.empty() ? "" : ", ") + name;
         return close(fmt::format("unknown server '{}' (this cluster has: {}{})", r->server, known,
-                                 g_->opts.join ? "; it was fixed when the run started" : ""));
+                                 g_->opts.join ? "; a training machine may join once the run has started" : ""));
       }
       auto& slot = it->second;
       if (r->gpu_type != slot.gpu_type || static_cast<int>(r->gpus) != slot.gpus || r->pool != slot.pool)
@@ -423,6 +424,12 @@ class session : public std::enable_shared_from_this<session> {
       return g_->ask_status({shared_from_this(), gateway::impl::status_wait::kind::show, q->job_id});
     }
     if (auto* q = std::get_if<wire::logs_request>(&msg)) return ask_log(*q);
+    if (auto* q = std::get_if<wire::node_request>(&msg)) {
+      auto [reply, why] = g_->node_order(*q);
+      if (!reply) return close(why);
+      g_->log(fmt::format("{}: {}", peer_, reply->text));
+      return send(*reply);
+    }
     if (auto* d = std::get_if<wire::demand>(&msg)) {
       bool taken = false;
       g_->with_router([&](worker_router& r) {

@@ -56,12 +56,14 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   std::map<std::tuple<std::string, std::string, std::string>, int> gpus;  // pool, type, use
   std::map<std::pair<std::string, std::string>, int> servers;             // pool, mode
   for (const char* pool : {"training", "inference"})
-    for (const char* mode : {"training", "serving", "loaned", "reclaiming", "down"}) servers[{pool, mode}] = 0;
+    for (const char* mode : {"training", "serving", "loaned", "reclaiming", "down", "cordoned"}) servers[{pool, mode}] = 0;
   for (auto& v : s.servers) {
     std::string pool = v.inference ? "inference" : "training";
-    for (const char* use : {"busy", "free", "lost"}) gpus[{pool, v.gpu_type, use}] += 0;
+    for (const char* use : {"busy", "free", "lost", "held"}) gpus[{pool, v.gpu_type, use}] += 0;
     if (v.mode == "down") {
       gpus[{pool, v.gpu_type, "lost"}] += v.gpus;
+    } else if (v.mode == "cordoned") {
+      gpus[{pool, v.gpu_type, "held"}] += v.gpus;
     } else {
       gpus[{pool, v.gpu_type, "busy"}] += v.gpus - v.free;
       gpus[{pool, v.gpu_type, "free"}] += v.free;
@@ -69,12 +71,18 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
     ++servers[{pool, v.mode}];
   }
   family("aryl_gpus", "gauge",
-         "GPUs by home pool, GPU type and use (busy: held by training workers; lost: on a lost server).");
+         "GPUs by home pool, GPU type and use (busy: held by training workers; lost: on a lost server; held: on "
+         "a server an operator cordoned or drained, busy or not).");
   for (auto& [k, n] : gpus)
     out += fmt::format("aryl_gpus{{pool=\"{}\",gpu_type=\"{}\",use=\"{}\"}} {}\n", std::get<0>(k), std::get<1>(k),
                        std::get<2>(k), n);
-  family("aryl_servers", "gauge", "Servers by home pool and mode (training, serving, loaned, reclaiming).");
+  family("aryl_servers", "gauge",
+         "Servers by home pool and mode (training, serving, loaned, reclaiming, down, cordoned: held by an operator).");
   for (auto& [k, n] : servers) out += fmt::format("aryl_servers{{pool=\"{}\",mode=\"{}\"}} {}\n", k.first, k.second, n);
+  family("aryl_server_held", "gauge", "1 for each server an operator holds, by hold (cordoned, draining, drained).");
+  for (auto& v : s.servers)
+    if (v.node_state != "up" && !v.node_state.empty())
+      out += fmt::format("aryl_server_held{{server=\"{}\",hold=\"{}\"}} 1\n", label(v.name), v.node_state);
 
   family("aryl_reclaim_latency_seconds", "histogram",
          "Simulated seconds from a reclaim request to its servers' return.");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "runtime/input_error.hpp"
+#include "runtime/live/node_holds.hpp"
 #include "runtime/live/state_checks.hpp"
 
 namespace aryl::live {
@@ -88,6 +89,8 @@ serve_state open_serve_state(const std::string& path, const config& c, run_input
   log << fmt::format("[serve] state {}: carrying on the run after a scheduler restart ({} so far): {} jobs ended, "
                      "{} were running, {} queued; {} trace jobs still to come\n",
                      path, s.run.scheduler_restarts, ended, running, queued, inputs.jobs.size());
+  // Operators' holds ("cordon:REASON", "drain:REASON") carry on; the other rows are loans.
+  world.holds = take_holds(saved.server_modes, c, *s.journal, path, log);
   if (!saved.server_modes.empty()) {
     // Loans carry on, so that jobs running on lent servers can be adopted there. A reclaim in
     // flight is not: its server is lent again, and the inference-load actor, which starts

@@ -526,12 +526,14 @@ void state_journal::put_progress(const std::vector<std::pair<uint32_t, double>>&
 void state_journal::put_server_mode(const std::string& server, const std::string& mode) {
   auto failer = [this](const std::string& w) { fail(w); };
   in_transaction(db_, [&] {
-    statement s(db_, mode == "serving" ? "DELETE FROM servers WHERE name = ?1"
-                                       : "INSERT INTO servers VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET "
-                                         "mode = excluded.mode");
+    // A server back to its default (serving, or a training server resumed) has no row.
+    const bool plain = mode == "serving" || mode == "up";
+    statement s(db_, plain ? "DELETE FROM servers WHERE name = ?1"
+                           : "INSERT INTO servers VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET "
+                             "mode = excluded.mode");
     if (!s.ok()) fail(sqlite3_errmsg(db_));
     s.bind(1, server);
-    if (mode != "serving") s.bind(2, mode);
+    if (!plain) s.bind(2, mode);
     if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
   }, failer);
 }

@@ -131,6 +131,8 @@ void fields(A& a, T& m) {
   a("free", m.free);
   a("pool", m.pool);
   a("state", m.state);
+  a("hold", m.hold);
+  a("reason", m.reason);
 }
 
 template <class A, is<loan_info> T>
@@ -220,6 +222,20 @@ void fields(A& a, T& m) {
   a("text", m.text);
   a("size", m.size);
   a("active", m.active);
+}
+
+template <class A, is<node_request> T>
+void fields(A& a, T& m) {
+  a("server", m.server);
+  a("action", m.action);
+  a("reason", m.reason);
+  a("now", m.now);
+}
+
+template <class A, is<node_reply> T>
+void fields(A& a, T& m) {
+  a("server", m.server);
+  a("text", m.text);
 }
 
 /// Wire names of enum values, indexed by the enum's value.

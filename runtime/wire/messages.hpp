@@ -224,6 +224,12 @@ struct server_info {
   uint32_t free = 0;
   pool_kind pool = pool_kind::training;
   std::optional<server_state> state;
+  /// An operator's hold (node_request): "cordoned" (no new work, its jobs run on), "draining"
+  /// (no new work, jobs still there) or "drained" (no job left); absent: none. A string, not
+  /// an enum, so that a later kind of hold stays v1.
+  std::optional<std::string> hold;
+  /// With a hold: the reason the operator gave (absent: none given).
+  std::optional<std::string> reason;
   bool operator==(const server_info&) const = default;
 };
 
@@ -343,6 +349,30 @@ struct demand {
   bool operator==(const demand&) const = default;
 };
 
+/// Client -> scheduler: an operator's order about a training server (`aryl cordon`, `drain`,
+/// `resume`). Answered by node_reply, or refused with an error frame naming the server.
+struct node_request {
+  static constexpr std::string_view type = "node_request";
+  std::string server;
+  /// cordon: no new work there, its jobs run on. drain: the same, and it counts as drained once
+  /// its last job left. resume: schedulable again.
+  std::string action;
+  /// Shown in status beside the server's state, and logged.
+  std::optional<std::string> reason;
+  /// drain only: stop its jobs now (they checkpoint) and queue them again, each a preemption.
+  std::optional<bool> now;
+  bool operator==(const node_request&) const = default;
+};
+
+/// Scheduler -> client: what the order did, one line ("t1: draining: no new work; 2 jobs run
+/// on there until they end").
+struct node_reply {
+  static constexpr std::string_view type = "node_reply";
+  std::string server;
+  std::string text;
+  bool operator==(const node_reply&) const = default;
+};
+
 /// Either side: why the sender is closing the connection (one line, for the peer's log).
 struct error {
   static constexpr std::string_view type = "error";
@@ -360,7 +390,7 @@ struct bye {
 using message = std::variant<hello, hello_ok, register_, heartbeat, launch, stop, progress, exit_,
                              submit, submit_ok, cancel, status_request, status_reply, demand,
                              error, bye, show_request, show_reply, shutdown, logs_request, log_fetch,
-                             log_chunk, logs_reply>;
+                             log_chunk, logs_reply, node_request, node_reply>;
 
 /// The wire type of `m` ("hello", "register", ...).
 std::string_view type_of(const message& m);

@@ -76,6 +76,8 @@ inline scheduler_actor::behavior_type recording_scheduler(scheduler_actor::point
       [=](infer_atom, const caf::actor_addr&) {},
       [=](awake_atom) {},
       [=](restore_atom, std::vector<saved_job>& rows) -> int { return static_cast<int>(rows.size()); },
+      [=](node_atom, const node_order&) -> node_answer { return {false, "recording scheduler"}; },
+      [=](join_atom, const node_join&, server_actor&) -> join_answer { return {-1, "recording scheduler"}; },
   };
 }
 

@@ -151,7 +151,7 @@ struct live_job_fixture : live_fixture {
     w.follow_workers = true;
     auto j = sys->spawn(job_behavior, s,
                         job_env{tb, throughput_model{}, scheduler.address(), recorder, true, w,
-                                std::make_shared<const std::vector<server_actor>>(std::vector<server_actor>{server})});
+                                std::make_shared<server_directory>(std::vector<server_actor>{server})});
     jobs.push_back(j);
     return j;
   }

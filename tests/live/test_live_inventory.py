@@ -6,12 +6,13 @@ the outputs tell the truth throughout.
 
 On loopback: `aryl serve --join 3 --no-workload --speedup 6` (detection grace 30 / 6 = 5 s);
 agents gpu-a and gpu-b (training, 4 x V100 each) and inf-a (inference, 2 x T4), named as their
-operator likes. A fourth agent comes after the run started and is refused. Job big (8 GPUs) runs
+operator likes. A fourth agent, an inference machine, comes after the run started and is
+refused (a running cluster takes training machines only; test_live_drain.py has one join). Job big (8 GPUs) runs
 on both training machines; gpu-b's agent is SIGKILLed; once gpu-b is lost big waits; gpu-b's
 agent comes back, big runs again and is cancelled; serve is stopped with SIGTERM.
 
 Checks: status lists exactly the three joined machines with their sizes and pools; the late
-agent is refused naming the fixed cluster and gives up (exit 3); big runs on gpu-a and gpu-b;
+inference agent is refused, saying why, and gives up (exit 3); big runs on gpu-a and gpu-b;
 `aryl logs` returns its rank 0's progress lines; with gpu-b killed status shows it not up, then
 lost with no free GPU, big queued with a reason; `aryl show` has big's start and its rollback
 after the loss, in time order; once gpu-b is back big runs again and cancel says it stopped 8
@@ -61,16 +62,17 @@ def run(a, work, procs):
     check(machines == [("gpu-a", "V100", 4, "training", "up"), ("gpu-b", "V100", 4, "training", "up"),
                        ("inf-a", "T4", 2, "inference", "up")], f"the cluster is the three agents that joined ({machines})")
 
-    late = bed.agent("gpu-c", 8)
+    late = bed.agent("gpu-c", 8, pool="inference", gpu_type="T4")
     # The bed's agents keep reconnecting; this one is started again to give up.
     late.terminate()
     late.wait()
     folder = os.path.join(bed.dir, "agent-gpu-c")
     r = subprocess.run([bed.aryl, "agent", "--port", str(bed.port), "--token-file", bed.token, "--name", "gpu-c",
-                        "--gpus", "8", "--work-dir", folder, "--give-up-after", "1"],
+                        "--gpus", "8", "--gpu-type", "T4", "--pool", "inference", "--work-dir", folder,
+                        "--give-up-after", "1"],
                        capture_output=True, text=True, timeout=20)
-    check(r.returncode == 3 and "unknown server 'gpu-c'" in r.stderr and "fixed when the run started" in r.stderr,
-          f"an agent joining after the start is refused naming the fixed cluster, and gives up (rc {r.returncode})")
+    check(r.returncode == 3 and "server 'gpu-c': an inference machine joins only before the run starts" in r.stderr,
+          f"an inference agent joining after the start is refused saying why, and gives up (rc {r.returncode})")
 
     big = bed.submit("--name", "big", "--gpus", "8", "--duration", "3000")
     if not check(big == 0, f"big gets id 0 ({big})"):

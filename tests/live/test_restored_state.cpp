@@ -173,3 +173,38 @@ TEST_CASE("restored state: an ended job's final record is checked too, and a ref
   sql(path, "UPDATE jobs SET record = json_set(record, '$.gpu_seconds', 1, '$.gpus', 0) WHERE idx = 0");
   CHECK(restore(path) == path + ": job 0: record: gpus 0 is not in 1..1000000");
 }
+
+TEST_CASE("restored state: servers an operator held stay held, a hold on a server the cluster lacks is dropped naming it") {
+  scratch s;
+  auto path = s.file("state.db");
+  write_run(path);
+  {
+    state_journal j(path);
+    j.put_server_mode("t1", "drain:disk swap");
+    j.put_server_mode("t0", "cordon:");
+    j.put_server_mode("t7", "drain:gone");
+  }
+  run_inputs inputs;
+  live_world world;
+  std::ostringstream log;
+  auto st = open_serve_state(path, small_cluster(), inputs, world, log);
+  REQUIRE(st.restoring);
+  REQUIRE(world.holds.size() == 2);
+  CHECK(world.holds[0].server == "t0");
+  CHECK(world.holds[0].kind == "cordon");
+  CHECK(world.holds[0].reason.empty());
+  CHECK(world.holds[1].server == "t1");
+  CHECK(world.holds[1].kind == "drain");
+  CHECK(world.holds[1].reason == "disk swap");
+  CHECK(world.loaned.empty());  // holds are not loans
+  CHECK(log.str().find("state " + path + ": server 't7' held (drain) is not a training server of this cluster: the "
+                       "hold is dropped") != std::string::npos);
+  // The dropped one's row is gone; a resume ("up") deletes a row too.
+  st.journal.reset();
+  world.journal.reset();
+  state_journal j(path);
+  j.put_server_mode("t0", "up");
+  auto rows = j.load().server_modes;
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0] == std::pair<std::string, std::string>{"t1", "drain:disk swap"});
+}

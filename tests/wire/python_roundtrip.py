@@ -52,6 +52,8 @@ EXPECTED = [
                "reason": "behind job 1 in queue order (aryl)"}],
      "servers": [{"name": "node-01", "gpu_type": "a100", "gpus": 8, "free": 2, "pool": "training", "state": "up"},
                  {"name": "node-02", "gpu_type": "a100", "gpus": 8, "free": 0, "pool": "training", "state": "lost"},
+                 {"name": "node-03", "gpu_type": "a100", "gpus": 8, "free": 0, "pool": "training", "state": "up",
+                  "hold": "draining", "reason": "disk swap"},
                  {"name": "inf-01", "gpu_type": "t4", "gpus": 4, "free": 4, "pool": "inference"}],
      "loans": [{"server": "inf-01", "state": "reclaiming"}]},
     {"type": "demand", "servers_needed": 3},
@@ -70,6 +72,9 @@ EXPECTED = [
     {"type": "log_chunk", "request": 77, "text": "step=10 loss=0.5\n", "size": 4113},
     {"type": "logs_reply", "job_id": 5, "rank": 1, "server": "node-01", "offset": 4096,
      "text": "step=10 loss=0.5\n", "size": 4113, "active": True},
+    {"type": "node_request", "server": "node-03", "action": "drain", "reason": "disk swap", "now": True},
+    {"type": "node_reply", "server": "node-03",
+     "text": "node-03: draining: no new work; 1 job runs on there until it ends"},
 ]
 
 

@@ -40,11 +40,17 @@ inline std::vector<message> sample_messages() {
   status_reply status{
       .jobs = {job_of(1, "a", job_state::running, 4), job_of(2, "b", job_state::queued, 0)},
       .servers = {{.name = "node-01", .gpu_type = "a100", .gpus = 8, .free = 2,
-                   .pool = pool_kind::training, .state = server_state::up},
+                   .pool = pool_kind::training, .state = server_state::up, .hold = std::nullopt,
+                   .reason = std::nullopt},
                   {.name = "node-02", .gpu_type = "a100", .gpus = 8, .free = 0,
-                   .pool = pool_kind::training, .state = server_state::lost},
+                   .pool = pool_kind::training, .state = server_state::lost, .hold = std::nullopt,
+                   .reason = std::nullopt},
+                  {.name = "node-03", .gpu_type = "a100", .gpus = 8, .free = 0,
+                   .pool = pool_kind::training, .state = server_state::up, .hold = "draining",
+                   .reason = "disk swap"},
                   {.name = "inf-01", .gpu_type = "t4", .gpus = 4, .free = 4,
-                   .pool = pool_kind::inference, .state = std::nullopt}},
+                   .pool = pool_kind::inference, .state = std::nullopt, .hold = std::nullopt,
+                   .reason = std::nullopt}},
       .loans = {{.server = "inf-01", .state = loan_state::reclaiming}}};
   status.jobs[1].reason = "behind job 1 in queue order (aryl)";
   status.jobs[0].gpus = 4;
@@ -88,6 +94,8 @@ inline std::vector<message> sample_messages() {
       log_chunk{.request = 77, .text = "step=10 loss=0.5\n", .size = 4113, .error = std::nullopt},
       logs_reply{.job_id = 5, .rank = 1, .server = "node-01", .offset = 4096, .text = "step=10 loss=0.5\n",
                  .size = 4113, .active = true},
+      node_request{.server = "node-03", .action = "drain", .reason = "disk swap", .now = true},
+      node_reply{.server = "node-03", .text = "node-03: draining: no new work; 1 job runs on there until it ends"},
   };
 }
 

@@ -1,0 +1,66 @@
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
+
+#include "runtime/live/gateway_impl.hpp"
+
+#include <fmt/format.h>
+
+// The inventory while a run goes on (docs/live.md, "A live inventory"): machines joining a
+// running cluster, and operators' cordon, drain and resume orders, passed to the scheduler
+// through the driver's router.
+namespace aryl::live {
+
+std::string gateway::impl::join_late(const wire::register_& r) {
+  {
+    std::lock_guard lock(m);
+    // A known name registers as ever; while --join collects its inventory, or before a run
+    // has started, on_register decides.
+    if (joining || slots.count(r.server) || !router.join) return {};
+  }
+  if (r.pool != wire::pool_kind::training)
+    return fmt::format("server '{}': an inference machine joins only before the run starts (aryl serve --join); "
+                       "a running cluster takes training machines",
+                       r.server);
+  {
+    std::lock_guard lock(m);
+    server_slot slot;
+    slot.id = -1;  // until the scheduler has it: nothing is routed to it before
+    slot.gpu_type = r.gpu_type;
+    slot.gpus = static_cast<int>(r.gpus);
+    slot.pool = r.pool;
+    if (!slots.emplace(r.server, std::move(slot)).second) return {};
+  }
+  std::optional<join_answer> answer;
+  with_router([&](worker_router& router) {
+    if (router.join) answer = router.join(node_join{r.server, r.gpu_type, static_cast<int>(r.gpus)}, link_to(r.server));
+    if (answer && answer->id >= 0) slots.at(r.server).id = answer->id;
+    else slots.erase(r.server);
+  });
+  if (!answer) return "no run in progress";
+  if (answer->id < 0) return answer->error;
+  log(fmt::format("server {} ({} x {}) joined the running cluster", r.server, r.gpus, r.gpu_type));
+  return {};
+}
+
+std::pair<std::optional<wire::node_reply>, std::string> gateway::impl::node_order(const wire::node_request& q) {
+  auto refuse = [](std::string why) { return std::pair<std::optional<wire::node_reply>, std::string>{{}, why}; };
+  const std::string reason = q.reason.value_or("");
+  // Both are shown in status and logs, one line each.
+  if (find_control(q.server) != std::string::npos)
+    return refuse("node_request: server '" + q.server + "' holds " + describe_control(q.server));
+  if (find_control(reason) != std::string::npos)
+    return refuse("node_request: reason for " + q.server + " holds " + describe_control(reason));
+  if (q.action != "cordon" && q.action != "drain" && q.action != "resume")
+    return refuse(fmt::format("node_request: action '{}' for {}: not cordon, drain or resume",
+                              escape_control(q.action), q.server));
+  if (q.now.value_or(false) && q.action != "drain")
+    return refuse(fmt::format("node_request: now is for drain only ({} {})", q.action, q.server));
+  std::optional<node_answer> answer;
+  with_router([&](worker_router& r) {
+    if (r.node) answer = r.node(aryl::node_order{q.server, q.action, reason, q.now.value_or(false)});
+  });
+  if (!answer) return refuse("no run in progress");
+  if (!answer->ok) return refuse(answer->text);
+  return {wire::node_reply{q.server, answer->text}, {}};
+}
+
+} // namespace aryl::live

@@ -1,0 +1,120 @@
+// The gateway's part of a changing inventory (runtime/live/gateway_nodes.cpp): a training agent
+// of a new name joins a running cluster through the router and is then an agent like the
+// others; an inference one is refused; a client's cordon, drain and resume reach the
+// scheduler and its answer, or its refusal, reaches the client.
+#include <doctest/doctest.h>
+
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "runtime/live/gateway.hpp"
+#include "runtime/live/metrics.hpp"
+#include "tests/live/gateway_peer.hpp"
+
+using namespace aryl;
+using namespace std::chrono_literals;
+using aryl::test::peer;
+
+namespace {
+
+struct nodes_fixture {
+  std::ostringstream log_text;
+  std::unique_ptr<live::gateway> g;
+  std::mutex m;
+  std::vector<std::string> seen;  ///< joins, orders and reports, as text
+
+  nodes_fixture() {
+    live::gateway_options o;
+    o.token = "secret";
+    o.checkpoint_root = "/tmp/aryl-gateway-nodes-test";
+    g = std::make_unique<live::gateway>(o, log_text);
+    g->add_server(0, "t0", "V100", 8, wire::pool_kind::training);
+    worker_router r;
+    r.progress = [this](int s, uint32_t job, uint32_t, double) {
+      note("progress server=" + std::to_string(s) + " job=" + std::to_string(job));
+    };
+    r.join = [this](node_join j, std::shared_ptr<node_link> link) {
+      note("join " + j.server + " " + std::to_string(j.gpus) + "x" + j.gpu_type);
+      if (!link) return join_answer{-1, "no link"};
+      return j.gpu_type == "V100" ? join_answer{1, {}} : join_answer{-1, "server '" + j.server + "': no such type"};
+    };
+    r.node = [this](node_order o) {
+      note(o.action + " " + o.server + " reason=" + o.reason + (o.now ? " now" : ""));
+      if (o.server != "t0") return node_answer{false, "no server '" + o.server + "' (this cluster has: t0)"};
+      return node_answer{true, o.server + ": drained now: 0 jobs stopped"};
+    };
+    g->set_router(std::move(r));
+  }
+  ~nodes_fixture() { g->close(); }
+  void note(std::string s) {
+    std::lock_guard lock(m);
+    seen.push_back(std::move(s));
+  }
+  bool saw(const std::string& text) {
+    for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(5ms)) {
+      std::lock_guard lock(m);
+      for (auto& s : seen)
+        if (s == text) return true;
+    }
+    return false;
+  }
+};
+
+} // namespace
+
+TEST_CASE_FIXTURE(nodes_fixture, "gateway: a training agent of a new name joins a running cluster and reports as its server") {
+  peer late(g->port());
+  late.register_as("t5", "V100", 4);
+  CHECK(saw("join t5 4xV100"));
+  late.send(wire::heartbeat{1});
+  auto answer = late.receive();
+  REQUIRE(answer);
+  CHECK(std::holds_alternative<wire::heartbeat>(*answer));  // registered: heartbeats are answered
+  late.send(wire::progress{7, 0, 1.5, 1});
+  CHECK(saw("progress server=1 job=7"));  // the id the scheduler gave
+}
+
+TEST_CASE_FIXTURE(nodes_fixture, "gateway: a joining agent the scheduler refuses, or an inference one, is told why") {
+  peer odd(g->port());
+  odd.register_as("t6", "A100", 4);
+  CHECK(odd.refusal() == "server 't6': no such type");
+  peer inference(g->port());
+  inference.hello_as_agent("i9");
+  inference.send(wire::register_{"i9", "T4", 4, wire::pool_kind::inference, {}});
+  CHECK(inference.refusal() == "server 'i9': an inference machine joins only before the run starts (aryl serve "
+                               "--join); a running cluster takes training machines");
+}
+
+TEST_CASE_FIXTURE(nodes_fixture, "gateway: a client's drain reaches the scheduler and its answer the client; a refusal closes") {
+  peer client(g->port());
+  client.send(wire::hello{wire::peer_role::client, "secret", "ops"});
+  REQUIRE(client.receive());
+  client.send(wire::node_request{"t0", "drain", "disk swap", true});
+  auto reply = client.receive();
+  REQUIRE(reply);
+  auto* r = std::get_if<wire::node_reply>(&*reply);
+  REQUIRE(r);
+  CHECK(r->text == "t0: drained now: 0 jobs stopped");
+  CHECK(saw("drain t0 reason=disk swap now"));
+  client.send(wire::node_request{"t9", "cordon", std::nullopt, std::nullopt});
+  CHECK(client.refusal() == "no server 't9' (this cluster has: t0)");
+  peer bad(g->port());
+  bad.send(wire::hello{wire::peer_role::client, "secret", "ops"});
+  REQUIRE(bad.receive());
+  bad.send(wire::node_request{"t0", "cordon", std::nullopt, true});
+  CHECK(bad.refusal() == "node_request: now is for drain only (cordon t0)");
+}
+
+TEST_CASE("metrics: a held server's GPUs are counted held, and each held server is listed with its hold") {
+  cluster_status s;
+  s.servers = {{"t0", "V100", 8, 8, false, "training", "up", ""},
+               {"t1", "V100", 8, 0, false, "cordoned", "drained", "disk swap"}};
+  auto text = live::render_metrics(s, {2, 2});
+  CHECK(text.find("aryl_gpus{pool=\"training\",gpu_type=\"V100\",use=\"held\"} 8\n") != std::string::npos);
+  CHECK(text.find("aryl_gpus{pool=\"training\",gpu_type=\"V100\",use=\"free\"} 8\n") != std::string::npos);
+  CHECK(text.find("aryl_servers{pool=\"training\",mode=\"cordoned\"} 1\n") != std::string::npos);
+  CHECK(text.find("aryl_server_held{server=\"t1\",hold=\"drained\"} 1\n") != std::string::npos);
+  CHECK(text.find("aryl_server_held{server=\"t0\"") == std::string::npos);
+}
