@@ -12,7 +12,7 @@
 #include "actors/scheduler_protocol.hpp"
 #include "actors/server_protocol.hpp"
 #include "actors/worker_settings.hpp"
-#include "runtime/timebase.hpp"
+#include "actors/timebase.hpp"
 #include "solvers/throughput.hpp"
 
 namespace aryl {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "actors/actor_env.hpp"
-#include "runtime/heartbeats.hpp"
+#include "solvers/heartbeats.hpp"
 #include "solvers/cluster_ledger.hpp"
 #include "solvers/duration_estimate.hpp"
 #include "solvers/round_planner.hpp"

@@ -10,7 +10,7 @@
 #include "actors/inference_protocol.hpp"
 #include "actors/job_protocol.hpp"
 #include "actors/journal_protocol.hpp"
-#include "runtime/job_spec.hpp"
+#include "solvers/job_spec.hpp"
 
 namespace aryl {
 

@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/input_limits.hpp"
 #include "runtime/yaml_file.hpp"
 #include "solvers/policy.hpp"

@@ -19,10 +19,11 @@
 #include "actors/recorder.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/server.hpp"
-#include "runtime/control_chars.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/control_chars.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/input_limits.hpp"
 #include "runtime/job_checks.hpp"
+#include "runtime/outputs.hpp"
 #include "runtime/tenant_plan.hpp"
 
 namespace aryl {
@@ -253,8 +254,9 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   }
 
   auto start_wall = wall::now();
-  auto recorder = sys.spawn(recorder_behavior, writer, status, static_cast<uint64_t>(in.jobs.size()) + restored_jobs,
-                            header, live && live->until_stopped, index_space);
+  auto recorder = sys.spawn(recorder_behavior, std::shared_ptr<run_sink>(writer), status,
+                            static_cast<uint64_t>(in.jobs.size()) + restored_jobs, header,
+                            live && live->until_stopped, index_space);
   journal_actor journal;
   if (live && live->journal) {
     journal = sys.spawn(journal_behavior, live->journal, recorder, std::chrono::milliseconds(2000),

@@ -14,9 +14,9 @@
 #include "runtime/config.hpp"
 #include "runtime/fault_plan.hpp"
 #include "runtime/inference_demand.hpp"
-#include "runtime/job_spec.hpp"
-#include "runtime/run_records.hpp"
-#include "runtime/state_records.hpp"
+#include "solvers/job_spec.hpp"
+#include "actors/run_records.hpp"
+#include "actors/state_records.hpp"
 
 namespace aryl {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl {
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <random>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/yaml_file.hpp"
 #include "runtime/input_limits.hpp"
 

@@ -9,7 +9,7 @@
 #include <random>
 #include <system_error>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/input_limits.hpp"
 #include "runtime/trace_reader.hpp"
 

@@ -5,16 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "solvers/sim_time.hpp"
+#include "actors/demand_point.hpp"
 
 namespace aryl {
-
-/// One step of the demand function: `servers_needed` holds from `t` until the next point's t
-/// (the last point holds for ever). Sequences are strictly increasing in t.
-struct demand_point {
-  sim_time t;
-  int servers_needed = 0;
-};
 
 /// Reads `t_s,servers_needed` (or `t_s,demand`; header required, other columns ignored).
 /// t_s: seconds >= 0, strictly increasing; servers_needed: whole number >= 0.

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "runtime/control_chars.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/control_chars.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/job_attributes.hpp"
 #include "runtime/synthetic_workload.hpp"
 #include "runtime/trace_reader.hpp"

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl {
 namespace {

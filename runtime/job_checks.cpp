@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "runtime/control_chars.hpp"
+#include "solvers/control_chars.hpp"
 #include "runtime/input_limits.hpp"
 
 namespace aryl {

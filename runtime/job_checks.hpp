@@ -5,7 +5,7 @@
 /// check_runnable.
 #include <string>
 
-#include "runtime/job_spec.hpp"
+#include "solvers/job_spec.hpp"
 
 namespace aryl {
 

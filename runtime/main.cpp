@@ -10,10 +10,10 @@
 #include <fstream>
 #include <iostream>
 
-#include "runtime/control_chars.hpp"
+#include "solvers/control_chars.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/effective_config.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/outputs.hpp"
 #include "runtime/live/agent.hpp"

@@ -13,9 +13,9 @@
 #include <limits>
 #include <string_view>
 
-#include "runtime/control_chars.hpp"
+#include "solvers/control_chars.hpp"
 #include "runtime/csv_field.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl {
 namespace {

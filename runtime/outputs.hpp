@@ -11,11 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/run_records.hpp"
+#include "actors/run_records.hpp"
+#include "actors/run_sink.hpp"
 
 namespace aryl {
 
-class run_writer {
+class run_writer : public run_sink {
 public:
   /// Creates `out_dir` if needed and removes a previous run's outputs from it; throws
   /// input_error naming the path if it cannot write there. `flush_lines`: each line of
@@ -27,51 +28,51 @@ public:
   /// run with each line once. A timeline row that does not parse is an input_error naming the
   /// file and line.
   explicit run_writer(const std::string& out_dir, bool flush_lines = false, bool carry_on = false);
-  ~run_writer();
+  ~run_writer() override;
   run_writer(const run_writer&) = delete;
   run_writer& operator=(const run_writer&) = delete;
 
-  void event(const event_record& e);
-  void job(const job_record& j);
+  void event(const event_record& e) override;
+  void job(const job_record& j) override;
   /// Called with each event and each job's final record as they are written (live mode's
   /// job book); from the writer's thread.
   void observe(std::function<void(const event_record&)> on_event, std::function<void(const job_record&)> on_job) {
     on_event_ = std::move(on_event);
     on_job_ = std::move(on_job);
   }
-  void snapshot(const cluster_snapshot& s);
-  void slo_misses(int count) { measures_.slo_misses += static_cast<uint64_t>(count); }
+  void snapshot(const cluster_snapshot& s) override;
+  void slo_misses(int count) override { measures_.slo_misses += static_cast<uint64_t>(count); }
   /// Faults: GPU-seconds lost (work since the last checkpoint, GPUs held while stalled), and
   /// each crashed job's time from its first crash to running again (< 0: none in this report).
-  void lost_work(double gpu_s, double recovery_s) {
+  void lost_work(double gpu_s, double recovery_s) override {
     measures_.lost_gpu_s += gpu_s;
     if (recovery_s >= 0) measures_.recoveries_s.push_back(recovery_s);
   }
   /// A reclaim returned its servers `latency_s` after the request, `late_s` past its deadline.
-  void reclaim_done(double latency_s, double late_s) {
+  void reclaim_done(double latency_s, double late_s) override {
     measures_.reclaim_latency_s.push_back(latency_s);
     measures_.reclaim_max_late_s = std::max(measures_.reclaim_max_late_s, late_s);
   }
   /// A quota reclaim's victims all checkpointed `latency_s` after it, `late_s` past its deadline.
-  void quota_done(double latency_s, double late_s) {
+  void quota_done(double latency_s, double late_s) override {
     measures_.quota_latency_s.push_back(latency_s);
     if (late_s > 0) ++measures_.quota_late;
     measures_.quota_max_late_s = std::max(measures_.quota_max_late_s, late_s);
   }
-  const run_measures& measures() const { return measures_; }
+  const run_measures& measures() const override { return measures_; }
   /// A run carried on after a scheduler restart goes on from the measures journaled before.
   void restore_measures(const run_measures& before) { measures_ = before; }
   /// Inference GPUs busy serving demand from `t_us` on (idle serving servers are not used).
-  void serving(int64_t t_us, int gpus);
+  void serving(int64_t t_us, int gpus) override;
   /// End of the submission window (the last submit): `window_gpu_usage` covers first to
   /// last submit, where the workload arrives, leaving out the drain of the longest jobs.
   void set_window_end(int64_t t_us) { window_end_us_ = t_us; }
 
-  uint64_t jobs_recorded() const { return jobs_.size(); }
+  uint64_t jobs_recorded() const override { return jobs_.size(); }
   uint64_t events_recorded() const { return events_; }
 
   /// Fills the measured fields of `s`, writes jobs.csv, closes the files.
-  run_summary finish(run_summary s);
+  run_summary finish(run_summary s) override;
 
   /// After a successful run: writes summary.json and renames every output to its final
   /// name. Throws input_error naming the file on any write error during the run.

@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl {
 namespace {

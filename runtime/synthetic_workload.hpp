@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/job_spec.hpp"
+#include "solvers/job_spec.hpp"
 
 namespace aryl {
 

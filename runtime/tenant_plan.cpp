@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl {
 

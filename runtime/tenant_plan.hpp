@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "runtime/config.hpp"
-#include "runtime/job_spec.hpp"
+#include "solvers/job_spec.hpp"
 #include "solvers/cluster_ledger.hpp"
 
 namespace aryl {

@@ -14,8 +14,8 @@
 
 #include <sys/stat.h>
 
-#include "runtime/control_chars.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/control_chars.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/input_limits.hpp"
 
 namespace aryl {

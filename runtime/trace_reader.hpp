@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/job_spec.hpp"
+#include "solvers/job_spec.hpp"
 
 namespace aryl {
 

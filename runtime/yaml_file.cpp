@@ -9,7 +9,7 @@
 #include <optional>
 #include <sstream>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/input_limits.hpp"
 
 namespace aryl {

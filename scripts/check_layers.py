@@ -2,8 +2,7 @@
 """Checks that the source tree's includes run one way (docs/architecture.md):
 
   solvers/  may include solvers/ only (pure: no actors, no clocks, no I/O);
-  actors/   may include solvers/ and actors/, and the runtime/ headers in ACTORS_MAY_READ,
-            the vocabulary the actors still take from runtime/ until it moves down;
+  actors/   may include solvers/ and actors/ only (what the actors speak lives beside them);
   runtime/  may include any floor, but the node side (what runs on a machine: the agent, its
             workers and processes) and the serve side of runtime/live/ meet only through
             runtime/wire/ and the shared utilities of runtime/.
@@ -14,21 +13,6 @@ Tests are exempt.
 import os
 import re
 import sys
-
-# runtime/ headers actors/ include today. Each is plain vocabulary or a parser's output type
-# that belongs beside the actor protocols or in solvers/; none may be added.
-ACTORS_MAY_READ = {
-    "runtime/fault_plan.hpp",
-    "runtime/heartbeats.hpp",
-    "runtime/inference_demand.hpp",
-    "runtime/input_error.hpp",
-    "runtime/job_spec.hpp",
-    "runtime/outputs.hpp",
-    "runtime/run_records.hpp",
-    "runtime/run_status.hpp",
-    "runtime/state_records.hpp",
-    "runtime/timebase.hpp",
-}
 
 # The node side of runtime/live/: file stems (name before the extension).
 NODE_SIDE = {"agent", "worker", "worker_log", "processes", "gpu_detect"}
@@ -50,9 +34,8 @@ def problem(path, target):
     floor = path.split("/")[0]
     if floor == "solvers" and not target.startswith("solvers/"):
         return "solvers/ includes only solvers/"
-    if floor == "actors":
-        if target.startswith("runtime/") and target not in ACTORS_MAY_READ:
-            return "actors/ includes solvers/ and actors/ only (and the listed runtime/ vocabulary)"
+    if floor == "actors" and not target.startswith(("solvers/", "actors/")):
+        return "actors/ includes solvers/ and actors/ only"
     if path.startswith("runtime/wire/") and target.startswith("runtime/live/"):
         return "runtime/wire/ is what both sides of live mode speak: it includes neither"
     a, b = side(path), side(target)

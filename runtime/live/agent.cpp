@@ -25,7 +25,7 @@
 // After <utility>: Boost 1.74's asio/awaitable.hpp uses std::exchange without including it.
 #include <boost/asio.hpp>
 
-#include "runtime/control_chars.hpp"
+#include "solvers/control_chars.hpp"
 #include "runtime/live/processes.hpp"
 #include "runtime/live/worker_log.hpp"
 #include "runtime/wire/codec.hpp"

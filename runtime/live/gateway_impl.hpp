@@ -21,7 +21,7 @@
 #include <tuple>
 #include <vector>
 
-#include "runtime/control_chars.hpp"
+#include "solvers/control_chars.hpp"
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/log_relay.hpp"
 #include "runtime/wire/messages.hpp"

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "runtime/control_chars.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/control_chars.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl::live {
 

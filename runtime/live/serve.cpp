@@ -14,7 +14,7 @@
 
 #include "runtime/driver.hpp"
 #include "runtime/effective_config.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/inputs.hpp"
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/metrics.hpp"

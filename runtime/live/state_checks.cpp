@@ -5,7 +5,7 @@
 #include <cmath>
 #include <set>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/job_checks.hpp"
 
 namespace aryl::live {

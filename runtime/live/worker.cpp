@@ -20,7 +20,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl::live {
 

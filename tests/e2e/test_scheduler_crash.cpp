@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "runtime/fault_plan.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "tests/e2e/run_helpers.hpp"
 
 using namespace aryl;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "runtime/inference_demand.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "tests/input_test_support.hpp"
 
 using namespace aryl;

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/job_attributes.hpp"
 
 using namespace aryl;

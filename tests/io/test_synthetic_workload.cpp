@@ -5,7 +5,7 @@
 #include <array>
 #include <vector>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/synthetic_workload.hpp"
 
 using namespace aryl;

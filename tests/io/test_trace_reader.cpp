@@ -8,7 +8,7 @@
 #include <tuple>
 #include <unistd.h>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "tests/input_test_support.hpp"
 #include "runtime/trace_reader.hpp"
 

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/live/agent.hpp"
 #include "runtime/live/gpu_detect.hpp"
 #include "runtime/live/worker_log.hpp"

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "runtime/config.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "tests/input_test_support.hpp"
 
 using namespace aryl;

@@ -2,7 +2,7 @@
 // link makes the scheduler notice, and when it hears the agent again.
 #include <doctest/doctest.h>
 
-#include "runtime/heartbeats.hpp"
+#include "solvers/heartbeats.hpp"
 
 using namespace aryl;
 

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <string>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/outputs.hpp"
 #include "tests/runtime/cli_support.hpp"
 

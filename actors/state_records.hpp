@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/job_spec.hpp"
-#include "runtime/run_records.hpp"
+#include "solvers/job_spec.hpp"
+#include "actors/run_records.hpp"
 
 namespace aryl {
 

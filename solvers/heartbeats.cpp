@@ -1,4 +1,4 @@
-#include "runtime/heartbeats.hpp"
+#include "solvers/heartbeats.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "runtime/control_chars.hpp"
+#include "solvers/control_chars.hpp"
 
 namespace aryl {
 
