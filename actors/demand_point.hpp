@@ -1,6 +1,6 @@
 #pragma once
 /// Inference demand as the inference load actor plays it: servers needed over time. The
-/// readers and the synthetic generator are in runtime/inference_demand.hpp.
+/// readers and the synthetic generator are in runtime/inputs/inference_demand.hpp.
 #include "solvers/sim_time.hpp"
 
 namespace aryl {

@@ -1,6 +1,6 @@
 #pragma once
 /// A fault as the fault injector follows it: what goes wrong when, as plain data. Plans are
-/// read and drawn in runtime/fault_plan.hpp; the actors only play them. Free of CAF.
+/// read and drawn in runtime/inputs/fault_plan.hpp; the actors only play them. Free of CAF.
 #include <cstdint>
 #include <string>
 

@@ -1,6 +1,6 @@
 #pragma once
 /// Where the recorder actor puts a run's records and measures. The actor knows only this;
-/// runtime/outputs.hpp's run_writer writes them to the run's folder. Called from the
+/// runtime/outputs/outputs.hpp's run_writer writes them to the run's folder. Called from the
 /// recorder's thread only.
 #include <cstdint>
 

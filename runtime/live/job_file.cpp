@@ -7,7 +7,7 @@
 
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
-#include "runtime/yaml_file.hpp"
+#include "runtime/inputs/yaml_file.hpp"
 
 namespace aryl::live {
 

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "solvers/input_error.hpp"
-#include "runtime/job_checks.hpp"
+#include "runtime/inputs/job_checks.hpp"
 
 namespace aryl::live {
 namespace {

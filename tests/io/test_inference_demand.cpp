@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "runtime/inference_demand.hpp"
+#include "runtime/inputs/inference_demand.hpp"
 #include "solvers/input_error.hpp"
 #include "tests/input_test_support.hpp"
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "solvers/input_error.hpp"
-#include "runtime/job_attributes.hpp"
+#include "runtime/inputs/job_attributes.hpp"
 
 using namespace aryl;
 

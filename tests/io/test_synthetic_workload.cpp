@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "solvers/input_error.hpp"
-#include "runtime/synthetic_workload.hpp"
+#include "runtime/inputs/synthetic_workload.hpp"
 
 using namespace aryl;
 

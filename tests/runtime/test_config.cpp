@@ -3,7 +3,7 @@
 
 #include <fstream>
 
-#include "runtime/config.hpp"
+#include "runtime/inputs/config.hpp"
 #include "solvers/input_error.hpp"
 #include "tests/input_test_support.hpp"
 

@@ -1,4 +1,4 @@
-// Loss detection by heartbeats in simulated time (runtime/heartbeats.hpp): which silences a bad
+// Loss detection by heartbeats in simulated time (solvers/heartbeats.hpp): which silences a bad
 // link makes the scheduler notice, and when it hears the agent again.
 #include <doctest/doctest.h>
 

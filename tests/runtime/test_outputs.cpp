@@ -6,7 +6,7 @@
 #include <string>
 
 #include "solvers/input_error.hpp"
-#include "runtime/outputs.hpp"
+#include "runtime/outputs/outputs.hpp"
 #include "tests/runtime/cli_support.hpp"
 
 using namespace aryl;

@@ -1,4 +1,4 @@
-#include "runtime/yaml_file.hpp"
+#include "runtime/inputs/yaml_file.hpp"
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "solvers/input_error.hpp"
-#include "runtime/input_limits.hpp"
+#include "runtime/inputs/input_limits.hpp"
 
 namespace aryl {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/outputs.hpp"
+#include "runtime/outputs/outputs.hpp"
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "solvers/control_chars.hpp"
-#include "runtime/csv_field.hpp"
+#include "runtime/inputs/csv_field.hpp"
 #include "solvers/input_error.hpp"
 
 namespace aryl {

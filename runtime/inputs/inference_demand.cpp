@@ -1,4 +1,4 @@
-#include "runtime/inference_demand.hpp"
+#include "runtime/inputs/inference_demand.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +10,8 @@
 #include <system_error>
 
 #include "solvers/input_error.hpp"
-#include "runtime/input_limits.hpp"
-#include "runtime/trace_reader.hpp"
+#include "runtime/inputs/input_limits.hpp"
+#include "runtime/inputs/trace_reader.hpp"
 
 namespace aryl {
 namespace {

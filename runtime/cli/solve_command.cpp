@@ -1,4 +1,4 @@
-#include "runtime/solve_command.hpp"
+#include "runtime/cli/solve_command.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "runtime/tenant_plan.hpp"
+#include "runtime/inputs/tenant_plan.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/effective_config.hpp"
+#include "runtime/outputs/effective_config.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "runtime/live/worker_log.hpp"
+#include "runtime/node/worker_log.hpp"
 
 #include <algorithm>
 #include <filesystem>

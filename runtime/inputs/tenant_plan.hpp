@@ -2,7 +2,7 @@
 /// The tenants of a run from its config and its jobs (docs/design.md, "Tenants and quotas").
 #include <vector>
 
-#include "runtime/config.hpp"
+#include "runtime/inputs/config.hpp"
 #include "solvers/job_spec.hpp"
 #include "solvers/cluster_ledger.hpp"
 

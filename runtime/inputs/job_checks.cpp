@@ -1,11 +1,11 @@
-#include "runtime/job_checks.hpp"
+#include "runtime/inputs/job_checks.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
 #include "solvers/control_chars.hpp"
-#include "runtime/input_limits.hpp"
+#include "runtime/inputs/input_limits.hpp"
 
 namespace aryl {
 

@@ -1,4 +1,4 @@
-#include "runtime/live/worker.hpp"
+#include "runtime/node/worker.hpp"
 
 #include <signal.h>
 #include <time.h>

@@ -1,4 +1,4 @@
-#include "runtime/trace_reader.hpp"
+#include "runtime/inputs/trace_reader.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -16,7 +16,7 @@
 
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
-#include "runtime/input_limits.hpp"
+#include "runtime/inputs/input_limits.hpp"
 
 namespace aryl {
 

@@ -1,7 +1,7 @@
 #pragma once
 /// Turns a config into run inputs: the training jobs (trace or synthetic, with elastic and
 /// misprediction attributes drawn from the seed) and the inference demand.
-#include "runtime/driver.hpp"
+#include "runtime/sim/driver.hpp"
 
 namespace aryl {
 

@@ -3,7 +3,7 @@
 /// reads the outputs (scripts/results_table.py) takes the parameters from the run itself.
 #include <string>
 
-#include "runtime/config.hpp"
+#include "runtime/inputs/config.hpp"
 
 namespace aryl {
 

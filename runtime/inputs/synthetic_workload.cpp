@@ -1,4 +1,4 @@
-#include "runtime/synthetic_workload.hpp"
+#include "runtime/inputs/synthetic_workload.hpp"
 
 #include <algorithm>
 #include <array>

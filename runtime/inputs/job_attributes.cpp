@@ -1,4 +1,4 @@
-#include "runtime/job_attributes.hpp"
+#include "runtime/inputs/job_attributes.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "runtime/config.hpp"
+#include "runtime/inputs/config.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "solvers/input_error.hpp"
-#include "runtime/input_limits.hpp"
-#include "runtime/yaml_file.hpp"
+#include "runtime/inputs/input_limits.hpp"
+#include "runtime/inputs/yaml_file.hpp"
 #include "solvers/policy.hpp"
 #include "solvers/reclaim.hpp"
 

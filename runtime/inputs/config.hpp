@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/fault_plan.hpp"
+#include "runtime/inputs/fault_plan.hpp"
 #include "solvers/planner_options.hpp"
 #include "solvers/throughput.hpp"
 
@@ -74,7 +74,7 @@ struct config {
   double checkpoint_jitter = 0.2;
 
   // --- faults
-  std::string faults_file;           ///< a fault plan (runtime/fault_plan.hpp); empty: none
+  std::string faults_file;           ///< a fault plan (runtime/inputs/fault_plan.hpp); empty: none
   random_fault_rates random_faults;
   double heartbeat_s = 10;           ///< simulated agents' heartbeat period
   int missed_heartbeats = 3;         ///< a server is lost after this many missed heartbeats

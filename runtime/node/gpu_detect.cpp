@@ -1,4 +1,4 @@
-#include "runtime/live/gpu_detect.hpp"
+#include "runtime/node/gpu_detect.hpp"
 
 #include <sys/wait.h>
 

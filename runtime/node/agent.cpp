@@ -1,4 +1,4 @@
-#include "runtime/live/agent.hpp"
+#include "runtime/node/agent.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -26,8 +26,8 @@
 #include <boost/asio.hpp>
 
 #include "solvers/control_chars.hpp"
-#include "runtime/live/processes.hpp"
-#include "runtime/live/worker_log.hpp"
+#include "runtime/node/processes.hpp"
+#include "runtime/node/worker_log.hpp"
 #include "runtime/wire/codec.hpp"
 
 namespace aryl::live {

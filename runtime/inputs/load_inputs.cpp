@@ -1,4 +1,4 @@
-#include "runtime/inputs.hpp"
+#include "runtime/inputs/load_inputs.hpp"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
-#include "runtime/job_attributes.hpp"
-#include "runtime/synthetic_workload.hpp"
-#include "runtime/trace_reader.hpp"
+#include "runtime/inputs/job_attributes.hpp"
+#include "runtime/inputs/synthetic_workload.hpp"
+#include "runtime/inputs/trace_reader.hpp"
 
 namespace aryl {
 

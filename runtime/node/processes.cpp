@@ -1,4 +1,4 @@
-#include "runtime/live/processes.hpp"
+#include "runtime/node/processes.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

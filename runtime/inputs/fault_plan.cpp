@@ -1,4 +1,4 @@
-#include "runtime/fault_plan.hpp"
+#include "runtime/inputs/fault_plan.hpp"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <random>
 
 #include "solvers/input_error.hpp"
-#include "runtime/yaml_file.hpp"
-#include "runtime/input_limits.hpp"
+#include "runtime/inputs/yaml_file.hpp"
+#include "runtime/inputs/input_limits.hpp"
 
 namespace aryl {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/driver.hpp"
+#include "runtime/sim/driver.hpp"
 
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
@@ -21,10 +21,10 @@
 #include "actors/server.hpp"
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
-#include "runtime/input_limits.hpp"
-#include "runtime/job_checks.hpp"
-#include "runtime/outputs.hpp"
-#include "runtime/tenant_plan.hpp"
+#include "runtime/inputs/input_limits.hpp"
+#include "runtime/inputs/job_checks.hpp"
+#include "runtime/outputs/outputs.hpp"
+#include "runtime/inputs/tenant_plan.hpp"
 
 namespace aryl {
 namespace {

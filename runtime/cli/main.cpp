@@ -11,20 +11,20 @@
 #include <iostream>
 
 #include "solvers/control_chars.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/effective_config.hpp"
+#include "runtime/sim/driver.hpp"
+#include "runtime/outputs/effective_config.hpp"
 #include "solvers/input_error.hpp"
-#include "runtime/inputs.hpp"
-#include "runtime/outputs.hpp"
-#include "runtime/live/agent.hpp"
+#include "runtime/inputs/load_inputs.hpp"
+#include "runtime/outputs/outputs.hpp"
+#include "runtime/node/agent.hpp"
 #include "runtime/live/client.hpp"
-#include "runtime/live/gpu_detect.hpp"
+#include "runtime/node/gpu_detect.hpp"
 #include "runtime/live/job_file.hpp"
-#include "runtime/live/log_stamp.hpp"
+#include "runtime/cli/log_stamp.hpp"
 #include "runtime/live/serve.hpp"
 #include "runtime/live/token.hpp"
-#include "runtime/live/worker.hpp"
-#include "runtime/solve_command.hpp"
+#include "runtime/node/worker.hpp"
+#include "runtime/cli/solve_command.hpp"
 
 namespace {
 
