@@ -13,7 +13,7 @@
 #include "actors/server_directory.hpp"
 #include "actors/server_protocol.hpp"
 #include "actors/worker_settings.hpp"
-#include "runtime/timebase.hpp"
+#include "actors/timebase.hpp"
 #include "solvers/throughput.hpp"
 
 namespace aryl {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "actors/recorder_protocol.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl {
 

@@ -11,8 +11,8 @@
 #include "actors/inference_protocol.hpp"
 #include "actors/recorder_protocol.hpp"
 #include "actors/scheduler_protocol.hpp"
-#include "runtime/fault_plan.hpp"
-#include "runtime/timebase.hpp"
+#include "actors/fault_events.hpp"
+#include "actors/timebase.hpp"
 
 namespace aryl {
 

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "actors/scheduler_protocol.hpp"
-#include "runtime/timebase.hpp"
+#include "actors/timebase.hpp"
 
 namespace aryl {
 

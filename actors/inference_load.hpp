@@ -9,8 +9,8 @@
 #include "actors/inference_protocol.hpp"
 #include "actors/recorder_protocol.hpp"
 #include "actors/scheduler_protocol.hpp"
-#include "runtime/inference_demand.hpp"
-#include "runtime/timebase.hpp"
+#include "actors/demand_point.hpp"
+#include "actors/timebase.hpp"
 
 namespace aryl {
 

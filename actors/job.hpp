@@ -5,7 +5,7 @@
 #include <set>
 
 #include "actors/actor_env.hpp"
-#include "runtime/job_spec.hpp"
+#include "solvers/job_spec.hpp"
 #include "solvers/job_progress.hpp"
 
 namespace aryl {

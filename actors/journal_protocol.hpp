@@ -8,7 +8,7 @@
 #include <string>
 
 #include "actors/recorder_protocol.hpp"
-#include "runtime/state_records.hpp"
+#include "actors/state_records.hpp"
 
 namespace aryl {
 

@@ -17,7 +17,7 @@ void close_outputs(recorder_state& s) {
 } // namespace
 
 recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer<recorder_state> self,
-                                                std::shared_ptr<run_writer> writer,
+                                                std::shared_ptr<run_sink> writer,
                                                 std::shared_ptr<run_status> status, uint64_t expected,
                                                 run_summary header, bool keep_open, uint64_t index_space) {
   auto& st = self->state;

@@ -6,13 +6,13 @@
 #include <vector>
 
 #include "actors/recorder_protocol.hpp"
-#include "runtime/outputs.hpp"
-#include "runtime/run_status.hpp"
+#include "actors/run_sink.hpp"
+#include "actors/run_status.hpp"
 
 namespace aryl {
 
 struct recorder_state {
-  std::shared_ptr<run_writer> writer;
+  std::shared_ptr<run_sink> writer;
   std::shared_ptr<run_status> status;
   uint64_t expected = 0;
   std::vector<char> completed;  ///< by job index
@@ -27,7 +27,7 @@ struct recorder_state {
 /// `index_space`: job indices in use at the start, if more than `expected` (a restarted
 /// serve's journaled counter, should it ever run ahead of the jobs it journaled).
 recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer<recorder_state> self,
-                                                std::shared_ptr<run_writer> writer,
+                                                std::shared_ptr<run_sink> writer,
                                                 std::shared_ptr<run_status> status, uint64_t expected,
                                                 run_summary header, bool keep_open = false,
                                                 uint64_t index_space = 0);

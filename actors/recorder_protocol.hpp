@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/run_records.hpp"
+#include "actors/run_records.hpp"
 
 namespace aryl {
 

@@ -10,7 +10,7 @@
 
 #include "actors/actor_env.hpp"
 #include "actors/node_orders.hpp"
-#include "runtime/heartbeats.hpp"
+#include "solvers/heartbeats.hpp"
 #include "solvers/cluster_ledger.hpp"
 #include "solvers/duration_estimate.hpp"
 #include "solvers/round_planner.hpp"

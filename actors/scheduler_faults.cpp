@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "actors/scheduler_parts.hpp"
-#include "runtime/heartbeats.hpp"
+#include "solvers/heartbeats.hpp"
 
 namespace aryl::sched {
 namespace {

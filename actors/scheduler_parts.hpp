@@ -1,9 +1,11 @@
 #pragma once
-/// What the scheduler actor's two source files share: scheduler.cpp (rounds, jobs, reclaims,
-/// the journal, the behavior) and scheduler_faults.cpp (faults and recovery). Internal to the
-/// actor: nothing else includes it.
+/// What the scheduler actor's source files share: scheduler.cpp (rounds, ending jobs,
+/// reclaims, the journal, the behavior), scheduler_jobs.cpp (taking jobs in),
+/// scheduler_status.cpp, scheduler_tenants.cpp and scheduler_faults.cpp (faults and recovery).
+/// Internal to the actor: nothing else includes it.
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "actors/scheduler.hpp"
 
@@ -24,6 +26,17 @@ void complete_reclaims(self_ptr self, sim_time now);
 void journal_server(self_ptr self, int sid, const char* mode);
 /// "t0:4 t1:2": where a job's workers are, by server name.
 std::string alloc_text(const scheduler_state& st, const allocation& a);
+/// `aryl serve --state`: the job's row as the ledger has it now (`ended`: its final record).
+saved_job journal_row(self_ptr self, uint32_t job, sim_time now, const job_record* ended = nullptr);
+void journal_job(self_ptr self, uint32_t job, sim_time now, const job_record* ended = nullptr);
+/// The ended jobs by outcome, for /metrics.
+void count_outcome(scheduler_state& st, std::string_view outcome);
+
+// scheduler_jobs.cpp: taking jobs in.
+/// Takes a submitted job into the queue and spawns its actor (see the definition).
+void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* restored = nullptr);
+/// One job of a restarted scheduler's journal (see restore in scheduler_protocol.hpp).
+void restore_job(self_ptr self, saved_job& row);
 
 // scheduler_status.cpp
 /// The active jobs and the servers now, for live mode's `aryl status` and /metrics.

@@ -12,7 +12,7 @@
 #include "actors/journal_protocol.hpp"
 #include "actors/node_orders.hpp"
 #include "actors/server_protocol.hpp"
-#include "runtime/job_spec.hpp"
+#include "solvers/job_spec.hpp"
 
 namespace aryl {
 

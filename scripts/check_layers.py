@@ -2,11 +2,11 @@
 """Checks that the source tree's includes run one way (docs/architecture.md):
 
   solvers/  may include solvers/ only (pure: no actors, no clocks, no I/O);
-  actors/   may include solvers/ and actors/, and the runtime/ headers in ACTORS_MAY_READ,
-            the vocabulary the actors still take from runtime/ until it moves down;
-  runtime/  may include any floor, but the node side (what runs on a machine: the agent, its
-            workers and processes) and the serve side of runtime/live/ meet only through
-            runtime/wire/ and the shared utilities of runtime/.
+  actors/   may include solvers/ and actors/ only (what the actors speak lives beside them);
+  runtime/  may include any floor, but live mode's node side (runtime/node/: what runs on a
+            machine, the agent, its workers and processes) and its serve side (runtime/live/:
+            the gateway, journal, metrics) include each other never: they meet through
+            runtime/wire/, which includes neither.
 
   scripts/check_layers.py [ROOT]     # exit 0 if clean; else one line per forbidden include
 Tests are exempt.
@@ -15,34 +15,19 @@ import os
 import re
 import sys
 
-# runtime/ headers actors/ include today. Each is plain vocabulary or a parser's output type
-# that belongs beside the actor protocols or in solvers/; none may be added.
-ACTORS_MAY_READ = {
-    "runtime/fault_plan.hpp",
-    "runtime/heartbeats.hpp",
-    "runtime/inference_demand.hpp",
-    "runtime/input_error.hpp",
-    "runtime/job_spec.hpp",
-    "runtime/outputs.hpp",
-    "runtime/run_records.hpp",
-    "runtime/run_status.hpp",
-    "runtime/state_records.hpp",
-    "runtime/timebase.hpp",
-}
-
-# The node side of runtime/live/: file stems (name before the extension).
-NODE_SIDE = {"agent", "worker", "worker_log", "processes", "gpu_detect"}
+# Live mode's two sides, by room.
+SIDES = {"runtime/node/": "node", "runtime/live/": "serve"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SOURCE = re.compile(r"\.(c|cc|cpp|h|hpp)$")
 
 
 def side(path):
-    """'node' or 'serve' for a file of runtime/live/, else None."""
-    if not path.startswith("runtime/live/"):
-        return None
-    stem = os.path.basename(path).split(".")[0]
-    return "node" if stem in NODE_SIDE else "serve"
+    """'node' for a file of runtime/node/, 'serve' for one of runtime/live/, else None."""
+    for room, name in SIDES.items():
+        if path.startswith(room):
+            return name
+    return None
 
 
 def problem(path, target):
@@ -50,14 +35,13 @@ def problem(path, target):
     floor = path.split("/")[0]
     if floor == "solvers" and not target.startswith("solvers/"):
         return "solvers/ includes only solvers/"
-    if floor == "actors":
-        if target.startswith("runtime/") and target not in ACTORS_MAY_READ:
-            return "actors/ includes solvers/ and actors/ only (and the listed runtime/ vocabulary)"
-    if path.startswith("runtime/wire/") and target.startswith("runtime/live/"):
+    if floor == "actors" and not target.startswith(("solvers/", "actors/")):
+        return "actors/ includes solvers/ and actors/ only"
+    if path.startswith("runtime/wire/") and side(target):
         return "runtime/wire/ is what both sides of live mode speak: it includes neither"
     a, b = side(path), side(target)
     if a and b and a != b:
-        return f"the {a} side of runtime/live/ meets the {b} side only through runtime/wire/"
+        return f"live mode's {a} side meets its {b} side only through runtime/wire/"
     return None
 
 

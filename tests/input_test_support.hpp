@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl::test {
 

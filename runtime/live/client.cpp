@@ -9,9 +9,9 @@
 #include <array>
 #include <thread>
 
-#include "runtime/control_chars.hpp"
-#include "runtime/input_error.hpp"
-#include "runtime/tls_stream.hpp"
+#include "solvers/control_chars.hpp"
+#include "solvers/input_error.hpp"
+#include "runtime/wire/tls_stream.hpp"
 #include "runtime/wire/codec.hpp"
 
 namespace aryl::live {

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "runtime/input_error.hpp"
-#include "runtime/yaml_file.hpp"
+#include "solvers/input_error.hpp"
+#include "runtime/inputs/yaml_file.hpp"
 
 namespace aryl::live {
 

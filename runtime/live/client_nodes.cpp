@@ -1,7 +1,7 @@
 #include "runtime/live/client_nodes.hpp"
 
-#include "runtime/control_chars.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/control_chars.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl::live {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "actors/cluster_status.hpp"
-#include "runtime/job_spec.hpp"
+#include "solvers/job_spec.hpp"
 #include "runtime/live/job_book.hpp"
 #include "runtime/wire/messages.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl::live {
 

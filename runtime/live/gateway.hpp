@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "actors/node_link.hpp"
-#include "runtime/driver.hpp"
+#include "runtime/sim/driver.hpp"
 #include "runtime/live/job_book.hpp"
 #include "runtime/wire/messages.hpp"
 

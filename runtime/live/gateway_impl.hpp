@@ -21,10 +21,10 @@
 #include <tuple>
 #include <vector>
 
-#include "runtime/control_chars.hpp"
+#include "solvers/control_chars.hpp"
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/log_relay.hpp"
-#include "runtime/tls_stream.hpp"
+#include "runtime/wire/tls_stream.hpp"
 #include "runtime/wire/messages.hpp"
 
 namespace aryl::live {

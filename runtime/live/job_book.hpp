@@ -9,8 +9,8 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/job_spec.hpp"
-#include "runtime/run_records.hpp"
+#include "solvers/job_spec.hpp"
+#include "actors/run_records.hpp"
 #include "runtime/wire/messages.hpp"
 
 namespace aryl::live {

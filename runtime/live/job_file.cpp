@@ -5,9 +5,9 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/control_chars.hpp"
-#include "runtime/input_error.hpp"
-#include "runtime/yaml_file.hpp"
+#include "solvers/control_chars.hpp"
+#include "solvers/input_error.hpp"
+#include "runtime/inputs/yaml_file.hpp"
 
 namespace aryl::live {
 

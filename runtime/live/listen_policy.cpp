@@ -4,7 +4,7 @@
 
 #include <boost/asio/ip/address.hpp>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl::live {
 

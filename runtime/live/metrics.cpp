@@ -11,7 +11,7 @@
 #include <thread>
 #include <tuple>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl::live {
 

@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "runtime/control_chars.hpp"
-#include "runtime/driver.hpp"
+#include "solvers/control_chars.hpp"
+#include "runtime/sim/driver.hpp"
 
 namespace aryl::live {
 

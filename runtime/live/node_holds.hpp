@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "actors/node_orders.hpp"
-#include "runtime/config.hpp"
+#include "runtime/inputs/config.hpp"
 #include "runtime/live/state_journal.hpp"
 
 namespace aryl::live {

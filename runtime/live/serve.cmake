@@ -14,14 +14,15 @@ add_library(aryl_gateway STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CU
             ${CMAKE_CURRENT_LIST_DIR}/gateway_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_session.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_status.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_nodes.cpp
             ${CMAKE_CURRENT_LIST_DIR}/job_book.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/client_replies.cpp ${CMAKE_CURRENT_LIST_DIR}/log_relay.cpp)
+            ${CMAKE_CURRENT_LIST_DIR}/client_replies.cpp ${CMAKE_CURRENT_LIST_DIR}/log_relay.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/token.cpp)
 target_include_directories(aryl_gateway PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(aryl_gateway PUBLIC aryl_wire aryl_tls aryl_live_agent aryl_io PRIVATE Boost::boost fmt::fmt Threads::Threads)
+target_link_libraries(aryl_gateway PUBLIC aryl_wire aryl_tls aryl_io PRIVATE Boost::boost fmt::fmt Threads::Threads)
 target_compile_definitions(aryl_gateway PRIVATE BOOST_ASIO_NO_DEPRECATED)
 
 # `aryl serve`: the scheduler's actors on the wall clock behind the gateway; the client
 # commands (`aryl status`, `show`, `logs`, `demand`, `submit`, `cancel`).
-# Included from the top level, after runtime/ and runtime/live/.
+# Included from the top level, after runtime/ and runtime/node/.
 add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client.cpp ${CMAKE_CURRENT_LIST_DIR}/client_nodes.cpp
             ${CMAKE_CURRENT_LIST_DIR}/job_file.cpp
@@ -29,6 +30,6 @@ add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
             ${CMAKE_CURRENT_LIST_DIR}/node_holds.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client_config.cpp ${CMAKE_CURRENT_LIST_DIR}/listen_policy.cpp)
 target_include_directories(aryl_serve PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(aryl_serve PUBLIC aryl_driver aryl_gateway aryl_wire aryl_live_agent aryl_state_journal
+target_link_libraries(aryl_serve PUBLIC aryl_driver aryl_gateway aryl_wire aryl_state_journal
                       PRIVATE Boost::boost fmt::fmt nlohmann_json::nlohmann_json yaml-cpp)
 target_compile_definitions(aryl_serve PRIVATE BOOST_ASIO_NO_DEPRECATED)

@@ -12,16 +12,16 @@
 
 #include <sys/resource.h>
 
-#include "runtime/driver.hpp"
-#include "runtime/effective_config.hpp"
-#include "runtime/input_error.hpp"
-#include "runtime/inputs.hpp"
+#include "runtime/sim/driver.hpp"
+#include "runtime/outputs/effective_config.hpp"
+#include "solvers/input_error.hpp"
+#include "runtime/inputs/load_inputs.hpp"
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/listen_policy.hpp"
 #include "runtime/live/metrics.hpp"
 #include "runtime/live/serve_state.hpp"
 #include "runtime/live/token.hpp"
-#include "runtime/outputs.hpp"
+#include "runtime/outputs/outputs.hpp"
 
 namespace aryl::live {
 namespace {

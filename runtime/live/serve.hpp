@@ -8,7 +8,7 @@
 #include <ostream>
 #include <string>
 
-#include "runtime/config.hpp"
+#include "runtime/inputs/config.hpp"
 
 namespace aryl::live {
 

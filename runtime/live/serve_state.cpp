@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/live/node_holds.hpp"
 #include "runtime/live/state_checks.hpp"
 

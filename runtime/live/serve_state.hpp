@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/config.hpp"
-#include "runtime/driver.hpp"
+#include "runtime/inputs/config.hpp"
+#include "runtime/sim/driver.hpp"
 #include "runtime/live/state_journal.hpp"
 #include "runtime/wire/messages.hpp"
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <set>
 
-#include "runtime/input_error.hpp"
-#include "runtime/job_checks.hpp"
+#include "solvers/input_error.hpp"
+#include "runtime/inputs/job_checks.hpp"
 
 namespace aryl::live {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/state_records.hpp"
+#include "actors/state_records.hpp"
 
 namespace aryl::live {
 

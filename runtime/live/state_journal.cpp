@@ -10,7 +10,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl::live {
 namespace {

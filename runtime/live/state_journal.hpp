@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/state_records.hpp"
+#include "actors/state_records.hpp"
 
 struct sqlite3;
 

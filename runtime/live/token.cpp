@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl::live {
 

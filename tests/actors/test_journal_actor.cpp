@@ -8,7 +8,7 @@
 #include "actors/journal.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/server.hpp"
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "tests/actors/sim_fixture.hpp"
 
 using namespace aryl;

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/config.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/inputs.hpp"
+#include "runtime/inputs/config.hpp"
+#include "runtime/sim/driver.hpp"
+#include "runtime/inputs/load_inputs.hpp"
 
 namespace aryl::test {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "tests/e2e/run_helpers.hpp"
 
 using namespace aryl;

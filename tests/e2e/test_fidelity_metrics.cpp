@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/effective_config.hpp"
+#include "runtime/outputs/effective_config.hpp"
 #include "tests/e2e/run_helpers.hpp"
 
 using namespace aryl;

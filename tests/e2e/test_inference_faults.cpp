@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "runtime/fault_plan.hpp"
+#include "runtime/inputs/fault_plan.hpp"
 #include "tests/e2e/run_helpers.hpp"
 
 using namespace aryl;

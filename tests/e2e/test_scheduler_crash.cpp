@@ -2,8 +2,8 @@
 // cluster runs on, nothing is decided, and what was sent to it waits until it is back.
 #include <doctest/doctest.h>
 
-#include "runtime/fault_plan.hpp"
-#include "runtime/input_error.hpp"
+#include "runtime/inputs/fault_plan.hpp"
+#include "solvers/input_error.hpp"
 #include "tests/e2e/run_helpers.hpp"
 
 using namespace aryl;

@@ -1,4 +1,4 @@
-// Fuzz target for the configuration (runtime/config.hpp), built twice: fuzz_config_yaml (the
+// Fuzz target for the configuration (runtime/inputs/config.hpp), built twice: fuzz_config_yaml (the
 // input is a YAML file for load_config_file) and fuzz_config_set (each input line is a --set
 // key=value for apply_override). validate_config then runs on the result.
 // Contract: input_error, or a config whose numbers are all finite (a setter that lets "nan" or
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "runtime/config.hpp"
+#include "runtime/inputs/config.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 #if !defined(ARYL_FUZZ_CONFIG_YAML) && !defined(ARYL_FUZZ_CONFIG_SET)

@@ -1,8 +1,8 @@
-// Fuzz target for read_demand_csv (runtime/inference_demand.hpp): the input is the CSV file.
+// Fuzz target for read_demand_csv (runtime/inputs/inference_demand.hpp): the input is the CSV file.
 // Contract: input_error, or a non-empty demand strictly increasing in t with 0 <= servers_needed.
 #include <string>
 
-#include "runtime/inference_demand.hpp"
+#include "runtime/inputs/inference_demand.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,11 +1,11 @@
-// Fuzz target for read_servegen_demand (runtime/inference_demand.hpp). Without a form feed the
+// Fuzz target for read_servegen_demand (runtime/inputs/inference_demand.hpp). Without a form feed the
 // input is one ServeGen file (total-rate or raw per-client); with form feeds ('\f') it is a model
 // directory whose parts are chunk-0-trace.csv, chunk-1-trace.csv, ... Each input is mapped for
 // 16 servers at 0.9 peak utilisation and for 1 server at 1.0.
 // Contract: input_error, or demand strictly increasing in t with servers_needed in [0, servers].
 #include <string>
 
-#include "runtime/inference_demand.hpp"
+#include "runtime/inputs/inference_demand.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,4 @@
-// Fuzz target for `aryl solve` (runtime/solve_command.hpp). The first input byte chooses the
+// Fuzz target for `aryl solve` (runtime/cli/solve_command.hpp). The first input byte chooses the
 // problem (byte % 4: 0 mckp, 1 reclaim greedy, 2 reclaim exact, 3 place; so the ASCII digits
 // '0'..'3' read naturally in seed files), the rest is the JSON problem.
 // Contract: run_solve_command returns 2 after one line on `err` and nothing on `out`, or returns
@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/solve_command.hpp"
+#include "runtime/cli/solve_command.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {

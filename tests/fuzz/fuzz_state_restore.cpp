@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/job_checks.hpp"
+#include "runtime/inputs/job_checks.hpp"
 #include "runtime/live/state_checks.hpp"
 #include "runtime/live/state_journal.hpp"
 #include "tests/fuzz/fuzz_support.hpp"

@@ -18,7 +18,7 @@
 #include <system_error>
 #include <typeinfo>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 
 namespace aryl::fuzz {
 

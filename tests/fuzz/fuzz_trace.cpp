@@ -1,4 +1,4 @@
-// Fuzz target for the training-trace readers (runtime/trace_reader.hpp), built twice:
+// Fuzz target for the training-trace readers (runtime/inputs/trace_reader.hpp), built twice:
 // fuzz_trace_canonical and fuzz_trace_philly (ARYL_FUZZ_TRACE_FORMAT). The input is the CSV file,
 // optionally preceded by one line "#!key=value;..." setting trace_options (format, vc, from, to,
 // skip); without it the file is read twice, failing on and skipping bad rows. A loaded trace
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/job_attributes.hpp"
-#include "runtime/trace_reader.hpp"
+#include "runtime/inputs/job_attributes.hpp"
+#include "runtime/inputs/trace_reader.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 #ifndef ARYL_FUZZ_TRACE_FORMAT

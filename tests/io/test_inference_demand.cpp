@@ -9,8 +9,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "runtime/inference_demand.hpp"
-#include "runtime/input_error.hpp"
+#include "runtime/inputs/inference_demand.hpp"
+#include "solvers/input_error.hpp"
 #include "tests/input_test_support.hpp"
 
 using namespace aryl;

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "runtime/input_error.hpp"
-#include "runtime/job_attributes.hpp"
+#include "solvers/input_error.hpp"
+#include "runtime/inputs/job_attributes.hpp"
 
 using namespace aryl;
 

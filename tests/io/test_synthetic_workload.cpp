@@ -5,8 +5,8 @@
 #include <array>
 #include <vector>
 
-#include "runtime/input_error.hpp"
-#include "runtime/synthetic_workload.hpp"
+#include "solvers/input_error.hpp"
+#include "runtime/inputs/synthetic_workload.hpp"
 
 using namespace aryl;
 

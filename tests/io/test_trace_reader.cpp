@@ -8,9 +8,9 @@
 #include <tuple>
 #include <unistd.h>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "tests/input_test_support.hpp"
-#include "runtime/trace_reader.hpp"
+#include "runtime/inputs/trace_reader.hpp"
 
 using namespace aryl;
 using namespace aryl::test;

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/live/agent.hpp"
+#include "runtime/node/agent.hpp"
 #include "runtime/wire/codec.hpp"
 
 namespace aryl::live::test {

@@ -1,4 +1,4 @@
-// The node agent (runtime/live/agent.hpp) against a fake scheduler on loopback, with real
+// The node agent (runtime/node/agent.hpp) against a fake scheduler on loopback, with real
 // worker processes; and the cluster token helpers (runtime/live/token.hpp).
 #include <doctest/doctest.h>
 
@@ -12,13 +12,13 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/input_error.hpp"
-#include "runtime/live/agent.hpp"
-#include "runtime/live/gpu_detect.hpp"
-#include "runtime/live/worker_log.hpp"
-#include "runtime/live/processes.hpp"
+#include "solvers/input_error.hpp"
+#include "runtime/node/agent.hpp"
+#include "runtime/node/gpu_detect.hpp"
+#include "runtime/node/worker_log.hpp"
+#include "runtime/node/processes.hpp"
 #include "runtime/live/token.hpp"
-#include "runtime/live/worker.hpp"
+#include "runtime/node/worker.hpp"
 #include "tests/live/fake_scheduler.hpp"
 
 using namespace aryl::live;

@@ -1,6 +1,6 @@
 // Where client commands find the scheduler (runtime/live/client_config: flags, then the
 // environment, then the file), what serve may listen on (runtime/live/listen_policy), and the
-// TLS contexts' errors naming their files (runtime/tls_stream).
+// TLS contexts' errors naming their files (runtime/wire/tls_stream).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -10,11 +10,11 @@
 #include <map>
 #include <string>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/live/client.hpp"
 #include "runtime/live/client_config.hpp"
 #include "runtime/live/listen_policy.hpp"
-#include "runtime/tls_stream.hpp"
+#include "runtime/wire/tls_stream.hpp"
 
 using namespace aryl;
 namespace fs = std::filesystem;

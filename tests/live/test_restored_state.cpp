@@ -10,7 +10,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/live/serve_state.hpp"
 
 using namespace aryl;

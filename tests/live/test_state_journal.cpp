@@ -9,7 +9,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "runtime/input_error.hpp"
+#include "solvers/input_error.hpp"
 #include "runtime/live/state_journal.hpp"
 
 using namespace aryl;

@@ -1,4 +1,4 @@
-// The emulated worker (runtime/live/worker.hpp), run as the aryl_test_worker program the
+// The emulated worker (runtime/node/worker.hpp), run as the aryl_test_worker program the
 // way an agent runs it: environment in, progress lines on stdout, checkpoint file, exit code.
 #include <doctest/doctest.h>
 
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/live/agent.hpp"
-#include "runtime/live/processes.hpp"
-#include "runtime/live/worker.hpp"
+#include "runtime/node/agent.hpp"
+#include "runtime/node/processes.hpp"
+#include "runtime/node/worker.hpp"
 #include "tests/live/fake_scheduler.hpp"
 
 using namespace aryl::live;

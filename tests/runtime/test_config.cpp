@@ -3,8 +3,8 @@
 
 #include <fstream>
 
-#include "runtime/config.hpp"
-#include "runtime/input_error.hpp"
+#include "runtime/inputs/config.hpp"
+#include "solvers/input_error.hpp"
 #include "tests/input_test_support.hpp"
 
 using namespace aryl;

@@ -1,8 +1,8 @@
-// Loss detection by heartbeats in simulated time (runtime/heartbeats.hpp): which silences a bad
+// Loss detection by heartbeats in simulated time (solvers/heartbeats.hpp): which silences a bad
 // link makes the scheduler notice, and when it hears the agent again.
 #include <doctest/doctest.h>
 
-#include "runtime/heartbeats.hpp"
+#include "solvers/heartbeats.hpp"
 
 using namespace aryl;
 

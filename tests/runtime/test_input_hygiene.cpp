@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/csv_field.hpp"
-#include "runtime/trace_reader.hpp"
+#include "runtime/inputs/csv_field.hpp"
+#include "runtime/inputs/trace_reader.hpp"
 #include "tests/runtime/cli_support.hpp"
 
 using namespace aryl::test;

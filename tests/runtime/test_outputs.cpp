@@ -5,8 +5,8 @@
 #include <fstream>
 #include <string>
 
-#include "runtime/input_error.hpp"
-#include "runtime/outputs.hpp"
+#include "solvers/input_error.hpp"
+#include "runtime/outputs/outputs.hpp"
 #include "tests/runtime/cli_support.hpp"
 
 using namespace aryl;

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/solve_command.hpp"
+#include "runtime/cli/solve_command.hpp"
 
 using json = nlohmann::json;
 

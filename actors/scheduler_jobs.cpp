@@ -1,0 +1,174 @@
+// The scheduler taking jobs in: a submitted job into the queue with its actor, and after a
+// restart the journal's jobs restored, their surviving workers adopted.
+#include <fmt/compile.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "actors/job.hpp"
+#include "actors/scheduler_parts.hpp"
+
+namespace aryl::sched {
+
+/// Takes a submitted job into the queue and spawns its actor. `restored`: the job as the
+/// journal of a scheduler that went away had it; it keeps its submit time, measurements and
+/// retries, and counts the restart as a preemption (its workers were stopped, its next
+/// start pays the restart overhead and resumes from the checkpoint). Journaling the job is
+/// the caller's: a client's submit is journaled otherwise than a trace job's. `now`: the
+/// scheduler's clock, read once by the caller (a client's job is stamped with it).
+void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* restored) {
+  auto& st = self->state;
+  auto& l = st.ledger;
+  if (l.jobs.size() <= spec.index) {
+    l.jobs.resize(spec.index + 1);
+    st.jobs.resize(spec.index + 1);
+    st.names.resize(spec.index + 1);
+    st.durations.resize(spec.index + 1);
+    st.unpredicted.resize(spec.index + 1);
+    st.retries.resize(spec.index + 1);
+    if (st.setup.journal) st.specs.resize(spec.index + 1);
+  }
+  if (st.setup.journal) st.specs[spec.index] = spec;
+  st.names[spec.index] = spec.name;
+  st.durations[spec.index] = spec.duration_s;
+  st.unpredicted[spec.index] = spec.predicted ? 0 : 1;
+  auto& j = l.jobs[spec.index];
+  j.index = spec.index;
+  // When it was submitted, not when the scheduler took it: later only if the scheduler was
+  // away (a crash; a live restart submitting the trace jobs it missed).
+  j.submit = std::min(now, spec.submit);
+  j.gpus = spec.gpus;
+  j.min_workers = spec.min_workers;
+  j.max_workers = spec.max_workers;
+  j.elastic = spec.elastic;
+  j.gpu_type = -1;
+  for (size_t t = 0; t < st.setup.type_names.size(); ++t)
+    if (st.setup.type_names[t] == spec.gpu_type) j.gpu_type = static_cast<int>(t);
+  j.tenant = tenant_of(st, spec.tenant);
+  // A job that gives neither a duration nor an estimate (a client's) has none.
+  // A client's job submitted without a duration runs (emulated) for the default estimate, but
+  // the scheduler estimates it as any job without one.
+  j.estimated = spec.estimated && spec.predicted && (spec.estimate_s > 0 || spec.duration_s > 0);
+  if (!j.estimated) ++st.unestimated_active;
+  j.predicted_work = spec.estimate_s > 0 ? spec.estimate_s : spec.duration_s * spec.predict_factor;
+  // The queue is ordered by submit time and remaining work: a restored job's are set first.
+  if (restored) {
+    auto& r = restored->record;
+    bool was_running = restored->status == "running";
+    j.submit = restored->spec.submit;
+    j.queued_s = r.queued_s;
+    j.attained_gpu_s = r.gpu_seconds;
+    j.started_once = r.first_start_us >= 0;
+    if (j.started_once) j.first_start = sim_time::from_us(r.first_start_us);
+    j.preemptions = r.preemptions + (was_running && restored->adopt.empty() ? 1 : 0);
+    j.scale_ins = r.scale_ins;
+    j.scale_outs = r.scale_outs;
+    j.on_loaned_s = r.on_loaned_s;
+    j.below_speed_s = r.below_speed_s;
+    j.below_speed_gpu_s = r.below_speed_gpu_s;
+    j.training_gpu_s = r.training_gpu_s;
+    j.loaned_gpu_s = r.loaned_gpu_s;
+    j.training_speed_gpu_s = r.training_speed_gpu_s;
+    j.loaned_speed_gpu_s = r.loaned_speed_gpu_s;
+    j.training_needed_gpu_s = r.training_needed_gpu_s;
+    j.loaned_needed_gpu_s = r.loaned_needed_gpu_s;
+    j.progress.work_done = restored->work_done;
+    st.retries[spec.index] = restored->retries;
+  }
+  if (!j.estimated)
+    j.predicted_work = j.progress.work_done + st.history.expected_remaining(j.tenant, j.progress.work_done,
+                                                                           st.setup.planner.unestimated_prior_s);
+  l.submit(spec.index, restored ? now : j.submit);  // queued since its submission
+  if (restored) {
+    bool was_running = restored->status == "running";
+    log(self, now, "restore",
+        fmt::format("{} gpus={} elastic={} name={} was={} work_done={:.1f}", job_name(spec.index), spec.gpus,
+                    spec.elastic ? 1 : 0, spec.name, restored->status, restored->work_done),
+        !restored->adopt.empty() ? "the scheduler restarted; its workers all still run: adopted"
+        : was_running            ? "the scheduler restarted; its workers were stopped: it restarts from its checkpoint"
+                                 : "the scheduler restarted; queued again");
+  } else {
+    log(self, now, "submit",
+        fmt::format(FMT_COMPILE("job-{} gpus={} elastic={} name={}"), spec.index, spec.gpus, spec.elastic ? 1 : 0,
+                    spec.name),
+        "");
+  }
+  st.jobs[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
+  mark_dirty(self);
+}
+
+/// After a restart: starts a restored (queued) job on the workers found still running, in
+/// rank order (the order its launch numbered them across its servers), without a launch.
+void adopt_job(self_ptr self, const saved_job& row) {
+  auto& st = self->state;
+  auto now = st.jenv.tb.now(self);
+  auto& l = st.ledger;
+  auto job = row.spec.index;
+  auto found = row.adopt;
+  std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
+  allocation alloc;
+  std::vector<std::vector<uint32_t>> ranks, gpus;
+  for (auto& w : found) {
+    if (alloc.empty() || alloc.back().first != w.server) {
+      alloc.emplace_back(w.server, 0);
+      ranks.emplace_back();
+      gpus.emplace_back();
+    }
+    ++alloc.back().second;
+    ranks.back().push_back(w.rank);
+    gpus.back().push_back(w.gpu);
+  }
+  int type = l.servers.at(static_cast<size_t>(alloc.front().first)).gpu_type;
+  l.start(job, alloc, type, now);
+  auto& j = l.jobs[job];
+  job_assignment a;
+  a.generation = j.generation;
+  a.workers = j.workers;
+  a.type_speed = l.params.type_speed.at(static_cast<size_t>(type));
+  for (auto& [sid, w] : alloc) {
+    a.servers.push_back(sid);
+    a.server_workers.push_back(w);
+  }
+  self->send(st.jobs[job], adopt_atom::value, a);
+  for (size_t i = 0; i < alloc.size(); ++i)
+    self->send(st.servers[static_cast<size_t>(alloc[i].first)], adopt_atom::value, job, ranks[i], gpus[i],
+               st.jobs[job]);
+  log(self, now, "adopt",
+      fmt::format("{} workers={} {} {}", job_name(job), j.workers, st.setup.type_names[static_cast<size_t>(type)],
+                  describe(st, alloc)),
+      "its workers still run where the journal placed them");
+  journal_job(self, job, now);
+}
+
+/// One job of a restarted scheduler's journal (see restore in scheduler_protocol.hpp).
+void restore_job(self_ptr self, saved_job& row) {
+  auto& st = self->state;
+  auto now = st.jenv.tb.now(self);
+  auto index = row.spec.index;
+  if (row.status != "ended") {
+    auto spec = row.spec;
+    accept_job(self, spec, now, &row);
+    journal_job(self, index, now);
+    if (!row.adopt.empty()) adopt_job(self, row);
+    return;
+  }
+  // Ended before the scheduler went away: recorded as it ended, once.
+  if (st.ledger.jobs.size() <= index) {
+    st.ledger.jobs.resize(index + 1);
+    st.jobs.resize(index + 1);
+    st.names.resize(index + 1);
+    st.durations.resize(index + 1);
+    st.unpredicted.resize(index + 1);
+    st.retries.resize(index + 1);
+    if (st.setup.journal) st.specs.resize(index + 1);
+  }
+  st.names[index] = row.spec.name;
+  st.durations[index] = row.spec.duration_s;
+  ++st.jobs_finished;
+  count_outcome(st, row.record.outcome);
+  log(self, now, "restore", fmt::format("{} name={} outcome={}", job_name(index), row.spec.name, row.record.outcome),
+      "ended before the scheduler restarted");
+  self->send(st.jenv.recorder, jobrec_atom::value, std::move(row.record));
+}
+
+} // namespace aryl::sched

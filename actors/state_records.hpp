@@ -1,0 +1,86 @@
+#pragma once
+/// What `aryl serve --state FILE` keeps of a run so that a restarted scheduler can carry it
+/// on: plain records, and the interface the journal actor writes them through. No CAF and no
+/// SQLite here: the actors include this, runtime/live/state_journal.* stores it.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "solvers/job_spec.hpp"
+#include "actors/run_records.hpp"
+
+namespace aryl {
+
+/// A worker found still running after a scheduler restart, as its agent listed it.
+struct adopted_worker {
+  int server = 0;     ///< server id
+  uint32_t rank = 0;
+  uint32_t gpu = 0;   ///< GPU index on that machine
+};
+
+/// One job as last journaled.
+struct saved_job {
+  job_spec spec;                 ///< spec.submit: when the scheduler took it (simulated time)
+  std::string status = "queued"; ///< queued | running | ended
+  uint64_t generation = 0;       ///< its assignment's generation
+  int workers = 0;
+  std::string alloc;             ///< "t0:4 t1:2": server name and workers there
+  int retries = 0;               ///< restarts after faults so far
+  /// Work done (work-seconds at rate 1) as its rank 0 last reported; what its checkpoint
+  /// holds at most. Only the journal's progress updates write it.
+  double work_done = 0;
+  /// Measurements so far (first start, queueing, GPU-seconds, preemptions, ...); once ended,
+  /// the job's final record with its outcome.
+  job_record record;
+  /// Not journaled: set on a restart when every worker of the job still runs where the
+  /// journal placed it; the restarted scheduler then adopts them instead of restarting it.
+  std::vector<adopted_worker> adopt;
+};
+
+/// The run as a whole.
+struct saved_run {
+  /// The configured cluster, one "name gpu_type xN pool" per machine, as cluster_machines
+  /// lists them: a state file is only carried on by the same cluster.
+  std::vector<std::string> cluster;
+  uint32_t trace_jobs = 0;       ///< jobs of the workload (trace) file
+  double speedup = 1;
+  int64_t start_unix_us = 0;     ///< wall clock (system) when the run started: simulated 0
+  uint32_t next_index = 0;       ///< the next job a client submits gets this index
+  uint32_t scheduler_restarts = 0;
+  /// Jobs that were running when the scheduler went away and were restarted from their
+  /// checkpoints (summed over every restart).
+  uint64_t restarted_jobs = 0;
+  /// Jobs whose workers the restarted scheduler adopted, still running (summed likewise).
+  uint64_t adopted_jobs = 0;
+};
+
+struct saved_state {
+  saved_run run;
+  std::vector<saved_job> jobs;                                   ///< by index
+  std::vector<std::pair<std::string, std::string>> server_modes; ///< inference servers not serving
+  run_measures measures;  ///< as last journaled
+};
+
+/// Where the journal actor writes; each call is one small transaction.
+struct state_sink {
+  virtual ~state_sink() = default;
+  virtual void put_job(const saved_job& j) = 0;
+  /// A job a client submitted, with the next free index, in one transaction that is on disk
+  /// when this returns: the client is told the job's id only after it.
+  virtual void put_admitted(const saved_job& j, uint32_t next_index) = 0;
+  /// Folds the rows of ended jobs into the compact store of final records (all a restart
+  /// needs of them). Returns how many were folded.
+  virtual size_t compact() = 0;
+  /// Rank 0's latest work_done per job, many jobs in one transaction.
+  virtual void put_progress(const std::vector<std::pair<uint32_t, double>>& work_done) = 0;
+  /// An inference server's mode (serving, loaned, reclaiming), or a training server's hold
+  /// (cordon:REASON, drain:REASON; up: none). serving and up delete the server's row.
+  virtual void put_server_mode(const std::string& server, const std::string& mode) = 0;
+  virtual void put_next_index(uint32_t next) = 0;
+  /// The run's measures so far (faults' costs, reclaims), replacing the last ones.
+  virtual void put_measures(const run_measures& m) = 0;
+};
+
+} // namespace aryl

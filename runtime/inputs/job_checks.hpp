@@ -1,0 +1,22 @@
+#pragma once
+/// The checks a job passes wherever it enters a run: a client's submit, a job file, a
+/// restored journal record (and the trace reader's per-column checks promise the same).
+/// Pure: no cluster, no clock; whether the cluster can ever run the job is the driver's
+/// check_runnable.
+#include <string>
+
+#include "solvers/job_spec.hpp"
+
+namespace aryl {
+
+/// Longest job name: one cell of a table, one field of a log line.
+inline constexpr size_t max_job_name_bytes = 256;
+
+/// "" if `j` is a job any run could take, else its first problem, naming the field
+/// ("gpus 0 is not in 1..1000000"): a name of 1..max_job_name_bytes without control
+/// characters; 1 <= min_workers <= gpus <= max_workers <= max_job_gpus, and min = gpus = max
+/// for an inelastic job; a duration in (0, max_input_seconds]; a finite predict_factor > 0;
+/// a submit time >= 0.
+std::string job_spec_problem(const job_spec& j);
+
+} // namespace aryl

@@ -1,0 +1,700 @@
+#include "runtime/node/agent.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+// After <utility>: Boost 1.74's asio/awaitable.hpp uses std::exchange without including it.
+#include <boost/asio.hpp>
+
+#include "solvers/control_chars.hpp"
+#include "runtime/node/processes.hpp"
+#include "runtime/node/worker_log.hpp"
+#include "runtime/wire/tls_stream.hpp"
+#include "runtime/wire/codec.hpp"
+
+namespace aryl::live {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using tcp = asio::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+using time_point = clock_type::time_point;
+
+/// Period of the housekeeping tick: stop flag, reaping, SIGKILL deadlines, progress
+/// flushes, heartbeats, handshake timeouts and reconnects all run from it.
+// Short, because a worker's exit is reported on the next tick and a rescale waits for it.
+constexpr auto tick_period = std::chrono::milliseconds(5);
+/// A worker output line longer than this is cut (and not parsed).
+constexpr size_t max_line_bytes = 64 * 1024;
+/// After a worker was reaped, how long its stdout may stay open (held by a process that
+/// left its group) before the exit is reported anyway.
+constexpr auto output_drain_limit = std::chrono::seconds(1);
+/// How long the final `bye` may take to be written before the connection is closed.
+constexpr auto bye_flush_limit = std::chrono::seconds(1);
+/// Frames queued for a scheduler that does not read them; beyond, the connection is dropped.
+constexpr size_t max_queued_frames = 10000;
+
+clock_type::duration seconds(double s) {
+  if (!std::isfinite(s) || s < 0) s = 0;
+  s = std::min(s, 1e7);
+  return std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(s));
+}
+
+std::string format_double(double x) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
+}
+
+std::string join(const std::vector<uint32_t>& v) {
+  std::string s;
+  for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+std::string worker_label(uint64_t job_id, uint32_t rank) {
+  return "job " + std::to_string(job_id) + " rank " + std::to_string(rank);
+}
+
+template <class... F>
+struct overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+overloaded(F...) -> overloaded<F...>;
+
+/// One worker process this agent started, until its exit is reported.
+struct worker {
+  uint64_t id = 0;  ///< unique per agent; handlers find their worker by it
+  uint64_t job_id = 0;
+  uint32_t rank = 0;
+  std::vector<uint32_t> gpus;
+  child_process proc;
+  std::unique_ptr<asio::posix::stream_descriptor> out;  ///< stdout; null once closed
+  std::shared_ptr<std::array<char, 4096>> buf = std::make_shared<std::array<char, 4096>>();
+  std::string partial;  ///< output after the last newline
+  int log_fd = -1;      ///< logs/<job>-<rank>.log, append-only
+  std::optional<wire::progress> pending;  ///< latest progress not yet sent
+  time_point last_sent{};
+  std::optional<time_point> kill_at;  ///< SIGKILL deadline after a SIGTERM
+  bool killed = false;
+  std::optional<exit_status> status;  ///< once reaped
+  time_point reaped_at{};
+
+  ~worker() {
+    out.reset();
+    if (log_fd >= 0) ::close(log_fd);
+  }
+};
+
+/// One TCP connection to the scheduler, from connect to drop.
+struct connection {
+  enum class phase { connecting, hello_sent, registered };
+  connection(asio::io_context& io, const agent_options& o) : stream(net::client_stream(io, o.tls, o.host)), resolver(io) {}
+  std::unique_ptr<net::byte_stream> stream;  ///< plain TCP, or TLS over it
+  tcp::resolver resolver;
+  wire::frame_decoder decoder;
+  std::array<uint8_t, 64 * 1024> read_buf{};
+  std::deque<std::vector<uint8_t>> out;
+  bool writing = false;
+  phase state = phase::connecting;
+  /// The scheduler has sent something other than an error since register: it took it.
+  bool accepted = false;
+  time_point handshake_deadline{};
+  time_point next_heartbeat{};
+  uint64_t seq = 0;
+};
+
+class agent {
+ public:
+  agent(const agent_options& o, const std::atomic<bool>& stop_flag, std::ostream& log)
+      : o_(o), stop_flag_(stop_flag), log_(log), tick_(io_), rng_(std::random_device{}()) {}
+
+  /// 0 after a stop, 2 for invalid options.
+  int run() {
+    if (std::string bad = invalid_options(); !bad.empty()) {
+      say("invalid options: " + bad);
+      return 2;
+    }
+    std::error_code ec;
+    fs::create_directories(fs::path(o_.work_dir) / "logs", ec);
+    if (ec) {
+      say("cannot create " + (fs::path(o_.work_dir) / "logs").string() + ": " + ec.message());
+      return 2;
+    }
+    // Exit statuses are lost while SIGCHLD is ignored (children are reaped by the kernel).
+    struct sigaction chld {};
+    ::sigaction(SIGCHLD, nullptr, &chld);
+    if (chld.sa_handler == SIG_IGN || (chld.sa_flags & SA_NOCLDWAIT) != 0) {
+      chld = {};
+      chld.sa_handler = SIG_DFL;
+      ::sigaction(SIGCHLD, &chld, nullptr);
+      say("SIGCHLD was ignored: reset to the default so worker exits can be reported");
+    }
+    worker_program_ = o_.worker_program;
+    if (worker_program_.empty()) worker_program_ = fs::read_symlink("/proc/self/exe", ec).string();
+    say("starting: scheduler " + o_.host + ":" + std::to_string(o_.port) + ", work dir " +
+        o_.work_dir);
+    next_connect_ = last_heard_ = unregistered_since_ = clock_type::now();
+    asio::post(io_, [this] { on_tick(); });
+    io_.run();
+    say("stopped");
+    return gave_up_ ? 3 : 0;
+  }
+
+ private:
+  std::string invalid_options() const {
+    if (o_.name.empty()) return "name is empty";
+    if (o_.port == 0) return "port is 0";
+    if (o_.work_dir.empty()) return "work_dir is empty";
+    if (!(o_.heartbeat_s > 0) || !std::isfinite(o_.heartbeat_s)) return "heartbeat_s must be > 0";
+    if (!(o_.reconnect_min_s > 0) || !(o_.reconnect_max_s >= o_.reconnect_min_s) ||
+        !std::isfinite(o_.reconnect_max_s))
+      return "need 0 < reconnect_min_s <= reconnect_max_s";
+    if (!(o_.handshake_timeout_s > 0)) return "handshake_timeout_s must be > 0";
+    if (!(o_.shutdown_grace_s >= 0)) return "shutdown_grace_s must be >= 0";
+    if (!(o_.progress_interval_s >= 0)) return "progress_interval_s must be >= 0";
+    if (!(o_.fence_after_s >= 0) || !std::isfinite(o_.fence_after_s)) return "fence_after_s must be >= 0";
+    if (!(o_.give_up_after_s >= 0) || !std::isfinite(o_.give_up_after_s)) return "give_up_after_s must be >= 0";
+    return {};
+  }
+
+  void say(const std::string& text) { log_ << escape_control("agent " + o_.name + ": " + text) << std::endl; }
+
+  // ---- housekeeping --------------------------------------------------------------------
+
+  void on_tick() {
+    const auto now = clock_type::now();
+    if (stop_flag_.load() && !shutting_down_) begin_shutdown(now);
+    if (registered() && conn_->accepted) {
+      unregistered_since_ = now;
+    } else if (o_.give_up_after_s > 0 && !shutting_down_ && now - unregistered_since_ >= seconds(o_.give_up_after_s)) {
+      say("giving up: not registered with the scheduler for " + format_double(o_.give_up_after_s) + " s");
+      gave_up_ = true;
+      begin_shutdown(now);
+    }
+    if (o_.fence_after_s > 0 && !fenced_ && !shutting_down_ && now - last_heard_ > seconds(o_.fence_after_s))
+      fence(now);
+    reap_and_kill(now);
+    flush_progress(now);
+    if (shutting_down_) {
+      if (workers_.empty() && finish(now)) return;
+    } else if (!conn_) {
+      if (now >= next_connect_) start_connect(now);
+    } else if (conn_->state != connection::phase::registered) {
+      if (now >= conn_->handshake_deadline)
+        drop("no hello_ok within " + format_double(o_.handshake_timeout_s) + " s");
+    } else if (now >= conn_->next_heartbeat) {
+      const auto c = conn_;
+      c->next_heartbeat += seconds(o_.heartbeat_s);
+      if (c->next_heartbeat < now) c->next_heartbeat = now + seconds(o_.heartbeat_s);
+      send(c, wire::heartbeat{++c->seq});
+    }
+    tick_.expires_after(tick_period);
+    tick_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) on_tick();
+    });
+  }
+
+  /// Nothing heard from the scheduler for fence_after_s: it may have given these workers up
+  /// and started their jobs elsewhere, so they stop (as `stop` would) rather than run on beside
+  /// the new copies. Their exits are reported once the scheduler is heard again.
+  void fence(time_point now) {
+    fenced_ = true;
+    if (size_t n = terminate_all(now); n > 0)
+      say("fenced: nothing heard from the scheduler for " + format_double(o_.fence_after_s) + " s; SIGTERM to " +
+          std::to_string(n) + " worker(s), SIGKILL after " + format_double(o_.shutdown_grace_s) + " s");
+  }
+
+  void begin_shutdown(time_point now) {
+    shutting_down_ = true;
+    size_t n = terminate_all(now);
+    // Nothing to say when no worker runs: "stopped" follows.
+    if (n > 0)
+      say("stopping: SIGTERM to " + std::to_string(n) + " worker(s), SIGKILL after " +
+          format_double(o_.shutdown_grace_s) + " s");
+  }
+
+  /// SIGTERM to every running worker's group, SIGKILL after shutdown_grace_s; how many.
+  size_t terminate_all(time_point now) {
+    size_t n = 0;
+    for (auto& [id, w] : workers_) {
+      if (w->status) continue;
+      w->proc.signal_group(SIGTERM);
+      const auto deadline = now + seconds(o_.shutdown_grace_s);
+      w->kill_at = w->kill_at ? std::min(*w->kill_at, deadline) : deadline;
+      ++n;
+    }
+    return n;
+  }
+
+  /// With every worker gone: sends bye if connected, waits for it to be written (bounded),
+  /// closes, and stops the loop. True once the loop is stopped.
+  bool finish(time_point now) {
+    if (!finishing_) {
+      finishing_ = true;
+      finish_deadline_ = now + bye_flush_limit;
+      if (conn_ && conn_->state != connection::phase::connecting) {
+        send(conn_, wire::bye{});
+        say("bye sent");
+      }
+    }
+    if (conn_ && (conn_->writing || !conn_->out.empty()) && now < finish_deadline_) return false;
+    close_connection();
+    io_.stop();
+    return true;
+  }
+
+  void reap_and_kill(time_point now) {
+    std::vector<uint64_t> done;
+    for (auto& [id, w] : workers_) {
+      if (!w->status) {
+        if (auto st = w->proc.try_reap()) {
+          w->status = *st;
+          w->reaped_at = now;
+        } else if (w->kill_at && now >= *w->kill_at && !w->killed) {
+          w->proc.signal_group(SIGKILL);
+          w->killed = true;
+          say(worker_label(w->job_id, w->rank) + ": SIGKILL after the grace period");
+        }
+      }
+      if (w->status && (!w->out || now - w->reaped_at >= output_drain_limit)) done.push_back(id);
+    }
+    for (uint64_t id : done) finish_worker(id);
+  }
+
+  /// Reports the end of a reaped worker (its last progress first) and forgets it.
+  void finish_worker(uint64_t id) {
+    auto it = workers_.find(id);
+    if (it == workers_.end()) return;
+    worker& w = *it->second;
+    if (!w.partial.empty()) handle_line(w, std::exchange(w.partial, {}));
+    if (w.pending) emit(*std::exchange(w.pending, std::nullopt));
+    say("exit " + worker_label(w.job_id, w.rank) + ": code " + std::to_string(w.status->code) +
+        " signal " + std::to_string(w.status->signal));
+    emit(wire::exit_{w.job_id, w.rank, w.status->code, w.status->signal});
+    const std::pair<uint64_t, uint32_t> key{w.job_id, w.rank};
+    workers_.erase(it);
+    if (auto d = deferred_.find(key); d != deferred_.end()) {
+      auto later = std::move(d->second);
+      deferred_.erase(d);
+      // Stopped before it could start: it ends as a stopped worker would.
+      if (later.stopped) emit(wire::exit_{later.launch.job_id, later.launch.rank, 0, SIGTERM});
+      else on_launch(later.launch);
+    }
+  }
+
+  void flush_progress(time_point now) {
+    for (auto& [id, w] : workers_)
+      if (registered() && w->pending && now - w->last_sent >= seconds(o_.progress_interval_s)) {
+        send(conn_, *std::exchange(w->pending, std::nullopt));
+        w->last_sent = now;
+      }
+  }
+
+  // ---- connection ----------------------------------------------------------------------
+
+  bool registered() const { return conn_ && conn_->state == connection::phase::registered; }
+
+  /// Sends now when registered, else keeps it for the next registration.
+  void emit(wire::message m) {
+    if (registered()) send(conn_, m);
+    else backlog_.push_back(std::move(m));
+  }
+
+  void start_connect(time_point now) {
+    auto c = std::make_shared<connection>(io_, o_);
+    conn_ = c;
+    c->handshake_deadline = now + seconds(o_.handshake_timeout_s);
+    c->resolver.async_resolve(
+        o_.host, std::to_string(o_.port),
+        [this, c](const boost::system::error_code& ec, const tcp::resolver::results_type& results) {
+          if (c != conn_) return;
+          if (ec) return drop("cannot resolve " + o_.host + ": " + ec.message());
+          asio::async_connect(c->stream->socket(), results,
+                              [this, c](const boost::system::error_code& ec2, const tcp::endpoint& ep) {
+                                if (c != conn_) return;
+                                if (ec2)
+                                  return drop("cannot connect to " + o_.host + ":" +
+                                              std::to_string(o_.port) + ": " + ec2.message());
+                                on_connected(c, ep);
+                              });
+        });
+  }
+
+  void on_connected(const std::shared_ptr<connection>& c, const tcp::endpoint& ep) {
+    boost::system::error_code ignored;
+    c->stream->socket().set_option(tcp::no_delay(true), ignored);
+    std::ostringstream where;
+    where << ep;
+    say("connected to " + where.str());
+    c->stream->async_handshake([this, c, at = where.str()](const std::string& error) {  // plain: at once
+      if (c != conn_) return;
+      if (!error.empty()) return drop("TLS handshake with " + o_.host + " (" + at + ") failed: " + error);
+      c->state = connection::phase::hello_sent;
+      send(c, wire::hello{wire::peer_role::agent, o_.token, o_.name});
+      start_read(c);
+    });
+  }
+
+  void on_hello_ok(const std::shared_ptr<connection>& c) {
+    wire::register_ r{o_.name, o_.gpu_type, o_.gpus, o_.pool, {}};
+    for (auto& [id, w] : workers_)
+      if (!w->status)
+        r.workers.push_back({w->job_id, w->rank, w->gpus, static_cast<uint32_t>(w->proc.pid())});
+    send(c, r);
+    c->state = connection::phase::registered;
+    const auto now = clock_type::now();
+    c->next_heartbeat = now + seconds(o_.heartbeat_s);
+    say("registered with " + std::to_string(r.workers.size()) + " running worker(s), " +
+        std::to_string(backlog_.size()) + " buffered report(s)");
+    for (auto& m : backlog_) send(c, m);
+    backlog_.clear();
+    for (auto& [id, w] : workers_)
+      if (w->pending) {
+        send(c, *std::exchange(w->pending, std::nullopt));
+        w->last_sent = now;
+      }
+  }
+
+  void close_connection() {
+    auto c = std::exchange(conn_, nullptr);
+    if (!c) return;
+    c->resolver.cancel();
+    c->stream->close();
+  }
+
+  /// Closes the connection after logging why; schedules the reconnect unless stopping.
+  void drop(const std::string& reason) {
+    close_connection();
+    if (shutting_down_) return say("disconnected: " + reason);
+    const double d = std::min(o_.reconnect_max_s,
+                              o_.reconnect_min_s * std::pow(2.0, std::min(failures_, 60u)));
+    ++failures_;
+    const double wait = std::uniform_real_distribution<double>(d / 2, d)(rng_);
+    next_connect_ = clock_type::now() + seconds(wait);
+    say("disconnected: " + reason + "; reconnecting in " + format_double(std::round(wait * 1000) / 1000) +
+        " s");
+  }
+
+  void send(std::shared_ptr<connection> c, const wire::message& m) {
+    if (c->out.size() >= max_queued_frames) return drop("the scheduler is not reading");
+    c->out.push_back(wire::encode_frame(m));
+    if (!c->writing) start_write(c);
+  }
+
+  void start_write(std::shared_ptr<connection> c) {
+    c->writing = true;
+    c->stream->async_write(asio::buffer(c->out.front()),
+                      [this, c](const boost::system::error_code& ec, size_t) {
+                        if (c != conn_) return;
+                        if (ec) return drop("write failed: " + ec.message());
+                        c->out.pop_front();
+                        if (c->out.empty()) c->writing = false;
+                        else start_write(c);
+                      });
+  }
+
+  void start_read(const std::shared_ptr<connection>& c) {
+    c->stream->async_read_some(
+        asio::buffer(c->read_buf), [this, c](const boost::system::error_code& ec, size_t n) {
+          if (c != conn_) return;
+          if (ec == asio::error::eof) return drop("connection closed by the scheduler");
+          if (ec) return drop("read failed: " + ec.message());
+          c->decoder.feed(c->read_buf.data(), n);
+          last_heard_ = clock_type::now();
+          fenced_ = false;
+          for (;;) {
+            auto step = c->decoder.next();
+            if (std::holds_alternative<wire::need_more>(step)) break;
+            if (auto* e = std::get_if<wire::decode_error>(&step))
+              return drop("malformed frame from the scheduler: " + e->reason);
+            handle(c, std::get<wire::message>(step));
+            if (c != conn_) return;
+          }
+          start_read(c);
+        });
+  }
+
+  void handle(const std::shared_ptr<connection>& c, const wire::message& m) {
+    if (c->state == connection::phase::hello_sent) {
+      if (std::holds_alternative<wire::hello_ok>(m)) return on_hello_ok(c);
+      if (auto* e = std::get_if<wire::error>(&m)) return drop("scheduler refused hello: " + e->reason);
+      return drop("expected hello_ok, got '" + std::string(wire::type_of(m)) + "'");
+    }
+    // Taken as registered once the scheduler says anything else: a refused register (an
+    // error) keeps backing off instead of retrying at once.
+    if (!std::holds_alternative<wire::error>(m)) {
+      failures_ = 0;
+      c->accepted = true;
+    }
+    std::visit(overloaded{
+                   [&](const wire::launch& l) { on_launch(l); },
+                   [&](const wire::stop& s) { on_stop(s); },
+                   [&](const wire::log_fetch& f) { send(c, read_worker_log(o_.work_dir, o_.name, f)); },
+                   [&](const wire::error& e) { drop("scheduler error: " + e.reason); },
+                   [&](const wire::bye&) { drop("scheduler said bye"); },
+                   [&](const wire::shutdown& s) {
+                     // For good: reconnecting would only find no scheduler, or a new run
+                     // that does not know these workers.
+                     say("the scheduler shut down for good (" + s.reason + "): stopping");
+                     if (!shutting_down_) begin_shutdown(clock_type::now());
+                   },
+                   [&](const wire::heartbeat&) {},  // heard: the read itself counts (fencing)
+                   [&](const auto&) {
+                     say("ignored unexpected '" + std::string(wire::type_of(m)) +
+                         "' from the scheduler");
+                   },
+               },
+               m);
+  }
+
+  // ---- workers -------------------------------------------------------------------------
+
+  worker* find_worker(uint64_t job_id, uint32_t rank) {
+    for (auto& [id, w] : workers_)
+      if (w->job_id == job_id && w->rank == rank && !w->status) return w.get();
+    return nullptr;
+  }
+
+  void start_failed(const wire::launch& l, const std::string& reason) {
+    say("launch " + worker_label(l.job_id, l.rank) + " failed: " + reason);
+    emit(wire::exit_{l.job_id, l.rank, 127, 0});
+  }
+
+  std::vector<std::string> worker_environment(const wire::launch& l, const std::string& ckpt) const {
+    std::map<std::string, std::string> env;
+    for (const auto& kv : current_environment()) {
+      const auto eq = kv.find('=');
+      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    env["ARYL_JOB_ID"] = std::to_string(l.job_id);
+    env["ARYL_RANK"] = std::to_string(l.rank);
+    env["ARYL_WORLD_SIZE"] = std::to_string(l.world_size);
+    env["CUDA_VISIBLE_DEVICES"] = join(l.gpus);
+    env["ARYL_CHECKPOINT_DIR"] = ckpt;
+    env["ARYL_RENDEZVOUS"] = l.rendezvous;
+    if (l.work_s) env["ARYL_WORK_S"] = format_double(*l.work_s);
+    if (l.rate) env["ARYL_RATE"] = format_double(*l.rate);
+    for (const auto& [k, v] : l.env) env[k] = v;
+    std::vector<std::string> out;
+    out.reserve(env.size());
+    for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+    return out;
+  }
+
+  void on_launch(const wire::launch& l) {
+    const std::string label = worker_label(l.job_id, l.rank);
+    if (worker* w = find_worker(l.job_id, l.rank)) {
+      // A worker being stopped (or whose exit is not reported yet) is a previous launch of
+      // the same rank: the new one starts once that exit is reported, so each exit names one.
+      if (w->kill_at || w->status) {
+        say("launch " + label + " waits for pid " + std::to_string(w->proc.pid()) + " to exit");
+        deferred_[{l.job_id, l.rank}] = deferred_launch{l, false};
+        return;
+      }
+      return say("launch " + label + " ignored: already running as pid " +
+                 std::to_string(w->proc.pid()));
+    }
+    if (shutting_down_) return say("launch " + label + " ignored: the agent is stopping");
+    const fs::path ckpt = fs::path(l.checkpoint_dir).is_absolute()
+                              ? fs::path(l.checkpoint_dir)
+                              : fs::path(o_.work_dir) / "checkpoints" / std::to_string(l.job_id);
+    std::error_code ec;
+    fs::create_directories(ckpt, ec);
+    if (ec) return start_failed(l, "cannot create " + ckpt.string() + ": " + ec.message());
+    const fs::path log_path = fs::path(o_.work_dir) / "logs" /
+                              (std::to_string(l.job_id) + "-" + std::to_string(l.rank) + ".log");
+    auto w = std::make_unique<worker>();
+    w->log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (w->log_fd < 0)
+      return start_failed(l, "cannot open " + log_path.string() + ": " + std::strerror(errno));
+    spawn_spec spec;
+    spec.argv = l.command.empty() ? std::vector<std::string>{worker_program_, "worker"} : l.command;
+    spec.env = worker_environment(l, ckpt.string());
+    spec.stderr_fd = w->log_fd;
+    try {
+      w->proc = child_process::spawn(spec);
+    } catch (const std::system_error& e) {
+      return start_failed(l, e.what());
+    }
+    w->id = next_worker_id_++;
+    w->job_id = l.job_id;
+    w->rank = l.rank;
+    w->gpus = l.gpus;
+    say("launch " + label + " of " + std::to_string(l.world_size) + ": pid " +
+        std::to_string(w->proc.pid()) + ", gpus [" + join(l.gpus) + "], " + spec.argv[0]);
+    if (!w->proc.exec_error().empty())
+      say(label + ": cannot execute '" + spec.argv[0] + "': " + w->proc.exec_error());
+    w->out = std::make_unique<asio::posix::stream_descriptor>(io_, w->proc.take_stdout_fd());
+    worker& ref = *w;
+    workers_.emplace(w->id, std::move(w));
+    read_output(ref);
+  }
+
+  void on_stop(const wire::stop& s) {
+    const double grace = std::isfinite(s.grace_s) && s.grace_s > 0 ? s.grace_s : 0;
+    const auto deadline = clock_type::now() + seconds(grace);
+    size_t n = 0;
+    for (auto& [id, w] : workers_) {
+      if (w->job_id != s.job_id || w->status) continue;
+      w->proc.signal_group(SIGTERM);
+      w->kill_at = w->kill_at ? std::min(*w->kill_at, deadline) : deadline;
+      ++n;
+    }
+    for (auto& [key, d] : deferred_)
+      if (key.first == s.job_id) d.stopped = true;
+    say("stop job " + std::to_string(s.job_id) + ": SIGTERM to " + std::to_string(n) +
+        " worker(s), SIGKILL after " + format_double(grace) + " s");
+  }
+
+  void read_output(worker& w) {
+    w.out->async_read_some(asio::buffer(*w.buf),
+                           [this, id = w.id, buf = w.buf](const boost::system::error_code& ec, size_t n) {
+                             auto it = workers_.find(id);
+                             if (it == workers_.end() || !it->second->out) return;
+                             worker& w = *it->second;
+                             take_output(w, std::string_view(buf->data(), n));
+                             if (ec) {
+                               if (!w.partial.empty()) handle_line(w, std::exchange(w.partial, {}));
+                               w.out.reset();
+                               if (w.status) finish_worker(id);
+                               return;
+                             }
+                             read_output(w);
+                           });
+  }
+
+  void take_output(worker& w, std::string_view data) {
+    while (!data.empty()) {
+      const auto nl = data.find('\n');
+      if (nl == std::string_view::npos) {
+        w.partial.append(data);
+        if (w.partial.size() >= max_line_bytes) handle_line(w, std::exchange(w.partial, {}));
+        return;
+      }
+      w.partial.append(data.substr(0, nl));
+      data.remove_prefix(nl + 1);
+      handle_line(w, std::exchange(w.partial, {}));
+    }
+  }
+
+  void handle_line(worker& w, std::string line) {
+    wire::progress p;
+    const bool is_progress = line.size() < max_line_bytes && parse_progress_line(line, p);
+    line += '\n';
+    if (w.log_fd >= 0) [[maybe_unused]] auto n = ::write(w.log_fd, line.data(), line.size());
+    if (!is_progress) return;
+    p.job_id = w.job_id;
+    p.rank = w.rank;
+    const auto now = clock_type::now();
+    if (registered() && now - w.last_sent >= seconds(o_.progress_interval_s)) {
+      send(conn_, p);
+      w.last_sent = now;
+      w.pending.reset();
+    } else {
+      w.pending = p;
+    }
+  }
+
+  const agent_options& o_;
+  const std::atomic<bool>& stop_flag_;
+  std::ostream& log_;
+  asio::io_context io_;
+  asio::steady_timer tick_;
+  std::shared_ptr<connection> conn_;
+  /// Workers by id; each owns its child process (killed and reaped if still here at the end).
+  std::map<uint64_t, std::unique_ptr<worker>> workers_;
+  /// Launches waiting for the previous worker of their (job, rank) to exit; a stop of the
+  /// job meanwhile cancels them.
+  struct deferred_launch {
+    wire::launch launch;
+    bool stopped = false;
+  };
+  std::map<std::pair<uint64_t, uint32_t>, deferred_launch> deferred_;
+  uint64_t next_worker_id_ = 1;
+  /// Progress and exits that happened while not registered, in order.
+  std::deque<wire::message> backlog_;
+  std::mt19937_64 rng_;
+  unsigned failures_ = 0;
+  time_point next_connect_{};
+  time_point last_heard_{};  ///< latest bytes from the scheduler (fencing)
+  bool fenced_ = false;      ///< fenced since last_heard_
+  bool shutting_down_ = false;
+  /// Last time the agent was registered (or started): give_up_after_s counts from it.
+  time_point unregistered_since_{};
+  bool gave_up_ = false;
+  bool finishing_ = false;
+  time_point finish_deadline_{};
+  std::string worker_program_;
+};
+
+} // namespace
+
+bool parse_progress_line(std::string_view line, wire::progress& out) {
+  constexpr std::string_view prefix = "ARYL_PROGRESS";
+  if (!line.starts_with(prefix)) return false;
+  line.remove_prefix(prefix.size());
+  if (line.empty() || (line.front() != ' ' && line.front() != '\t')) return false;
+  bool have_work = false;
+  double work = 0;
+  uint64_t step = 0;
+  while (!line.empty()) {
+    const auto start = line.find_first_not_of(" \t\r");
+    if (start == std::string_view::npos) break;
+    line.remove_prefix(start);
+    const auto end = std::min(line.find_first_of(" \t\r"), line.size());
+    const std::string_view token = line.substr(0, end);
+    line.remove_prefix(end);
+    const auto eq = token.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view key = token.substr(0, eq), value = token.substr(eq + 1);
+    const char* const first = value.data();
+    const char* const last = value.data() + value.size();
+    if (key == "work_done") {
+      const auto r = std::from_chars(first, last, work);
+      if (r.ec != std::errc{} || r.ptr != last || !std::isfinite(work) || work < 0) return false;
+      have_work = true;
+    } else if (key == "step") {
+      const auto r = std::from_chars(first, last, step);
+      if (r.ec != std::errc{} || r.ptr != last) return false;
+    }
+  }
+  if (!have_work) return false;
+  out.work_done = work;
+  out.step = step;
+  return true;
+}
+
+int run_agent(const agent_options& options, const std::atomic<bool>& stop_flag, std::ostream& log) {
+  try {
+    agent a(options, stop_flag, log);
+    return a.run();
+  } catch (const std::exception& e) {
+    log << escape_control("agent " + options.name + ": error: " + e.what()) << std::endl;
+    return 1;
+  }
+}
+
+} // namespace aryl::live

@@ -1,0 +1,220 @@
+#include "runtime/wire/tls_stream.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <array>
+#include <cstdio>
+
+#include "solvers/input_error.hpp"
+
+namespace aryl::net {
+
+namespace asio = boost::asio;
+namespace ssl = boost::asio::ssl;
+using tcp = asio::ip::tcp;
+
+struct tls_context {
+  explicit tls_context(ssl::context::method m) : ctx(m) {}
+  ssl::context ctx;
+};
+
+void byte_stream::close() {
+  boost::system::error_code ec;
+  socket().shutdown(tcp::socket::shutdown_both, ec);
+  socket().close(ec);
+}
+
+namespace {
+
+/// TLS 1.2 and later only: older versions have known breaks.
+void modern_only(ssl::context& c) {
+  c.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  SSL_CTX_set_min_proto_version(c.native_handle(), TLS1_2_VERSION);
+}
+
+/// OpenSSL's reason for the last failure, for an error naming a file.
+std::string openssl_reason(const boost::system::error_code& ec) {
+  unsigned long e = ERR_peek_last_error();
+  ERR_clear_error();
+  if (e != 0) {
+    std::array<char, 256> buf{};
+    ERR_error_string_n(e, buf.data(), buf.size());
+    return buf.data();
+  }
+  return ec.message();
+}
+
+class plain final : public byte_stream {
+ public:
+  explicit plain(tcp::socket s) : s_(std::move(s)) {}
+  tcp::socket& socket() override { return s_; }
+  void async_handshake(handshake_handler done) override { done(""); }
+  void async_read_some(asio::mutable_buffer b, io_handler h) override { s_.async_read_some(b, std::move(h)); }
+  void async_write(asio::const_buffer b, io_handler h) override { asio::async_write(s_, b, std::move(h)); }
+
+ private:
+  tcp::socket s_;
+};
+
+class tls final : public byte_stream {
+ public:
+  tls(tcp::socket s, std::shared_ptr<tls_context> ctx, std::vector<uint8_t> refusal)
+      : ctx_(std::move(ctx)), s_(std::move(s), ctx_->ctx), server_(true), refusal_(std::move(refusal)) {}
+  tls(asio::io_context& io, std::shared_ptr<tls_context> ctx, const std::string& name)
+      : ctx_(std::move(ctx)), s_(io, ctx_->ctx), server_(false) {
+    SSL* h = s_.native_handle();
+    boost::system::error_code ec;
+    asio::ip::make_address(name, ec);
+    if (!ec) {
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(h), name.c_str());
+    } else {
+      SSL_set_tlsext_host_name(h, name.c_str());  // SNI, for a server with several names
+      SSL_set1_host(h, name.c_str());
+    }
+    s_.set_verify_mode(ssl::verify_peer);
+  }
+
+  tcp::socket& socket() override { return s_.next_layer(); }
+
+  void async_handshake(handshake_handler done) override {
+    if (!server_)
+      return s_.async_handshake(ssl::stream_base::client,
+                                [this, done](const boost::system::error_code& ec) { done(describe(ec)); });
+    // A TLS client's first record is a handshake (content type 22). Anything else is a peer
+    // speaking plain text: it is told so in its own language instead of getting TLS alerts.
+    socket().async_wait(tcp::socket::wait_read, [this, done](const boost::system::error_code& ec) {
+      if (ec) return done(ec.message());
+      uint8_t first = 0;
+      boost::system::error_code e;
+      size_t n = socket().receive(asio::buffer(&first, 1), tcp::socket::message_peek, e);
+      if (e == asio::error::eof || (!e && n == 0)) return done("the peer closed the connection");
+      if (e) return done(e.message());
+      if (first != 22) {
+        refuse_plain();
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", first);
+        return done(std::string("the peer does not speak TLS (its first byte is ") + hex +
+                    ", not a TLS handshake): a plain-text client? It was told, in plain text, to use TLS");
+      }
+      s_.async_handshake(ssl::stream_base::server,
+                         [this, done](const boost::system::error_code& ec2) { done(describe(ec2)); });
+    });
+  }
+
+  void async_read_some(asio::mutable_buffer b, io_handler h) override {
+    // A peer that closes without a close_notify ends the stream as a plain one would.
+    s_.async_read_some(b, [h = std::move(h)](const boost::system::error_code& ec, size_t n) {
+      h(ec == ssl::error::stream_truncated ? boost::system::error_code(asio::error::eof) : ec, n);
+    });
+  }
+
+  void async_write(asio::const_buffer b, io_handler h) override { asio::async_write(s_, b, std::move(h)); }
+
+ private:
+  /// Reads what the peer sent (so that closing sends no reset ahead of the answer), then
+  /// writes the refusal; without waiting.
+  void refuse_plain() {
+    auto& sock = socket();
+    boost::system::error_code e;
+    sock.non_blocking(true, e);
+    std::array<uint8_t, 8192> sink{};
+    sock.read_some(asio::buffer(sink), e);
+    asio::write(sock, asio::buffer(refusal_), e);
+    sock.shutdown(tcp::socket::shutdown_send, e);
+  }
+
+  /// The handshake's failure in one line: OpenSSL's reason, and for a certificate refused
+  /// the verifier's (unknown CA, wrong name, expired).
+  std::string describe(const boost::system::error_code& ec) {
+    if (!ec) return "";
+    if (ec == ssl::error::stream_truncated || ec == asio::error::eof)
+      return server_ ? "the peer closed the connection during the TLS handshake"
+                     : "the server closed the connection during the TLS handshake (does it serve TLS?)";
+    std::string why = ec.message();
+    long verify = SSL_get_verify_result(s_.native_handle());
+    if (!server_ && verify != X509_V_OK)
+      why += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
+    if (ec.category() == asio::error::get_ssl_category() && ERR_GET_REASON(ec.value()) == SSL_R_WRONG_VERSION_NUMBER)
+      why += server_ ? "" : " (the server does not speak TLS?)";
+    ERR_clear_error();
+    return why;
+  }
+
+  std::shared_ptr<tls_context> ctx_;  ///< outlives s_, which uses it
+  ssl::stream<tcp::socket> s_;
+  bool server_;
+  std::vector<uint8_t> refusal_;
+};
+
+} // namespace
+
+namespace {
+
+void use_certificate(ssl::context& c, const std::string& cert_file, const std::string& key_file) {
+  boost::system::error_code ec;
+  c.use_certificate_chain_file(cert_file, ec);
+  if (ec) throw input_error(cert_file + ": --tls-cert: cannot use it as a PEM certificate chain: " + openssl_reason(ec));
+  c.use_private_key_file(key_file, ssl::context::pem, ec);
+  if (ec) throw input_error(key_file + ": --tls-key: cannot use it as a PEM private key: " + openssl_reason(ec));
+  if (SSL_CTX_check_private_key(c.native_handle()) != 1) {
+    ERR_clear_error();
+    throw input_error(key_file + ": --tls-key: does not match the certificate in " + cert_file);
+  }
+}
+
+void trust(ssl::context& c, const std::string& ca_file) {
+  boost::system::error_code ec;
+  c.load_verify_file(ca_file, ec);
+  if (ec) throw input_error(ca_file + ": --tls-ca: cannot load it as PEM CA certificates: " + openssl_reason(ec));
+}
+
+} // namespace
+
+std::shared_ptr<tls_context> tls_server_context(const std::string& cert_file, const std::string& key_file,
+                                                const std::string& client_ca_file) {
+  auto c = std::make_shared<tls_context>(ssl::context::tls_server);
+  modern_only(c->ctx);
+  use_certificate(c->ctx, cert_file, key_file);
+  if (!client_ca_file.empty()) {
+    trust(c->ctx, client_ca_file);
+    c->ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+  }
+  return c;
+}
+
+std::shared_ptr<tls_context> tls_client_context(const std::string& ca_file, const std::string& cert_file,
+                                                const std::string& key_file) {
+  auto c = std::make_shared<tls_context>(ssl::context::tls_client);
+  modern_only(c->ctx);
+  trust(c->ctx, ca_file);
+  c->ctx.set_verify_mode(ssl::verify_peer);
+  if (!cert_file.empty() || !key_file.empty()) use_certificate(c->ctx, cert_file, key_file);
+  return c;
+}
+
+std::unique_ptr<byte_stream> plain_stream(tcp::socket s) { return std::make_unique<plain>(std::move(s)); }
+
+std::unique_ptr<byte_stream> plain_stream(asio::io_context& io) { return std::make_unique<plain>(tcp::socket(io)); }
+
+std::unique_ptr<byte_stream> tls_server_stream(tcp::socket s, std::shared_ptr<tls_context> ctx,
+                                               std::vector<uint8_t> plain_refusal) {
+  return std::make_unique<tls>(std::move(s), std::move(ctx), std::move(plain_refusal));
+}
+
+std::unique_ptr<byte_stream> tls_client_stream(asio::io_context& io, std::shared_ptr<tls_context> ctx,
+                                               const std::string& server_name) {
+  return std::make_unique<tls>(io, std::move(ctx), server_name);
+}
+
+std::unique_ptr<byte_stream> client_stream(asio::io_context& io, const std::shared_ptr<tls_context>& ctx,
+                                           const std::string& server_name) {
+  return ctx ? tls_client_stream(io, ctx, server_name) : plain_stream(io);
+}
+
+} // namespace aryl::net
