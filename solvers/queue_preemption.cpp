@@ -146,17 +146,22 @@ bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const p
   struct {
     const cluster_ledger& l;
     uint32_t id;
-    bool eligible(const job_entry& v, double v_time, double) const {
-      return priority_may_preempt(l.jobs[id], v, l.params.priority_max_preemptions, v_time, cost(v));
+    bool eligible(const job_entry& v, double, double) const {
+      return priority_may_preempt(l.jobs[id], v, l.params.priority_max_preemptions, left(v), cost(v));
     }
     double cost(const job_entry& v) const { return l.params.restart_overhead_s + l.checkpoint_time_s(v.workers); }
+    // What is left as of this round (the ledger's mirror is settled at allocation changes
+    // only): a victim about to end is told apart from one just started.
+    double left(const job_entry& v) const {
+      return std::max(0.0, v.predicted_work - v.progress.done_at(l.round_at)) / v.progress.rate;
+    }
     std::string why(const job_entry& v, double) const {
       char buf[256];
       std::snprintf(buf, sizeof buf,
                     "priority: preempted for job %u (class %d over its %d, %d of %d stops for a class): its "
                     "predicted remaining %.0f s exceeds its restart and checkpoint %.0f s",
                     id, l.jobs[id].priority, v.priority, v.priority_preemptions + 1, l.params.priority_max_preemptions,
-                    v.predicted_remaining() / v.progress.rate, cost(v));
+                    left(v), cost(v));
       return buf;
     }
   } rule{l, id};
