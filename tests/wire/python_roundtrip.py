@@ -41,7 +41,7 @@ EXPECTED = [
     {"type": "exit", "job_id": 77, "rank": 1, "code": -2, "signal": 9},
     {"type": "submit", "name": "r\u00e9sum\u00e9-\u03bb", "gpus": 8, "min_workers": 2,
      "max_workers": 16, "command": ["bash", "-c", "echo hi"], "expected_duration_s": 7200.25,
-     "gpu_type": "v100", "tenant": "vision"},
+     "gpu_type": "v100", "tenant": "vision", "priority": -3},
     {"type": "submit_ok", "job_id": 123},
     {"type": "cancel", "job_id": 124},
     {"type": "status_request", "all": True},

@@ -28,7 +28,8 @@ inline std::vector<message> sample_messages() {
              .command = {"bash", "-c", "echo hi"},
              .expected_duration_s = 7200.25,
              .gpu_type = "v100",
-             .tenant = "vision"};
+             .tenant = "vision",
+             .priority = -3};
   // Jobs are built field by field: most of job_info's fields are optional.
   auto job_of = [](uint64_t id, const char* name, job_state state, uint32_t workers) {
     job_info j;
