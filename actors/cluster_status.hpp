@@ -22,6 +22,7 @@ struct active_job {
   double run_s = -1;
   std::string servers;   ///< running: "t0:4 t1:2"
   bool predicted = true; ///< false: its duration is the default estimate
+  std::string tenant;    ///< who it runs for; empty: no tenant
 };
 
 struct server_report {

@@ -45,6 +45,9 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
   for (size_t t = 0; t < st.setup.type_names.size(); ++t)
     if (st.setup.type_names[t] == spec.gpu_type) j.gpu_type = static_cast<int>(t);
   j.tenant = tenant_of(st, spec.tenant);
+  j.priority = spec.priority;
+  // Classes change rounds only once some job has one: without, decisions stay as they were.
+  if (spec.priority != 0) st.ledger.params.priorities = true;
   // A job that gives neither a duration nor an estimate (a client's) has none.
   // A client's job submitted without a duration runs (emulated) for the default estimate, but
   // the scheduler estimates it as any job without one.

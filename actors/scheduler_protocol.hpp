@@ -33,7 +33,7 @@ using join_atom = caf::atom_constant<caf::atom("nodejoin")>;
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, active_job& x) {
   return f(caf::meta::type_name("active_job"), x.job, x.name, x.running, x.workers, x.reason, x.gpus, x.min_workers,
-           x.max_workers, x.gpu_type, x.run_s, x.servers, x.predicted);
+           x.max_workers, x.gpu_type, x.run_s, x.servers, x.predicted, x.tenant);
 }
 
 template <class Inspector>

@@ -19,7 +19,7 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
     out.jobs.push_back({id, st.names[id], running, j.workers, std::move(reason), j.gpus, j.min_workers, j.max_workers,
                         j.gpu_type >= 0 ? st.setup.type_names[static_cast<size_t>(j.gpu_type)] : std::string(),
                         j.started_once ? (now - j.first_start).seconds() : -1.0, alloc_text(st, j.alloc),
-                        !st.unpredicted[id]});
+                        !st.unpredicted[id], l.tenants[static_cast<size_t>(j.tenant)].name});
   };
   for (auto id : l.running) add(id, true, {});
   for (auto id : l.queued) add(id, false, queue_wait_reason(l, st.setup.policy, st.setup.planner, id, st.setup.type_names));

@@ -52,6 +52,10 @@ struct job_entry {
   /// from ended jobs (solvers/duration_estimate.hpp).
   bool estimated = true;
   int tenant = 0;             ///< index into cluster_ledger::tenants (0: no tenant given)
+  /// Its class (solvers/priorities.hpp): higher goes first; 0 by default.
+  int priority = 0;
+  /// Times it was stopped for a higher class (at most ledger_params::priority_max_preemptions).
+  int priority_preemptions = 0;
 
   job_status status = job_status::unsubmitted;
   allocation alloc;       ///< (server id, workers)
@@ -126,6 +130,12 @@ struct ledger_params {
   bool fair_share = false;
   double tenant_halflife_s = 3600;
   double quota_grace_s = 120;
+  /// Job classes (solvers/priorities.hpp): on once some job has a class other than 0. A
+  /// queued job's class rises by one per priority_aging_s seconds of waiting (0: never); a
+  /// job is stopped for a higher class at most priority_max_preemptions times.
+  bool priorities = false;
+  double priority_aging_s = 1800;
+  int priority_max_preemptions = 1;
 };
 
 /// Spells of extra workers on one GPU type, as the ledger observed them: a spell runs from a
@@ -175,6 +185,8 @@ public:
   std::vector<job_entry> jobs;         ///< by job index
   std::set<uint32_t> queued;           ///< queued job indices
   std::vector<tenant_entry> tenants{tenant_entry{}};  ///< by tenant index; [0]: no tenant
+  /// When the latest round was planned (plan_round sets it): the queue's aging reads it.
+  sim_time round_at;
   id_set running;
   /// The queued jobs again, in the orders non-preemptive rounds take them: by submit time and
   /// by predicted remaining work (ties: index). A queued job makes no progress, so both keys

@@ -153,6 +153,7 @@ void apply(cluster_ledger& l, sim_time now, std::vector<decision>& out, const ch
   for (auto& v : b.victims) {
     auto before = l.jobs[v.job].alloc;
     l.preempt(v.job, now);
+    if (v.why.rfind("priority:", 0) == 0) ++l.jobs[v.job].priority_preemptions;
     out.push_back({decision::kind::preempt, v.job, {}, std::move(before), -1, std::move(v.why)});
   }
   b.victims.clear();
@@ -202,7 +203,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
       build_views(p, view, hard);
     }
     return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
-           preempt_for(l, p, o, id, view, hard) || o.backfill;
+           preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard) || o.backfill;
   });
   if (!viewing) return;
   for (auto& e : b.plans) e.final = e.base;  // jobs started now run at their base
@@ -346,7 +347,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   bool queue_cleared = true;
   walk_queue(l, p, [&](uint32_t id) {
     if (place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
-        preempt_for(l, p, o, id, view, hard))
+        preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard))
       return true;
     queue_cleared = false;
     return o.backfill;

@@ -1,22 +1,24 @@
-// Step 1's fallback of an elastic round (docs/design.md, "Preemption for short jobs"): a
-// queued job that fits nowhere may stop running jobs that have far longer to go.
+// Step 1's fallbacks of an elastic round: a queued job that fits nowhere may stop running
+// jobs that have far longer to go (docs/design.md, "Preemption for short jobs"), or of a
+// lower class (docs/design.md, "Priorities").
 #include <cstdio>
 
+#include "solvers/priorities.hpp"
 #include "solvers/round_state.hpp"
 
 namespace aryl::detail {
 
-/// Step 1's fallback for queued job `id` whose base demand fits nowhere: preempt running
-/// jobs without extra workers (rigid, or elastic at their minimum), each victim's predicted
-/// remaining time being above preempt_ratio x (the queued job's predicted run + the
-/// victim's restart overhead and checkpoint), and none preempted max_preemptions times
-/// already. A demand that fits one server goes on the server where the fewest GPUs must
+namespace {
+
+/// Stops running jobs without extra workers (rigid, or elastic at their minimum) for queued
+/// job `id` whose base demand fits nowhere, each victim accepted by `rule.eligible(v,
+/// q_run)`. A demand that fits one server goes on the server where the fewest GPUs must
 /// stop; a larger one on whole servers, those where the fewest GPUs must stop first.
-/// Longest-remaining victims first on each server. Records the victims and the start; false
-/// if the demand cannot be met so.
-bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
-                 work_view& view, work_view& hard) {
-  if (o.preempt_ratio <= 0) return false;
+/// Longest-remaining victims first on each server. Records the victims (why:
+/// `rule.why(v, q_run)`) and the start; false if the demand cannot be met so.
+template <class Rule>
+bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                  work_view& view, work_view& hard, const Rule& rule) {
   auto& b = buffers;
   auto& q = l.jobs[id];
   const int demand = q.elastic ? base_workers(q, p) : q.gpus;
@@ -43,7 +45,7 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
       if (have < need)
         for (auto vid : s.jobs) {
           auto& v = l.jobs[vid];
-          if (v.status != job_status::running || v.preemptions >= o.max_preemptions) continue;
+          if (v.status != job_status::running) continue;
           if (v.elastic && p.elastic && v.workers > v.min_workers) continue;  // its extras go first
           if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
           // The ledger's mirror runs at the rate of the job's allocation (set at every change
@@ -51,8 +53,7 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
           double rate = v.progress.rate;
           if (rate <= 0) continue;
           double v_time = v.predicted_remaining() / rate;
-          double cost = l.params.restart_overhead_s + l.checkpoint_time_s(v.workers);
-          if (v_time > o.preempt_ratio * (q_run + cost)) cand.emplace_back(-v_time, vid);
+          if (rule.eligible(v, v_time, q_run)) cand.emplace_back(-v_time, vid);
         }
       std::sort(cand.begin(), cand.end());  // longest remaining first: they lose least by waiting
       auto& chosen = b.server_victims[static_cast<size_t>(s.id)];
@@ -91,13 +92,7 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
         auto& v = l.jobs[vid];
         view.give(v.alloc);
         hard.give(v.alloc);
-        char buf[256];
-        std::snprintf(buf, sizeof buf,
-                      "preempted for job %u: its predicted remaining %.0f s exceeds %g x (that job's run %.0f s + "
-                      "its restart and checkpoint %.0f s)",
-                      id, v.predicted_remaining() / v.progress.rate, o.preempt_ratio, q_run,
-                      l.params.restart_overhead_s + l.checkpoint_time_s(v.workers));
-        b.victims.push_back({vid, buf});
+        b.victims.push_back({vid, rule.why(v, q_run)});
       }
     view.take(a);
     for (auto& [sid, w] : a) {
@@ -113,6 +108,64 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
     return true;
   }
   return false;
+}
+
+} // namespace
+
+/// Step 1's fallback for queued job `id` whose base demand fits nowhere: preempt running
+/// jobs whose predicted remaining time is above preempt_ratio x (the queued job's predicted
+/// run + the victim's restart overhead and checkpoint), none preempted max_preemptions
+/// times already.
+bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                 work_view& view, work_view& hard) {
+  if (o.preempt_ratio <= 0) return false;
+  struct {
+    const cluster_ledger& l;
+    const planner_options& o;
+    uint32_t id;
+    bool eligible(const job_entry& v, double v_time, double q_run) const {
+      double cost = l.params.restart_overhead_s + l.checkpoint_time_s(v.workers);
+      return v.preemptions < o.max_preemptions && v_time > o.preempt_ratio * (q_run + cost);
+    }
+    std::string why(const job_entry& v, double q_run) const {
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "preempted for job %u: its predicted remaining %.0f s exceeds %g x (that job's run %.0f s + "
+                    "its restart and checkpoint %.0f s)",
+                    id, v.predicted_remaining() / v.progress.rate, o.preempt_ratio, q_run,
+                    l.params.restart_overhead_s + l.checkpoint_time_s(v.workers));
+      return buf;
+    }
+  } rule{l, o, id};
+  return preempt_with(l, p, o, id, view, hard, rule);
+}
+
+bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                          work_view& view, work_view& hard) {
+  if (!l.params.priorities || l.params.priority_max_preemptions <= 0) return false;
+  struct {
+    const cluster_ledger& l;
+    uint32_t id;
+    bool eligible(const job_entry& v, double, double) const {
+      return priority_may_preempt(l.jobs[id], v, l.params.priority_max_preemptions, left(v), cost(v));
+    }
+    double cost(const job_entry& v) const { return l.params.restart_overhead_s + l.checkpoint_time_s(v.workers); }
+    // What is left as of this round (the ledger's mirror is settled at allocation changes
+    // only): a victim about to end is told apart from one just started.
+    double left(const job_entry& v) const {
+      return std::max(0.0, v.predicted_work - v.progress.done_at(l.round_at)) / v.progress.rate;
+    }
+    std::string why(const job_entry& v, double) const {
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "priority: preempted for job %u (class %d over its %d, %d of %d stops for a class): its "
+                    "predicted remaining %.0f s exceeds its restart and checkpoint %.0f s",
+                    id, l.jobs[id].priority, v.priority, v.priority_preemptions + 1, l.params.priority_max_preemptions,
+                    left(v), cost(v));
+      return buf;
+    }
+  } rule{l, id};
+  return preempt_with(l, p, o, id, view, hard, rule);
 }
 
 } // namespace aryl::detail

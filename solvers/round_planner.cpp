@@ -327,6 +327,7 @@ double priority_key(const job_entry& j, const policy_spec& p,
 std::vector<decision> plan_round(cluster_ledger& l, const policy_spec& p, const planner_options& o,
                                  sim_time now, round_scope scope) {
   std::vector<decision> out;
+  l.round_at = now;
   // walk_queue knows the orders of the non-preemptive policies only.
   if (!p.preemptive && p.order != queue_order::fifo && p.order != queue_order::sjf)
     throw std::invalid_argument("policy " + p.name + ": a non-preemptive policy must rank by fifo or sjf");

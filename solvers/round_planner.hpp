@@ -8,6 +8,7 @@
 #include "solvers/cluster_ledger.hpp"
 #include "solvers/planner_options.hpp"
 #include "solvers/policy.hpp"
+#include "solvers/priorities.hpp"
 #include "solvers/tenants.hpp"
 
 namespace aryl {
@@ -55,11 +56,19 @@ std::vector<uint32_t> ranked(const cluster_ledger& l, const std::vector<uint32_t
 /// Calls `f(id)` for the queued jobs in the non-preemptive policy's order until it returns
 /// false. The queue is read from the ledger's index for that order, so a round that stops
 /// early costs nothing for the jobs behind. With tenants governed, walk_tenants's order and
-/// quota admission (solvers/tenants.hpp). `f` may start the job it is given, no other (and
-/// may stop running jobs for it, which then queue).
+/// quota admission (solvers/tenants.hpp). With job classes, higher effective classes first
+/// (solvers/priorities.hpp), the policy's order within one. `f` may start the job it is
+/// given, no other (and may stop running jobs for it, which then queue).
 template <class F>
 void walk_queue(const cluster_ledger& l, const policy_spec& p, F f) {
   auto walk = [&](const auto& index) {
+    if (l.params.priorities) {
+      auto& order = by_class(l, index);
+      if (l.params.quotas || l.params.fair_share) return walk_tenants(l, p, order, f);
+      for (auto& [rank, id] : order)
+        if (!f(id)) return;
+      return;
+    }
     if (l.params.quotas || l.params.fair_share) return walk_tenants(l, p, index, f);
     for (auto it = index.begin(); it != index.end();) {
       auto id = (it++)->second;  // advanced first: starting the job erases its entry

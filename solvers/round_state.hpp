@@ -288,6 +288,13 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
 bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
                  work_view& view, work_view& hard);
 
+/// Step 1's last fallback (queue_preemption.cpp, docs/design.md "Priorities"): running jobs
+/// of a lower class than queued job `id`, each stopped for a class fewer than
+/// ledger_params::priority_max_preemptions times and with more time left than its stop
+/// costs, make room for it; false when classes are off or no such stop makes room.
+bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                          work_view& view, work_view& hard);
+
 /// Step 1's quota reclaim for queued job `id` whose base demand is within its tenant's unused
 /// quota but fits nowhere (quota_reclaim.cpp): stops the fewest jobs of borrowing tenants.
 bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,

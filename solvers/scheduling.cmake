@@ -11,6 +11,7 @@ add_library(aryl_policy STATIC
   ${CMAKE_CURRENT_LIST_DIR}/tenants.cpp
   ${CMAKE_CURRENT_LIST_DIR}/quota_reclaim.cpp
   ${CMAKE_CURRENT_LIST_DIR}/heartbeats.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/priorities.cpp
 )
 target_link_libraries(aryl_policy PUBLIC aryl_solvers)
 target_include_directories(aryl_policy PUBLIC ${PROJECT_SOURCE_DIR})

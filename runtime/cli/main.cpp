@@ -250,6 +250,10 @@ int main(int argc, char** argv) {
                                          "live.default_estimate_s, and the job is marked unpredicted)");
   std::string job_gpu_type;
   auto* type_opt = submit_cmd->add_option("--gpu-type", job_gpu_type, "required GPU type (default: any)");
+  std::string job_tenant;
+  auto* tenant_opt = submit_cmd->add_option("--tenant", job_tenant, "who the job runs for (a configured tenant where tenants are configured; default: none)");
+  int job_priority = 0;
+  auto* priority_opt = submit_cmd->add_option("--priority", job_priority, "the job's class: higher goes first and may preempt lower (default 0)");
   std::vector<std::string> job_command;
   submit_cmd->add_option("command", job_command, "worker argv after -- (default: the configured worker)");
   uint64_t cancel_job = 0;
@@ -341,6 +345,9 @@ int main(int argc, char** argv) {
       if (*dur_opt) job.expected_duration_s = job_duration;
       if (*type_opt) check_name("submit: --gpu-type", job_gpu_type);
       if (*type_opt) job.gpu_type = job_gpu_type;
+      if (*tenant_opt) check_name("submit: --tenant", job_tenant);
+      if (*tenant_opt) job.tenant = job_tenant;
+      if (*priority_opt) job.priority = job_priority;
       if (!job_command.empty()) job.command = job_command;
       if ((*min_opt && from_flags.min_workers == 0) || (*max_opt && from_flags.max_workers == 0))
         throw aryl::input_error("submit: --min-workers and --max-workers must be at least 1");

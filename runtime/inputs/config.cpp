@@ -175,6 +175,8 @@ const std::map<std::string, setter>& setters() {
       {"tenants.fair_share", [](config& c, const std::string& v) { c.tenants_fair_share = to_bool(v); }},
       {"tenants.halflife_s", [](config& c, const std::string& v) { c.tenants_halflife_s = seconds(v); }},
       {"tenants.reclaim_grace_s", [](config& c, const std::string& v) { c.tenants_reclaim_grace_s = seconds(v); }},
+      {"priorities.aging_s", [](config& c, const std::string& v) { c.priorities_aging_s = seconds(v); }},
+      {"priorities.max_preemptions", [](config& c, const std::string& v) { c.priorities_max_preemptions = count(v, 0, 1000000); }},
       {"inference.trace", [](config& c, const std::string& v) { c.inference_trace = v; }},
       {"inference.format", [](config& c, const std::string& v) { c.inference_format = one_of(v, {"canonical", "servegen"}); }},
       {"inference.peak_utilisation", [](config& c, const std::string& v) { c.inference_peak_utilisation = fraction(to_double(v)); }},

@@ -96,6 +96,11 @@ struct config {
   bool tenants_fair_share = true;
   double tenants_halflife_s = 3600;
   double tenants_reclaim_grace_s = 120;
+  // --- priorities (docs/design.md, "Priorities")
+  /// A queued job's class rises by one per this many seconds of waiting (0: never).
+  double priorities_aging_s = 1800;
+  /// A job is stopped for a higher class at most this many times (0: classes never preempt).
+  int priorities_max_preemptions = 1;
 
   // --- run
   std::string mode = "simulated";    ///< simulated | wallclock

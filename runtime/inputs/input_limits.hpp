@@ -12,6 +12,8 @@ namespace aryl {
 inline constexpr double max_input_seconds = 1e9;
 /// GPUs a job may ask for (gpus, min_workers, max_workers).
 inline constexpr int64_t max_job_gpus = 1'000'000;
+/// A job's class lies within +-this (solvers/priorities.hpp).
+inline constexpr int64_t max_priority = 1'000'000;
 inline constexpr int64_t max_servers = 100'000;
 inline constexpr int64_t max_gpus_per_server = 64;
 /// Relative GPU speeds: below 1e-3 a one-hour job would outlast the simulation horizon.

@@ -14,6 +14,9 @@ std::string job_spec_problem(const job_spec& j) {
     return fmt::format("name: {} bytes, where 1 to {} are required", j.name.size(), max_job_name_bytes);
   // Shown in logs, tables and jobs.csv, one line per job.
   if (find_control(j.name) != std::string::npos) return "name: holds " + describe_control(j.name);
+  if (find_control(j.tenant) != std::string::npos) return "tenant: holds " + describe_control(j.tenant);
+  if (j.priority < -max_priority || j.priority > max_priority)
+    return fmt::format("priority {} is not in [-{}, {}]", j.priority, max_priority, max_priority);
   if (j.gpus < 1 || j.gpus > max_job_gpus) return fmt::format("gpus {} is not in 1..{}", j.gpus, max_job_gpus);
   if (j.min_workers < 1 || j.min_workers > j.gpus || j.max_workers < j.gpus || j.max_workers > max_job_gpus)
     return fmt::format("workers must satisfy 1 <= min_workers ({}) <= gpus ({}) <= max_workers ({}) <= {}",

@@ -384,6 +384,7 @@ void read_canonical(const std::string& path, csv::line_reader& reader, csv::fiel
   const int c_user = h.find("user");
   const int c_estimate = h.find("estimate_s");
   const int c_tenant = h.find("tenant");
+  const int c_priority = h.find("priority");
   std::unordered_map<std::string, size_t> first_line;
 
   for_each_row(path, reader, splitter, h.names.size(), options.skip_bad_rows, out,
@@ -402,6 +403,13 @@ void read_canonical(const std::string& path, csv::line_reader& reader, csv::fiel
     const std::string_view tenant = field_or_empty(f, c_tenant);
     if (find_control(tenant) != std::string_view::npos) ctx.fail("tenant", tenant, "holds " + describe_control(tenant));
     job.tenant = std::string(tenant);
+    // A job's class, optional (empty: 0).
+    if (const std::string_view pr = field_or_empty(f, c_priority); !pr.empty()) {
+      int64_t x = 0;
+      if (!csv::parse_int(pr, x)) ctx.fail("priority", pr, "is not a whole number");
+      if (x < -max_priority || x > max_priority) ctx.fail("priority", pr, "is out of range (limit +-1000000)");
+      job.priority = static_cast<int>(x);
+    }
     // A column `estimate_s` left empty: the job comes without an estimate.
     if (c_estimate >= 0) {
       if (field_or_empty(f, c_estimate).empty()) job.estimated = false;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <thread>
 
@@ -222,18 +223,22 @@ std::optional<wire::message> ask(const client_options& o, const wire::message& r
 }
 
 void print_status(std::ostream& out, const wire::status_reply& s) {
-  auto row = [&](auto job, auto name, auto state, auto workers, auto gpus, auto range, auto type, auto time,
-                 auto servers, auto why) {
-    out << fmt::format("{:>6}  {:<20} {:<9} {:>7} {:>4} {:>7}  {:<6} {:>10}  {:<16} {}\n", job, name, state, workers,
-                       gpus, range, type, time, servers, why);
+  // A tenant column only where some job has one: a cluster without tenants reads as before.
+  const bool tenants = std::any_of(s.jobs.begin(), s.jobs.end(), [](auto& j) { return j.tenant.has_value(); });
+  auto row = [&](auto job, auto name, const std::string& tenant, auto state, auto workers, auto gpus, auto range,
+                 auto type, auto time, auto servers, auto why) {
+    out << fmt::format("{:>6}  {:<20} ", job, name);
+    if (tenants) out << fmt::format("{:<12} ", tenant);
+    out << fmt::format("{:<9} {:>7} {:>4} {:>7}  {:<6} {:>10}  {:<16} {}\n", state, workers, gpus, range, type, time,
+                       servers, why);
   };
-  row("JOB", "NAME", "STATE", "WORKERS", "GPUS", "MIN-MAX", "TYPE", "TIME", "SERVERS", "WAITING BECAUSE");
+  row("JOB", "NAME", "TENANT", "STATE", "WORKERS", "GPUS", "MIN-MAX", "TYPE", "TIME", "SERVERS", "WAITING BECAUSE");
   auto opt = [](const std::optional<uint32_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
   // Names come from users and agents: escaped, one row each.
   for (auto& j : s.jobs) {
     std::string name = escape_control(j.name);
     if (j.predicted && !*j.predicted) name += " (no estimate)";
-    row(j.job_id, name, state_text(j.state), j.workers, opt(j.gpus),
+    row(j.job_id, name, escape_control(j.tenant.value_or("-")), state_text(j.state), j.workers, opt(j.gpus),
         j.min_workers && j.max_workers ? fmt::format("{}-{}", *j.min_workers, *j.max_workers) : std::string("-"),
         escape_control(j.gpu_type.value_or("any")), j.run_s ? clock_text(*j.run_s) : std::string("-"),
         escape_control(j.servers.value_or("")), escape_control(j.reason.value_or("")));
@@ -251,6 +256,12 @@ void print_status(std::ostream& out, const wire::status_reply& s) {
                        escape_control(v.gpu_type), v.gpus, v.free, pool_text(v.pool), state, loan,
                        escape_control(v.reason.value_or("")));
   }
+  if (!s.tenants) return;
+  out << fmt::format("\n{:<16} {:>6} {:>7} {:>5} {:>9} {:>7}\n", "TENANT", "QUOTA", "IN-USE", "LENT", "BORROWED",
+                     "QUEUED");
+  for (auto& t : *s.tenants)
+    out << fmt::format("{:<16} {:>6} {:>7} {:>5} {:>9} {:>7}\n", t.name.empty() ? "(none)" : escape_control(t.name),
+                       t.quota ? std::to_string(*t.quota) : std::string("-"), t.in_use, t.lent, t.borrowed, t.queued);
 }
 
 namespace {
@@ -266,6 +277,7 @@ nlohmann::ordered_json job_json(const wire::job_info& x) {
   if (x.run_s) e["run_s"] = *x.run_s;
   if (x.servers) e["servers"] = *x.servers;
   if (x.predicted) e["predicted"] = *x.predicted;
+  if (x.tenant) e["tenant"] = *x.tenant;
   return e;
 }
 
@@ -298,6 +310,18 @@ std::string status_json(const wire::status_reply& s) {
   j["loans"] = nlohmann::ordered_json::array();
   for (auto& x : s.loans)
     j["loans"].push_back({{"server", x.server}, {"state", x.state == wire::loan_state::loaned ? "loaned" : "reclaiming"}});
+  if (s.tenants) {
+    j["tenants"] = nlohmann::ordered_json::array();
+    for (auto& x : *s.tenants) {
+      nlohmann::ordered_json e = {{"name", x.name}};
+      if (x.quota) e["quota"] = *x.quota;
+      e["in_use"] = x.in_use;
+      e["lent"] = x.lent;
+      e["borrowed"] = x.borrowed;
+      e["queued"] = x.queued;
+      j["tenants"].push_back(std::move(e));
+    }
+  }
   return j.dump(2);
 }
 
@@ -307,6 +331,7 @@ void print_show(std::ostream& out, const wire::show_reply& s) {
   out << fmt::format("   Gpus={} MinWorkers={} MaxWorkers={} GpuType={} Workers={}\n", j.gpus.value_or(0),
                      j.min_workers.value_or(0), j.max_workers.value_or(0), escape_control(j.gpu_type.value_or("any")),
                      j.workers);
+  if (j.tenant) out << fmt::format("   Tenant={}\n", escape_control(*j.tenant));
   out << fmt::format("   Estimate={:g}s{}\n", s.expected_duration_s,
                      j.predicted && !*j.predicted ? " (none given: the default estimate)" : "");
   std::string argv;

@@ -18,6 +18,7 @@ wire::job_info job_info_of(const active_job& j) {
   if (j.run_s >= 0) out.run_s = j.run_s;
   if (j.running) out.servers = j.servers;
   out.predicted = j.predicted;
+  if (!j.tenant.empty()) out.tenant = j.tenant;
   return out;
 }
 
@@ -48,6 +49,15 @@ wire::status_reply status_reply_of(const cluster_status& s, const std::set<std::
                            reason});
     if (v.mode == "loaned" || v.mode == "reclaiming")
       out.loans.push_back({v.name, v.mode == "loaned" ? wire::loan_state::loaned : wire::loan_state::reclaiming});
+  }
+  if (!s.tenants.empty()) out.tenants.emplace();
+  for (auto& t : s.tenants) {
+    if (out.tenants->size() == wire::max_list) break;
+    auto count = [](long n) { return static_cast<uint64_t>(std::max(0L, n)); };
+    wire::tenant_info x{t.name, std::nullopt, count(t.in_use), count(t.lent), count(t.borrowed),
+                        static_cast<uint32_t>(std::max(0, t.queued))};
+    if (t.quota >= 0) x.quota = count(t.quota);
+    out.tenants->push_back(std::move(x));
   }
   return out;
 }
@@ -80,6 +90,8 @@ job_spec spec_of(const wire::submit& j, double default_estimate_s) {
   out.duration_s = j.expected_duration_s.value_or(default_estimate_s);
   out.predicted = j.expected_duration_s.has_value();
   out.gpu_type = j.gpu_type.value_or("");
+  out.tenant = j.tenant.value_or("");
+  out.priority = j.priority.value_or(0);
   out.command = j.command;
   return out;
 }

@@ -42,6 +42,7 @@ void read_job_file(const std::string& path, wire::submit& job) {
     else if (key == "min_workers") job.min_workers = count();
     else if (key == "max_workers") job.max_workers = count();
     else if (key == "gpu_type") job.gpu_type = shown();
+    else if (key == "tenant") job.tenant = shown();
     else if (key == "expected_duration_s") {
       double d = 0;
       if (!v.IsScalar() || !YAML::convert<double>::decode(v, d) || !std::isfinite(d))
@@ -56,7 +57,7 @@ void read_job_file(const std::string& path, wire::submit& job) {
       }
     } else {
       throw input_error(fmt::format("{}: unknown key '{}' (name, gpus, min_workers, max_workers, command, "
-                                    "expected_duration_s, gpu_type)",
+                                    "expected_duration_s, gpu_type, tenant)",
                                     at, key));
     }
   }

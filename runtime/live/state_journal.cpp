@@ -82,7 +82,8 @@ json to_json(const job_spec& s) {
           {"max_workers", s.max_workers}, {"predict_factor", s.predict_factor},
           {"user", s.user},           {"command", s.command},
           {"tenant", s.tenant},       {"estimated", s.estimated},
-          {"estimate_s", s.estimate_s}, {"predicted", s.predicted}};
+          {"estimate_s", s.estimate_s}, {"predicted", s.predicted},
+          {"priority", s.priority}};
 }
 
 job_spec spec_from(const json& j) {
@@ -104,6 +105,7 @@ job_spec spec_from(const json& j) {
   if (j.contains("estimated")) s.estimated = j.at("estimated").get<bool>();
   if (j.contains("estimate_s")) s.estimate_s = j.at("estimate_s").get<double>();
   s.predicted = j.value("predicted", true);  // absent in files from before the flag
+  if (j.contains("priority")) s.priority = whole_at<int>(j, "priority");  // absent before classes
   return s;
 }
 

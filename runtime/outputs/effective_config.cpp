@@ -71,6 +71,8 @@ std::string effective_config_json(const config& c) {
   j["tenants.fair_share"] = c.tenants_fair_share;
   j["tenants.halflife_s"] = c.tenants_halflife_s;
   j["tenants.reclaim_grace_s"] = c.tenants_reclaim_grace_s;
+  j["priorities.aging_s"] = c.priorities_aging_s;
+  j["priorities.max_preemptions"] = c.priorities_max_preemptions;
   for (auto& [name, t] : c.tenants) {
     auto prefix = "tenants." + name;
     if (t.quota >= 0) j[prefix + ".quota"] = t.quota;

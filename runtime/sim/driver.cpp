@@ -59,6 +59,8 @@ cluster_plan plan_cluster(const config& c) {
   s.params.checkpoint_per_gpu_s = c.checkpoint_per_gpu_s;
   s.params.hold_prior_s = c.scheduler.hold_prior_s;
   s.params.hold_halflife_s = c.scheduler.hold_halflife_s;
+  s.params.priority_aging_s = c.priorities_aging_s;
+  s.params.priority_max_preemptions = c.priorities_max_preemptions;
   s.check_invariants = c.check_invariants;
   s.heartbeat_s = c.heartbeat_s;
   s.missed_heartbeats = c.missed_heartbeats;
@@ -142,6 +144,19 @@ void check_runnable(const config& c, const scheduler_setup& s, const std::vector
 /// A job a client submits: the same checks as a trace row's, then the cluster's.
 void check_submitted(const config& c, const scheduler_setup& s, const job_spec& j) {
   if (auto why = job_spec_problem(j); !why.empty()) throw input_error(fmt::format("job '{}': {}", j.name, why));
+  // Governed tenants are the configured ones: a misspelt name would otherwise get a tenant
+  // of its own, with no quota and a fresh fair share.
+  if (s.params.quotas && !j.tenant.empty()) {
+    std::string known;
+    bool found = false;
+    for (auto& t : s.tenants) {
+      found = found || t.name == j.tenant;
+      if (!t.name.empty()) known += (known.empty() ? "" : ", ") + t.name;
+    }
+    if (!found)
+      throw input_error(fmt::format("job '{}': unknown tenant '{}' (configured: {})", j.name, j.tenant,
+                                    known.empty() ? std::string("none") : known));
+  }
   check_runnable(c, s, j, fmt::format("job '{}'", j.name));
 }
 

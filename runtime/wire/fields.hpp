@@ -90,6 +90,8 @@ void fields(A& a, T& m) {
   a("command", m.command);
   a("expected_duration_s", m.expected_duration_s);
   a("gpu_type", m.gpu_type);
+  a("tenant", m.tenant);
+  a("priority", m.priority);
 }
 
 template <class A, is<submit_ok> T>
@@ -121,6 +123,7 @@ void fields(A& a, T& m) {
   a("run_s", m.run_s);
   a("servers", m.servers);
   a("predicted", m.predicted);
+  a("tenant", m.tenant);
 }
 
 template <class A, is<server_info> T>
@@ -141,11 +144,22 @@ void fields(A& a, T& m) {
   a("state", m.state);
 }
 
+template <class A, is<tenant_info> T>
+void fields(A& a, T& m) {
+  a("name", m.name);
+  a("quota", m.quota);
+  a("in_use", m.in_use);
+  a("lent", m.lent);
+  a("borrowed", m.borrowed);
+  a("queued", m.queued);
+}
+
 template <class A, is<status_reply> T>
 void fields(A& a, T& m) {
   a("jobs", m.jobs);
   a("servers", m.servers);
   a("loans", m.loans);
+  a("tenants", m.tenants);
 }
 
 template <class A, is<demand> T>

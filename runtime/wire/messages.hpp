@@ -164,6 +164,11 @@ struct submit {
   std::optional<double> expected_duration_s;
   /// Required GPU type; absent = any.
   std::optional<std::string> gpu_type;
+  /// Who the job runs for; absent: no tenant. Where tenants are configured the scheduler
+  /// refuses a name it does not know.
+  std::optional<std::string> tenant;
+  /// Its class (docs/design.md, "Priorities"): higher goes first; absent: 0.
+  std::optional<int32_t> priority;
   bool operator==(const submit&) const = default;
 };
 
@@ -212,6 +217,8 @@ struct job_info {
   std::optional<std::string> servers;
   /// False when it gave no run-time estimate (it has the scheduler's default one).
   std::optional<bool> predicted;
+  /// Who it runs for; absent: no tenant.
+  std::optional<std::string> tenant;
   bool operator==(const job_info&) const = default;
 };
 
@@ -240,12 +247,32 @@ struct loan_info {
   bool operator==(const loan_info&) const = default;
 };
 
+/// One tenant's GPUs of training servers in a status_reply (docs/design.md, "Tenants and
+/// quotas"; the same numbers as /metrics' aryl_tenant_gpus).
+struct tenant_info {
+  std::string name;
+  /// Its guaranteed GPUs; absent: no quota.
+  std::optional<uint64_t> quota;
+  /// GPUs its jobs' base demand holds.
+  uint64_t in_use = 0;
+  /// Its idle quota that others' borrowing occupies.
+  uint64_t lent = 0;
+  /// GPUs it holds beyond its quota.
+  uint64_t borrowed = 0;
+  /// Its queued jobs.
+  uint32_t queued = 0;
+  bool operator==(const tenant_info&) const = default;
+};
+
 /// Scheduler -> client: the cluster now. Lists hold at most max_list entries each.
 struct status_reply {
   static constexpr std::string_view type = "status_reply";
   std::vector<job_info> jobs;
   std::vector<server_info> servers;
   std::vector<loan_info> loans;
+  /// Each tenant the scheduler governs; absent: tenants are not configured (or an older
+  /// scheduler).
+  std::optional<std::vector<tenant_info>> tenants;
   bool operator==(const status_reply&) const = default;
 };
 

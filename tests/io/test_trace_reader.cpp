@@ -346,6 +346,24 @@ TEST_CASE("canonical trace: an empty estimate_s is a job without an estimate; te
         std::string::npos);
 }
 
+TEST_CASE("canonical trace: the optional priority column gives a job's class, empty or absent 0") {
+  auto path = scratch_file("classes.csv",
+                           "job_id,submit_s,gpus,duration_s,priority\n"
+                           "a,0,1,100,2\n"
+                           "b,1,2,200,\n"
+                           "c,2,1,300,-1\n");
+  const trace_load t = read_trace(path, {});
+  CHECK(by_name(t, "a").priority == 2);
+  CHECK(by_name(t, "b").priority == 0);
+  CHECK(by_name(t, "c").priority == -1);
+  CHECK(read_trace(data("canonical_full.csv"), {}).jobs[0].priority == 0);
+  auto word = scratch_file("bad_class.csv", "job_id,submit_s,gpus,duration_s,priority\na,0,1,100,high\n");
+  CHECK(error_of([&] { read_trace(word, {}); }) == word + ":2: column 'priority': 'high' is not a whole number");
+  auto big = scratch_file("big_class.csv", "job_id,submit_s,gpus,duration_s,priority\na,0,1,100,5000000\n");
+  CHECK(error_of([&] { read_trace(big, {}); }).find(":2: column 'priority': '5000000' is out of range") !=
+        std::string::npos);
+}
+
 TEST_CASE("philly format: a job's virtual cluster is its tenant") {
   trace_options all;
   all.format = "philly";

@@ -56,7 +56,7 @@ struct gateway_fixture {
         [this](int s) { note("lost server=" + std::to_string(s)); },
         [] {
           cluster_status s;
-          s.jobs = {{3, "j3", true, 4, "", 0, 0, 0, "", -1, "", true}, {5, "j5", false, 0, "", 0, 0, 0, "", -1, "", true}};
+          s.jobs = {{3, "j3", true, 4, "", 0, 0, 0, "", -1, "", true, ""}, {5, "j5", false, 0, "", 0, 0, 0, "", -1, "", true, ""}};
           s.servers = {{"t0", "V100", 8, 4, false, "training"}, {"i0", "T4", 8, 8, true, "loaned"}};
           return s;
         },
@@ -487,7 +487,7 @@ namespace {
 
 cluster_status sample_status() {
   cluster_status s;
-  s.jobs = {{3, "j3", true, 4, "", 0, 0, 0, "", -1, "", true}, {5, "j5", false, 0, "", 0, 0, 0, "", -1, "", true}, {6, "j6", false, 0, "", 0, 0, 0, "", -1, "", true}};
+  s.jobs = {{3, "j3", true, 4, "", 0, 0, 0, "", -1, "", true, ""}, {5, "j5", false, 0, "", 0, 0, 0, "", -1, "", true, ""}, {6, "j6", false, 0, "", 0, 0, 0, "", -1, "", true, ""}};
   s.servers = {{"t0", "V100", 8, 4, false, "training"}, {"i0", "T4", 8, 2, true, "loaned"},
                {"i1", "T4", 8, 8, true, "serving"}};
   s.jobs_finished = 7;

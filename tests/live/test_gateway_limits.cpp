@@ -63,7 +63,7 @@ struct limits_fixture {
       std::thread([reply] {
         std::this_thread::sleep_for(5ms);
         cluster_status s;
-        s.jobs = {{1, "j1", true, 4, "", 0, 0, 0, "", -1, "", true}};
+        s.jobs = {{1, "j1", true, 4, "", 0, 0, 0, "", -1, "", true, ""}};
         reply(s);
       }).detach();
     };

@@ -95,3 +95,21 @@ TEST_CASE("a gpu type without a speed is rejected before the run") {
   c.training.gpu_type = "H100";
   CHECK(error_of([&] { validate_config(c); }).find("H100") != std::string::npos);
 }
+
+TEST_CASE("a malformed priority config is an error naming the key") {
+  config c;
+  CHECK(error_of([&] { apply_override(c, "priorities.aging_s=-5"); }) ==
+        "--set: priorities.aging_s: -5 is outside [0, 1e+09]");
+  CHECK(error_of([&] { apply_override(c, "priorities.aging_s=soon"); }).find("priorities.aging_s: 'soon'") !=
+        std::string::npos);
+  CHECK(error_of([&] { apply_override(c, "priorities.max_preemptions=-1"); }) ==
+        "--set: priorities.max_preemptions: -1 is outside [0, 1000000]");
+  CHECK(error_of([&] { apply_override(c, "priorities.max_preemptions=2.5"); }) ==
+        "--set: priorities.max_preemptions: '2.5' is not an integer");
+  CHECK(error_of([&] { apply_override(c, "priorities.maxpreemptions=1"); }) ==
+        "--set: unknown config key 'priorities.maxpreemptions'");
+  apply_override(c, "priorities.aging_s=600");
+  apply_override(c, "priorities.max_preemptions=3");
+  CHECK(c.priorities_aging_s == 600);
+  CHECK(c.priorities_max_preemptions == 3);
+}

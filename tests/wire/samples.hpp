@@ -27,7 +27,9 @@ inline std::vector<message> sample_messages() {
              .max_workers = 16,
              .command = {"bash", "-c", "echo hi"},
              .expected_duration_s = 7200.25,
-             .gpu_type = "v100"};
+             .gpu_type = "v100",
+             .tenant = "vision",
+             .priority = -3};
   // Jobs are built field by field: most of job_info's fields are optional.
   auto job_of = [](uint64_t id, const char* name, job_state state, uint32_t workers) {
     job_info j;
@@ -51,7 +53,9 @@ inline std::vector<message> sample_messages() {
                   {.name = "inf-01", .gpu_type = "t4", .gpus = 4, .free = 4,
                    .pool = pool_kind::inference, .state = std::nullopt, .hold = std::nullopt,
                    .reason = std::nullopt}},
-      .loans = {{.server = "inf-01", .state = loan_state::reclaiming}}};
+      .loans = {{.server = "inf-01", .state = loan_state::reclaiming}},
+      .tenants = std::vector<tenant_info>{{.name = "vision", .quota = 8, .in_use = 4, .lent = 0, .borrowed = 0, .queued = 1},
+                                          {.name = "", .quota = std::nullopt}}};
   status.jobs[1].reason = "behind job 1 in queue order (aryl)";
   status.jobs[0].gpus = 4;
   status.jobs[0].min_workers = 2;
@@ -60,6 +64,7 @@ inline std::vector<message> sample_messages() {
   status.jobs[0].run_s = 61.5;
   status.jobs[0].servers = "node-01:4";
   status.jobs[0].predicted = false;
+  status.jobs[0].tenant = "vision";
   show_reply show{.job = job_of(5, "c", job_state::cancelled, 0),
                   .command = {"train.sh"},
                   .expected_duration_s = 3600.0,
