@@ -43,6 +43,12 @@ void read_job_file(const std::string& path, wire::submit& job) {
     else if (key == "max_workers") job.max_workers = count();
     else if (key == "gpu_type") job.gpu_type = shown();
     else if (key == "tenant") job.tenant = shown();
+    else if (key == "priority") {
+      int32_t n = 0;
+      if (!v.IsScalar() || !YAML::convert<int32_t>::decode(v, n) || n < -1'000'000 || n > 1'000'000)
+        throw input_error(fmt::format("{}: priority must be a whole number within +-1000000", at));
+      job.priority = n;
+    }
     else if (key == "expected_duration_s") {
       double d = 0;
       if (!v.IsScalar() || !YAML::convert<double>::decode(v, d) || !std::isfinite(d))
@@ -57,7 +63,7 @@ void read_job_file(const std::string& path, wire::submit& job) {
       }
     } else {
       throw input_error(fmt::format("{}: unknown key '{}' (name, gpus, min_workers, max_workers, command, "
-                                    "expected_duration_s, gpu_type, tenant)",
+                                    "expected_duration_s, gpu_type, tenant, priority)",
                                     at, key));
     }
   }

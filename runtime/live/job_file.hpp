@@ -1,7 +1,7 @@
 #pragma once
 /// `aryl submit --file F`: a job described in YAML or JSON (JSON is YAML), with the keys of
 /// the protocol's submit message: name, gpus, min_workers, max_workers, command,
-/// expected_duration_s, gpu_type, tenant.
+/// expected_duration_s, gpu_type, tenant, priority.
 #include <string>
 
 #include "runtime/wire/messages.hpp"

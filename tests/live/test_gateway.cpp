@@ -262,7 +262,7 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: a submitted job name holding a cont
 TEST_CASE("status table: names holding control characters stay on their line, escaped") {
   wire::status_reply s;
   s.jobs = {{1, "a\nb\x1b[2J", wire::job_state::running, 2, std::nullopt, std::nullopt, std::nullopt,
-             std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt}};
+             std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt}};
   s.servers = {{"t0\r", "V100", 8, 6, wire::pool_kind::training, std::nullopt}};
   std::ostringstream out;
   live::print_status(out, s);

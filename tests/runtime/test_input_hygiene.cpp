@@ -157,6 +157,15 @@ TEST_CASE("text after a JSON job file's object is refused naming the line") {
   check_one_line_error(r, job + ":2:");
 }
 
+TEST_CASE("a job file's priority that is not a whole number in range is refused naming the line") {
+  auto word = write_temp("job-class.yaml", "name: a\npriority: high\n");
+  check_one_line_error(run("submit --file " + word + " --port 1 --token-file /nonexistent"),
+                       word + ":2: priority must be a whole number within +-1000000");
+  auto big = write_temp("job-class-big.yaml", "name: a\npriority: 2000000\n");
+  check_one_line_error(run("submit --file " + big + " --port 1 --token-file /nonexistent"),
+                       big + ":2: priority must be a whole number");
+}
+
 // --- files that are not what they claim ---------------------------------------------------
 
 TEST_CASE("a directory given to aryl solve --in is a clear error") {
