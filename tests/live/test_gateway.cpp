@@ -57,7 +57,7 @@ struct gateway_fixture {
         [] {
           cluster_status s;
           s.jobs = {{3, "j3", true, 4, "", 0, 0, 0, "", -1, "", true, ""}, {5, "j5", false, 0, "", 0, 0, 0, "", -1, "", true, ""}};
-          s.servers = {{"t0", "V100", 8, 4, false, "training"}, {"i0", "T4", 8, 8, true, "loaned"}};
+          s.servers = {{"t0", "V100", 8, 4, false, "training", "up", ""}, {"i0", "T4", 8, 8, true, "loaned", "up", ""}};
           return s;
         },
         [this](int servers) { note("demand " + std::to_string(servers)); },
@@ -74,6 +74,8 @@ struct gateway_fixture {
           }
           note("reconcile server=" + std::to_string(s) + " launches=" + std::to_string(launches) + w);
         },
+        {},
+        {},
         {}});
   }
   ~gateway_fixture() { g->close(); }
@@ -263,7 +265,7 @@ TEST_CASE("status table: names holding control characters stay on their line, es
   wire::status_reply s;
   s.jobs = {{1, "a\nb\x1b[2J", wire::job_state::running, 2, std::nullopt, std::nullopt, std::nullopt,
              std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt}};
-  s.servers = {{"t0\r", "V100", 8, 6, wire::pool_kind::training, std::nullopt}};
+  s.servers = {{"t0\r", "V100", 8, 6, wire::pool_kind::training, std::nullopt, std::nullopt, std::nullopt}};
   std::ostringstream out;
   live::print_status(out, s);
   auto text = out.str();
@@ -488,8 +490,8 @@ namespace {
 cluster_status sample_status() {
   cluster_status s;
   s.jobs = {{3, "j3", true, 4, "", 0, 0, 0, "", -1, "", true, ""}, {5, "j5", false, 0, "", 0, 0, 0, "", -1, "", true, ""}, {6, "j6", false, 0, "", 0, 0, 0, "", -1, "", true, ""}};
-  s.servers = {{"t0", "V100", 8, 4, false, "training"}, {"i0", "T4", 8, 2, true, "loaned"},
-               {"i1", "T4", 8, 8, true, "serving"}};
+  s.servers = {{"t0", "V100", 8, 4, false, "training", "up", ""}, {"i0", "T4", 8, 2, true, "loaned", "up", ""},
+               {"i1", "T4", 8, 8, true, "serving", "up", ""}};
   s.jobs_finished = 7;
   s.jobs_failed = 1;
   s.jobs_cancelled = 2;
