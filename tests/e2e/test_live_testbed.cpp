@@ -114,13 +114,15 @@ TEST_CASE("live: a Philly day on 4 training and 4 inference agents completes eve
 
 TEST_CASE("live: a reclaim preempts jobs on loaned servers, and the servers return once their workers stopped") {
   // The small trace on 2 + 2 servers: jobs spill onto the loaned inference servers, which are
-  // all taken back at 100 s. Extras on every free GPU (the myopic scaling rule), so that the
+  // all taken back at 100 s. At 20x, the speed live mode keeps the simulation's timing at
+  // (docs/live.md; at 50x this machine's process starts and stops stretch the run past the
+  // demand's next loan, and a second reclaim follows). Extras on every free GPU (the myopic scaling rule), so that the
   // loaned servers have jobs to stop.
   auto demand = test::temp_dir("testbed-demand-small") + ".csv";
   std::ofstream(demand) << "t_s,servers_needed\n0,0\n100,2\n";
   auto out = test::temp_dir("testbed-small-out");
   auto r = run_testbed("small", "--training 2 --inference 2 -- --trace " + std::string(ARYL_SOURCE_DIR) +
-                                    "/tests/e2e/data/small.csv --speedup 50 --set inference.interval_s=30"
+                                    "/tests/e2e/data/small.csv --speedup 20 --set inference.interval_s=30"
                                     " --set run.check_invariants=true --set inference.trace=" + demand +
                                     " --set scheduler.scale_horizon=end --set scheduler.rescale_margin_s=0"
                                     " --set scheduler.rescale_cooldown_s=0 --set scheduler.min_extra_efficiency=0"
@@ -167,10 +169,11 @@ double summary_number(const std::string& json, const std::string& key) {
 } // namespace
 
 TEST_CASE("live: serve with emulated workers makes the simulation's decisions, with mean JCT within 2%") {
-  // The same trace, cluster and config through `simulate` and through `serve` at 5x. The
+  // The same trace, cluster and config through `simulate` and through `serve` at 2x. The
   // scheduler decides from its own model in both; only when jobs really finish differs
-  // (process start, stop and exit reports take real milliseconds), which must not change any
-  // decision here and costs at most 2% of mean JCT.
+  // (process start, stop and exit reports take real milliseconds, which the speedup multiplies
+  // into simulated seconds), which must not change any decision here and costs at most 2% of
+  // mean JCT. (At 5x, measured on one machine: 1.9-2.2%; at 2x, 0.8%.)
   auto trace = std::string(ARYL_SOURCE_DIR) + "/tests/e2e/data/small.csv";
   auto sim_out = test::temp_dir("same-decisions-sim");
   REQUIRE(std::system((std::string(ARYL_BINARY) + " simulate --quiet --trace " + trace +
@@ -178,7 +181,7 @@ TEST_CASE("live: serve with emulated workers makes the simulation's decisions, w
                           .c_str()) == 0);
   auto live_out = test::temp_dir("same-decisions-live");
   auto r = run_testbed("same-decisions", "--training 2 --inference 1 -- --trace " + trace +
-                                             " --speedup 5 --out " + live_out);
+                                             " --speedup 2 --out " + live_out);
   REQUIRE_MESSAGE(r.code == 0, r.output);
   auto simulated = decisions_by_job(test::slurp(sim_out + "/events.log"));
   auto live = decisions_by_job(test::slurp(live_out + "/events.log"));
