@@ -4,9 +4,10 @@
 # suite, including the fuzz corpora and regressions (tests/fuzz, replayed as files). See
 # docs/reliability.md. Exits non-zero on any failed test.
 #
-#   scripts/sanitize.sh [-jN] [extra ctest arguments...]
+#   scripts/sanitize.sh [-jN] [--build-only] [extra ctest arguments...]
 #
-# -jN: parallel build and test jobs (default 2). ARYL_SANITIZE_EXCLUDE: a ctest -E regex of tests to
+# -jN: parallel build and test jobs (default 2). --build-only: build, run nothing (CI builds this
+# tree while the Release tests run, then calls the script again to test). ARYL_SANITIZE_EXCLUDE: a ctest -E regex of tests to
 # skip (none by default; docs/reliability.md says when one is needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,11 @@ cd "$(dirname "$0")/.."
 jobs=2
 if [[ "${1:-}" == -j* ]]; then
   jobs="${1#-j}"
+  shift
+fi
+build_only=0
+if [[ "${1:-}" == --build-only ]]; then
+  build_only=1
   shift
 fi
 
@@ -28,6 +34,7 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 cmake --build build-asan -j"$jobs"
 built=$(date +%s)
 echo "sanitize.sh: build $((built - start)) s"
+[ "$build_only" = 1 ] && exit 0
 
 # Leaks are on (detect_leaks=1); allocations over 4 GiB are reported instead of attempted, so a
 # runaway allocation fails its test instead of exhausting the machine.

@@ -4,16 +4,16 @@
 
 namespace aryl {
 
-void duration_history::sample::add(double w) {
-  sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), w), w);
-  stale = true;
-}
+void duration_history::sample::add(double w) { pending.push_back(w); }
 
 std::pair<size_t, double> duration_history::sample::above(double done) const {
-  if (stale) {
+  if (!pending.empty()) {
+    std::sort(pending.begin(), pending.end());
+    auto middle = sorted.insert(sorted.end(), pending.begin(), pending.end());
+    std::inplace_merge(sorted.begin(), middle, sorted.end());
+    pending.clear();
     suffix.assign(sorted.size() + 1, 0.0);
     for (size_t i = sorted.size(); i-- > 0;) suffix[i] = suffix[i + 1] + sorted[i];
-    stale = false;
   }
   auto first = static_cast<size_t>(std::upper_bound(sorted.begin(), sorted.end(), done) - sorted.begin());
   return {sorted.size() - first, suffix.empty() ? 0.0 : suffix[first]};
@@ -30,10 +30,10 @@ double duration_history::expected_remaining(int tenant, double done, double prio
   done = std::max(0.0, done);
   const sample* s = &all_;
   if (tenant >= 0 && static_cast<size_t>(tenant) < by_tenant_.size() &&
-      by_tenant_[static_cast<size_t>(tenant)].sorted.size() >= min_tenant_samples)
+      by_tenant_[static_cast<size_t>(tenant)].size() >= min_tenant_samples)
     s = &by_tenant_[static_cast<size_t>(tenant)];
   double left = 0;
-  if (s->sorted.empty()) {
+  if (s->size() == 0) {
     left = prior > done ? prior - done : done;
   } else {
     auto [n, sum] = s->above(done);

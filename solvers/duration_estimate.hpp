@@ -25,10 +25,13 @@ public:
 
 private:
   struct sample {
-    std::vector<double> sorted;          ///< ascending
-    mutable std::vector<double> suffix;  ///< suffix[i] = sum of sorted[i..]; rebuilt when stale
-    mutable bool stale = false;
+    // Every job's end adds a duration, but only jobs without an estimate read them: additions
+    // wait unsorted until the next read merges them (inserting each in order was quadratic).
+    mutable std::vector<double> sorted;   ///< ascending, as of the last read
+    mutable std::vector<double> pending;  ///< added since, unsorted
+    mutable std::vector<double> suffix;   ///< suffix[i] = sum of sorted[i..]; rebuilt with `sorted`
     void add(double w);
+    size_t size() const { return sorted.size() + pending.size(); }
     /// (count, sum) of the durations above `done`.
     std::pair<size_t, double> above(double done) const;
   };

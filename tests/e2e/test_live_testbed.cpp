@@ -114,12 +114,13 @@ TEST_CASE("live: a Philly day on 4 training and 4 inference agents completes eve
 
 TEST_CASE("live: a reclaim preempts jobs on loaned servers, and the servers return once their workers stopped") {
   // The small trace on 2 + 2 servers: jobs spill onto the loaned inference servers, which are
-  // all taken back at 100 s. At 20x, the speed live mode keeps the simulation's timing at
-  // (docs/live.md; at 50x this machine's process starts and stops stretch the run past the
-  // demand's next loan, and a second reclaim follows). Extras on every free GPU (the myopic scaling rule), so that the
-  // loaned servers have jobs to stop.
+  // all taken back at 100 s. The demand then stays up for hours (the step function repeats
+  // after its span), so a run that a loaded machine's process starts and stops stretch still
+  // sees one reclaim. At 20x, the speed live mode keeps the simulation's timing at
+  // (docs/live.md). Extras on every free GPU (the myopic scaling rule), so that the loaned
+  // servers have jobs to stop.
   auto demand = test::temp_dir("testbed-demand-small") + ".csv";
-  std::ofstream(demand) << "t_s,servers_needed\n0,0\n100,2\n";
+  std::ofstream(demand) << "t_s,servers_needed\n0,0\n100,2\n20000,2\n";
   auto out = test::temp_dir("testbed-small-out");
   auto r = run_testbed("small", "--training 2 --inference 2 -- --trace " + std::string(ARYL_SOURCE_DIR) +
                                     "/tests/e2e/data/small.csv --speedup 20 --set inference.interval_s=30"
