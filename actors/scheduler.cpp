@@ -441,6 +441,15 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
   st.setup = std::move(setup);
   st.servers = std::move(servers);
   st.next_index = st.setup.first_free_index;
+  // The jobs known before the start (a trace's) take these indices: growing the per-job
+  // vectors one submit at a time would copy them, and fault in their pages, again and again.
+  size_t known = st.setup.first_free_index;
+  st.ledger.jobs.reserve(known);
+  st.jobs.reserve(known);
+  st.names.reserve(known);
+  st.durations.reserve(known);
+  st.unpredicted.reserve(known);
+  st.retries.reserve(known);
   st.truth.assign(st.ledger.servers.size(), {});
   st.holds.assign(st.ledger.servers.size(), {});
   auto directory = st.setup.directory ? st.setup.directory : std::make_shared<server_directory>(st.servers);

@@ -1,6 +1,7 @@
 // Step 1's fallbacks of an elastic round: a queued job that fits nowhere may stop running
 // jobs that have far longer to go (docs/design.md, "Preemption for short jobs"), or of a
 // lower class (docs/design.md, "Priorities").
+#include <algorithm>
 #include <cstdio>
 
 #include "solvers/priorities.hpp"
@@ -31,6 +32,7 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
     const int span = one_server ? 1 : (demand + std::max(l.smallest_server(type), 1) - 1) / std::max(l.smallest_server(type), 1);
     const double q_run =
         q.predicted_remaining() / work_rate(l.params.model, q.gpus, demand, span, speed(l, type));
+    if (!rule.possible(q_run)) continue;
     // Per server that can give its share: (victims' GPUs, -GPUs it gives, server), and the
     // victims, in b.server_victims[k].
     auto& opts = b.preempt_options;
@@ -121,11 +123,31 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
   if (o.preempt_ratio <= 0) return false;
   struct {
     const cluster_ledger& l;
+    const policy_spec& p;
     const planner_options& o;
     uint32_t id;
+    double cost(const job_entry& v) const { return l.params.restart_overhead_s + l.checkpoint_time_s(v.workers); }
     bool eligible(const job_entry& v, double v_time, double q_run) const {
-      double cost = l.params.restart_overhead_s + l.checkpoint_time_s(v.workers);
-      return v.preemptions < o.max_preemptions && v_time > o.preempt_ratio * (q_run + cost);
+      return v.preemptions < o.max_preemptions && v_time > o.preempt_ratio * (q_run + cost(v));
+    }
+    // Exact: an eligible victim has v_time <= the longest and cost >= the cheapest, and the
+    // rule's sum and product only grow with their operands.
+    bool possible(double q_run) const {
+      auto& b = buffers;
+      if (!b.preempt_bound_known) {
+        b.preempt_bound_known = true;
+        b.preempt_longest_s = -1;
+        b.preempt_cheapest_s = 0;
+        for (auto vid : l.running) {
+          auto& v = l.jobs[vid];
+          if (v.status != job_status::running || v.progress.rate <= 0 || v.preemptions >= o.max_preemptions) continue;
+          if (v.elastic && p.elastic && v.workers > v.min_workers) continue;
+          double v_time = v.predicted_remaining() / v.progress.rate;
+          if (b.preempt_longest_s < 0 || cost(v) < b.preempt_cheapest_s) b.preempt_cheapest_s = cost(v);
+          b.preempt_longest_s = std::max(b.preempt_longest_s, v_time);
+        }
+      }
+      return b.preempt_longest_s >= 0 && b.preempt_longest_s > o.preempt_ratio * (q_run + b.preempt_cheapest_s);
     }
     std::string why(const job_entry& v, double q_run) const {
       char buf[256];
@@ -133,10 +155,10 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
                     "preempted for job %u: its predicted remaining %.0f s exceeds %g x (that job's run %.0f s + "
                     "its restart and checkpoint %.0f s)",
                     id, v.predicted_remaining() / v.progress.rate, o.preempt_ratio, q_run,
-                    l.params.restart_overhead_s + l.checkpoint_time_s(v.workers));
+                    cost(v));
       return buf;
     }
-  } rule{l, o, id};
+  } rule{l, p, o, id};
   return preempt_with(l, p, o, id, view, hard, rule);
 }
 
@@ -146,6 +168,7 @@ bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const p
   struct {
     const cluster_ledger& l;
     uint32_t id;
+    bool possible(double) const { return true; }
     bool eligible(const job_entry& v, double, double) const {
       return priority_may_preempt(l.jobs[id], v, l.params.priority_max_preemptions, left(v), cost(v));
     }

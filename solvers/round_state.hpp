@@ -207,6 +207,11 @@ struct round_buffers {
   std::vector<std::pair<double, uint32_t>> candidates;  ///< (-predicted remaining s, job)
   std::vector<std::tuple<long, int, int>> preempt_options;
   std::vector<std::vector<uint32_t>> server_victims;  ///< by server id
+  /// Over the running jobs preempt_for could stop (as of the round's first call): the longest
+  /// predicted remaining time and the cheapest stop. A queued job for which even that pair
+  /// fails the rule skips the pass over every server.
+  bool preempt_bound_known = false;
+  double preempt_longest_s = -1, preempt_cheapest_s = 0;
   mckp_input in;
   std::vector<size_t> class_plan;
   std::vector<uint32_t> losers;  ///< a local round's jobs with extra workers on one server
@@ -245,6 +250,7 @@ struct round_buffers {
     return v;
   }
   void recycle() {
+    preempt_bound_known = false;
     for (auto& e : plans) {
       spare_allocs.push_back(std::move(e.base));
       spare_allocs.push_back(std::move(e.final));
