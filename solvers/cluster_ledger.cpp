@@ -287,6 +287,7 @@ void cluster_ledger::start(uint32_t index, const allocation& alloc, int type, si
   j.resized_at = now;
   dequeue(j);
   running.insert(index);
+  if (j.elastic) running_elastic.insert(index);
   track_extras(j, now, false);
 }
 
@@ -300,6 +301,7 @@ void cluster_ledger::preempt(uint32_t index, sim_time now) {
   ++j.generation;
   j.queued_since = now;
   running.erase(index);
+  running_elastic.erase(index);
   enqueue(j);
   track_extras(j, now, true);
 }
@@ -364,6 +366,7 @@ void cluster_ledger::finish(uint32_t index, sim_time now) {
   release(index);
   j.status = job_status::done;
   running.erase(index);
+  running_elastic.erase(index);
   track_extras(j, now, false);
 }
 

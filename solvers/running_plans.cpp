@@ -56,9 +56,8 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
   for (auto& s : l.servers) type_gpus[static_cast<size_t>(s.gpu_type)] += s.gpus;
   auto& running = b.running_plans;
   running.clear();
-  for (auto id : l.running) {
+  for (auto id : l.running_elastic) {
     auto& j = l.jobs[id];
-    if (!j.elastic) continue;
     if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; })) continue;
     if (inert(l, p, o, j, view, best, type_gpus[static_cast<size_t>(j.alloc_type)])) continue;
     elastic_plan e{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()};

@@ -53,6 +53,27 @@ TEST_CASE("ledger: a restarted job keeps its progress and pays the restart overh
   CHECK(l.jobs[0].preemptions == 1);
 }
 
+TEST_CASE("ledger: the running elastic jobs are the running jobs that are elastic, through starts, preemptions and ends") {
+  auto l = make_ledger(2);
+  for (int i = 0; i < 6; ++i) add_job(l, 2, 100, 0, i % 2 == 1);
+  auto expected = [&] {
+    std::vector<uint32_t> v;
+    for (auto id : l.running)
+      if (l.jobs[id].elastic) v.push_back(id);
+    return v;
+  };
+  auto listed = [&] { return std::vector<uint32_t>(l.running_elastic.begin(), l.running_elastic.end()); };
+  for (uint32_t id = 0; id < 6; ++id) l.start(id, {{static_cast<int>(id / 4), 2}}, 0, at(0));
+  CHECK(listed() == std::vector<uint32_t>{1, 3, 5});
+  l.preempt(3, at(10));
+  l.finish(5, at(100));
+  l.preempt(2, at(10));
+  CHECK(listed() == expected());
+  CHECK(listed() == std::vector<uint32_t>{1});
+  l.start(3, {{1, 2}}, 0, at(20));
+  CHECK(listed() == std::vector<uint32_t>{1, 3});
+}
+
 TEST_CASE("job progress: completion falls exactly on the microsecond") {
   job_progress p;
   p.change_rate(at(10), 0.5, 0);
