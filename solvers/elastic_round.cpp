@@ -371,15 +371,11 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     auto& view_type_free = b.view_type_free;
     hard_type_free.assign(l.params.type_speed.size(), 0);
     view_type_free.assign(l.params.type_speed.size(), 0);
-    if (!slow.empty()) {
-      job_entry any_elastic;
-      any_elastic.elastic = true;
-      for (auto& s : l.servers)
-        if (usable_for(s, any_elastic, p, o)) {
-          hard_type_free[static_cast<size_t>(s.gpu_type)] += hard.at(s.id);
-          view_type_free[static_cast<size_t>(s.gpu_type)] += view.at(s.id);
-        }
-    }
+    if (!slow.empty())  // the servers an elastic job may use: training, and loaned ones when loaning
+      for (size_t t = 0; t < hard_type_free.size(); ++t) {
+        hard_type_free[t] = static_cast<int>(hard.total(static_cast<int>(t), p.loaning));
+        view_type_free[t] = static_cast<int>(view.total(static_cast<int>(t), p.loaning));
+      }
     for (auto& [neg_rem, i] : slow) {
       auto& e = plans[i];
       auto id = e.job;
@@ -468,10 +464,9 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     }
   auto& in = b.in;
   in.capacity.assign(l.params.type_speed.size(), 0);
+  for (size_t t = 0; t < in.capacity.size(); ++t) in.capacity[t] = static_cast<int>(view.total(static_cast<int>(t), p.loaning));
   job_entry any_elastic;
   any_elastic.elastic = true;
-  for (auto& s : l.servers)
-    if (usable_for(s, any_elastic, p, o)) in.capacity[static_cast<size_t>(s.gpu_type)] += view.at(s.id);
   // Every elastic job may use the same servers: one ranking of their free GPUs per type
   // serves all the jobs' spans, made when the first job of the type needs it (the view does
   // not change until step 4).

@@ -71,6 +71,17 @@ struct work_view {
     return vals[i];
   }
 
+  /// Free GPUs in this view over the servers in_scope(type, loaned): the ledger's total, with
+  /// the servers this round changed as they are here. No pass over every server.
+  long total(int type, bool loaned) const {
+    long sum = l.capacity(type, loaned, with_extras);
+    for (int sid : touched) {
+      auto i = static_cast<size_t>(sid);
+      if (in_scope(l.servers[i], type, loaned)) sum += vals[i] - initial(i);
+    }
+    return sum;
+  }
+
   /// The servers `j` may use (of `only_type` if set) with their free GPUs in this view, into
   /// `out`.
   std::vector<server_slot>& slots(const job_entry& j, const policy_spec& p, const planner_options& o,
