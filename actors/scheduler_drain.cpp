@@ -172,7 +172,8 @@ void note_drained(self_ptr self, sim_time now) {
   for (size_t sid = 0; sid < st.holds.size(); ++sid) {
     auto& h = st.holds[sid];
     auto& s = st.ledger.servers[sid];
-    if (h.kind != "drain" || h.drained_logged || !s.jobs.empty()) continue;
+    // Every round calls this: most servers hold nothing, told apart without a string compare.
+    if (h.kind.empty() || h.kind != "drain" || h.drained_logged || !s.jobs.empty()) continue;
     h.drained_logged = true;
     log(self, now, "drained", fmt::format("server={}", s.name), "its last job left; it takes no new work");
   }
