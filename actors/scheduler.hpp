@@ -93,6 +93,7 @@ struct scheduler_state {
     bool drained_logged = false;
   };
   std::vector<hold> holds;
+  int drains_unlogged = 0;          ///< holds of kind drain whose "drained" line is not out yet
   std::vector<int> retries;         ///< by job: restarts after faults so far
   /// By job, while journaling: the specs, for the journal's rows.
   std::vector<job_spec> specs;

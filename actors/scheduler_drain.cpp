@@ -43,7 +43,10 @@ void journal_hold(self_ptr self, int sid) {
 /// once its agent is back).
 void hold(self_ptr self, int sid, const std::string& kind, const std::string& reason) {
   auto& st = self->state;
-  st.holds[static_cast<size_t>(sid)] = {kind, reason, false};
+  auto& h = st.holds[static_cast<size_t>(sid)];
+  if (h.kind == "drain" && !h.drained_logged) --st.drains_unlogged;
+  h = {kind, reason, false};
+  if (kind == "drain") ++st.drains_unlogged;
   if (st.ledger.servers[static_cast<size_t>(sid)].mode == server_mode::training)
     st.ledger.set_mode(sid, server_mode::cordoned);
 }
@@ -85,6 +88,7 @@ node_answer on_node_order(self_ptr self, const node_order& o) {
   const std::string why = o.reason.empty() ? "asked by an operator" : o.reason;
   if (o.action == "resume") {
     if (h.kind.empty()) return {true, fmt::format("{}: not cordoned or drained; nothing to resume", s.name)};
+    if (h.kind == "drain" && !h.drained_logged) --st.drains_unlogged;
     h = {};
     if (s.mode == server_mode::cordoned) st.ledger.set_mode(sid, server_mode::training);
     log(self, now, "resume", fmt::format("server={}", s.name), why);
@@ -169,12 +173,13 @@ void reapply_hold(self_ptr self, int server) {
 
 void note_drained(self_ptr self, sim_time now) {
   auto& st = self->state;
+  if (st.drains_unlogged == 0) return;  // every round calls this; most runs drain nothing
   for (size_t sid = 0; sid < st.holds.size(); ++sid) {
     auto& h = st.holds[sid];
     auto& s = st.ledger.servers[sid];
-    // Every round calls this: most servers hold nothing, told apart without a string compare.
-    if (h.kind.empty() || h.kind != "drain" || h.drained_logged || !s.jobs.empty()) continue;
+    if (h.kind != "drain" || h.drained_logged || !s.jobs.empty()) continue;
     h.drained_logged = true;
+    --st.drains_unlogged;
     log(self, now, "drained", fmt::format("server={}", s.name), "its last job left; it takes no new work");
   }
 }
