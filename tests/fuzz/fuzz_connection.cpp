@@ -68,8 +68,12 @@ struct world {
       return s;
     };
     r.demand = [](int) {};
-    r.submit = [](job_spec j) { return j.gpus > 8 ? submit_result{-1, "job too large"} : submit_result{7, ""}; };
-    r.cancel = [](uint32_t job) { return job == 7 ? std::string() : "job " + std::to_string(job) + ": no such job"; };
+    r.submit = [](job_spec j, std::function<void(submit_result)> reply) {
+      reply(j.gpus > 8 ? submit_result{-1, "job too large"} : submit_result{7, ""});
+    };
+    r.cancel = [](uint32_t job, std::function<void(std::string)> reply) {
+      reply(job == 7 ? std::string() : "job " + std::to_string(job) + ": no such job");
+    };
     r.back = [](int) {};
     r.reconcile = [](int, std::vector<uint32_t>, std::vector<uint32_t>, uint64_t) {};
     g->set_router(r);
