@@ -124,8 +124,15 @@ class gateway {
   /// Returns once no call of the previous router is in progress.
   void set_router(worker_router r);
 
-  /// The scheduler's status through the router; nothing while no run is in progress.
-  std::optional<cluster_status> status();
+  /// The scheduler's status through the router, for callers off the network thread.
+  struct status_answer {
+    enum class outcome { answered, no_run, late } what = outcome::no_run;
+    cluster_status status;  ///< when answered
+  };
+  /// Waits at most `limit` for it, holding no lock the network thread needs. An ask still
+  /// unanswered from an earlier call is waited for again, not repeated: a stuck scheduler
+  /// is asked once, however often its status is wanted.
+  status_answer status_within(std::chrono::milliseconds limit);
   /// Agents registered and connected now.
   int agents_connected();
 

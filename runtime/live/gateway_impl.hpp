@@ -2,7 +2,8 @@
 /// The gateway's shared state, for its files: gateway.cpp (the public calls, the machines'
 /// launches), gateway_waits.cpp (what its callers wait for), gateway_listener.cpp (accepting,
 /// caps), gateway_session.cpp (one peer's connection), gateway_status.cpp (status and show
-/// requests, answered asynchronously). Included by those only.
+/// requests, answered asynchronously), gateway_orders.cpp (submits and cancels, likewise),
+/// gateway_nodes.cpp (the inventory while a run goes on). Included by those only.
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
 
 #include <boost/asio.hpp>
@@ -11,6 +12,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,10 +77,16 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   std::chrono::milliseconds accept_backoff{0};
   uint64_t accept_errors = 0;  ///< since the last logged one (logged at most once a second)
   std::chrono::steady_clock::time_point accept_error_logged{};
-  /// Connections open now; those not past hello yet, in all and by peer address.
+  /// Connections open now.
   size_t connections = 0;
-  size_t before_hello = 0;
-  std::map<std::string, size_t> before_hello_by_address;
+  /// Those not past hello yet, by session id (ids grow: the first is the oldest), in all and
+  /// by peer address. At a cap the oldest is evicted to make room (evict_before_hello).
+  struct waiting_hello {
+    std::string address;
+    std::weak_ptr<session> who;
+  };
+  std::map<uint64_t, waiting_hello> before_hello;
+  std::map<std::string, std::set<uint64_t>> before_hello_by_address;
   /// Refusals and ends before hello (log_counted): lines this second, and those not logged.
   std::chrono::steady_clock::time_point counted_since{};
   uint64_t counted_lines = 0;
@@ -95,6 +103,13 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   std::vector<status_wait> status_waiting, status_next;
   uint64_t status_asks = 0;  ///< the ask in flight, if status_waiting is not empty
 
+  // Submits and cancels (gateway_orders.cpp); network thread only. A connection with one in
+  // flight reads nothing more until it is answered, so its answers come in order and it holds
+  // one ask at most. By ask number, the connections waiting: held here, as no read of theirs
+  // is in progress to hold them.
+  std::map<uint64_t, std::shared_ptr<session>> orders_waiting;
+  uint64_t order_asks = 0;
+
   log_relay logs;  ///< `aryl logs` (network thread only)
 
   std::mutex m;  // guards what follows: the network thread and the caller share it
@@ -105,6 +120,8 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   std::condition_variable farewell_cv;
   std::map<std::string, server_slot> slots;
   worker_router router;
+  /// The last ask of gateway::status_within, answered or not.
+  std::shared_future<cluster_status> status_pending;
   /// gateway_options::join: agents of any name are taken until the inventory is fixed
   /// (join_agents), in the order they registered.
   bool joining = false;
@@ -132,9 +149,12 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   /// Logs `line`, unless 20 such lines were logged this second: then counts it under `kind`,
   /// and the next line logged says how many were not.
   void log_counted(const std::string& kind, const std::string& line);
-  /// A session's hello was taken, or it ended (before hello or after).
-  void hello_taken(const std::string& address);
-  void ended(const std::string& address, bool before_hello);
+  /// Closes the connection before hello with id `id` to make room for a newer one, saying why.
+  void evict_before_hello(uint64_t id, const std::string& why);
+  /// A session's hello was taken, it was evicted, or it ended: no longer counted before
+  /// hello (idempotent).
+  void hello_taken(uint64_t id);
+  void ended(uint64_t id);
 
   /// Answers `w.who` (a status, status --all or show) as soon as a status newer than this
   /// call comes (gateway_status.cpp).
@@ -142,6 +162,12 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   void ask_scheduler_status();
   /// The scheduler's answer to ask `seq`; nothing: no run in progress.
   void status_ready(uint64_t seq, std::optional<cluster_status> s);
+  /// A client's submit or cancel, asked of the scheduler without waiting; `who` is answered
+  /// (submit_ok, nothing for a cancel, or an error frame and the close) when it answers.
+  void submit_for(const std::shared_ptr<session>& who, job_spec spec);
+  void cancel_for(const std::shared_ptr<session>& who, uint64_t job);
+  /// The run ended: every submit or cancel not answered yet is refused with `why`.
+  void orders_unanswered(const std::string& why);
   void launch_on(const std::string& server, const node_launch& l);
   void stop_on(const std::string& server, uint32_t job);
   /// Sends `msg` to the server's agent, or keeps it for when the agent is back.
@@ -160,12 +186,17 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
 };
 
 /// Starts serving a connection just accepted (gateway_session.cpp).
-void start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address);
+std::shared_ptr<session> start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address);
+/// Closes `s` with `reason` (an error frame, then the close), as the gateway closes a peer.
+void close_session(session& s, const std::string& reason);
 /// Queues `m` on `s`'s connection.
 void send_to(session& s, const wire::message& m);
-/// The answer to a status or show request of `s`'s (one encoded frame, shared by the
-/// connections it answers), or, without a frame, the reason it is refused.
-void answer_status(session& s, const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal);
+/// The answer to the request `s` waits for (a status, show, submit or cancel): one encoded
+/// frame (shared by the connections it answers), or without one the reason it is refused
+/// (the connection closes), or neither (a cancel done). `s` reads its next requests then.
+void answer_request(session& s, const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal);
+/// `s`'s peer as its log lines name it.
+const std::string& peer_of(const session& s);
 /// Tells an agent's connection that the scheduler shuts down for good, counting it in
 /// farewells until written and closed; false if it is closing already.
 bool bid_farewell(session& s, const std::string& reason);

@@ -74,19 +74,33 @@ void gateway::impl::admit(tcp::socket s) {
   if (connections >= opts.max_connections)
     return refuse(s, fmt::format("serve holds its limit of {} connections; try again later", opts.max_connections),
                   "connection limit");
-  if (before_hello >= opts.max_before_hello)
-    return refuse(s, fmt::format("serve holds its limit of {} connections before hello; try again later",
-                                 opts.max_before_hello),
-                  "limit before hello");
-  auto& mine = before_hello_by_address[address];  // erased again when it falls to 0 (hello_taken)
-  if (mine >= opts.max_before_hello_per_address)
-    return refuse(s, fmt::format("{} holds its limit of {} connections before hello; try again later", address,
-                                 opts.max_before_hello_per_address),
-                  "limit before hello per address");
-  ++mine;
-  ++before_hello;
+  // At a cap on connections before hello, the oldest of them gives way, not the newcomer:
+  // an attacker holding an address's places cannot lock out a client or an agent of the same
+  // address (loopback), which says hello at once, while the attacker's idle ones are the oldest.
+  if (auto& mine = before_hello_by_address[address]; mine.size() >= opts.max_before_hello_per_address)
+    evict_before_hello(*mine.begin(), fmt::format("evicted: {} holds its limit of {} connections before hello, and "
+                                                  "this was the oldest",
+                                                  address, opts.max_before_hello_per_address));
+  if (before_hello.size() >= opts.max_before_hello)
+    evict_before_hello(before_hello.begin()->first,
+                       fmt::format("evicted: serve holds its limit of {} connections before hello, and this was the "
+                                   "oldest",
+                                   opts.max_before_hello));
+  auto id = next_session++;
   ++connections;
-  start_session(std::move(s), this, next_session++, std::move(address));
+  // Counted before it starts: a session may end within its start.
+  before_hello_by_address[address].insert(id);
+  before_hello[id] = {address, {}};
+  auto who = start_session(std::move(s), this, id, std::move(address));
+  if (auto it = before_hello.find(id); it != before_hello.end()) it->second.who = who;
+}
+
+void gateway::impl::evict_before_hello(uint64_t id, const std::string& why) {
+  auto it = before_hello.find(id);
+  if (it == before_hello.end()) return;
+  auto who = it->second.who.lock();
+  hello_taken(id);  // its place is free now, though its close is still being written
+  if (who) close_session(*who, why);
 }
 
 void gateway::impl::refuse(tcp::socket& s, const std::string& reason, const std::string& kind) {
@@ -119,15 +133,19 @@ void gateway::impl::log_counted(const std::string& kind, const std::string& line
   log(counts.empty() ? line : fmt::format("{} (not logged before it: {})", line, counts));
 }
 
-void gateway::impl::hello_taken(const std::string& address) {
-  --before_hello;
-  if (auto it = before_hello_by_address.find(address); it != before_hello_by_address.end() && --it->second == 0)
-    before_hello_by_address.erase(it);
+void gateway::impl::hello_taken(uint64_t id) {
+  auto it = before_hello.find(id);
+  if (it == before_hello.end()) return;
+  if (auto a = before_hello_by_address.find(it->second.address); a != before_hello_by_address.end()) {
+    a->second.erase(id);
+    if (a->second.empty()) before_hello_by_address.erase(a);
+  }
+  before_hello.erase(it);
 }
 
-void gateway::impl::ended(const std::string& address, bool still_before_hello) {
+void gateway::impl::ended(uint64_t id) {
   --connections;
-  if (still_before_hello) hello_taken(address);
+  hello_taken(id);
 }
 
 } // namespace aryl::live

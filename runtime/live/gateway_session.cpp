@@ -27,7 +27,7 @@ class session : public std::enable_shared_from_this<session> {
  public:
   session(std::unique_ptr<net::byte_stream> s, gateway::impl* g, uint64_t id, std::string address)
       : stream_(std::move(s)), g_(g), decoder_(g_->opts.max_frame_bytes), silence_(g->io), hello_deadline_(g->io),
-        address_(std::move(address)) {
+        id_(id), address_(std::move(address)) {
     boost::system::error_code ec;
     auto ep = stream_->socket().remote_endpoint(ec);
     peer_ = ec ? fmt::format("connection {}", id) : fmt::format("connection {} ({}:{})", id, address_, ep.port());
@@ -63,12 +63,11 @@ class session : public std::enable_shared_from_this<session> {
     if (queue_.size() == 1) write_next();
   }
 
-  /// The status or show this connection asked for (a frame), or without one the reason it
-  /// is refused.
-  void status_answered(const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal) {
-    awaiting_status_ = false;
-    if (!frame) return close(refusal);
-    send_frame(frame);
+  /// The answer to what this connection waits for (see answer_request).
+  void answered(const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal) {
+    awaiting_answer_ = false;
+    if (!frame && !refusal.empty()) return close(refusal);
+    if (frame) send_frame(frame);
     drain();
   }
 
@@ -132,11 +131,11 @@ class session : public std::enable_shared_from_this<session> {
     });
   }
 
-  /// A client waits for the status it asked for, or has more replies unread than
-  /// client_queue_bytes: its next requests stay unread (in the decoder, then in the socket)
-  /// until that clears, so one client holds at most one ask and a bounded queue.
+  /// A client waits for the answer to a status, show, submit or cancel, or has more replies
+  /// unread than client_queue_bytes: its next requests stay unread (in the decoder, then in
+  /// the socket) until that clears, so one client holds at most one ask and a bounded queue.
   bool paused() const {
-    return stage_ == stage::client && (awaiting_status_ || queued_bytes_ > g_->opts.client_queue_bytes);
+    return stage_ == stage::client && (awaiting_answer_ || queued_bytes_ > g_->opts.client_queue_bytes);
   }
 
   /// Handles the complete frames buffered, then reads more unless paused or closing.
@@ -222,7 +221,7 @@ class session : public std::enable_shared_from_this<session> {
     hello_deadline_.cancel();
     if (!ended_) {
       ended_ = true;
-      g_->ended(address_, stage_ == stage::hello);
+      g_->ended(id_);
     }
     if (stage_ != stage::agent) return;
     g_->logs.agent_gone(name_);  // its log requests will not be answered now
@@ -270,7 +269,7 @@ class session : public std::enable_shared_from_this<session> {
     peer_ += " " + (h->role == wire::peer_role::agent ? std::string("agent ") : std::string("client ")) + h->name;
     stage_ = h->role == wire::peer_role::agent ? stage::registering : stage::client;
     hello_deadline_.cancel();
-    g_->hello_taken(address_);
+    g_->hello_taken(id_);
     send(wire::hello_ok{});
   }
 
@@ -412,15 +411,15 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_client(const wire::message& msg) {
-    // Status and show are answered when the scheduler's status is in (status_answered);
-    // meanwhile nothing more is read.
+    // Status, show, submit and cancel are answered when the scheduler's answer is in
+    // (answered); meanwhile nothing more is read.
     if (auto* q = std::get_if<wire::status_request>(&msg)) {
-      awaiting_status_ = true;
+      awaiting_answer_ = true;
       using kind = gateway::impl::status_wait::kind;
       return g_->ask_status({shared_from_this(), q->all.value_or(false) ? kind::status_all : kind::status, 0});
     }
     if (auto* q = std::get_if<wire::show_request>(&msg)) {
-      awaiting_status_ = true;
+      awaiting_answer_ = true;
       return g_->ask_status({shared_from_this(), gateway::impl::status_wait::kind::show, q->job_id});
     }
     if (auto* q = std::get_if<wire::logs_request>(&msg)) return ask_log(*q);
@@ -447,37 +446,12 @@ class session : public std::enable_shared_from_this<session> {
         g_->log(fmt::format("{}: submit refused: {}", peer_, why));
         return close(why);
       }
-      std::optional<submit_result> result;
-      g_->with_router([&](worker_router& r) {
-        if (r.submit) result = r.submit(spec_of(*j, g_->opts.default_estimate_s));
-      });
-      if (!result) return close("no run in progress");
-      if (result->job < 0) {
-        g_->log(fmt::format("{}: submit refused: {}", peer_, result->error));
-        return close(result->error);
-      }
-      g_->log(fmt::format("{}: submitted job {} ({})", peer_, result->job, j->name));
-      if (g_->opts.book) {
-        auto spec = spec_of(*j, g_->opts.default_estimate_s);
-        spec.index = static_cast<uint32_t>(result->job);
-        g_->opts.book->spec(spec);
-      }
-      return send(wire::submit_ok{static_cast<uint64_t>(result->job)});
+      awaiting_answer_ = true;
+      return g_->submit_for(shared_from_this(), spec_of(*j, g_->opts.default_estimate_s));
     }
     if (auto* x = std::get_if<wire::cancel>(&msg)) {
-      std::optional<std::string> why;
-      g_->with_router([&](worker_router& r) {
-        if (!r.cancel) return;
-        why = x->job_id > UINT32_MAX ? fmt::format("job {}: no such job", x->job_id)
-                                     : r.cancel(static_cast<uint32_t>(x->job_id));
-      });
-      if (!why) return close("no run in progress");
-      if (!why->empty()) {
-        g_->log(fmt::format("{}: cancel refused: {}", peer_, *why));
-        return close(*why);
-      }
-      g_->log(fmt::format("{}: cancelled job {}", peer_, x->job_id));
-      return;
+      awaiting_answer_ = true;
+      return g_->cancel_for(shared_from_this(), x->job_id);
     }
     // A client's bye is its normal end: no log line, no error frame.
     if (std::holds_alternative<wire::bye>(msg)) return quiet_close();
@@ -518,10 +492,11 @@ class session : public std::enable_shared_from_this<session> {
   size_t queued_bytes_ = 0;
   asio::steady_timer silence_;
   asio::steady_timer hello_deadline_;
+  uint64_t id_;          ///< the gateway's number for it: the caps before hello find it by this
   std::string address_;  ///< the peer's IP address, for the caps on connections before hello
   bool reading_ = false;
   bool handshaking_ = false;  ///< TLS handshake in progress (plain: never)
-  bool awaiting_status_ = false;
+  bool awaiting_answer_ = false;
   bool ended_ = false;  ///< counted out of the gateway's connections
   std::string peer_, name_;
   stage stage_ = stage::hello;
@@ -534,17 +509,23 @@ class session : public std::enable_shared_from_this<session> {
   uint64_t launches_seen_ = 0;  ///< the server's launches taken when this agent registered
 };
 
-void start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address) {
+std::shared_ptr<session> start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address) {
   auto stream = g->tls ? net::tls_server_stream(std::move(s), g->tls, wire::encode_frame(wire::error{plain_refusal}))
                        : net::plain_stream(std::move(s));
-  std::make_shared<session>(std::move(stream), g, id, std::move(address))->start();
+  auto who = std::make_shared<session>(std::move(stream), g, id, std::move(address));
+  who->start();
+  return who;
 }
+
+void close_session(session& s, const std::string& reason) { s.close(reason); }
 
 void send_to(session& s, const wire::message& m) { s.send(m); }
 
-void answer_status(session& s, const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal) {
-  s.status_answered(frame, refusal);
+void answer_request(session& s, const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal) {
+  s.answered(frame, refusal);
 }
+
+const std::string& peer_of(const session& s) { return s.peer(); }
 
 bool bid_farewell(session& s, const std::string& reason) {
   if (s.is_closing()) return false;

@@ -67,13 +67,13 @@ void gateway::impl::status_ready(uint64_t seq, std::optional<cluster_status> s) 
   using kind = status_wait::kind;
   for (auto& w : waiting) {
     if (!s) {
-      answer_status(*w.who, nullptr, "no run in progress");
+      answer_request(*w.who, nullptr, "no run in progress");
     } else if (w.what != kind::show) {
-      answer_status(*w.who, status_frame(w.what == kind::status_all), {});
+      answer_request(*w.who, status_frame(w.what == kind::status_all), {});
     } else if (auto reply = show_reply_of(*s, opts.book.get(), w.job)) {
-      answer_status(*w.who, encode(*reply), {});
+      answer_request(*w.who, encode(*reply), {});
     } else {
-      answer_status(*w.who, nullptr, fmt::format("job {}: no such job", w.job));
+      answer_request(*w.who, nullptr, fmt::format("job {}: no such job", w.job));
     }
   }
 }

@@ -84,6 +84,7 @@ void gateway::set_router(worker_router r) {
   // An ask of the run that ends is answered by nobody: its waiting clients are told.
   if (!r.status_async && !r.status)
     asio::post(impl_->io, [p = impl_.get()] { p->status_ready(p->status_asks, std::nullopt); });
+  if (!r.submit && !r.cancel) asio::post(impl_->io, [p = impl_.get()] { p->orders_unanswered("no run in progress"); });
   impl_->router = std::move(r);
   if (!impl_->router.exit) return;
   // Adopted workers that exited before the run could hear of it.
@@ -92,12 +93,32 @@ void gateway::set_router(worker_router r) {
   for (auto& [name, s] : impl_->slots) s.held.clear();
 }
 
-std::optional<cluster_status> gateway::status() {
-  std::optional<cluster_status> out;
-  impl_->with_router([&](worker_router& r) {
-    if (r.status) out = r.status();
-  });
-  return out;
+gateway::status_answer gateway::status_within(std::chrono::milliseconds limit) {
+  using outcome = status_answer::outcome;
+  std::shared_future<cluster_status> answer;
+  std::function<cluster_status()> now;
+  {
+    std::lock_guard lock(impl_->m);
+    auto& r = impl_->router;
+    auto& pending = impl_->status_pending;
+    if (!r.status_async && !r.status) return {outcome::no_run, {}};
+    if (pending.valid() && pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      answer = pending;
+    } else if (r.status_async) {
+      auto promise = std::make_shared<std::promise<cluster_status>>();
+      answer = pending = promise->get_future().share();
+      r.status_async([promise](cluster_status s) { promise->set_value(std::move(s)); });
+    } else {
+      now = r.status;  // a router without the asynchronous ask (tests)
+    }
+  }
+  if (now) return {outcome::answered, now()};
+  if (answer.wait_for(limit) != std::future_status::ready) return {outcome::late, {}};
+  try {
+    return {outcome::answered, answer.get()};
+  } catch (const std::future_error&) {  // the run ended before its scheduler answered
+    return {outcome::no_run, {}};
+  }
 }
 
 int gateway::agents_connected() {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <tuple>
 
+#include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
 
 namespace aryl::live {
@@ -129,12 +130,12 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
 struct metrics_endpoint::impl {
   asio::io_context io;
   tcp::acceptor acceptor{io};
-  std::function<std::string()> render;
+  std::function<health()> render;
   std::function<health()> check;
   std::ostream& log;
   std::thread thread;
 
-  impl(std::function<std::string()> r, std::function<health()> c, std::ostream& l)
+  impl(std::function<health()> r, std::function<health()> c, std::ostream& l)
       : render(std::move(r)), check(std::move(c)), log(l) {}
 
   void accept() {
@@ -155,9 +156,17 @@ struct metrics_endpoint::impl {
       response->version(request->version());
       response->keep_alive(false);
       if (request->method() == http::verb::get && request->target() == "/metrics") {
-        response->result(http::status::ok);
-        response->set(http::field::content_type, "text/plain; version=0.0.4");
-        response->body() = render();
+        auto page = render();
+        if (page.ok) {
+          response->result(http::status::ok);
+          response->set(http::field::content_type, "text/plain; version=0.0.4");
+          response->body() = std::move(page.text);
+        } else {
+          log << fmt::format("[serve] GET /metrics answered 503: {}\n", escape_control(page.text)) << std::flush;
+          response->result(http::status::service_unavailable);
+          response->set(http::field::content_type, "text/plain");
+          response->body() = page.text + "\n";
+        }
       } else if (request->method() == http::verb::get && request->target() == "/healthz") {
         auto h = check ? check() : health{};
         response->result(h.ok ? http::status::ok : http::status::service_unavailable);
@@ -177,7 +186,7 @@ struct metrics_endpoint::impl {
   }
 };
 
-metrics_endpoint::metrics_endpoint(const std::string& bind, uint16_t port, std::function<std::string()> render,
+metrics_endpoint::metrics_endpoint(const std::string& bind, uint16_t port, std::function<health()> render,
                                    std::ostream& log, std::function<health()> check)
     : impl_(std::make_unique<impl>(std::move(render), std::move(check), log)) {
   boost::system::error_code ec;

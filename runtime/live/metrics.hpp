@@ -22,18 +22,21 @@ struct front_counts {
 /// misses, agents configured and connected. Pure.
 std::string render_metrics(const cluster_status& s, const front_counts& f);
 
-/// What `GET /healthz` answers: 200 with `text` when healthy, else 503 with it.
+/// What `GET /metrics` or `GET /healthz` answers: 200 with `text` when ok (the exposition,
+/// or healthy), else 503 with it (why not).
 struct health {
   bool ok = true;
   std::string text = "ok";
 };
 
-/// An HTTP listener on its own thread: `GET /metrics` answers `render()`, `GET /healthz`
-/// answers `check()` (always ok if unset), anything else 404.
+/// An HTTP listener on its own thread: `GET /metrics` answers `render()` (a 503 is logged
+/// with its reason), `GET /healthz` answers `check()` (always ok if unset), anything else
+/// 404. Each call may block its thread: bound them (serve waits at most 1.5 s for the
+/// scheduler).
 class metrics_endpoint {
  public:
   /// Throws aryl::input_error naming the address if it cannot listen.
-  metrics_endpoint(const std::string& bind, uint16_t port, std::function<std::string()> render, std::ostream& log,
+  metrics_endpoint(const std::string& bind, uint16_t port, std::function<health()> render, std::ostream& log,
                    std::function<health()> check = {});
   ~metrics_endpoint();
   metrics_endpoint(const metrics_endpoint&) = delete;

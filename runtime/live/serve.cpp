@@ -28,6 +28,9 @@ namespace {
 
 std::atomic<bool> told_to_stop{false};
 
+/// How long /metrics and /healthz wait for the scheduler's status before answering 503.
+constexpr std::chrono::milliseconds metrics_wait{1500};
+
 extern "C" void on_stop_signal(int) {
   told_to_stop.store(true);
   // A second signal is not caught: the process ends at once.
@@ -211,16 +214,27 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   if (o.metrics_port >= 0) {
     if (o.metrics_port > 65535) throw input_error(fmt::format("--metrics-port {}: not a port", o.metrics_port));
     int configured = static_cast<int>(world.nodes.size());
+    // Asked without the gateway's lock, at most 1.5 s: a stuck scheduler makes /metrics and
+    // /healthz answer 503 saying so, not hang (or, as zeros, lie), and is asked once at a time.
+    using outcome = gateway::status_answer::outcome;
     metrics = std::make_unique<metrics_endpoint>(
         o.metrics_bind, static_cast<uint16_t>(o.metrics_port),
         [&net, configured] {
-          return render_metrics(net.status().value_or(cluster_status{}), {configured, net.agents_connected()});
+          auto s = net.status_within(metrics_wait);
+          if (s.what == outcome::late)
+            return health{false, fmt::format("the scheduler did not answer within {:g} s", metrics_wait.count() / 1e3)};
+          return health{true, render_metrics(s.status, {configured, net.agents_connected()})};
         },
         log,
         [&net, configured] {
           // Healthy while a run is in progress: the scheduler answers its status.
           int connected = net.agents_connected();
-          if (!net.status()) return health{false, fmt::format("no run in progress: {} of {} agents connected", connected, configured)};
+          auto s = net.status_within(metrics_wait);
+          if (s.what == outcome::no_run)
+            return health{false, fmt::format("no run in progress: {} of {} agents connected", connected, configured)};
+          if (s.what == outcome::late)
+            return health{false, fmt::format("the scheduler did not answer within {:g} s: {} of {} agents connected",
+                                             metrics_wait.count() / 1e3, connected, configured)};
           return health{true, fmt::format("ok: run in progress, {} of {} agents connected", connected, configured)};
         });
     log << fmt::format("[serve] metrics on http://{}:{}/metrics\n", o.metrics_bind, metrics->port());

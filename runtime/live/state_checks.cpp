@@ -4,43 +4,35 @@
 
 #include <cmath>
 #include <set>
+#include <variant>
 
 #include "solvers/input_error.hpp"
 #include "runtime/inputs/job_checks.hpp"
+#include "runtime/live/job_record_fields.hpp"
 
 namespace aryl::live {
 namespace {
 
-/// The first out-of-range measurement of a record, naming its field, or "".
+/// The value of `f` in `r` if it is a field of type T (record_fields).
+template <class T>
+const T* field_of(const job_record& r, const record_field& f) {
+  auto* member = std::get_if<T job_record::*>(&f.member);
+  return member ? &(r.**member) : nullptr;
+}
+
+/// The first out-of-range measurement of a record, naming its field, or "": its seconds
+/// (every real field), then its counts (whole numbers; gpus is job_spec_problem's), then its
+/// times, each in record_fields' order.
 std::string record_problem(const job_record& r) {
-  const std::pair<const char*, double> seconds[] = {
-      {"queued_s", r.queued_s},
-      {"gpu_seconds", r.gpu_seconds},
-      {"duration_s", r.duration_s},
-      {"on_loaned_s", r.on_loaned_s},
-      {"slowdown", r.slowdown},
-      {"below_speed_s", r.below_speed_s},
-      {"below_speed_gpu_s", r.below_speed_gpu_s},
-      {"needed_gpu_s", r.needed_gpu_s},
-      {"training_gpu_s", r.training_gpu_s},
-      {"loaned_gpu_s", r.loaned_gpu_s},
-      {"training_speed_gpu_s", r.training_speed_gpu_s},
-      {"loaned_speed_gpu_s", r.loaned_speed_gpu_s},
-      {"training_needed_gpu_s", r.training_needed_gpu_s},
-      {"loaned_needed_gpu_s", r.loaned_needed_gpu_s}};
-  for (auto& [name, v] : seconds)
-    if (!std::isfinite(v) || v < 0) return fmt::format("record: {} {} is not a finite number >= 0", name, v);
-  const std::pair<const char*, int64_t> counts[] = {
-      {"preemptions", r.preemptions}, {"scale_ins", r.scale_ins}, {"scale_outs", r.scale_outs},
-      {"last_workers", r.last_workers}};
-  for (auto& [name, v] : counts)
-    if (v < 0) return fmt::format("record: {} {} is negative", name, v);
+  for (auto& f : record_fields)
+    if (auto* v = field_of<double>(r, f); v && (!std::isfinite(*v) || *v < 0))
+      return fmt::format("record: {} {} is not a finite number >= 0", f.key, *v);
+  for (auto& f : record_fields)
+    if (auto* v = field_of<int>(r, f); v && *v < 0) return fmt::format("record: {} {} is negative", f.key, *v);
   // -1: not yet (never started, not ended).
-  const std::pair<const char*, int64_t> times[] = {
-      {"submit_us", r.submit_us}, {"first_start_us", r.first_start_us}, {"end_us", r.end_us}};
-  for (auto& [name, v] : times)
-    if (v < -1 || v > sim_time::horizon().us)
-      return fmt::format("record: {} {} is not in -1..{}", name, v, sim_time::horizon().us);
+  for (auto& f : record_fields)
+    if (auto* v = field_of<int64_t>(r, f); v && (*v < -1 || *v > sim_time::horizon().us))
+      return fmt::format("record: {} {} is not in -1..{}", f.key, *v, sim_time::horizon().us);
   return {};
 }
 

@@ -9,8 +9,11 @@
 #include <functional>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
+#include <variant>
 
 #include "solvers/input_error.hpp"
+#include "runtime/live/job_record_fields.hpp"
 
 namespace aryl::live {
 namespace {
@@ -109,80 +112,40 @@ job_spec spec_from(const json& j) {
   return s;
 }
 
-json to_json(const job_record& r) {
-  return {{"index", r.index},
-          {"name", r.name},
-          {"gpus", r.gpus},
-          {"elastic", r.elastic},
-          {"submit_us", r.submit_us},
-          {"first_start_us", r.first_start_us},
-          {"end_us", r.end_us},
-          {"queued_s", r.queued_s},
-          {"gpu_seconds", r.gpu_seconds},
-          {"preemptions", r.preemptions},
-          {"scale_ins", r.scale_ins},
-          {"scale_outs", r.scale_outs},
-          {"duration_s", r.duration_s},
-          {"last_workers", r.last_workers},
-          {"on_loaned_s", r.on_loaned_s},
-          {"slowdown", r.slowdown},
-          {"below_speed_s", r.below_speed_s},
-          {"below_speed_gpu_s", r.below_speed_gpu_s},
-          {"outcome", r.outcome},
-          {"needed_gpu_s", r.needed_gpu_s},
-          {"training_gpu_s", r.training_gpu_s},
-          {"loaned_gpu_s", r.loaned_gpu_s},
-          {"training_speed_gpu_s", r.training_speed_gpu_s},
-          {"loaned_speed_gpu_s", r.loaned_speed_gpu_s},
-          {"training_needed_gpu_s", r.training_needed_gpu_s},
-          {"loaned_needed_gpu_s", r.loaned_needed_gpu_s},
-          {"predicted", r.predicted}};
+/// Field `f` of `r` read from `v`: whole numbers through whole<T>, naming `what`.
+void read_field(job_record& r, const record_field& f, const json& v, const std::string& what) {
+  std::visit(
+      [&](auto member) {
+        using T = std::remove_reference_t<decltype(r.*member)>;
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) r.*member = whole<T>(v, what);
+        else r.*member = v.get<T>();
+      },
+      f.member);
 }
 
-/// The work-efficiency fields of a record came later than the others: a journal written
-/// before them reads as 0 (a number when present).
-double work_field(const json& j, const char* key) { return j.contains(key) ? j.at(key).get<double>() : 0.0; }
+json to_json(const job_record& r) {
+  json j = json::object();
+  for (auto& f : record_fields) std::visit([&](auto member) { j[f.key] = r.*member; }, f.member);
+  return j;
+}
 
 job_record record_from(const json& j) {
   job_record r;
-  r.index = whole_at<uint32_t>(j, "index");
-  r.name = j.at("name").get<std::string>();
-  r.gpus = whole_at<int>(j, "gpus");
-  r.elastic = j.at("elastic").get<bool>();
-  r.submit_us = whole_at<int64_t>(j, "submit_us");
-  r.first_start_us = whole_at<int64_t>(j, "first_start_us");
-  r.end_us = whole_at<int64_t>(j, "end_us");
-  r.queued_s = j.at("queued_s").get<double>();
-  r.gpu_seconds = j.at("gpu_seconds").get<double>();
-  r.preemptions = whole_at<int>(j, "preemptions");
-  r.scale_ins = whole_at<int>(j, "scale_ins");
-  r.scale_outs = whole_at<int>(j, "scale_outs");
-  r.duration_s = j.at("duration_s").get<double>();
-  r.last_workers = whole_at<int>(j, "last_workers");
-  r.on_loaned_s = j.at("on_loaned_s").get<double>();
-  r.slowdown = j.at("slowdown").get<double>();
-  r.below_speed_s = j.at("below_speed_s").get<double>();
-  r.below_speed_gpu_s = j.at("below_speed_gpu_s").get<double>();
-  r.outcome = j.at("outcome").get<std::string>();
-  r.needed_gpu_s = work_field(j, "needed_gpu_s");
-  r.training_gpu_s = work_field(j, "training_gpu_s");
-  r.loaned_gpu_s = work_field(j, "loaned_gpu_s");
-  r.training_speed_gpu_s = work_field(j, "training_speed_gpu_s");
-  r.loaned_speed_gpu_s = work_field(j, "loaned_speed_gpu_s");
-  r.training_needed_gpu_s = work_field(j, "training_needed_gpu_s");
-  r.loaned_needed_gpu_s = work_field(j, "loaned_needed_gpu_s");
-  r.predicted = j.value("predicted", true);
+  for (size_t i = 0; i < std::size(record_fields); ++i) {
+    auto& f = record_fields[i];
+    // The later fields: absent in journals written before them (job_record's defaults).
+    if (i >= record_fields_always && !j.contains(f.key)) continue;
+    read_field(r, f, j.at(f.key), f.key);
+  }
   return r;
 }
 
-/// An ended job's final record in the compact store: its fields in job_record's order,
+/// An ended job's final record in the compact store: its fields in record_fields' order,
 /// without their names (a folded job costs a third of its row in `jobs`).
 json compact_json(const job_record& r) {
-  return json::array({r.index, r.name, r.gpus, r.elastic, r.submit_us, r.first_start_us, r.end_us, r.queued_s,
-                      r.gpu_seconds, r.preemptions, r.scale_ins, r.scale_outs, r.duration_s, r.last_workers,
-                      r.on_loaned_s, r.slowdown, r.below_speed_s, r.below_speed_gpu_s, r.outcome, r.needed_gpu_s,
-                      r.training_gpu_s, r.loaned_gpu_s, r.training_speed_gpu_s, r.loaned_speed_gpu_s,
-                      r.training_needed_gpu_s, r.loaned_needed_gpu_s, r.predicted});
+  json a = json::array();
+  for (auto& f : record_fields) std::visit([&](auto member) { a.push_back(r.*member); }, f.member);
+  return a;
 }
 
 job_record record_from_compact(const json& a) {
@@ -190,35 +153,7 @@ job_record record_from_compact(const json& a) {
   if (!a.is_array() || (a.size() != 19 && a.size() != 26 && a.size() != 27))
     throw std::runtime_error("an ended job's record is not an array of 19, 26 or 27 fields");
   job_record r;
-  r.index = whole<uint32_t>(a[0], "field 0");
-  r.name = a[1].get<std::string>();
-  r.gpus = whole<int>(a[2], "field 2");
-  r.elastic = a[3].get<bool>();
-  r.submit_us = whole<int64_t>(a[4], "field 4");
-  r.first_start_us = whole<int64_t>(a[5], "field 5");
-  r.end_us = whole<int64_t>(a[6], "field 6");
-  r.queued_s = a[7].get<double>();
-  r.gpu_seconds = a[8].get<double>();
-  r.preemptions = whole<int>(a[9], "field 9");
-  r.scale_ins = whole<int>(a[10], "field 10");
-  r.scale_outs = whole<int>(a[11], "field 11");
-  r.duration_s = a[12].get<double>();
-  r.last_workers = whole<int>(a[13], "field 13");
-  r.on_loaned_s = a[14].get<double>();
-  r.slowdown = a[15].get<double>();
-  r.below_speed_s = a[16].get<double>();
-  r.below_speed_gpu_s = a[17].get<double>();
-  r.outcome = a[18].get<std::string>();
-  if (a.size() >= 26) {
-    r.needed_gpu_s = a[19].get<double>();
-    r.training_gpu_s = a[20].get<double>();
-    r.loaned_gpu_s = a[21].get<double>();
-    r.training_speed_gpu_s = a[22].get<double>();
-    r.loaned_speed_gpu_s = a[23].get<double>();
-    r.training_needed_gpu_s = a[24].get<double>();
-    r.loaned_needed_gpu_s = a[25].get<double>();
-  }
-  if (a.size() == 27) r.predicted = a[26].get<bool>();
+  for (size_t i = 0; i < a.size(); ++i) read_field(r, record_fields[i], a[i], fmt::format("field {}", i));
   return r;
 }
 

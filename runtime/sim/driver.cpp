@@ -342,25 +342,37 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         [inference](int servers) {
           if (inference) caf::anon_send(inference, push_atom::value, servers);
         },
-        [tasks, &sys, scheduler, tb, &c, &plan](job_spec job) {
-          try {
-            // For the horizon check only: the scheduler stamps the job when it takes it.
-            job.submit = tb.at(sys.clock().now());
-            check_submitted(c, plan.setup, job);
-          } catch (const input_error& e) {
-            return submit_result{-1, e.what()};
-          }
-          auto name = job.name;
-          auto index = tasks->ask<int64_t>(sys, scheduler, int64_t{-2}, admit_atom::value, std::move(job));
-          if (index >= 0) return submit_result{index, {}};
-          return submit_result{-1, fmt::format("job '{}': {}", name,
-                                               index == -1   ? "the run is stopping"
-                                               : index == -3 ? "the state file could not record it"
-                                                             : "the scheduler did not answer")};
+        [tasks, &sys, scheduler, tb, &c, &plan](job_spec job, std::function<void(submit_result)> reply) {
+          // Checked and asked on the driver's thread: the network thread waits for neither.
+          tasks->post([&sys, scheduler, tb, &c, &plan, job = std::move(job), reply]() mutable {
+            try {
+              // For the horizon check only: the scheduler stamps the job when it takes it.
+              job.submit = tb.at(sys.clock().now());
+              check_submitted(c, plan.setup, job);
+            } catch (const input_error& e) {
+              return reply(submit_result{-1, e.what()});
+            }
+            auto outcome = [name = job.name](int64_t index) {
+              if (index >= 0) return submit_result{index, {}};
+              return submit_result{-1, fmt::format("job '{}': {}", name,
+                                                   index == -1   ? "the run is stopping"
+                                                   : index == -3 ? "the state file could not record it"
+                                                                 : "the scheduler did not answer")};
+            };
+            sys.spawn([=](caf::event_based_actor* self, int) {
+              self->request(scheduler, std::chrono::seconds(2), admit_atom::value, job)
+                  .then([=](int64_t index) { reply(outcome(index)); }, [=](caf::error&) { reply(outcome(-2)); });
+            }, 0);
+          });
         },
-        [tasks, &sys, scheduler](uint32_t job) {
-          return tasks->ask<std::string>(sys, scheduler, fmt::format("job {}: the scheduler did not answer", job),
-                                         cancel_atom::value, job);
+        [tasks, &sys, scheduler](uint32_t job, std::function<void(std::string)> reply) {
+          tasks->post([&sys, scheduler, job, reply] {
+            sys.spawn([=](caf::event_based_actor* self, int) {
+              self->request(scheduler, std::chrono::seconds(2), cancel_atom::value, job)
+                  .then([=](std::string& why) { reply(std::move(why)); },
+                        [=](caf::error&) { reply(fmt::format("job {}: the scheduler did not answer", job)); });
+            }, 0);
+          });
         },
         [scheduler](int s) { caf::anon_send(scheduler, back_atom::value, s); },
         [directory](int s, std::vector<uint32_t> jobs, std::vector<uint32_t> ranks, uint64_t launches) {

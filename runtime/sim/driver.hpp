@@ -55,10 +55,13 @@ struct worker_router {
   std::function<cluster_status()> status;
   /// Inference servers needed from now on, pushed by a client (replaces the demand trace).
   std::function<void(int servers)> demand;
-  /// A job from a client (its index is chosen here): the job's index, or why it is refused.
-  std::function<submit_result(job_spec job)> submit;
-  /// Ends a queued or running job as cancelled: "" or why it cannot (naming the job).
-  std::function<std::string(uint32_t job)> cancel;
+  /// A job from a client (its index is chosen here), without blocking: `reply` is called
+  /// once, from another thread, with the job's index or why it is refused (the scheduler not
+  /// answering within 2 s among the reasons), or not at all if the run ends first.
+  std::function<void(job_spec job, std::function<void(submit_result)> reply)> submit;
+  /// Ends a queued or running job as cancelled, without blocking: `reply` is called as
+  /// submit's, with "" or why it cannot (naming the job).
+  std::function<void(uint32_t job, std::function<void(std::string)> reply)> cancel;
   /// The server's agent registered again: the scheduler may use the server again.
   std::function<void(int server)> back;
   /// The workers (jobs[i], ranks[i]) that agent runs now, and how many of the server's

@@ -87,6 +87,20 @@ struct drain_fixture : sim_fixture {
     REQUIRE(st);
     return *st;
   }
+  /// Two 8-GPU jobs submitted to t0 and t1 while t1 is held (`state`, for `reason`): job-0
+  /// starts on t0, job-1 waits. The status then.
+  cluster_status two_jobs_with_t1_held(const scheduler_actor& s, const std::string& state, const std::string& reason) {
+    submit(s, 0, 8, 100);
+    submit(s, 1, 8, 100);
+    drain();
+    step();
+    REQUIRE(events_of("start").size() == 1);
+    CHECK(events_of("start")[0].detail == "job-0 workers=8 V100 [t0:8]");
+    auto st = status(s);
+    CHECK(server(st, "t1").node_state == state);
+    CHECK(server(st, "t1").node_reason == reason);
+    return st;
+  }
   std::vector<event_record> events_of(const std::string& kind) const {
     std::vector<event_record> out;
     for (auto& e : rec->events)
@@ -114,16 +128,8 @@ TEST_CASE_FIXTURE(drain_fixture, "placement skips a cordoned server, a job waiti
   auto a = order(s, "t1", "cordon", "disk swap");
   CHECK(a.ok);
   CHECK(a.text == "t1: cordoned: no new work; 0 jobs run on there");
-  submit(s, 0, 8, 100);
-  submit(s, 1, 8, 100);
-  drain();
-  step();
   // Ledger: t0 job-0 (8); t1 cordoned, empty; job-1 queued.
-  REQUIRE(events_of("start").size() == 1);
-  CHECK(events_of("start")[0].detail == "job-0 workers=8 V100 [t0:8]");
-  auto st = status(s);
-  CHECK(server(st, "t1").node_state == "cordoned");
-  CHECK(server(st, "t1").node_reason == "disk swap");
+  auto st = two_jobs_with_t1_held(s, "cordoned", "disk swap");
   CHECK(server(st, "t1").free == 0);
   CHECK(server(st, "t0").node_state == "up");
   CHECK(job(st, 1).reason.rfind("drained: needs 8 GPUs", 0) == 0);
@@ -191,16 +197,8 @@ TEST_CASE_FIXTURE(drain_fixture, "drain --now stops the server's jobs, which che
 
 TEST_CASE_FIXTURE(drain_fixture, "a hold the journal kept holds the restarted scheduler's server") {
   auto s = spawn_scheduler(2, {{"t1", "drain", "maintenance"}});
-  submit(s, 0, 8, 100);
-  submit(s, 1, 8, 100);
-  drain();
-  step();
   // Ledger: t0 job-0 (8); t1 drained; job-1 queued.
-  REQUIRE(events_of("start").size() == 1);
-  CHECK(events_of("start")[0].detail == "job-0 workers=8 V100 [t0:8]");
-  auto st = status(s);
-  CHECK(server(st, "t1").node_state == "drained");
-  CHECK(server(st, "t1").node_reason == "maintenance");
+  two_jobs_with_t1_held(s, "drained", "maintenance");
   REQUIRE(events_of("drain").size() == 1);
   CHECK(events_of("drain")[0].why == "held before the scheduler restarted: maintenance");
 }

@@ -62,14 +62,18 @@ struct world {
     r.lost = [](int) {};
     r.status = [] {
       cluster_status s;
-      s.jobs = {{1, "j1", true, 4, "", 0, 0, 0, "", -1, "", true},
-                {2, "j2", false, 0, "waiting for 8 GPUs", 0, 0, 0, "", -1, "", true}};
+      s.jobs = {{1, "j1", true, 4, "", 0, 0, 0, "", -1, "", true, ""},
+                {2, "j2", false, 0, "waiting for 8 GPUs", 0, 0, 0, "", -1, "", true, ""}};
       s.servers = {{"t0", "V100", 8, 4, false, "training", "up", ""}, {"i0", "T4", 4, 4, true, "loaned", "up", ""}};
       return s;
     };
     r.demand = [](int) {};
-    r.submit = [](job_spec j) { return j.gpus > 8 ? submit_result{-1, "job too large"} : submit_result{7, ""}; };
-    r.cancel = [](uint32_t job) { return job == 7 ? std::string() : "job " + std::to_string(job) + ": no such job"; };
+    r.submit = [](job_spec j, std::function<void(submit_result)> reply) {
+      reply(j.gpus > 8 ? submit_result{-1, "job too large"} : submit_result{7, ""});
+    };
+    r.cancel = [](uint32_t job, std::function<void(std::string)> reply) {
+      reply(job == 7 ? std::string() : "job " + std::to_string(job) + ": no such job");
+    };
     r.back = [](int) {};
     r.reconcile = [](int, std::vector<uint32_t>, std::vector<uint32_t>, uint64_t) {};
     g->set_router(r);

@@ -22,9 +22,16 @@ using namespace std::chrono_literals;
 /// A blocking peer on a raw socket, speaking frames.
 class peer {
  public:
-  explicit peer(uint16_t port) {
+  /// Connects to 127.0.0.1:`port`, from `from` (another loopback address) if given.
+  explicit peer(uint16_t port, const char* from = nullptr) {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
     REQUIRE(fd_ >= 0);
+    if (from) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      REQUIRE(inet_pton(AF_INET, from, &local.sin_addr) == 1);
+      REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) == 0);
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);

@@ -166,6 +166,22 @@ def port_bound(port):
     return False
 
 
+def server(status, name):
+    """The server `name` of a `status --json` answer, or {}."""
+    for s in (status or {}).get("servers", []):
+        if s["name"] == name:
+            return s
+    return {}
+
+
+def job(status, job_id):
+    """The job `job_id` of a `status --json` answer, or {}."""
+    for j in (status or {}).get("jobs", []):
+        if j["job_id"] == job_id:
+            return j
+    return {}
+
+
 def outcomes(out):
     """Job id -> outcome, from a run's jobs.csv; a job listed twice appears once (check with
     the count of rows, the second value)."""

@@ -555,11 +555,17 @@ TEST_CASE("metrics: promtool accepts the exposition, before the run and during i
   CHECK(std::system(("promtool check metrics < " + path).c_str()) == 0);
 }
 
-TEST_CASE("metrics: GET /metrics answers the exposition, GET /healthz the health check, anything else 404") {
+TEST_CASE("metrics: GET /metrics answers the exposition, or 503 with the reason logged; GET /healthz the health "
+          "check, anything else 404") {
   std::ostringstream log;
-  std::atomic<bool> running{false};
+  std::atomic<bool> running{false}, stuck{false};
   live::metrics_endpoint m(
-      "127.0.0.1", 0, [] { return std::string("aryl_jobs_finished_total 3\n"); }, log,
+      "127.0.0.1", 0,
+      [&] {
+        return stuck ? live::health{false, "the scheduler did not answer within 1.5 s"}
+                     : live::health{true, "aryl_jobs_finished_total 3\n"};
+      },
+      log,
       [&] { return running ? live::health{true, "ok: run in progress"} : live::health{false, "no run in progress"}; });
   auto get = [&](const std::string& target) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -588,6 +594,11 @@ TEST_CASE("metrics: GET /metrics answers the exposition, GET /healthz the health
   auto healthy = get("/healthz");
   CHECK_MESSAGE(healthy.rfind("HTTP/1.1 200", 0) == 0, healthy);
   CHECK(healthy.find("\r\n\r\nok: run in progress\n") != std::string::npos);
+  stuck = true;
+  auto late = get("/metrics");
+  CHECK_MESSAGE(late.rfind("HTTP/1.1 503", 0) == 0, late);
+  CHECK(late.find("\r\n\r\nthe scheduler did not answer within 1.5 s\n") != std::string::npos);
+  CHECK(log.str() == "[serve] GET /metrics answered 503: the scheduler did not answer within 1.5 s\n");
 }
 
 namespace {

@@ -67,9 +67,34 @@ struct limits_fixture {
         reply(s);
       }).detach();
     };
+    // Submits are numbered from 100 as asked and answered from another thread, the earlier
+    // ones later (so answers could overtake each other), or held until release_submits.
+    r.submit = [this](job_spec, std::function<void(submit_result)> reply) {
+      int64_t job = next_job++;
+      std::lock_guard lock(held_mutex);
+      if (hold_submits) return held.push_back([reply, job] { reply(submit_result{job, ""}); });
+      auto delay = std::chrono::milliseconds(std::max<int64_t>(0, 50 - 10 * (job - 100)));
+      std::thread([reply, job, delay] {
+        std::this_thread::sleep_for(delay);
+        reply(submit_result{job, ""});
+      }).detach();
+    };
+    r.cancel = [this](uint32_t job, std::function<void(std::string)> reply) {
+      reply(job >= 100 && job < next_job ? std::string() : "job " + std::to_string(job) + ": no such job");
+    };
     g->set_router(r);
   }
+  void release_submits() {
+    std::lock_guard lock(held_mutex);
+    for (auto& f : held) f();
+    held.clear();
+  }
+  std::atomic<int64_t> next_job{100};
+  std::mutex held_mutex;
+  bool hold_submits = false;
+  std::vector<std::function<void()>> held;
   ~limits_fixture() {
+    release_submits();
     if (g) g->close();
   }
   bool logged(const std::string& text) {
@@ -172,8 +197,8 @@ TEST_CASE_FIXTURE(limits_fixture, "gateway: more than pre_hello_bytes before hel
 }
 
 TEST_CASE_FIXTURE(limits_fixture,
-                  "gateway: connections before hello are capped per address and in all, a hello or a close frees a "
-                  "place, and connections of any kind are capped") {
+                  "gateway: at the cap on connections before hello of an address the oldest of them is evicted, a "
+                  "hello or a close frees a place, and connections of any kind are capped") {
   live::gateway_options o;
   o.max_before_hello_per_address = 3;
   o.max_before_hello = 5;
@@ -181,23 +206,61 @@ TEST_CASE_FIXTURE(limits_fixture,
   start(o);
   std::vector<std::unique_ptr<peer>> waiting;
   for (int i = 0; i < 3; ++i) waiting.push_back(std::make_unique<peer>(g->port()));
-  {
-    peer fourth(g->port());
-    CHECK(fourth.refusal() == "127.0.0.1 holds its limit of 3 connections before hello; try again later");
-  }
-  hello(*waiting[0], "first");  // past hello: no longer counted as waiting
-  peer after_hello(g->port());
+  // Before hello from 127.0.0.1: 3 of 3. A fourth takes the place of the oldest.
+  peer fourth(g->port());
+  CHECK(waiting[0]->refusal() == "evicted: 127.0.0.1 holds its limit of 3 connections before hello, and this was the oldest");
+  CHECK(logged("closing: evicted: 127.0.0.1 holds its limit of 3"));
+  hello(fourth, "fourth");  // past hello: no longer counted as waiting
+  hello(*waiting[1], "first");
   waiting.pop_back();  // closed: its place is free
   std::this_thread::sleep_for(100ms);
-  peer after_close(g->port());
-  hello(after_hello, "second");
-  hello(after_close, "third");
-  // Connections now: first, second, third, and one waiting = 4 of 6.
-  peer fifth(g->port());
+  // Connections now: fourth, first, and the evicted one until its close is seen = at most 3.
+  peer a(g->port()), b(g->port()), c(g->port());
+  hello(a, "a");
+  hello(b, "b");
+  hello(c, "c");
+  // Connections now: fourth, first, a, b, c = 5 of 6.
   peer sixth(g->port());
   peer seventh(g->port());
   CHECK(seventh.refusal() == "serve holds its limit of 6 connections; try again later");
   CHECK(logged("refused a connection: serve holds its limit of 6 connections"));
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: at the cap on connections before hello in all the oldest of any address is evicted") {
+  live::gateway_options o;
+  o.max_before_hello_per_address = 3;
+  o.max_before_hello = 4;
+  start(o);
+  peer oldest(g->port(), "127.0.0.2");
+  peer second(g->port(), "127.0.0.3");
+  peer third(g->port(), "127.0.0.3");
+  peer fourth(g->port(), "127.0.0.4");
+  peer fifth(g->port(), "127.0.0.5");
+  CHECK(oldest.refusal() == "evicted: serve holds its limit of 4 connections before hello, and this was the oldest");
+  CHECK(logged("(127.0.0.2:"));
+  hello(second, "second");
+  hello(fifth, "fifth");
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: idle connections holding every place before hello of 127.0.0.1 do not lock out a client "
+                  "of 127.0.0.1") {
+  start({});  // serve's defaults: 256 places before hello per address
+  std::vector<std::unique_ptr<peer>> idle;
+  for (int i = 0; i < 256; ++i) idle.push_back(std::make_unique<peer>(g->port()));
+  peer client(g->port());
+  hello(client, "operator");
+  client.send(wire::status_request{});
+  auto m = client.receive();
+  REQUIRE(m);
+  auto* s = std::get_if<wire::status_reply>(&*m);
+  REQUIRE_MESSAGE(s, "expected a status reply, got " << wire::type_of(*m));
+  CHECK(s->jobs.size() == 1);
+  // The oldest idle one gave way; the others are still held.
+  CHECK(idle[0]->refusal() == "evicted: 127.0.0.1 holds its limit of 256 connections before hello, and this was "
+                              "the oldest");
+  CHECK_FALSE(idle[1]->receive(100ms));
 }
 
 TEST_CASE_FIXTURE(limits_fixture,
@@ -276,4 +339,126 @@ TEST_CASE_FIXTURE(limits_fixture, "gateway: status --all and show are answered f
   auto* e = std::get_if<wire::error>(&*m);
   REQUIRE(e);
   CHECK(e->reason == "job 7: no such job");
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: a submit waiting for the scheduler delays neither an agent's heartbeat nor another "
+                  "client's status") {
+  hold_submits = true;
+  start({});
+  peer agent(g->port());
+  agent.register_as("t0");
+  peer submitter(g->port());
+  hello(submitter, "submitter");
+  wire::submit job;
+  job.name = "slow";
+  job.gpus = 1;
+  submitter.send(job);
+  for (int i = 0; i < 50 && next_job.load() == 100; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(next_job.load() == 101);  // asked, not answered
+  agent.send(wire::heartbeat{1});
+  auto beat = agent.receive(1s);
+  REQUIRE(beat);
+  CHECK(std::holds_alternative<wire::heartbeat>(*beat));
+  peer other(g->port());
+  hello(other, "other");
+  other.send(wire::status_request{});
+  auto status = other.receive(1s);
+  REQUIRE(status);
+  CHECK(std::holds_alternative<wire::status_reply>(*status));
+  CHECK_FALSE(submitter.receive(50ms));  // still waiting
+  release_submits();
+  auto ok = submitter.receive();
+  REQUIRE(ok);
+  auto* s = std::get_if<wire::submit_ok>(&*ok);
+  REQUIRE_MESSAGE(s, "expected submit_ok, got " << wire::type_of(*ok));
+  CHECK(s->job_id == 100);
+  CHECK(logged("client submitter: submitted job 100 (slow)"));
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: pipelined submits and cancels of one connection are asked one at a time and answered in "
+                  "order") {
+  start({});
+  peer client(g->port());
+  hello(client);
+  // Five submits, a cancel of the second, a status: one write. The scheduler answers each
+  // earlier submit later than the next (50 ms down to 10 ms).
+  std::vector<uint8_t> bytes;
+  for (int i = 0; i < 5; ++i) {
+    wire::submit job;
+    job.name = "j" + std::to_string(i);
+    job.gpus = 1;
+    auto f = wire::encode_frame(job);
+    bytes.insert(bytes.end(), f.begin(), f.end());
+  }
+  for (auto& f : {wire::encode_frame(wire::cancel{101}), wire::encode_frame(wire::status_request{})})
+    bytes.insert(bytes.end(), f.begin(), f.end());
+  client.send_raw(bytes);
+  for (uint64_t want = 100; want < 105; ++want) {
+    auto m = client.receive();
+    REQUIRE_MESSAGE(m, sink.text());
+    auto* s = std::get_if<wire::submit_ok>(&*m);
+    REQUIRE_MESSAGE(s, "expected submit_ok, got " << wire::type_of(*m));
+    CHECK(s->job_id == want);
+  }
+  auto m = client.receive();  // the cancel done has no reply: then the status
+  REQUIRE(m);
+  CHECK(std::holds_alternative<wire::status_reply>(*m));
+  CHECK(logged("client cli: cancelled job 101"));
+  // A cancel refused closes the connection with the reason.
+  client.send(wire::cancel{7});
+  CHECK(client.refusal() == "job 7: no such job");
+}
+
+TEST_CASE("gateway: a status asked while the scheduler does not answer is late within the limit, asks it once, and "
+          "holds no lock the network thread needs") {
+  std::ostringstream log;
+  live::gateway_options o;
+  o.token = "secret";
+  o.checkpoint_root = "/tmp/aryl-gateway-limits-test";
+  live::gateway g(o, log);
+  g.add_server(0, "t0", "V100", 8, wire::pool_kind::training);
+  CHECK(g.status_within(10ms).what == live::gateway::status_answer::outcome::no_run);
+  std::atomic<int> asks{0}, progress{0};
+  std::mutex m;
+  std::function<void(cluster_status)> unanswered;
+  worker_router r;
+  r.status_async = [&](std::function<void(cluster_status)> reply) {  // a stuck scheduler
+    ++asks;
+    std::lock_guard lock(m);
+    unanswered = reply;
+  };
+  r.progress = [&](int, uint32_t, uint32_t, double) { ++progress; };
+  g.set_router(r);
+  peer agent(g.port());
+  agent.register_as("t0");
+  // Two callers wait at once (a scrape of /metrics, one of /healthz): one ask.
+  auto began = std::chrono::steady_clock::now();
+  std::thread other([&] { CHECK(g.status_within(400ms).what == live::gateway::status_answer::outcome::late); });
+  // Meanwhile the network thread passes an agent's progress on to the router (under the lock).
+  agent.send(wire::progress{1, 0, 5.0});
+  for (int i = 0; i < 100 && progress == 0; ++i) std::this_thread::sleep_for(2ms);
+  CHECK(progress == 1);
+  CHECK(std::chrono::steady_clock::now() - began < 300ms);
+  CHECK(g.status_within(300ms).what == live::gateway::status_answer::outcome::late);
+  other.join();
+  CHECK(asks == 1);
+  // Once it answers, the next call asks again and gets the answer.
+  {
+    std::lock_guard lock(m);
+    cluster_status s;
+    s.jobs_finished = 4;
+    unanswered(s);
+  }
+  r.status_async = [](std::function<void(cluster_status)> reply) {
+    cluster_status s;
+    s.jobs_finished = 5;
+    reply(s);
+  };
+  g.set_router(r);
+  auto answer = g.status_within(1s);
+  CHECK(answer.what == live::gateway::status_answer::outcome::answered);
+  CHECK(answer.status.jobs_finished == 5);
+  g.close();
 }

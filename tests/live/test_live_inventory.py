@@ -26,24 +26,10 @@ import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from live_harness import check, main, read, wait_for  # noqa: E402
+from live_harness import check, job, main, read, server, wait_for  # noqa: E402
 from serve_bed import Bed  # noqa: E402
 
 DEADLINE_S = 120
-
-
-def server(status, name):
-    for s in (status or {}).get("servers", []):
-        if s["name"] == name:
-            return s
-    return {}
-
-
-def job(status, job_id):
-    for j in (status or {}).get("jobs", []):
-        if j["job_id"] == job_id:
-            return j
-    return {}
 
 
 def run(a, work, procs):

@@ -1,0 +1,89 @@
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
+
+#include "runtime/live/gateway_impl.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/wire/codec.hpp"
+
+// Clients' submits and cancels: asked of the scheduler without blocking the network thread
+// (worker_router::submit and cancel reply from the driver's thread), so that a slow scheduler
+// or a slow journal write delays no heartbeat and no other client. The asking connection
+// reads nothing more until it is answered (gateway_session.cpp): one ask in flight per
+// connection, answers in the order asked.
+namespace aryl::live {
+namespace {
+
+std::shared_ptr<const std::vector<uint8_t>> frame_of(const wire::message& m) {
+  return std::make_shared<const std::vector<uint8_t>>(wire::encode_frame(m));
+}
+
+} // namespace
+
+void gateway::impl::submit_for(const std::shared_ptr<session>& who, job_spec spec) {
+  auto ask = ++order_asks;
+  bool asked = false;
+  // Under the lock: the router asked is the one set now, and one that ends after is told to
+  // orders_unanswered by a handler that runs after this one.
+  with_router([&](worker_router& r) {
+    if (!r.submit) return;
+    asked = true;
+    orders_waiting[ask] = who;
+    r.submit(spec, [weak = weak_from_this(), ask, spec, peer = peer_of(*who)](submit_result result) {
+      auto g = weak.lock();
+      if (!g) return;
+      asio::post(g->io, [g = g.get(), ask, spec, peer, result] {
+        auto it = g->orders_waiting.find(ask);
+        if (it == g->orders_waiting.end()) return;  // the run ended first: refused then
+        auto asker = std::move(it->second);
+        g->orders_waiting.erase(it);
+        if (result.job < 0) {
+          g->log(fmt::format("{}: submit refused: {}", peer, result.error));
+          answer_request(*asker, nullptr, result.error);
+          return;
+        }
+        g->log(fmt::format("{}: submitted job {} ({})", peer, result.job, spec.name));
+        if (g->opts.book) {
+          auto booked = spec;
+          booked.index = static_cast<uint32_t>(result.job);
+          g->opts.book->spec(booked);
+        }
+        answer_request(*asker, frame_of(wire::submit_ok{static_cast<uint64_t>(result.job)}), {});
+      });
+    });
+  });
+  if (!asked) answer_request(*who, nullptr, "no run in progress");
+}
+
+void gateway::impl::cancel_for(const std::shared_ptr<session>& who, uint64_t job) {
+  if (job > UINT32_MAX) return answer_request(*who, nullptr, fmt::format("job {}: no such job", job));
+  auto ask = ++order_asks;
+  bool asked = false;
+  with_router([&](worker_router& r) {
+    if (!r.cancel) return;
+    asked = true;
+    orders_waiting[ask] = who;
+    r.cancel(static_cast<uint32_t>(job), [weak = weak_from_this(), ask, job, peer = peer_of(*who)](std::string why) {
+      auto g = weak.lock();
+      if (!g) return;
+      asio::post(g->io, [g = g.get(), ask, job, peer, why] {
+        auto it = g->orders_waiting.find(ask);
+        if (it == g->orders_waiting.end()) return;
+        auto asker = std::move(it->second);
+        g->orders_waiting.erase(it);
+        g->log(why.empty() ? fmt::format("{}: cancelled job {}", peer, job)
+                           : fmt::format("{}: cancel refused: {}", peer, why));
+        answer_request(*asker, nullptr, why);
+      });
+    });
+  });
+  if (!asked) answer_request(*who, nullptr, "no run in progress");
+}
+
+void gateway::impl::orders_unanswered(const std::string& why) {
+  auto waiting = std::move(orders_waiting);
+  orders_waiting.clear();
+  for (auto& [ask, who] : waiting) answer_request(*who, nullptr, why);
+}
+
+} // namespace aryl::live
