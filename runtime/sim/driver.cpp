@@ -543,6 +543,7 @@ void check_runnable(const config& c, const std::vector<job_spec>& jobs,
 run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live) {
   auto plan = plan_cluster(c);
   plan.setup.tenants = plan_tenants(c, in.jobs, plan.setup.params);
+  if (live) restore_tenant_usage(plan.setup.tenants, live->tenants);
   check_runnable(c, plan.setup, in.jobs);
   if (!live) check_fault_jobs(in.faults, in.jobs.size());
   // Live: every line reaches the OS as it is written, so that a killed serve leaves its outputs
