@@ -41,6 +41,7 @@ journal_actor::behavior_type journal_behavior(journal_actor::stateful_pointer<jo
         self->state.sink->put_server_mode(server, mode);
       },
       [=](jmeasures_atom, const run_measures& m) { self->state.sink->put_measures(m); },
+      [=](jtenants_atom, const std::vector<saved_tenant>& t) { self->state.sink->put_tenants(t); },
       [=](jflush_atom) {
         self->state.flush_armed = false;
         flush();

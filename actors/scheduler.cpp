@@ -230,7 +230,14 @@ void run_round(self_ptr self) {
   }
   st.round_servers.clear();
   if (st.ledger.params.quotas) track_quota_reclaims(self, decisions, now);
-  if (st.ledger.params.quotas || st.ledger.params.fair_share) settle_tenant_usage(st.ledger, st.setup.policy, now);
+  if (st.ledger.params.quotas || st.ledger.params.fair_share) {
+    settle_tenant_usage(st.ledger, st.setup.policy, now);
+    if (st.setup.journal) {
+      std::vector<saved_tenant> usage;
+      for (auto& t : st.ledger.tenants) usage.push_back({t.name, t.usage_gpu_s, t.usage_at.us});
+      self->send(st.setup.journal, jtenants_atom::value, std::move(usage));
+    }
+  }
   std::vector<event_record> lines;
   lines.reserve(decisions.size());
   for (auto& d : decisions) {

@@ -56,11 +56,21 @@ struct saved_run {
   uint64_t adopted_jobs = 0;
 };
 
+/// A tenant's decayed fair-share usage (GPU-seconds, tenants.halflife_s) as of `at_us`
+/// (simulated µs), journaled at each round's end so that a restarted scheduler orders the
+/// tenants as it would have without the restart.
+struct saved_tenant {
+  std::string name;
+  double usage_gpu_s = 0;
+  int64_t at_us = 0;
+};
+
 struct saved_state {
   saved_run run;
   std::vector<saved_job> jobs;                                   ///< by index
   std::vector<std::pair<std::string, std::string>> server_modes; ///< inference servers not serving
   run_measures measures;  ///< as last journaled
+  std::vector<saved_tenant> tenants;  ///< as last journaled (none: a journal from before)
 };
 
 /// Where the journal actor writes; each call is one small transaction.
@@ -81,6 +91,8 @@ struct state_sink {
   virtual void put_next_index(uint32_t next) = 0;
   /// The run's measures so far (faults' costs, reclaims), replacing the last ones.
   virtual void put_measures(const run_measures& m) = 0;
+  /// Every tenant's decayed usage, replacing the last ones.
+  virtual void put_tenants(const std::vector<saved_tenant>& t) = 0;
 };
 
 } // namespace aryl

@@ -199,13 +199,13 @@ for i in "${!faults[@]}"; do
   for p in baseline aryl; do queue "flt-$i-$p $p $ew ${faults[$i]#*|}"; done
 done
 
-# Tenants on the evaluation windows (Philly's VCs, quotas in proportion to their GPU demand):
+# Tenants on every window (Philly's VCs, quotas in proportion to their GPU demand):
 # isolated (no borrowing) and pooled (borrowing) under SJF, and aryl pooled. Jobs without an
 # estimate, on every window: aryl with half and all of them without one (0% is the main aryl
 # run; 2D-LAS is main-*-las, which needs none). Tables: scripts/tenant_tables.py.
 for i in "${!windows[@]}"; do
   w=$(window_args "w$i")
-  if [ "$FORMAT" = philly ] && { [ "$i" != 0 ] || [ "${#windows[@]}" = 1 ]; }; then
+  if [ "$FORMAT" = philly ]; then
     queue "ten-iso-w$i baseline $w --set tenants.from_demand=true --set tenants.borrow=false"
     queue "ten-pool-w$i baseline $w --set tenants.from_demand=true"
     queue "ten-aryl-w$i aryl $w --set tenants.from_demand=true"

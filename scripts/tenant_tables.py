@@ -112,7 +112,8 @@ def tenant_section(work, windows, label):
             "(docs/design.md, \"Tenants and quotas\"). *Isolated*: no tenant borrows (each runs within "
             "its quota, as Philly ran its VCs: a partition of GPUs, not of machines). *Pooled*: idle quota is "
             "lent and taken back through quota reclaims. Both SJF inside each tenant, without loaning or "
-            "elasticity; *aryl* adds inference loaning and elasticity to the pooled setup.", ""]
+            "elasticity; *aryl* adds inference loaning and elasticity to the pooled setup, and a tenant's quota "
+            "also guarantees its elastic jobs their requested sizes (quota growth, docs/design.md).", ""]
     tail = ["Against the issue's targets (pooled must beat isolated on overall mean JCT, and no tenant's "
             "mean JCT may be more than 10% worse than isolated):", ""]
     for wl, m, speedup, (ratio, t), why in verdicts:
@@ -178,12 +179,14 @@ def main():
             w, span = line.rstrip("\n").split("|", 1)
             label[w] = span
             windows.append(w)
-    # Evaluation windows first (w1..), the tuning window w0 only when it is the only one.
+    # Evaluation windows first (w1..), then the tuning window w0.
     order = windows[1:] or windows
     for w in windows:
         label[w] = label[w] + (" (tuning)" if w == "w0" and len(windows) > 1 else " (evaluation)")
-    # The estimates also on the tuning window, the most contended.
-    out = tenant_section(work, order, label) + estimate_section(work, order + [w for w in windows if w not in order], label)
+    # Tenants and estimates also on the tuning window, the most contended (where quota growth
+    # was checked), after the evaluation windows.
+    tuning = [w for w in windows if w not in order]
+    out = tenant_section(work, order + tuning, label) + estimate_section(work, order + tuning, label)
     if out:
         with open(md, "a") as f:
             f.write("\n" + "\n".join(out))

@@ -117,7 +117,12 @@ std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l,
 std::string change_reason(const cluster_ledger& l, const elastic_plan& e, const job_entry& j, int workers) {
   char buf[256];
   const char* what = workers > j.workers ? "scale out" : workers < j.workers ? "scale in" : "rebalance";
-  if (e.consolidated)
+  if (e.quota_growth)
+    std::snprintf(buf, sizeof buf,
+                  "grow to its requested size within its tenant's quota: gains %.0f s of predicted JCT after its cost "
+                  "(%.0f s, stops included) and margin",
+                  e.net_s, e.cost_s);
+  else if (e.consolidated)
     std::snprintf(buf, sizeof buf,
                   "consolidate onto %d servers from %d: gains %.0f s of predicted JCT after its cost (%.0f s) and "
                   "margin, over an expected hold of %.0f s",
@@ -353,6 +358,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     return o.backfill;
   });
   plan_running(l, p, o, view);
+  own_quota_growth(l, p, o, now, view, hard);
   auto& plans = b.plans;
   auto base_workers = [&](const job_entry& j) { return aryl::detail::base_workers(j, p); };
 

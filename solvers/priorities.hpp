@@ -30,6 +30,12 @@ long effective_class(const job_entry& j, sim_time now, double aging_s);
 bool priority_may_preempt(const job_entry& q, const job_entry& v, int max_preemptions, double v_remaining_s,
                           double stop_cost_s);
 
+/// Whether policy `p` preempts lower classes for a job's class (the rule of
+/// queue_preemption.cpp): only its rounds with elasticity or loaning do. The rigid policies'
+/// rounds and the preemptive ones' rankings (srtf, las) have no place for it, so a job with a
+/// class other than 0 is refused under them (docs/design.md, "Priorities").
+inline bool preempts_for_classes(const policy_spec& p) { return !p.preemptive && (p.elastic || p.loaning); }
+
 namespace detail {
 
 /// Queued job ids of `index` (the policy's order), reordered by effective class at the

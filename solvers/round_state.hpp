@@ -166,6 +166,7 @@ struct elastic_plan {
   double net_s = 0, cost_s = 0, hold_s = 0;
   bool forced = false;
   bool consolidated = false;  ///< moved onto fewer servers at its size (step 2b)
+  bool quota_growth = false;  ///< grown to its requested size within its quota (step 1b)
 };
 
 /// Server ids of `a`, most workers first (ties: as listed, i.e. lowest id), into `out`.
@@ -316,5 +317,15 @@ bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const p
 /// quota but fits nowhere (quota_reclaim.cpp): stops the fewest jobs of borrowing tenants.
 bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
                        work_view& view, work_view& hard);
+
+/// Step 1b (quota_growth.cpp, docs/design.md "Tenants and quotas"), after plan_running: each
+/// running elastic job on one training server below its requested size (at most the server),
+/// of a tenant whose quota has room for its extra workers up to that size (its jobs' base and
+/// such extras counted), grows to it in place, outside its cooldown and when the time it saves
+/// pays for its change, the stops and the margin: on GPUs free or held by extra workers, else
+/// by stopping the fewest jobs there of tenants that borrow (as quota_reclaim_for). Its plan is
+/// frozen at that size; a victim's plan is dropped. Nothing when quotas or elasticity are off.
+void own_quota_growth(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                      work_view& view, work_view& hard);
 
 } // namespace aryl::detail

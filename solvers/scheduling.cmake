@@ -10,6 +10,7 @@ add_library(aryl_policy STATIC
   ${CMAKE_CURRENT_LIST_DIR}/duration_estimate.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tenants.cpp
   ${CMAKE_CURRENT_LIST_DIR}/quota_reclaim.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/quota_growth.cpp
   ${CMAKE_CURRENT_LIST_DIR}/heartbeats.cpp
   ${CMAKE_CURRENT_LIST_DIR}/priorities.cpp
 )

@@ -209,14 +209,25 @@ void begin_tenant_round(const cluster_ledger& l, const policy_spec& p) {
     auto& j = l.jobs[id];
     queued[static_cast<size_t>(j.tenant)] += base_demand(j, p);
   }
+  // Extra workers up to a job's requested size are its tenant's own within the quota (quota
+  // growth, quota_growth.cpp): not lent, else a borrower's job would take them and be stopped
+  // for them the next round.
+  std::vector<long> grown(n, 0);
+  if (p.elastic)
+    for (auto id : l.running) {
+      auto& j = l.jobs[id];
+      if (j.elastic && on_training(l, j))
+        grown[static_cast<size_t>(j.tenant)] += std::max(0L, std::min(j.workers, j.gpus) - base_held(j, p));
+    }
   long pool = 0, held = 0, kept = 0;
   for (auto& s : l.servers)
     if (s.home == server_home::training && s.mode == server_mode::training) pool += s.gpus;
   for (size_t t = 0; t < n; ++t) {
     auto& e = l.tenants[t];
-    long unused = e.quota > 0 ? std::max(0L, e.quota - b.held[t]) : 0;
+    const long own = e.quota > 0 ? std::min(grown[t], std::max(0L, e.quota - b.held[t])) : 0;
+    long unused = e.quota > 0 ? std::max(0L, e.quota - b.held[t] - own) : 0;
     b.reserve[t] = e.lend ? std::min(unused, queued[t]) : unused;
-    held += b.held[t];
+    held += b.held[t] + own;
     kept += b.reserve[t];
   }
   b.lendable = pool - held - kept;

@@ -69,4 +69,17 @@ std::vector<tenant_entry> plan_tenants(const config& c, const std::vector<job_sp
   return out;
 }
 
+void restore_tenant_usage(std::vector<tenant_entry>& tenants, const std::vector<saved_tenant>& saved) {
+  for (auto& row : saved) {
+    auto it = std::find_if(tenants.begin(), tenants.end(), [&](auto& t) { return t.name == row.name; });
+    if (it == tenants.end()) {
+      tenants.emplace_back();
+      tenants.back().name = row.name;
+      it = tenants.end() - 1;
+    }
+    it->usage_gpu_s = row.usage_gpu_s;
+    it->usage_at = sim_time::from_us(row.at_us);
+  }
+}
+
 } // namespace aryl

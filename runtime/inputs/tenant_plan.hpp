@@ -5,6 +5,7 @@
 #include "runtime/inputs/config.hpp"
 #include "solvers/job_spec.hpp"
 #include "solvers/cluster_ledger.hpp"
+#include "actors/state_records.hpp"
 
 namespace aryl {
 
@@ -16,5 +17,11 @@ namespace aryl {
 /// every job within its quota alone (the quotas may then sum above the GPUs). Tenants are governed (quotas, fair share) only
 /// when some tenant is configured or from_demand is set. Throws input_error naming the key.
 std::vector<tenant_entry> plan_tenants(const config& c, const std::vector<job_spec>& jobs, ledger_params& params);
+
+/// After a scheduler restart: each tenant's decayed usage and its time as the journal kept
+/// them (`aryl serve --state`), into `tenants`. A tenant the journal knows but the config does
+/// not (an unconfigured one, named by its jobs) is added as its first job would add it, so
+/// that its usage carries on too.
+void restore_tenant_usage(std::vector<tenant_entry>& tenants, const std::vector<saved_tenant>& saved);
 
 } // namespace aryl

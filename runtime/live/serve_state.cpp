@@ -85,6 +85,7 @@ serve_state open_serve_state(const std::string& path, const config& c, run_input
   world.first_free_index = next;
   world.scheduler_restarts = s.run.scheduler_restarts;
   world.measures = std::move(saved.measures);
+  world.tenants = std::move(saved.tenants);
   world.carry_on_outputs = true;
   log << fmt::format("[serve] state {}: carrying on the run after a scheduler restart ({} so far): {} jobs ended, "
                      "{} were running, {} queued; {} trace jobs still to come\n",

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <type_traits>
 #include <variant>
@@ -341,6 +342,32 @@ saved_state state_journal::load() const {
       }
     }
   }
+  {
+    statement s(db_, "SELECT value FROM meta WHERE key = 'tenants'");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    if (s.step() == SQLITE_ROW) {
+      // Checked as any input: a usage is finite and >= 0, its time >= 0, a name once.
+      try {
+        std::set<std::string> seen;
+        for (auto& r : json::parse(s.text(0))) {
+          saved_tenant t;
+          t.name = r.at("name").get<std::string>();
+          t.usage_gpu_s = r.at("usage_gpu_s").get<double>();
+          t.at_us = whole_at<int64_t>(r, "at_us");
+          if (!std::isfinite(t.usage_gpu_s) || t.usage_gpu_s < 0)
+            fail(fmt::format("tenants: tenant '{}' usage {} is not a finite number of GPU-seconds >= 0", t.name,
+                             t.usage_gpu_s));
+          if (t.at_us < 0) fail(fmt::format("tenants: tenant '{}' usage time {} is before the run", t.name, t.at_us));
+          if (!seen.insert(t.name).second) fail(fmt::format("tenants: tenant '{}' is listed twice", t.name));
+          out.tenants.push_back(std::move(t));
+        }
+      } catch (const input_error&) {
+        throw;
+      } catch (const std::exception& e) {
+        fail(fmt::format("unreadable tenants: {}", e.what()));
+      }
+    }
+  }
   statement s(db_, "SELECT idx, status, generation, workers, alloc, retries, work_done, spec, record FROM jobs "
                    "ORDER BY idx");
   if (!s.ok()) fail(sqlite3_errmsg(db_));
@@ -483,6 +510,18 @@ void state_journal::put_measures(const run_measures& m) {
     statement s(db_, "INSERT INTO meta VALUES ('measures', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
     if (!s.ok()) fail(sqlite3_errmsg(db_));
     s.bind(1, j.dump());
+    if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  }, failer);
+}
+
+void state_journal::put_tenants(const std::vector<saved_tenant>& t) {
+  json rows = json::array();
+  for (auto& e : t) rows.push_back({{"name", e.name}, {"usage_gpu_s", e.usage_gpu_s}, {"at_us", e.at_us}});
+  auto failer = [this](const std::string& w) { fail(w); };
+  in_transaction(db_, [&] {
+    statement s(db_, "INSERT INTO meta VALUES ('tenants', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    s.bind(1, rows.dump());
     if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
   }, failer);
 }

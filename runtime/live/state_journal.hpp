@@ -55,6 +55,7 @@ class state_journal : public state_sink {
   void put_next_index(uint32_t next) override;
   /// Kept in the meta table (key 'measures') as one JSON object, replaced each time.
   void put_measures(const run_measures& m) override;
+  void put_tenants(const std::vector<saved_tenant>& t) override;
 
  private:
   void exec(const char* sql) const;

@@ -21,6 +21,7 @@
 #include "actors/server.hpp"
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
+#include "solvers/priorities.hpp"
 #include "runtime/inputs/input_limits.hpp"
 #include "runtime/inputs/job_checks.hpp"
 #include "runtime/outputs/outputs.hpp"
@@ -111,6 +112,14 @@ void check_runnable(const config& c, const scheduler_setup& s, const job_spec& j
   const pool pools[] = {{&c.training, false}, {&c.inference, true}};
   if (!j.gpu_type.empty() && std::find(s.type_names.begin(), s.type_names.end(), j.gpu_type) == s.type_names.end())
     throw input_error(fmt::format("{} needs GPU type {}, which the cluster lacks", label, j.gpu_type));
+  if (j.priority != 0 && !preempts_for_classes(s.policy)) {
+    std::string those;
+    for (auto& p : all_policies())
+      if (preempts_for_classes(p)) those += (those.empty() ? "" : ", ") + p.name;
+    throw input_error(fmt::format("{} has priority {}, but policy {} does not preempt lower classes for a job's "
+                                  "class (policies that do: {}); give it priority 0 or choose one of those",
+                                  label, j.priority, s.policy.name, those));
+  }
   int base = (s.policy.elastic && j.elastic) ? j.min_workers : j.gpus;
   bool may_loan = s.policy.loaning && (j.elastic || c.scheduler.inelastic_on_loaned);
   // A job's workers share one GPU type, so only same-type servers add up.
@@ -546,6 +555,7 @@ void check_runnable(const config& c, const std::vector<job_spec>& jobs,
 run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live) {
   auto plan = plan_cluster(c);
   plan.setup.tenants = plan_tenants(c, in.jobs, plan.setup.params);
+  if (live) restore_tenant_usage(plan.setup.tenants, live->tenants);
   check_runnable(c, plan.setup, in.jobs);
   if (!live) check_fault_jobs(in.faults, in.jobs.size());
   // Live: every line reaches the OS as it is written, so that a killed serve leaves its outputs

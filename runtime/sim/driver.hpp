@@ -112,6 +112,8 @@ struct live_world {
   /// process left (events.log, timeline.csv) are carried on rather than started again.
   run_measures measures;
   bool carry_on_outputs = false;
+  /// After a restart: each tenant's decayed usage as journaled, restored before the first round.
+  std::vector<saved_tenant> tenants;
   /// Each event and each job's final record as the outputs get them (live mode's job book).
   std::function<void(const event_record&)> on_event;
   std::function<void(const job_record&)> on_job;

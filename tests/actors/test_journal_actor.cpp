@@ -39,6 +39,7 @@ struct recording_sink : state_sink {
   void put_server_mode(const std::string&, const std::string&) override {}
   void put_next_index(uint32_t next) override { next_index = next; }
   void put_measures(const run_measures&) override {}
+  void put_tenants(const std::vector<saved_tenant>&) override {}
 };
 
 /// What a client learnt, and what the journal held when it learnt it.
@@ -125,6 +126,7 @@ TEST_CASE_FIXTURE(journal_fixture, "a submitted job is scheduled while its journ
         [](jprogress_atom, uint32_t, double) {},
         [](jserver_atom, const std::string&, const std::string&) {},
         [](jmeasures_atom, const run_measures&) {},
+        [](jtenants_atom, const std::vector<saved_tenant>&) {},
         [](jflush_atom) {},
     };
   }, 0);

@@ -22,6 +22,7 @@ journal_actor::behavior_type recording_journal(journal_actor::pointer,
       [=](jprogress_atom, uint32_t, double) {},
       [=](jserver_atom, const std::string& server, const std::string& mode) { rows->emplace_back(server, mode); },
       [=](jmeasures_atom, const run_measures&) {},
+      [=](jtenants_atom, const std::vector<saved_tenant>&) {},
       [=](jflush_atom) {},
   };
 }

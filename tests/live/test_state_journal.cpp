@@ -11,6 +11,9 @@
 
 #include "solvers/input_error.hpp"
 #include "runtime/live/state_journal.hpp"
+#include "runtime/inputs/tenant_plan.hpp"
+#include "solvers/round_planner.hpp"
+#include "solvers/tenants.hpp"
 
 using namespace aryl;
 using namespace aryl::live;
@@ -402,4 +405,97 @@ TEST_CASE("state journal: the run's measures read back as last written, and a ne
   }
   INFO(why);
   CHECK(why.find(path + ": measures: a recovery -1 is not a finite time >= 0") == 0);
+}
+
+namespace {
+
+/// Two tenants' queues of 4-GPU jobs on one 8-GPU server, fair share on (half-life 1 h), the
+/// usage as `tenants` has it: the tenants of the next `n` starts, in order, each start's job
+/// running 1000 s and ending before the next round.
+std::vector<std::string> next_starts(std::vector<tenant_entry> tenants, sim_time from, int n) {
+  cluster_ledger l;
+  l.params.model = power_law_model(-0.05);
+  l.params.type_speed = {1.0};
+  l.params.fair_share = true;
+  server_entry srv;
+  srv.name = "t0";
+  srv.gpus = srv.free = 8;
+  l.servers = {srv};
+  l.tenants = std::move(tenants);
+  for (int i = 0; i < 2 * n; ++i) {
+    job_entry j;
+    j.index = static_cast<uint32_t>(i);
+    j.gpus = j.min_workers = j.max_workers = 8;
+    j.predicted_work = 1000;
+    j.tenant = 1 + i % 2;
+    j.submit = from;
+    l.jobs.push_back(j);
+    l.submit(j.index, from);
+  }
+  std::vector<std::string> order;
+  sim_time now = from;
+  auto& p = *find_policy("baseline");
+  for (int k = 0; k < n; ++k) {
+    for (auto& d : plan_round(l, p, planner_options{}, now))
+      if (d.what == decision::kind::start) order.push_back(l.tenants[static_cast<size_t>(l.jobs[d.job].tenant)].name);
+    settle_tenant_usage(l, p, now);
+    now = now + sim_time::from_seconds(1000);
+    for (auto id : std::vector<uint32_t>(l.running.begin(), l.running.end())) l.finish(id, now);
+  }
+  return order;
+}
+
+} // namespace
+
+TEST_CASE("state journal: tenants' decayed usage survives a restart, and fair share goes on in the same order") {
+  scratch s;
+  auto path = s.file("state.db");
+  // Before the restart tenant a used 4 h of 8 GPUs (decayed), b nothing: a fresh scheduler
+  // would alternate a, b, ...; with a's usage b goes first until it has caught up.
+  std::vector<tenant_entry> before(3);
+  before[1].name = "a";
+  before[2].name = "b";
+  before[1].usage_gpu_s = 8 * 4 * 3600.0;
+  before[1].usage_at = before[2].usage_at = sim_time::from_seconds(7200);
+  {
+    state_journal j(path);
+    std::vector<saved_tenant> rows;
+    for (auto& t : before) rows.push_back({t.name, t.usage_gpu_s, t.usage_at.us});
+    j.put_tenants(rows);
+  }
+  state_journal j(path);
+  auto restored = j.load().tenants;
+  REQUIRE(restored.size() == 3);
+  CHECK(restored[1].name == "a");
+  CHECK(restored[1].usage_gpu_s == doctest::Approx(8 * 4 * 3600.0));
+  CHECK(restored[1].at_us == 7'200'000'000);
+  // The restarted scheduler's tenants: the configured ones (none here: named by their jobs)
+  // with the journal's usage.
+  std::vector<tenant_entry> after(1);
+  restore_tenant_usage(after, restored);
+  const auto t = sim_time::from_seconds(7300);
+  auto without_restart = next_starts(before, t, 6);
+  CHECK(next_starts(after, t, 6) == without_restart);
+  CHECK(without_restart.front() == "b");
+  std::vector<tenant_entry> forgotten(3);  // usage lost: a different order
+  forgotten[1].name = "a";
+  forgotten[2].name = "b";
+  CHECK(next_starts(forgotten, t, 6) != without_restart);
+}
+
+TEST_CASE("state journal: a tenant's usage that is negative or not a number refuses the file naming the tenant") {
+  scratch s;
+  auto path = s.file("state.db");
+  {
+    state_journal j(path);
+    j.put_tenants({{"a", -5, 0}});
+  }
+  std::string why;
+  try {
+    state_journal j(path);
+    j.load();
+  } catch (const input_error& e) {
+    why = e.what();
+  }
+  CHECK(why.find(path + ": tenants: tenant 'a' usage -5 is not a finite number of GPU-seconds >= 0") == 0);
 }

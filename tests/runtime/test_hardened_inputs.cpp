@@ -156,3 +156,16 @@ TEST_CASE("wall-clock mode warns when the machine cannot keep up with the speedu
   CHECK_MESSAGE(slow.code == 0, slow.output);
   CHECK_MESSAGE(slow.output.find("warning") == std::string::npos, slow.output);
 }
+
+TEST_CASE("a job with a class under a policy that does not preempt for classes is refused naming the policy") {
+  const std::string csv = "job_id,submit_s,gpus,duration_s,priority\na,0,1,100,0\nurgent,10,1,100,2\n";
+  for (const char* policy : {"srtf", "las", "fifo", "baseline"}) {
+    CAPTURE(policy);
+    check_one_line_error(run_trace("class.csv", csv, std::string("--policy ") + policy),
+                         std::string("job 1 (urgent) has priority 2, but policy ") + policy +
+                             " does not preempt lower classes for a job's class (policies that do: ");
+  }
+  // aryl does: the same trace runs.
+  auto r = run_trace("class-aryl.csv", csv, "--policy aryl");
+  CHECK_MESSAGE(r.code == 0, r.output);
+}

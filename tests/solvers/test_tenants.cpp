@@ -361,3 +361,59 @@ TEST_CASE("quota: no round stops a job it started, on random workloads of three 
     CHECK(stops > 0);  // the workload does exercise reclaims
   }
 }
+
+namespace {
+
+/// Tenant a's elastic 8-GPU job (min 4) runs at its minimum on t0 beside one of tenant b's
+/// rigid 4-GPU jobs; b's other `b_on_t1` jobs hold t1. Ledger: t0 a:4 + b:4, t1 b:4 x n.
+cluster_ledger grower(int b_on_t1, uint32_t& a_job, uint32_t& b_job) {
+  auto l = two_tenants();
+  a_job = add_tenant_job(l, 1, 8, 1e6, 0, true);
+  l.start(a_job, {{0, 4}}, 0, at(0));
+  b_job = add_tenant_job(l, 2, 4, 1e6, 0);
+  l.start(b_job, {{0, 4}}, 0, at(0));
+  for (int i = 0; i < b_on_t1; ++i) {
+    auto id = add_tenant_job(l, 2, 4, 1e6, 0);
+    l.start(id, {{1, 4}}, 0, at(0));
+  }
+  settle_tenant_usage(l, *find_policy("aryl"), at(0));
+  return l;
+}
+
+} // namespace
+
+TEST_CASE("quota growth: an elastic job below its requested size takes its quota back from a borrower to grow") {
+  uint32_t a = 0, b = 0;
+  // b holds 12 GPUs against its quota of 8: it borrows 4, which a's job lacks of its 8.
+  auto l = grower(2, a, b);
+  // Within a's job's cooldown (an hour from its start) nothing changes.
+  CHECK(round(l, "aryl", 100).empty());
+  auto ds = round(l, "aryl", 4000);
+  // One stop, b's job beside a's on t0, and a's job grows to 8 there.
+  // ledger: t0 a:8, t1 b:4+4 (b at its quota), b's stopped job queued
+  REQUIRE(count(ds, decision::kind::preempt) == 1);
+  for (auto& d : ds)
+    if (d.what == decision::kind::preempt) {
+      CHECK(d.job == b);
+      CHECK(d.why.rfind("quota reclaim for job 0 of tenant a to grow to its requested 8 workers: tenant b borrows 4", 0) == 0);
+    }
+  CHECK(l.jobs[a].alloc == allocation{{0, 8}});
+  CHECK(l.jobs[b].status == job_status::queued);
+  // b holds its quota now: nothing more is taken back, nor does b's job start again.
+  CHECK(round(l, "aryl", 8000).empty());
+}
+
+TEST_CASE("quota growth: a tenant within its quota is not stopped, and without quotas nothing grows by stops") {
+  uint32_t a = 0, b = 0;
+  // b holds 8 GPUs, its quota: it borrows nothing, so a's job stays at 4 (t0 has no GPU free).
+  auto l = grower(1, a, b);
+  auto ds = round(l, "aryl", 4000);
+  CHECK(count(ds, decision::kind::preempt) == 0);
+  CHECK(l.jobs[a].workers == 4);
+  // Quotas off: the same borrowing ledger as the first case, no stop.
+  auto free_for_all = grower(2, a, b);
+  free_for_all.params.quotas = false;
+  ds = round(free_for_all, "aryl", 4000);
+  CHECK(count(ds, decision::kind::preempt) == 0);
+  CHECK(free_for_all.jobs[a].workers == 4);
+}
