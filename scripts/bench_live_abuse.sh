@@ -130,7 +130,9 @@ for _ in $(seq 100); do
   echo $(( ($(date +%s%N) - t0) / 1000 )) >> "$work/status_ms"
   sleep 0.1
 done
-held=$(ls "/proc/$serve/fd" 2>/dev/null | wc -l)
+# serve may have ended its run before the last status (a slow tail): say so, not stop here.
+fds() { if [ -d "/proc/$serve/fd" ]; then ls "/proc/$serve/fd" | wc -l; else echo "(serve had ended)"; fi; }
+held=$(fds)
 if [ -n "$attacker" ]; then
   kill "$attacker" 2>/dev/null || true
   wait "$attacker" 2>/dev/null || true
@@ -139,7 +141,7 @@ fi
 sleep 2
 sample_rss
 rss_after=$(awk '/^VmRSS/ {print $2}' "/proc/$serve/status" 2>/dev/null || echo 0)
-held_after=$(ls "/proc/$serve/fd" 2>/dev/null | wc -l)
+held_after=$(fds)
 rc=0
 wait "$bed" || rc=$?
 bed=""
