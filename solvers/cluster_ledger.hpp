@@ -188,8 +188,7 @@ public:
   /// When the latest round was planned (plan_round sets it): the queue's aging reads it.
   sim_time round_at;
   id_set running;
-  /// The running jobs that are elastic, in the same order: a full round plans only these, and
-  /// most running jobs are not (walking them all was a tenth of a contended run).
+  /// The running jobs that are elastic, in the same order: a full round plans only these.
   id_set running_elastic;
   /// The queued jobs again, in the orders non-preemptive rounds take them: by submit time and
   /// by predicted remaining work (ties: index). A queued job makes no progress, so both keys
