@@ -4,10 +4,12 @@
 /// ("2026-12-02T08:30:01.123Z [serve] ...").
 #include <chrono>
 #include <ctime>
+#include <map>
 #include <mutex>
 #include <ostream>
 #include <streambuf>
 #include <string>
+#include <thread>
 
 namespace aryl::live {
 
@@ -25,22 +27,31 @@ inline std::string iso_utc(std::chrono::system_clock::time_point t) {
 }
 
 /// A stream buffer that writes to `target`, putting the wall-clock time before each line.
-/// Characters and whole lines are taken under a lock: what each thread writes stays whole as
-/// long as it writes its line in one statement.
+/// Each thread's characters gather in a line of its own and go out whole, under a lock: lines
+/// written by several threads at once (serve's driver and its network thread) never mix,
+/// however many statements each writes a line in.
 class stamped_log : public std::streambuf {
  public:
   explicit stamped_log(std::streambuf* target) : target_(target) {}
 
  protected:
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    std::lock_guard lock(m_);
+    auto& line = lines_[std::this_thread::get_id()];
+    for (std::streamsize i = 0; i < n; ++i) {
+      line.push_back(s[i]);
+      if (s[i] == '\n') {
+        auto stamped = iso_utc(std::chrono::system_clock::now()) + " " + line;
+        line.clear();
+        target_->sputn(stamped.data(), static_cast<std::streamsize>(stamped.size()));
+      }
+    }
+    return n;
+  }
   int overflow(int c) override {
     if (c == traits_type::eof()) return traits_type::not_eof(c);
-    std::lock_guard lock(m_);
-    line_.push_back(static_cast<char>(c));
-    if (c == '\n') {
-      auto stamped = iso_utc(std::chrono::system_clock::now()) + " " + line_;
-      line_.clear();
-      target_->sputn(stamped.data(), static_cast<std::streamsize>(stamped.size()));
-    }
+    const char ch = static_cast<char>(c);
+    xsputn(&ch, 1);
     return c;
   }
   int sync() override {
@@ -50,7 +61,7 @@ class stamped_log : public std::streambuf {
 
  private:
   std::streambuf* target_;
-  std::string line_;
+  std::map<std::thread::id, std::string> lines_;  ///< each thread's unfinished line
   std::mutex m_;
 };
 
