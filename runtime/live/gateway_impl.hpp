@@ -109,6 +109,8 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   // is in progress to hold them.
   std::map<uint64_t, std::shared_ptr<session>> orders_waiting;
   uint64_t order_asks = 0;
+  /// The connection waiting on `ask`, no longer held here; null if it was answered already.
+  std::shared_ptr<session> take_waiting(uint64_t ask);
 
   log_relay logs;  ///< `aryl logs` (network thread only)
 

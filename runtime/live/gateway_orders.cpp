@@ -33,10 +33,8 @@ void gateway::impl::submit_for(const std::shared_ptr<session>& who, job_spec spe
       auto g = weak.lock();
       if (!g) return;
       asio::post(g->io, [g = g.get(), ask, spec, peer, result] {
-        auto it = g->orders_waiting.find(ask);
-        if (it == g->orders_waiting.end()) return;  // the run ended first: refused then
-        auto asker = std::move(it->second);
-        g->orders_waiting.erase(it);
+        auto asker = g->take_waiting(ask);
+        if (!asker) return;  // the run ended first: refused then
         if (result.job < 0) {
           g->log(fmt::format("{}: submit refused: {}", peer, result.error));
           answer_request(*asker, nullptr, result.error);
@@ -67,10 +65,8 @@ void gateway::impl::cancel_for(const std::shared_ptr<session>& who, uint64_t job
       auto g = weak.lock();
       if (!g) return;
       asio::post(g->io, [g = g.get(), ask, job, peer, why] {
-        auto it = g->orders_waiting.find(ask);
-        if (it == g->orders_waiting.end()) return;
-        auto asker = std::move(it->second);
-        g->orders_waiting.erase(it);
+        auto asker = g->take_waiting(ask);
+        if (!asker) return;
         g->log(why.empty() ? fmt::format("{}: cancelled job {}", peer, job)
                            : fmt::format("{}: cancel refused: {}", peer, why));
         answer_request(*asker, nullptr, why);
@@ -78,6 +74,14 @@ void gateway::impl::cancel_for(const std::shared_ptr<session>& who, uint64_t job
     });
   });
   if (!asked) answer_request(*who, nullptr, "no run in progress");
+}
+
+std::shared_ptr<session> gateway::impl::take_waiting(uint64_t ask) {
+  auto it = orders_waiting.find(ask);
+  if (it == orders_waiting.end()) return nullptr;
+  auto asker = std::move(it->second);
+  orders_waiting.erase(it);
+  return asker;
 }
 
 void gateway::impl::orders_unanswered(const std::string& why) {

@@ -422,13 +422,7 @@ void state_journal::put_run(const saved_run& r) {
          {"speedup", r.speedup},         {"start_unix_us", r.start_unix_us},
          {"scheduler_restarts", r.scheduler_restarts}, {"restarted_jobs", r.restarted_jobs},
          {"adopted_jobs", r.adopted_jobs}};
-  auto failer = [this](const std::string& w) { fail(w); };
-  in_transaction(db_, [&] {
-    statement s(db_, "INSERT INTO meta VALUES ('run', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
-    if (!s.ok()) fail(sqlite3_errmsg(db_));
-    s.bind(1, j.dump());
-    if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
-  }, failer);
+  put_meta("run", j.dump());
   put_next_index(r.next_index);
 }
 
@@ -505,23 +499,22 @@ void state_journal::put_server_mode(const std::string& server, const std::string
 void state_journal::put_measures(const run_measures& m) {
   json j{{"lost_gpu_s", m.lost_gpu_s}, {"recoveries_s", m.recoveries_s}, {"reclaim_latency_s", m.reclaim_latency_s},
          {"reclaim_max_late_s", m.reclaim_max_late_s}, {"slo_misses", m.slo_misses}};
-  auto failer = [this](const std::string& w) { fail(w); };
-  in_transaction(db_, [&] {
-    statement s(db_, "INSERT INTO meta VALUES ('measures', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
-    if (!s.ok()) fail(sqlite3_errmsg(db_));
-    s.bind(1, j.dump());
-    if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
-  }, failer);
+  put_meta("measures", j.dump());
 }
 
 void state_journal::put_tenants(const std::vector<saved_tenant>& t) {
   json rows = json::array();
   for (auto& e : t) rows.push_back({{"name", e.name}, {"usage_gpu_s", e.usage_gpu_s}, {"at_us", e.at_us}});
+  put_meta("tenants", rows.dump());
+}
+
+void state_journal::put_meta(const char* key, const std::string& value) {
   auto failer = [this](const std::string& w) { fail(w); };
   in_transaction(db_, [&] {
-    statement s(db_, "INSERT INTO meta VALUES ('tenants', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    statement s(db_, "INSERT INTO meta VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
     if (!s.ok()) fail(sqlite3_errmsg(db_));
-    s.bind(1, rows.dump());
+    s.bind(1, std::string(key));
+    s.bind(2, value);
     if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
   }, failer);
 }

@@ -62,6 +62,8 @@ class state_journal : public state_sink {
   // Inside a transaction of the caller's.
   void write_job(const saved_job& j);
   void write_next_index(uint32_t next);
+  /// Sets meta row `key` to `value`, in a transaction of its own.
+  void put_meta(const char* key, const std::string& value);
   [[noreturn]] void fail(const std::string& what) const;
   std::string path_;
   sqlite3* db_ = nullptr;

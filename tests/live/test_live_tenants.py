@@ -18,17 +18,10 @@ jobs.csv records their tenant. No process is left, no port bound.
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from live_harness import check, main, wait_for  # noqa: E402
+from live_harness import check, job, main, wait_for  # noqa: E402
 from serve_bed import Bed  # noqa: E402
 
 DEADLINE_S = 120
-
-
-def job(status, job_id):
-    for j in (status or {}).get("jobs", []):
-        if j["job_id"] == job_id:
-            return j
-    return {}
 
 
 def tenant(status, name):
