@@ -61,7 +61,8 @@ void send_snapshot(self_ptr self, sim_time now) {
   self->send(self->state.jenv.recorder, snapshot_atom::value, snapshot_at(self->state, now));
 }
 
-void mark_dirty(self_ptr self) {
+void mark_dirty(self_ptr self, replan what) {
+  self->state.wanted = std::max(self->state.wanted, what);
   if (self->state.round_pending) return;
   self->state.round_pending = true;
   self->state.round_asked = std::chrono::steady_clock::now();
@@ -190,20 +191,28 @@ void run_round(self_ptr self) {
   auto& st = self->state;
   st.round_pending = false;
   auto now = st.jenv.tb.now(self);
-  // Sizes are re-planned at most every scale period; a round in between only starts queued
-  // jobs (shrinking extras where it must), and a timer brings the next full round.
+  // Sizes are re-planned at most every scale period, and (scale_rounds=capacity) only when
+  // something asked for it; a round in between only starts queued jobs (shrinking extras
+  // where it must), and a timer brings the next full round.
   // (Compared in whole microseconds, as the timer fires: it always finds its round due.)
+  const bool on_capacity = st.setup.planner.rounds != scale_rounds::every;
+  const bool sizes = !on_capacity || st.wanted == replan::sizes;
   const sim_time due = st.last_scale_round + sim_time::from_seconds(st.setup.planner.scale_period_s);
-  const bool full = now >= due;
-  if (full) st.last_scale_round = now;
-  else if (!st.scale_timer) {
+  const bool full = sizes && now >= due;
+  const round_scope scope = full                                         ? round_scope::full
+                            : on_capacity && st.wanted == replan::starts ? round_scope::starts
+                                                                         : round_scope::local;
+  if (full) {
+    st.last_scale_round = now;
+    st.wanted = replan::none;
+  } else if (sizes && !st.scale_timer) {
     st.scale_timer = true;
     self->delayed_send(self, st.jenv.tb.span(due - now), scale_due_atom::value);
   }
+  if (scope == round_scope::starts) st.wanted = replan::none;
   if (st.unestimated_active > 0)
     refresh_estimates(st.ledger, st.history, st.setup.planner.unestimated_prior_s, now);
-  auto decisions = plan_round(st.ledger, st.setup.policy, st.setup.planner, now,
-                              full ? round_scope::full : round_scope::local);
+  auto decisions = plan_round(st.ledger, st.setup.policy, st.setup.planner, now, scope);
   // One message per server changed (its removals, then its placements) and one to the
   // recorder: a round that rescales many jobs is most of its messages otherwise. Servers
   // hear before any job does, so a removal never reaches a server after the new launch.
@@ -430,7 +439,11 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   self->send(st.jenv.recorder, ended_atom::value, std::move(line), std::move(record));
   if (!done) self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
   st.jobs[job] = nullptr;
-  mark_dirty(self);  // the round at this instant sends the snapshot
+  // The round at this instant sends the snapshot.
+  mark_dirty(self, st.setup.planner.rounds == scale_rounds::every ||
+                           freed_may_resize(st.ledger, st.setup.policy, st.setup.planner, before)
+                       ? replan::sizes
+                       : replan::none);
 }
 
 } // namespace sched

@@ -45,6 +45,11 @@ struct scheduler_setup {
   std::shared_ptr<server_directory> directory;
 };
 
+/// What a round must re-plan beyond starting queued jobs at their base: nothing, the sizes of
+/// the elastic jobs it starts (one arrived with GPUs free to grow on), or every elastic job's
+/// size (GPUs were freed that one could use, or the cluster changed).
+enum class replan { none, starts, sizes };
+
 struct scheduler_state {
   cluster_ledger ledger;
   scheduler_setup setup;
@@ -64,6 +69,9 @@ struct scheduler_state {
   /// the next one is set.
   sim_time last_scale_round = sim_time::from_us(-sim_time::horizon().us);
   bool scale_timer = false;
+  /// What the rounds asked for since the last full round must re-plan
+  /// (scheduler.scale_rounds=capacity).
+  replan wanted = replan::sizes;
   /// Wall clock when the pending round was asked for: round latency is measured, never used
   /// in a decision.
   std::chrono::steady_clock::time_point round_asked;

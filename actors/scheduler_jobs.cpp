@@ -10,6 +10,22 @@
 
 namespace aryl::sched {
 
+namespace {
+
+/// Whether an arriving job may start above its minimum: elastic, with GPUs free now beyond
+/// its base demand. Only then does its arrival need a round that re-plans sizes
+/// (scheduler.scale_rounds=capacity); any other arrival only takes GPUs.
+bool may_grow_at_start(const scheduler_state& st, const job_entry& j) {
+  auto& p = st.setup.policy;
+  if (!p.elastic || !j.elastic || j.max_workers <= j.min_workers) return false;
+  long free = 0;
+  for (int t = 0; t < static_cast<int>(st.ledger.params.type_speed.size()); ++t)
+    if (j.gpu_type < 0 || j.gpu_type == t) free += st.ledger.capacity(t, p.loaning, false);
+  return free > j.min_workers;
+}
+
+} // namespace
+
 /// Takes a submitted job into the queue and spawns its actor. `restored`: the job as the
 /// journal of a scheduler that went away had it; it keeps its submit time, measurements and
 /// retries, and counts the restart as a preemption (its workers were stopped, its next
@@ -97,7 +113,10 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
         "");
   }
   st.jobs[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
-  mark_dirty(self);
+  const bool sized_alone = st.setup.planner.rounds == scale_rounds::capacity;
+  mark_dirty(self, restored != nullptr        ? replan::sizes
+                   : may_grow_at_start(st, j) ? (sized_alone ? replan::starts : replan::sizes)
+                                              : replan::none);
 }
 
 /// After a restart: starts a restored (queued) job on the workers found still running, in

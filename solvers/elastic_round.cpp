@@ -131,6 +131,11 @@ std::string change_reason(const cluster_ledger& l, const elastic_plan& e, const 
     std::snprintf(buf, sizeof buf,
                   "move to faster free GPUs: saves %.0f s of predicted JCT beyond its restart (%.0f s) and margin",
                   e.net_s, e.cost_s);
+  else if (e.forced && e.frozen)  // a round that did not value sizes (scale_in_losers)
+    std::snprintf(buf, sizeof buf,
+                  "%s: queued base demand took GPUs of its extra workers (on a server where several jobs have "
+                  "extras, the shortest predicted remaining time gives them up first)",
+                  what);
   else if (e.forced)
     std::snprintf(buf, sizeof buf,
                   "%s: queued base demand took GPUs of its extra workers; its best size left is worth %.0f s "
@@ -181,40 +186,11 @@ void apply(cluster_ledger& l, sim_time now, std::vector<decision>& out, const ch
   }
 }
 
-} // namespace
-
-void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                std::vector<decision>& out) {
+/// Where this round's starts took GPUs of extra workers, those jobs scale in: the shortest
+/// predicted remaining time first (the longest keep their extras, which save them the most);
+/// no other job changes. Their plans are frozen at that size.
+void scale_in_losers(const cluster_ledger& l, const policy_spec& p, const work_view& view) {
   auto& b = buffers;
-  b.recycle();
-  b.starts.clear();
-  b.victims.clear();
-  work_view view{l, b.free_view, b.stamp_view, b.touched_view, b.epoch_view},
-      hard{l, b.free_hard, b.stamp_hard, b.touched_hard, b.epoch_hard};
-  // Jobs that fit on GPUs really free start at once, found from the ledger's index; the
-  // views are built only when a job needs extra workers' GPUs. From then on the round
-  // continues as step 1 of a full round does.
-  const char* why = "shortest predicted job that fits its base demand (sizes wait for the scale round)";
-  bool viewing = !o.free_gpus_first;  // interleaved types need the views from the start
-  if (viewing) build_views(p, view, hard);
-  walk_queue(l, p, [&](uint32_t id) {
-    if (!viewing) {
-      if (auto a = place_on_free(l, p, o, l.jobs[id])) {
-        l.start(id, a->first, a->second, now);
-        out.push_back({decision::kind::start, id, std::move(a->first), {}, a->second, why});
-        return true;
-      }
-      viewing = true;
-      build_views(p, view, hard);
-    }
-    return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
-           preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard) || o.backfill;
-  });
-  if (!viewing) return;
-  for (auto& e : b.plans) e.final = e.base;  // jobs started now run at their base
-  // Where starts took GPUs of extra workers, those jobs scale in: the shortest predicted
-  // remaining time first (the longest keep their extras, which save them the most); no
-  // other job changes. GPUs left free wait for the next full round.
   // Only servers this round took GPUs from can have lost extra workers' GPUs; in id order.
   auto& losers = b.losers;
   auto& changed = b.changed;
@@ -247,6 +223,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
         b.plans.push_back(elastic_plan{id, {}, j.alloc_type, j.workers, false, j.alloc});
         it = b.plans.end() - 1;
         it->forced = true;
+        it->frozen = true;
       }
       int k = std::min(extra, lost);
       lost -= k;
@@ -255,6 +232,40 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
       std::erase_if(it->final, [](auto& sw) { return sw.second == 0; });
     }
   }
+}
+
+} // namespace
+
+void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                std::vector<decision>& out) {
+  auto& b = buffers;
+  b.recycle();
+  b.starts.clear();
+  b.victims.clear();
+  work_view view{l, b.free_view, b.stamp_view, b.touched_view, b.epoch_view},
+      hard{l, b.free_hard, b.stamp_hard, b.touched_hard, b.epoch_hard};
+  // Jobs that fit on GPUs really free start at once, found from the ledger's index; the
+  // views are built only when a job needs extra workers' GPUs. From then on the round
+  // continues as step 1 of a full round does.
+  const char* why = "shortest predicted job that fits its base demand (sizes wait for the scale round)";
+  bool viewing = !o.free_gpus_first;  // interleaved types need the views from the start
+  if (viewing) build_views(p, view, hard);
+  walk_queue(l, p, [&](uint32_t id) {
+    if (!viewing) {
+      if (auto a = place_on_free(l, p, o, l.jobs[id])) {
+        l.start(id, a->first, a->second, now);
+        out.push_back({decision::kind::start, id, std::move(a->first), {}, a->second, why});
+        return true;
+      }
+      viewing = true;
+      build_views(p, view, hard);
+    }
+    return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
+           preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard) || o.backfill;
+  });
+  if (!viewing) return;
+  for (auto& e : b.plans) e.final = e.base;  // jobs started now run at their base
+  scale_in_losers(l, p, view);
   apply(l, now, out, why);
 }
 
@@ -340,7 +351,7 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
 } // namespace
 
 void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                  std::vector<decision>& out) {
+                  std::vector<decision>& out, bool starts_only) {
   auto& b = buffers;
   work_view view{l, b.free_view, b.stamp_view, b.touched_view, b.epoch_view},
       hard{l, b.free_hard, b.stamp_hard, b.touched_hard, b.epoch_hard};
@@ -357,13 +368,19 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     queue_cleared = false;
     return o.backfill;
   });
-  plan_running(l, p, o, view);
-  own_quota_growth(l, p, o, now, view, hard);
+  // A round that sizes only its starts (round_scope::starts): the running jobs keep what they
+  // hold, less the extras its starts took; the starts share the GPUs really free.
+  if (starts_only) {
+    scale_in_losers(l, p, view);
+  } else {
+    plan_running(l, p, o, view);
+    own_quota_growth(l, p, o, now, view, hard);
+  }
   auto& plans = b.plans;
   auto base_workers = [&](const job_entry& j) { return aryl::detail::base_workers(j, p); };
 
   // 2. Moves off slower GPU types, longest predicted remaining time first.
-  if (o.migrate && (queue_cleared || !o.migrate_only_when_queue_empty)) {
+  if (!starts_only && o.migrate && (queue_cleared || !o.migrate_only_when_queue_empty)) {
     auto& slow = b.slow;
     slow.clear();
     double best = 0;
@@ -446,13 +463,13 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   // 2b. Consolidation: a job whose workers span more servers than their count needs moves
   // onto fewer, on GPUs really free now and its own, when the rate it gains over the time it
   // is expected to keep its size pays for the change (overhead, checkpoint) and the margin.
-  if (o.consolidate && p.elastic && o.placement == placement_mode::consolidated)
+  if (!starts_only && o.consolidate && p.elastic && o.placement == placement_mode::consolidated)
     consolidate(l, p, o, now, view, hard);
 
   // 3. Scale-out knapsack over what is left, per GPU type. A job within its cooldown whose
   // extra workers all still have their GPUs keeps them (no voluntary change), and is left
   // out of the knapsack.
-  if (p.elastic && o.rescale_cooldown_s > 0)
+  if (!starts_only && p.elastic && o.rescale_cooldown_s > 0)
     for (auto& e : plans) {
       auto& j = l.jobs[e.job];
       if (e.started || e.type != j.alloc_type || e.current <= j.min_workers) continue;
@@ -468,9 +485,12 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       merge_into(e.final, kept);
       e.frozen = true;
     }
+  // The GPUs the knapsack shares: with extra workers' counted free, or only those really free
+  // when the running jobs are not re-planned.
+  work_view& kv = starts_only ? hard : view;
   auto& in = b.in;
   in.capacity.assign(l.params.type_speed.size(), 0);
-  for (size_t t = 0; t < in.capacity.size(); ++t) in.capacity[t] = static_cast<int>(view.total(static_cast<int>(t), p.loaning));
+  for (size_t t = 0; t < in.capacity.size(); ++t) in.capacity[t] = static_cast<int>(kv.total(static_cast<int>(t), p.loaning));
   job_entry any_elastic;
   any_elastic.elastic = true;
   // Every elastic job may use the same servers: one ranking of their free GPUs per type
@@ -483,7 +503,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     auto i = static_cast<size_t>(t);
     if (!b.ranked[i]) {
       b.ranked[i] = 1;
-      most_free_first(view.slots(any_elastic, p, o, t, b.slots), t, ranking[i]);
+      most_free_first(kv.slots(any_elastic, p, o, t, b.slots), t, ranking[i]);
     }
     return ranking[i];
   };
@@ -503,7 +523,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     bool intact = !moved;
     if (intact && !e.started)
       for_each_extra(j.alloc, e.base, [&](int sid, int w) {
-        if (view.at(sid) < w) intact = false;
+        if (kv.at(sid) < w) intact = false;
       });
     e.forced = !e.started && !intact && !moved;
     // No GPU of its type to size it with (its own intact extras would be counted): it runs
@@ -525,7 +545,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     long home_free = 0;
     for (auto& [sid, w] : e.base) {  // a base has each server once
       req.home.push_back(sid);
-      home_free += view.at(sid);
+      home_free += kv.at(sid);
     }
     auto& spans = b.spans;
     spans_from_ranking(ranking_of(e.type), home_free, req, top - j.min_workers, spans);
@@ -609,10 +629,10 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       bool fits = true;
       for_each_extra(j.alloc, e.base, [&](int sid, int w) {
         kept.emplace_back(sid, w);
-        fits = fits && view.at(sid) >= w;
+        fits = fits && kv.at(sid) >= w;
       });
       if (fits) {
-        view.take(kept);
+        kv.take(kept);
         merge_into(e.final, kept);
         continue;
       }
@@ -636,8 +656,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     if (!b.listed[t]) {
       b.listed[t] = 1;
       for (auto& s : l.servers)
-        if (s.gpu_type == e.type && usable_for(s, j, p, o) && view.at(s.id) > 0)
-          left[t].push_back({s.id, s.gpu_type, s.gpus, view.at(s.id)});
+        if (s.gpu_type == e.type && usable_for(s, j, p, o) && kv.at(s.id) > 0)
+          left[t].push_back({s.id, s.gpu_type, s.gpus, kv.at(s.id)});
     }
     extras_for(e, j, extra, b.scratch, b.extras);
     if (!place_extras(left[t], b.extras, b.placed)) continue;  // cannot happen: the capacity counted these GPUs
@@ -664,7 +684,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         std::erase_if(b.placed, [](auto& x) { return x.second == 0; });
       }
     }
-    view.take(b.placed);
+    kv.take(b.placed);
     merge_into(e.final, b.placed);
   }
 

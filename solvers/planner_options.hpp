@@ -12,6 +12,15 @@ enum class scale_horizon {
   end,   ///< the JCT it saves if kept until the job ends (every round re-decides)
 };
 
+/// Which rounds re-plan elastic sizes (docs/design.md, "Scale rounds").
+enum class scale_rounds {
+  every,     ///< every round (the knapsack over every running elastic job)
+  capacity,  ///< rounds after GPUs were freed that an elastic job could use, or the cluster
+             ///< changed; an elastic job arriving with free GPUs to grow on is sized alone
+             ///< on them; the other rounds only start queued jobs
+  arrivals,  ///< as capacity, but such an arrival re-plans every size
+};
+
 struct planner_options {
   placement_mode placement = placement_mode::consolidated;
   bool backfill = false;
@@ -37,6 +46,7 @@ struct planner_options {
   /// between only start queued jobs at their base demand on free GPUs. 0: every round
   /// re-plans (docs/design.md, "Scale period").
   double scale_period_s = 0;
+  scale_rounds rounds = scale_rounds::capacity;
   scale_horizon horizon = scale_horizon::hold;
   /// A change of an elastic job's size must gain this many seconds of predicted JCT beyond
   /// its full cost.

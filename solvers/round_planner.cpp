@@ -324,6 +324,34 @@ double priority_key(const job_entry& j, const policy_spec& p,
   return 0;
 }
 
+bool freed_may_resize(const cluster_ledger& l, const policy_spec& p, const planner_options& o,
+                      const allocation& servers) {
+  if (!p.elastic) return true;
+  auto& m = l.params.model;
+  auto speed = [&](int type) { return l.params.type_speed.at(static_cast<size_t>(type)); };
+  double fastest_freed = 0;
+  for (auto& [sid, w] : servers) {
+    auto& s = l.servers.at(static_cast<size_t>(sid));
+    fastest_freed = std::max(fastest_freed, speed(s.gpu_type));
+    for (auto id : s.jobs)
+      if (l.jobs[id].elastic && l.jobs[id].workers < l.jobs[id].max_workers) return true;
+  }
+  for (auto id : l.running_elastic) {
+    auto& j = l.jobs[id];
+    if (j.alloc.size() > 1 && o.consolidate) return true;
+    if (o.migrate && speed(j.alloc_type) < fastest_freed) return true;
+    if (j.workers >= j.max_workers) continue;
+    // One more worker on a second server: if even that size passes the floor, growth is not
+    // bound to the job's own servers.
+    const int w = j.workers + 1;
+    const double r_min = work_rate(m, j.gpus, j.min_workers, std::max(servers_spanned(j.base), 1), 1.0);
+    if (!(work_rate(m, j.gpus, w, 2, 1.0) * j.min_workers < o.min_extra_efficiency * r_min * w)) return true;
+  }
+  for (auto id : l.queued)
+    if (l.jobs[id].elastic && l.jobs[id].max_workers > l.jobs[id].min_workers) return true;
+  return false;
+}
+
 std::vector<decision> plan_round(cluster_ledger& l, const policy_spec& p, const planner_options& o,
                                  sim_time now, round_scope scope) {
   std::vector<decision> out;
@@ -334,7 +362,7 @@ std::vector<decision> plan_round(cluster_ledger& l, const policy_spec& p, const 
   if ((p.elastic || p.loaning) && !p.preemptive && scope == round_scope::local)
     detail::plan_local(l, p, o, now, out);
   else if ((p.elastic || p.loaning) && !p.preemptive)
-    detail::plan_elastic(l, p, o, now, out);
+    detail::plan_elastic(l, p, o, now, out, scope == round_scope::starts);
   else if (p.preemptive)
     place_preemptive(l, p, o, now, out);
   else

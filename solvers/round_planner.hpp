@@ -28,17 +28,29 @@ struct decision {
 /// scale in; no job grows or moves. It is the round between two full rounds
 /// (planner_options::scale_period_s). Policies without elasticity or loaning plan the same
 /// round for both.
-enum class round_scope { full, local };
+/// A `starts` round is a local round whose started elastic jobs are sized by the knapsack on
+/// the GPUs really free (running jobs are not re-planned): the round after an elastic job
+/// arrives with room to grow (scheduler.scale_rounds=capacity).
+enum class round_scope { full, local, starts };
 
 /// Runs one round at `now` and returns the decisions in the order they were made.
 std::vector<decision> plan_round(cluster_ledger& ledger, const policy_spec& policy,
                                  const planner_options& opts, sim_time now,
                                  round_scope scope = round_scope::full);
 
+/// Whether GPUs freed on `servers` (a job ended) may let a full round change a size, move or
+/// spread that a local round would not (scheduler.scale_rounds=capacity): a queued elastic job
+/// could start above its minimum, or a running elastic job could grow onto them (one on those
+/// servers below its maximum, or any whose size spanning one more server still passes the
+/// efficiency floor), move onto them (on a slower type), or consolidate (spread now).
+bool freed_may_resize(const cluster_ledger& ledger, const policy_spec& policy, const planner_options& opts,
+                      const allocation& servers);
+
 namespace detail {
 /// Rounds of non-preemptive policies with elastic scaling or loaning (elastic_round.cpp).
+/// `starts_only`: the round of round_scope::starts.
 void plan_elastic(cluster_ledger& ledger, const policy_spec& policy, const planner_options& opts, sim_time now,
-                  std::vector<decision>& out);
+                  std::vector<decision>& out, bool starts_only = false);
 /// The local round of those policies.
 void plan_local(cluster_ledger& ledger, const policy_spec& policy, const planner_options& opts, sim_time now,
                 std::vector<decision>& out);

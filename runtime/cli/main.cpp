@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <malloc.h>
 
 #include "solvers/control_chars.hpp"
 #include "runtime/sim/driver.hpp"
@@ -63,6 +64,12 @@ aryl::config build_config(const simulate_flags& f) {
 }
 
 int simulate(const simulate_flags& f) {
+  // A simulation is one short process whose heap only grows: memory freed at the top of the
+  // heap is kept for the next allocation instead of being given back and faulted in again
+  // (the kernel's page faults were about 6% of a long run's time).
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TOP_PAD, 64 << 20);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
   auto c = build_config(f);
   std::string note;
   auto inputs = aryl::load_inputs(c, &note);

@@ -24,6 +24,9 @@ std::string effective_config_json(const config& c) {
   j["scheduler.free_gpus_first"] = s.free_gpus_first;
   j["scheduler.short_job_s"] = s.short_job_s;
   j["scheduler.scale_period_s"] = s.scale_period_s;
+  j["scheduler.scale_rounds"] = s.rounds == scale_rounds::every      ? "every"
+                                : s.rounds == scale_rounds::capacity ? "capacity"
+                                                                     : "arrivals";
   j["scheduler.scale_horizon"] = s.horizon == scale_horizon::end ? "end" : "hold";
   j["scheduler.rescale_margin_s"] = s.rescale_margin_s;
   j["scheduler.rescale_cooldown_s"] = s.rescale_cooldown_s;

@@ -107,3 +107,28 @@ TEST_CASE("with a scale period, elastic jobs grow or move only at scale rounds t
   for (size_t i = 1; i < instants.size(); ++i) CHECK(instants[i] - instants[i - 1] >= 600 - 1e-6);
   CHECK(starts_between > 0);  // rounds between scale rounds did start jobs
 }
+
+TEST_CASE("with scale rounds on capacity events, rounds where no size could change only start jobs, and every job completes") {
+  // Counts the starts made by rounds that do not re-plan sizes.
+  auto local_starts = [](const config& c) {
+    std::istringstream log(test::slurp(c.out_dir + "/events.log"));
+    int n = 0;
+    for (std::string line; std::getline(log, line);)
+      n += line.find(" scheduler start ") != std::string::npos &&
+           line.find("sizes wait for the scale round") != std::string::npos;
+    return n;
+  };
+  auto capacity = small_default("scale-rounds-capacity");
+  capacity.scheduler.rounds = scale_rounds::capacity;
+  auto every = small_default("scale-rounds-every");
+  every.scheduler.rounds = scale_rounds::every;
+  auto a = test::run(capacity), b = test::run(every);
+  REQUIRE_MESSAGE(a.ok, a.error);
+  REQUIRE_MESSAGE(b.ok, b.error);
+  CHECK(a.summary.jobs_completed == 300);
+  CHECK(b.summary.jobs_completed == 300);
+  CHECK(local_starts(capacity) > 0);
+  CHECK(local_starts(every) == 0);
+  MESSAGE("mean JCT capacity " << a.summary.mean_jct_s << " every " << b.summary.mean_jct_s << "; local starts "
+                               << local_starts(capacity));
+}
