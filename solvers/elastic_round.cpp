@@ -491,22 +491,6 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   auto& in = b.in;
   in.capacity.assign(l.params.type_speed.size(), 0);
   for (size_t t = 0; t < in.capacity.size(); ++t) in.capacity[t] = static_cast<int>(kv.total(static_cast<int>(t), p.loaning));
-  job_entry any_elastic;
-  any_elastic.elastic = true;
-  // Every elastic job may use the same servers: one ranking of their free GPUs per type
-  // serves all the jobs' spans, made when the first job of the type needs it (the view does
-  // not change until step 4).
-  auto& ranking = b.ranking;
-  ranking.resize(l.params.type_speed.size());
-  b.ranked.assign(ranking.size(), 0);
-  auto ranking_of = [&](int t) -> const std::vector<server_slot>& {
-    auto i = static_cast<size_t>(t);
-    if (!b.ranked[i]) {
-      b.ranked[i] = 1;
-      most_free_first(kv.slots(any_elastic, p, o, t, b.slots), t, ranking[i]);
-    }
-    return ranking[i];
-  };
   b.hold_by_type.clear();
   for (size_t t = 0; t < l.params.type_speed.size(); ++t)
     b.hold_by_type.push_back(l.hold_estimate(static_cast<int>(t), now));
@@ -536,19 +520,15 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     // never be chosen, and a trace's max_workers may be far beyond the cluster.
     const int top = std::min(j.max_workers, j.min_workers + in.capacity[static_cast<size_t>(e.type)]);
     // Each size at the span step 4 gives it: the job's current allocation when it keeps its
-    // size, else its extras on the fewest servers that hold them. Planned as if alone: when
-    // other jobs' extras take the same servers it can end up on more (the ledger then runs
-    // it at the rate of the servers it really gets).
-    auto& req = b.home_only;  // spans need the home servers only, in any order
-    req.gpu_type = e.type;
-    req.home.clear();
+    // size, else its base's servers while their free GPUs hold its extras, and more servers
+    // beyond (every size up to `top` fits somewhere: `top` is bounded by the type's free
+    // GPUs). How many more does not matter: a rate is the same on any number of servers from
+    // two (locality_efficiency). Planned as if alone: when other jobs' extras take the same
+    // servers it can end up on more (the ledger then runs it at the rate of the servers it
+    // really gets).
     long home_free = 0;
-    for (auto& [sid, w] : e.base) {  // a base has each server once
-      req.home.push_back(sid);
-      home_free += kv.at(sid);
-    }
-    auto& spans = b.spans;
-    spans_from_ranking(ranking_of(e.type), home_free, req, top - j.min_workers, spans);
+    for (auto& [sid, w] : e.base) home_free += kv.at(sid);  // a base has each server once
+    const int home_span = servers_spanned(e.base);
     const int base_span = std::max(servers_spanned(e.base), 1);
     const double r_min = work_rate(l.params.model, j.gpus, j.min_workers, base_span, sp);
     const bool hold = o.horizon == scale_horizon::hold;
@@ -565,7 +545,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     double keep_v = 0;  // keeping its size: the empty choice at min, else its kept item
     for (int w = j.min_workers + 1; w <= top; ++w) {
       bool kept = !e.started && intact && w == current;
-      int servers = kept ? servers_spanned(j.alloc) : spans[static_cast<size_t>(w - j.min_workers)];
+      int servers = kept ? servers_spanned(j.alloc) : w - j.min_workers <= home_free ? home_span : home_span + 1;
       double r_w = work_rate(l.params.model, j.gpus, w, std::max(servers, 1), sp);
       // Sizes whose GPUs do too little work each are not offered (kept ones stay offered:
       // dropping them would force a change).

@@ -236,11 +236,8 @@ struct round_buffers {
   extras_request extras;
   allocation placed, scratch;
   std::vector<cluster_ledger::reassignment> changes;
-  extras_request home_only;
   std::vector<server_slot> slots;
-  std::vector<std::vector<server_slot>> ranking;  ///< by GPU type
-  std::vector<char> ranked;                       ///< ... whether made this round
-  std::vector<int> spans, types;
+  std::vector<int> types;
   std::vector<double> hold_by_type;  ///< the ledger's holding-time estimate, this round
   allocation base, kept;
   /// Vectors of last round's plans and knapsack classes, emptied, for this round's.
