@@ -77,16 +77,29 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   std::chrono::milliseconds accept_backoff{0};
   uint64_t accept_errors = 0;  ///< since the last logged one (logged at most once a second)
   std::chrono::steady_clock::time_point accept_error_logged{};
-  /// Connections open now.
+  /// Connections open now, but for those evicted at live.max_connections whose close is
+  /// still being written (uncounted: ended does not count them out again).
   size_t connections = 0;
+  std::set<uint64_t> uncounted;
   /// Those not past hello yet, by session id (ids grow: the first is the oldest), in all and
-  /// by peer address. At a cap the oldest is evicted to make room (evict_before_hello).
+  /// by peer address, in two kinds. Idle: not a byte received yet; it holds a descriptor and
+  /// no buffer, ends at the hello deadline, and gives way only at live.max_connections (the
+  /// oldest idle one of the address holding the most, evict_idle). Before hello: bytes came
+  /// but no hello yet; it buffers, and at a cap on such connections the oldest of them gives
+  /// way (spoke). A plain connection whose first read holds its hello is never
+  /// counted as before hello, so a client is never evicted while its hello is on its way.
   struct waiting_hello {
     std::string address;
     std::weak_ptr<session> who;
   };
-  std::map<uint64_t, waiting_hello> before_hello;
-  std::map<std::string, std::set<uint64_t>> before_hello_by_address;
+  struct hello_pool {
+    std::map<uint64_t, waiting_hello> by_id;
+    std::map<std::string, std::set<uint64_t>> by_address;
+    void add(uint64_t id, const std::string& address, std::weak_ptr<session> who);
+    /// Whether `id` was there.
+    bool remove(uint64_t id);
+  };
+  hello_pool idle, before_hello;
   /// Refusals and ends before hello (log_counted): lines this second, and those not logged.
   std::chrono::steady_clock::time_point counted_since{};
   uint64_t counted_lines = 0;
@@ -151,10 +164,17 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   /// Logs `line`, unless 20 such lines were logged this second: then counts it under `kind`,
   /// and the next line logged says how many were not.
   void log_counted(const std::string& kind, const std::string& line);
-  /// Closes the connection before hello with id `id` to make room for a newer one, saying why.
-  void evict_before_hello(uint64_t id, const std::string& why);
-  /// A session's hello was taken, it was evicted, or it ended: no longer counted before
-  /// hello (idempotent).
+  /// Closes the connection not past hello with id `id` to make room for a newer one, saying why.
+  void evict(uint64_t id, const std::string& why);
+  /// At live.max_connections: the oldest idle connection of the address holding the most
+  /// idle ones gives way; false if none is idle.
+  bool evict_idle();
+  /// Session `id`, not past hello, has received bytes (plain: its first read did not hold a
+  /// whole hello; TLS: its handshake begins): it leaves the idle ones and counts against the
+  /// caps before hello, the oldest other such connection giving way at a cap. Idempotent.
+  void spoke(uint64_t id);
+  /// A session's hello was taken, it was evicted, or it ended: no longer counted as idle or
+  /// before hello (idempotent).
   void hello_taken(uint64_t id);
   void ended(uint64_t id);
 

@@ -44,12 +44,19 @@ class session : public std::enable_shared_from_this<session> {
         self->close(fmt::format("no hello within {:g} s of connecting", limit));
     });
     heard();
-    // TLS: nothing is read before the handshake, which the hello deadline bounds as well.
-    handshaking_ = true;
-    stream_->async_handshake([self = shared_from_this()](const std::string& error) {
-      self->handshaking_ = false;
-      if (!error.empty()) return self->lost("TLS handshake failed: " + error);
-      if (!self->closing_) self->read();
+    // TLS: nothing is read or written before the handshake, which the hello deadline bounds
+    // as well.
+    handshaking_ = g_->tls != nullptr;
+    // Idle until its first bytes: no buffer, no handshake (gateway::impl::idle).
+    stream_->socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (self->closing_ || !self->stream_->socket().is_open()) return;
+      if (ec) return self->lost(ec.message());
+      if (self->handshaking_) self->g_->spoke(self->id_);  // the handshake buffers
+      self->stream_->async_handshake([self](const std::string& error) {
+        self->handshaking_ = false;
+        if (!error.empty()) return self->lost("TLS handshake failed: " + error);
+        if (!self->closing_) self->read();
+      });
     });
   }
 
@@ -118,6 +125,7 @@ class session : public std::enable_shared_from_this<session> {
 
   void read() {
     reading_ = true;
+    if (buf_.empty()) buf_.resize(16384);  // not while idle
     auto self = shared_from_this();
     stream_->async_read_some(asio::buffer(buf_), [self](const boost::system::error_code& ec, size_t n) {
       self->reading_ = false;
@@ -128,6 +136,8 @@ class session : public std::enable_shared_from_this<session> {
       self->heard();
       self->decoder_.feed(self->buf_.data(), n);
       self->drain();
+      // Bytes but no hello yet: counted against the caps before hello from now on.
+      if (self->stage_ == stage::hello && !self->closing_) self->g_->spoke(self->id_);
     });
   }
 
@@ -487,7 +497,7 @@ class session : public std::enable_shared_from_this<session> {
   std::unique_ptr<net::byte_stream> stream_;  ///< plain TCP, or TLS over it
   gateway::impl* g_;  ///< outlives every session: sessions live in its io_context's handlers
   wire::frame_decoder decoder_;
-  std::array<uint8_t, 16384> buf_{};
+  std::vector<uint8_t> buf_;  ///< 16 KiB once its first bytes come
   std::deque<std::shared_ptr<const std::vector<uint8_t>>> queue_;
   size_t queued_bytes_ = 0;
   asio::steady_timer silence_;
