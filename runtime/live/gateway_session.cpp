@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 #include <deque>
 
 #include "runtime/live/client_replies.hpp"
@@ -34,15 +35,9 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void start() {
-    // Fixed from the connection's start: bytes trickling in do not extend it.
-    double limit = g_->opts.hello_timeout_s;
-    hello_deadline_.expires_after(seconds(limit));
-    std::weak_ptr<session> weak = shared_from_this();
-    hello_deadline_.async_wait([weak, limit](boost::system::error_code ec) {
-      if (ec) return;  // hello taken, or closed
-      if (auto self = weak.lock(); self && self->stage_ == stage::hello)
-        self->close(fmt::format("no hello within {:g} s of connecting", limit));
-    });
+    // Fixed from the connection's start: bytes trickling in do not extend it. While idle,
+    // spread (see idle_spread).
+    hello_deadline(g_->opts.hello_timeout_s * idle_spread());
     heard();
     // TLS: nothing is read or written before the handshake, which the hello deadline bounds
     // as well.
@@ -51,7 +46,7 @@ class session : public std::enable_shared_from_this<session> {
     stream_->socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
       if (self->closing_ || !self->stream_->socket().is_open()) return;
       if (ec) return self->lost(ec.message());
-      if (self->handshaking_) self->g_->spoke(self->id_);  // the handshake buffers
+      if (self->handshaking_) self->woke();  // the handshake buffers
       self->stream_->async_handshake([self](const std::string& error) {
         self->handshaking_ = false;
         if (!error.empty()) return self->lost("TLS handshake failed: " + error);
@@ -133,11 +128,12 @@ class session : public std::enable_shared_from_this<session> {
         self->lost(ec == asio::error::eof ? "the peer closed the connection" : ec.message());
         return;
       }
+      bool first = self->idle_;
+      self->idle_ = false;
       self->heard();
       self->decoder_.feed(self->buf_.data(), n);
       self->drain();
-      // Bytes but no hello yet: counted against the caps before hello from now on.
-      if (self->stage_ == stage::hello && !self->closing_) self->g_->spoke(self->id_);
+      if (first) self->woke();
     });
   }
 
@@ -185,12 +181,39 @@ class session : public std::enable_shared_from_this<session> {
     last_heard_ = std::chrono::steady_clock::now();
     double limit = g_->opts.agent_silence_s;
     if (stage_ == stage::agent) limit = std::min(limit, g_->opts.loss_grace_s);
+    if (idle_) limit *= idle_spread();
     silence_.expires_after(seconds(limit));
     std::weak_ptr<session> weak = shared_from_this();
     silence_.async_wait([weak, limit](boost::system::error_code ec) {
       if (ec) return;  // restarted or cancelled
       if (auto self = weak.lock()) self->lost(fmt::format("nothing heard for {:g} s", limit));
     });
+  }
+
+  /// Closes the connection `limit_s` after it was made unless its hello was taken by then.
+  void hello_deadline(double limit_s) {
+    hello_deadline_.expires_at(connected_ + seconds(limit_s));
+    std::weak_ptr<session> weak = shared_from_this();
+    hello_deadline_.async_wait([weak, limit_s](boost::system::error_code ec) {
+      if (ec) return;  // hello taken, closed, or set again
+      if (auto self = weak.lock(); self && self->stage_ == stage::hello)
+        self->close(fmt::format("no hello within {:g} s of connecting", std::round(limit_s * 10) / 10));
+    });
+  }
+
+  /// An idle connection's deadlines (hello, silence) are its limits times 1 to 1.5, spread
+  /// by its id: connections that came together (an attacker's, dialled at once) do not end
+  /// together, so what they dial again does not come in one burst ahead of a client.
+  double idle_spread() const { return 1.0 + static_cast<double>((id_ * 2654435761u) % 1000) / 2000.0; }
+
+  /// The first bytes came (plain: the first read; TLS: the handshake begins). Not past hello
+  /// yet: counted against the caps before hello from now on, and its hello deadline is the
+  /// limit from its connection, no longer spread.
+  void woke() {
+    idle_ = false;
+    if (stage_ != stage::hello || closing_) return;
+    g_->spoke(id_);
+    if (!closing_) hello_deadline(g_->opts.hello_timeout_s);
   }
 
   static std::chrono::steady_clock::duration seconds(double s) {
@@ -505,6 +528,8 @@ class session : public std::enable_shared_from_this<session> {
   uint64_t id_;          ///< the gateway's number for it: the caps before hello find it by this
   std::string address_;  ///< the peer's IP address, for the caps on connections before hello
   bool reading_ = false;
+  bool idle_ = true;  ///< not a byte received yet (gateway::impl::idle)
+  std::chrono::steady_clock::time_point connected_ = std::chrono::steady_clock::now();
   bool handshaking_ = false;  ///< TLS handshake in progress (plain: never)
   bool awaiting_answer_ = false;
   bool ended_ = false;  ///< counted out of the gateway's connections

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <mutex>
@@ -210,6 +211,33 @@ TEST_CASE_FIXTURE(limits_fixture, "gateway: a peer trickling bytes without compl
   CHECK(slow.refusal() == "no hello within 0.5 s of connecting");
   // At the deadline from the connection's start, not from its last byte (0.9 s).
   CHECK(std::chrono::steady_clock::now() - began < 800ms);
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: idle connections that came together are closed over 1 to 1.5 times the hello deadline, "
+                  "not together") {
+  live::gateway_options o;
+  o.hello_timeout_s = 0.4;
+  start(o);
+  std::vector<std::unique_ptr<peer>> idle;
+  for (int i = 0; i < 20; ++i) idle.push_back(std::make_unique<peer>(g->port()));
+  auto began = std::chrono::steady_clock::now();
+  // When each one's error frame came, s after the last dial, watching all at once.
+  std::vector<double> closed(idle.size(), -1);
+  while (std::count(closed.begin(), closed.end(), -1) > 0 && std::chrono::steady_clock::now() - began < 2s) {
+    std::vector<pollfd> fds;
+    for (auto& p : idle) fds.push_back({p->fd(), POLLIN, 0});
+    poll(fds.data(), fds.size(), 5);
+    auto now = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    for (size_t i = 0; i < fds.size(); ++i)
+      if (fds[i].revents && closed[i] < 0) closed[i] = now;
+  }
+  for (auto& p : idle) CHECK(p->refusal().starts_with("no hello within "));
+  std::sort(closed.begin(), closed.end());
+  REQUIRE(closed.front() >= 0);
+  MESSAGE("first close " << closed.front() << " s, last " << closed.back() << " s");
+  CHECK(closed.back() < 0.75);
+  CHECK(closed.back() - closed.front() > 0.1);  // the same instant, unspread
 }
 
 TEST_CASE_FIXTURE(limits_fixture, "gateway: more than pre_hello_bytes before hello closes the connection naming the limit") {
