@@ -116,7 +116,8 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   std::vector<status_wait> status_waiting, status_next;
   uint64_t status_asks = 0;  ///< the ask in flight, if status_waiting is not empty
 
-  // Submits and cancels (gateway_orders.cpp); network thread only. A connection with one in
+  // Submits, cancels (gateway_orders.cpp) and node orders (gateway_nodes.cpp); network
+  // thread only. A connection with one in
   // flight reads nothing more until it is answered, so its answers come in order and it holds
   // one ask at most. By ask number, the connections waiting: held here, as no read of theirs
   // is in progress to hold them.
@@ -203,8 +204,9 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   /// "" also when there is nothing to join (a known name, no run: on_register decides).
   /// Else why it is refused.
   std::string join_late(const wire::register_& r);
-  /// A client's cordon, drain or resume: the reply, or (without one) why it is refused.
-  std::pair<std::optional<wire::node_reply>, std::string> node_order(const wire::node_request& q);
+  /// A client's cordon, drain or resume, asked of the scheduler without waiting, as a
+  /// submit: `who` is answered (node_reply, or an error frame and the close) when it answers.
+  void node_for(const std::shared_ptr<session>& who, const wire::node_request& q);
 };
 
 /// Starts serving a connection just accepted (gateway_session.cpp).

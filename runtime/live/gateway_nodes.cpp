@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/wire/codec.hpp"
+
 // The inventory while a run goes on (docs/live.md, "A live inventory"): machines joining a
 // running cluster, and operators' cordon, drain and resume orders, passed to the scheduler
 // through the driver's router.
@@ -41,8 +43,8 @@ std::string gateway::impl::join_late(const wire::register_& r) {
   return {};
 }
 
-std::pair<std::optional<wire::node_reply>, std::string> gateway::impl::node_order(const wire::node_request& q) {
-  auto refuse = [](std::string why) { return std::pair<std::optional<wire::node_reply>, std::string>{{}, why}; };
+void gateway::impl::node_for(const std::shared_ptr<session>& who, const wire::node_request& q) {
+  auto refuse = [&](const std::string& why) { answer_request(*who, nullptr, why); };
   const std::string reason = q.reason.value_or("");
   // Both are shown in status and logs, one line each.
   if (find_control(q.server) != std::string::npos)
@@ -54,13 +56,31 @@ std::pair<std::optional<wire::node_reply>, std::string> gateway::impl::node_orde
                               escape_control(q.action), q.server));
   if (q.now.value_or(false) && q.action != "drain")
     return refuse(fmt::format("node_request: now is for drain only ({} {})", q.action, q.server));
-  std::optional<node_answer> answer;
+  // As a submit (gateway_orders.cpp): the connection waits, held in orders_waiting, and reads
+  // nothing more; the network thread goes on.
+  auto ask = ++order_asks;
+  bool asked = false;
   with_router([&](worker_router& r) {
-    if (r.node) answer = r.node(aryl::node_order{q.server, q.action, reason, q.now.value_or(false)});
+    if (!r.node) return;
+    asked = true;
+    orders_waiting[ask] = who;
+    r.node(aryl::node_order{q.server, q.action, reason, q.now.value_or(false)},
+           [weak = weak_from_this(), ask, server = q.server, peer = peer_of(*who)](node_answer a) {
+             auto g = weak.lock();
+             if (!g) return;
+             asio::post(g->io, [g = g.get(), ask, server, peer, a] {
+               auto asker = g->take_waiting(ask);
+               if (!asker) return;  // the run ended first: refused then
+               if (!a.ok) return answer_request(*asker, nullptr, a.text);
+               g->log(fmt::format("{}: {}", peer, a.text));
+               answer_request(*asker,
+                              std::make_shared<const std::vector<uint8_t>>(
+                                  wire::encode_frame(wire::node_reply{server, a.text})),
+                              {});
+             });
+           });
   });
-  if (!answer) return refuse("no run in progress");
-  if (!answer->ok) return refuse(answer->text);
-  return {wire::node_reply{q.server, answer->text}, {}};
+  if (!asked) refuse("no run in progress");
 }
 
 } // namespace aryl::live

@@ -444,8 +444,8 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_client(const wire::message& msg) {
-    // Status, show, submit and cancel are answered when the scheduler's answer is in
-    // (answered); meanwhile nothing more is read.
+    // Status, show, submit, cancel and node orders are answered when the scheduler's answer
+    // is in (answered); meanwhile nothing more is read.
     if (auto* q = std::get_if<wire::status_request>(&msg)) {
       awaiting_answer_ = true;
       using kind = gateway::impl::status_wait::kind;
@@ -457,10 +457,8 @@ class session : public std::enable_shared_from_this<session> {
     }
     if (auto* q = std::get_if<wire::logs_request>(&msg)) return ask_log(*q);
     if (auto* q = std::get_if<wire::node_request>(&msg)) {
-      auto [reply, why] = g_->node_order(*q);
-      if (!reply) return close(why);
-      g_->log(fmt::format("{}: {}", peer_, reply->text));
-      return send(*reply);
+      awaiting_answer_ = true;
+      return g_->node_for(shared_from_this(), *q);
     }
     if (auto* d = std::get_if<wire::demand>(&msg)) {
       bool taken = false;

@@ -420,10 +420,14 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
             return join_answer{-1, "the scheduler did not answer"};
           return result.get();
         },
-        [tasks, &sys, scheduler](node_order o) {
-          auto server = o.server;
-          return tasks->ask<node_answer>(sys, scheduler, node_answer{false, server + ": the scheduler did not answer"},
-                                         node_atom::value, std::move(o));
+        [tasks, &sys, scheduler](node_order o, std::function<void(node_answer)> reply) {
+          tasks->post([&sys, scheduler, o = std::move(o), reply] {
+            sys.spawn([=](caf::event_based_actor* self, int) {
+              self->request(scheduler, std::chrono::seconds(2), node_atom::value, o)
+                  .then([=](node_answer& a) { reply(std::move(a)); },
+                        [=](caf::error&) { reply(node_answer{false, o.server + ": the scheduler did not answer"}); });
+            }, 0);
+          });
         }});
   }
   auto total_jobs = in.jobs.size() + restored_jobs;

@@ -83,8 +83,15 @@ struct limits_fixture {
     r.cancel = [this](uint32_t job, std::function<void(std::string)> reply) {
       reply(job >= 100 && job < next_job ? std::string() : "job " + std::to_string(job) + ": no such job");
     };
+    // Node orders are held as submits may be (an answer from another thread, later).
+    r.node = [this](node_order o, std::function<void(node_answer)> reply) {
+      ++node_asks;
+      std::lock_guard lock(held_mutex);
+      held.push_back([reply, o] { reply(node_answer{true, o.server + ": cordoned"}); });
+    };
     g->set_router(r);
   }
+  std::atomic<int> node_asks{0};
   void release_submits() {
     std::lock_guard lock(held_mutex);
     for (auto& f : held) f();
@@ -497,6 +504,36 @@ TEST_CASE_FIXTURE(limits_fixture,
   REQUIRE_MESSAGE(s, "expected submit_ok, got " << wire::type_of(*ok));
   CHECK(s->job_id == 100);
   CHECK(logged("client submitter: submitted job 100 (slow)"));
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: a node order waiting for the scheduler delays neither an agent's heartbeat nor another "
+                  "client's status") {
+  start({});
+  peer agent(g->port());
+  agent.register_as("t0");
+  peer operator_(g->port());
+  hello(operator_, "operator");
+  operator_.send(wire::node_request{"t0", "cordon", std::string("maintenance"), std::nullopt});
+  for (int i = 0; i < 50 && node_asks.load() == 0; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(node_asks.load() == 1);  // asked, not answered
+  auto t0 = std::chrono::steady_clock::now();
+  agent.send(wire::heartbeat{1});
+  auto beat = agent.receive(1s);
+  REQUIRE(beat);
+  CHECK(std::holds_alternative<wire::heartbeat>(*beat));
+  peer other(g->port());
+  hello(other, "other");
+  settle(other);
+  CHECK(std::chrono::steady_clock::now() - t0 < 500ms);
+  CHECK_FALSE(operator_.receive(50ms));  // still waiting
+  release_submits();
+  auto reply = operator_.receive();
+  REQUIRE(reply);
+  auto* r = std::get_if<wire::node_reply>(&*reply);
+  REQUIRE_MESSAGE(r, "expected node_reply, got " << wire::type_of(*reply));
+  CHECK(r->text == "t0: cordoned");
+  CHECK(logged("client operator: t0: cordoned"));
 }
 
 TEST_CASE_FIXTURE(limits_fixture,

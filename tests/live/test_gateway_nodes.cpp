@@ -39,10 +39,10 @@ struct nodes_fixture {
       if (!link) return join_answer{-1, "no link"};
       return j.gpu_type == "V100" ? join_answer{1, {}} : join_answer{-1, "server '" + j.server + "': no such type"};
     };
-    r.node = [this](node_order o) {
+    r.node = [this](node_order o, std::function<void(node_answer)> reply) {
       note(o.action + " " + o.server + " reason=" + o.reason + (o.now ? " now" : ""));
-      if (o.server != "t0") return node_answer{false, "no server '" + o.server + "' (this cluster has: t0)"};
-      return node_answer{true, o.server + ": drained now: 0 jobs stopped"};
+      if (o.server != "t0") return reply(node_answer{false, "no server '" + o.server + "' (this cluster has: t0)"});
+      reply(node_answer{true, o.server + ": drained now: 0 jobs stopped"});
     };
     g->set_router(std::move(r));
   }
