@@ -200,10 +200,11 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
 
   // The inventory while a run goes on (gateway_nodes.cpp); network thread only.
   /// An agent registering under a name the cluster lacks while a run is in progress: a
-  /// training machine joins the cluster (its slot is made, with the id the scheduler gave);
-  /// "" also when there is nothing to join (a known name, no run: on_register decides).
-  /// Else why it is refused.
-  std::string join_late(const wire::register_& r);
+  /// training machine joins the cluster (its slot is made, with the id the scheduler gave).
+  /// "": nothing to join (a known name, no run: on_register decides); else why it is
+  /// refused; or nothing: the scheduler is asked without waiting, `who` waits in
+  /// orders_waiting and, once it joined, goes on registering (join_answered) or is refused.
+  std::optional<std::string> join_late(const std::shared_ptr<session>& who, const wire::register_& r);
   /// A client's cordon, drain or resume, asked of the scheduler without waiting, as a
   /// submit: `who` is answered (node_reply, or an error frame and the close) when it answers.
   void node_for(const std::shared_ptr<session>& who, const wire::node_request& q);
@@ -219,6 +220,8 @@ void send_to(session& s, const wire::message& m);
 /// frame (shared by the connections it answers), or without one the reason it is refused
 /// (the connection closes), or neither (a cancel done). `s` reads its next requests then.
 void answer_request(session& s, const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal);
+/// `s`, an agent whose machine joined the running cluster (join_late), registers now.
+void join_answered(session& s, const wire::register_& r);
 /// `s`'s peer as its log lines name it.
 const std::string& peer_of(const session& s);
 /// Tells an agent's connection that the scheduler shuts down for good, counting it in

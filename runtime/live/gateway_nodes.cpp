@@ -11,12 +11,12 @@
 // through the driver's router.
 namespace aryl::live {
 
-std::string gateway::impl::join_late(const wire::register_& r) {
+std::optional<std::string> gateway::impl::join_late(const std::shared_ptr<session>& who, const wire::register_& r) {
   {
     std::lock_guard lock(m);
     // A known name registers as ever; while --join collects its inventory, or before a run
     // has started, on_register decides.
-    if (joining || slots.count(r.server) || !router.join) return {};
+    if (joining || slots.count(r.server) || !router.join) return "";
   }
   if (r.pool != wire::pool_kind::training)
     return fmt::format("server '{}': an inference machine joins only before the run starts (aryl serve --join); "
@@ -29,18 +29,41 @@ std::string gateway::impl::join_late(const wire::register_& r) {
     slot.gpu_type = r.gpu_type;
     slot.gpus = static_cast<int>(r.gpus);
     slot.pool = r.pool;
-    if (!slots.emplace(r.server, std::move(slot)).second) return {};
+    if (!slots.emplace(r.server, std::move(slot)).second) return "";
   }
-  std::optional<join_answer> answer;
+  // As a submit (gateway_orders.cpp): the agent's connection waits, reading nothing more, and
+  // the network thread goes on.
+  auto ask = ++order_asks;
+  bool asked = false;
   with_router([&](worker_router& router) {
-    if (router.join) answer = router.join(node_join{r.server, r.gpu_type, static_cast<int>(r.gpus)}, link_to(r.server));
-    if (answer && answer->id >= 0) slots.at(r.server).id = answer->id;
-    else slots.erase(r.server);
+    if (!router.join) {
+      slots.erase(r.server);
+      return;
+    }
+    asked = true;
+    orders_waiting[ask] = who;
+    router.join(node_join{r.server, r.gpu_type, static_cast<int>(r.gpus)}, link_to(r.server),
+                [weak = weak_from_this(), ask, r](join_answer a) {
+                  auto g = weak.lock();
+                  if (!g) return;
+                  asio::post(g->io, [g = g.get(), ask, r, a] {
+                    {
+                      std::lock_guard lock(g->m);
+                      if (auto it = g->slots.find(r.server); it != g->slots.end()) {
+                        if (a.id >= 0) it->second.id = a.id;
+                        else g->slots.erase(it);
+                      }
+                    }
+                    auto asker = g->take_waiting(ask);
+                    if (!asker) return;  // the run ended first: refused then
+                    if (a.id < 0) return answer_request(*asker, nullptr, a.error);
+                    g->log(fmt::format("server {} ({} x {}) joined the running cluster", r.server, r.gpus, r.gpu_type));
+                    join_answered(*asker, r);
+                  });
+                });
   });
-  if (!answer) return "no run in progress";
-  if (answer->id < 0) return answer->error;
-  log(fmt::format("server {} ({} x {}) joined the running cluster", r.server, r.gpus, r.gpu_type));
-  return {};
+  if (!asked) return "no run in progress";
+  return std::nullopt;
 }
 
 void gateway::impl::node_for(const std::shared_ptr<session>& who, const wire::node_request& q) {

@@ -73,6 +73,15 @@ class session : public std::enable_shared_from_this<session> {
     drain();
   }
 
+  /// The machine joined the running cluster (join_late): it registers, and the frames it
+  /// sent meanwhile are read.
+  void joined(const wire::register_& r) {
+    awaiting_answer_ = false;
+    if (closing_) return;
+    take_register(r);
+    drain();
+  }
+
   bool is_closing() const { return closing_; }
 
   /// The scheduler shuts down for good: `shutdown`, then the connection closes once written.
@@ -141,7 +150,7 @@ class session : public std::enable_shared_from_this<session> {
   /// unread than client_queue_bytes: its next requests stay unread (in the decoder, then in
   /// the socket) until that clears, so one client holds at most one ask and a bounded queue.
   bool paused() const {
-    return stage_ == stage::client && (awaiting_answer_ || queued_bytes_ > g_->opts.client_queue_bytes);
+    return awaiting_answer_ || (stage_ == stage::client && queued_bytes_ > g_->opts.client_queue_bytes);
   }
 
   /// Handles the complete frames buffered, then reads more unless paused or closing.
@@ -311,7 +320,17 @@ class session : public std::enable_shared_from_this<session> {
     if (!r) return close(fmt::format("expected register after hello, got '{}'", wire::type_of(msg)));
     if (find_control(r->server) != std::string::npos)
       return close("register: server '" + r->server + "' holds " + describe_control(r->server));
-    if (auto why = g_->join_late(*r); !why.empty()) return close(why);
+    auto now = g_->join_late(shared_from_this(), *r);
+    if (!now) {  // a machine joining: registers once the scheduler has taken it
+      awaiting_answer_ = true;
+      return;
+    }
+    if (!now->empty()) return close(*now);
+    take_register(*r);
+  }
+
+  void take_register(const wire::register_& reg) {
+    auto* r = &reg;
     std::shared_ptr<session> replaced;
     std::vector<wire::message> backlog;
     bool returning = false;
@@ -557,6 +576,8 @@ void send_to(session& s, const wire::message& m) { s.send(m); }
 void answer_request(session& s, const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal) {
   s.answered(frame, refusal);
 }
+
+void join_answered(session& s, const wire::register_& r) { s.joined(r); }
 
 const std::string& peer_of(const session& s) { return s.peer(); }
 
