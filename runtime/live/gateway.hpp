@@ -53,15 +53,18 @@ struct gateway_options {
   /// scheduler, `aryl serve --state`).
   bool hold_found_workers = false;
   /// Until its hello is taken a peer is unauthenticated: it must complete hello within
-  /// hello_timeout_s of connecting (bytes trickling in do not extend it), may buffer at most
-  /// pre_hello_bytes, and at most max_before_hello such connections are held in all,
-  /// max_before_hello_per_address from one peer address; more are refused with a reason.
+  /// hello_timeout_s of connecting (bytes trickling in do not extend it; one that sent
+  /// nothing yet is idle, holds no buffer, and its deadline is spread over 1 to 1.5 times
+  /// that), may buffer at most pre_hello_bytes, and at most max_before_hello connections
+  /// that sent bytes before hello are held in all, max_before_hello_per_address from one
+  /// peer address: at a cap the oldest of them is evicted, told why.
   double hello_timeout_s = 10;
   size_t pre_hello_bytes = 8192;
   size_t max_before_hello = 1024;
   size_t max_before_hello_per_address = 256;
   /// Connections of any kind; keep it below the descriptors the process may open
-  /// (serve derives it from RLIMIT_NOFILE).
+  /// (serve derives it from RLIMIT_NOFILE). At it the oldest idle connection of the address
+  /// holding the most idle ones is evicted; with none idle the newcomer is refused.
   size_t max_connections = 4096;
   /// A client's replies not yet read by it: past this its requests are not read either.
   size_t client_queue_bytes = 256 * 1024;

@@ -77,16 +77,29 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   std::chrono::milliseconds accept_backoff{0};
   uint64_t accept_errors = 0;  ///< since the last logged one (logged at most once a second)
   std::chrono::steady_clock::time_point accept_error_logged{};
-  /// Connections open now.
+  /// Connections open now, but for those evicted at live.max_connections whose close is
+  /// still being written (uncounted: ended does not count them out again).
   size_t connections = 0;
+  std::set<uint64_t> uncounted;
   /// Those not past hello yet, by session id (ids grow: the first is the oldest), in all and
-  /// by peer address. At a cap the oldest is evicted to make room (evict_before_hello).
+  /// by peer address, in two kinds. Idle: not a byte received yet; it holds a descriptor and
+  /// no buffer, ends at the hello deadline, and gives way only at live.max_connections (the
+  /// oldest idle one of the address holding the most, evict_idle). Before hello: bytes came
+  /// but no hello yet; it buffers, and at a cap on such connections the oldest of them gives
+  /// way (spoke). A plain connection whose first read holds its hello is never
+  /// counted as before hello, so a client is never evicted while its hello is on its way.
   struct waiting_hello {
     std::string address;
     std::weak_ptr<session> who;
   };
-  std::map<uint64_t, waiting_hello> before_hello;
-  std::map<std::string, std::set<uint64_t>> before_hello_by_address;
+  struct hello_pool {
+    std::map<uint64_t, waiting_hello> by_id;
+    std::map<std::string, std::set<uint64_t>> by_address;
+    void add(uint64_t id, const std::string& address, std::weak_ptr<session> who);
+    /// Whether `id` was there.
+    bool remove(uint64_t id);
+  };
+  hello_pool idle, before_hello;
   /// Refusals and ends before hello (log_counted): lines this second, and those not logged.
   std::chrono::steady_clock::time_point counted_since{};
   uint64_t counted_lines = 0;
@@ -103,7 +116,8 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   std::vector<status_wait> status_waiting, status_next;
   uint64_t status_asks = 0;  ///< the ask in flight, if status_waiting is not empty
 
-  // Submits and cancels (gateway_orders.cpp); network thread only. A connection with one in
+  // Submits, cancels (gateway_orders.cpp) and node orders (gateway_nodes.cpp); network
+  // thread only. A connection with one in
   // flight reads nothing more until it is answered, so its answers come in order and it holds
   // one ask at most. By ask number, the connections waiting: held here, as no read of theirs
   // is in progress to hold them.
@@ -151,10 +165,17 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   /// Logs `line`, unless 20 such lines were logged this second: then counts it under `kind`,
   /// and the next line logged says how many were not.
   void log_counted(const std::string& kind, const std::string& line);
-  /// Closes the connection before hello with id `id` to make room for a newer one, saying why.
-  void evict_before_hello(uint64_t id, const std::string& why);
-  /// A session's hello was taken, it was evicted, or it ended: no longer counted before
-  /// hello (idempotent).
+  /// Closes the connection not past hello with id `id` to make room for a newer one, saying why.
+  void evict(uint64_t id, const std::string& why);
+  /// At live.max_connections: the oldest idle connection of the address holding the most
+  /// idle ones gives way; false if none is idle.
+  bool evict_idle();
+  /// Session `id`, not past hello, has received bytes (plain: its first read did not hold a
+  /// whole hello; TLS: its handshake begins): it leaves the idle ones and counts against the
+  /// caps before hello, the oldest other such connection giving way at a cap. Idempotent.
+  void spoke(uint64_t id);
+  /// A session's hello was taken, it was evicted, or it ended: no longer counted as idle or
+  /// before hello (idempotent).
   void hello_taken(uint64_t id);
   void ended(uint64_t id);
 
@@ -179,12 +200,14 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
 
   // The inventory while a run goes on (gateway_nodes.cpp); network thread only.
   /// An agent registering under a name the cluster lacks while a run is in progress: a
-  /// training machine joins the cluster (its slot is made, with the id the scheduler gave);
-  /// "" also when there is nothing to join (a known name, no run: on_register decides).
-  /// Else why it is refused.
-  std::string join_late(const wire::register_& r);
-  /// A client's cordon, drain or resume: the reply, or (without one) why it is refused.
-  std::pair<std::optional<wire::node_reply>, std::string> node_order(const wire::node_request& q);
+  /// training machine joins the cluster (its slot is made, with the id the scheduler gave).
+  /// "": nothing to join (a known name, no run: on_register decides); else why it is
+  /// refused; or nothing: the scheduler is asked without waiting, `who` waits in
+  /// orders_waiting and, once it joined, goes on registering (join_answered) or is refused.
+  std::optional<std::string> join_late(const std::shared_ptr<session>& who, const wire::register_& r);
+  /// A client's cordon, drain or resume, asked of the scheduler without waiting, as a
+  /// submit: `who` is answered (node_reply, or an error frame and the close) when it answers.
+  void node_for(const std::shared_ptr<session>& who, const wire::node_request& q);
 };
 
 /// Starts serving a connection just accepted (gateway_session.cpp).
@@ -197,6 +220,8 @@ void send_to(session& s, const wire::message& m);
 /// frame (shared by the connections it answers), or without one the reason it is refused
 /// (the connection closes), or neither (a cancel done). `s` reads its next requests then.
 void answer_request(session& s, const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal);
+/// `s`, an agent whose machine joined the running cluster (join_late), registers now.
+void join_answered(session& s, const wire::register_& r);
 /// `s`'s peer as its log lines name it.
 const std::string& peer_of(const session& s);
 /// Tells an agent's connection that the scheduler shuts down for good, counting it in

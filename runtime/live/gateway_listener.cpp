@@ -71,33 +71,81 @@ void gateway::impl::admit(tcp::socket s) {
   auto ep = s.remote_endpoint(ec);
   if (ec) return;  // gone already
   auto address = ep.address().to_string();
-  if (connections >= opts.max_connections)
+  // At the cap on connections an idle one gives way if there is one, else the newcomer is
+  // refused: a connection that never sent a byte lost nothing.
+  if (connections >= opts.max_connections && !evict_idle())
     return refuse(s, fmt::format("serve holds its limit of {} connections; try again later", opts.max_connections),
                   "connection limit");
-  // At a cap on connections before hello, the oldest of them gives way, not the newcomer:
-  // an attacker holding an address's places cannot lock out a client or an agent of the same
-  // address (loopback), which says hello at once, while the attacker's idle ones are the oldest.
-  if (auto& mine = before_hello_by_address[address]; mine.size() >= opts.max_before_hello_per_address)
-    evict_before_hello(*mine.begin(), fmt::format("evicted: {} holds its limit of {} connections before hello, and "
-                                                  "this was the oldest",
-                                                  address, opts.max_before_hello_per_address));
-  if (before_hello.size() >= opts.max_before_hello)
-    evict_before_hello(before_hello.begin()->first,
-                       fmt::format("evicted: serve holds its limit of {} connections before hello, and this was the "
-                                   "oldest",
-                                   opts.max_before_hello));
+  // A newcomer is idle until its first bytes (spoke): the caps before hello bound what
+  // connections buffer, and an idle one buffers nothing. Holding idle connections, rather
+  // than closing the oldest at once, is what keeps an attacker from cycling its connections
+  // through the listen backlog ahead of a real client of its address (each close brings a
+  // new dial).
   auto id = next_session++;
   ++connections;
   // Counted before it starts: a session may end within its start.
-  before_hello_by_address[address].insert(id);
-  before_hello[id] = {address, {}};
+  idle.add(id, address, {});
   auto who = start_session(std::move(s), this, id, std::move(address));
-  if (auto it = before_hello.find(id); it != before_hello.end()) it->second.who = who;
+  if (auto it = idle.by_id.find(id); it != idle.by_id.end()) it->second.who = who;
 }
 
-void gateway::impl::evict_before_hello(uint64_t id, const std::string& why) {
-  auto it = before_hello.find(id);
-  if (it == before_hello.end()) return;
+void gateway::impl::hello_pool::add(uint64_t id, const std::string& address, std::weak_ptr<session> who) {
+  by_address[address].insert(id);
+  by_id[id] = {address, std::move(who)};
+}
+
+bool gateway::impl::hello_pool::remove(uint64_t id) {
+  auto it = by_id.find(id);
+  if (it == by_id.end()) return false;
+  if (auto a = by_address.find(it->second.address); a != by_address.end()) {
+    a->second.erase(id);
+    if (a->second.empty()) by_address.erase(a);
+  }
+  by_id.erase(it);
+  return true;
+}
+
+void gateway::impl::spoke(uint64_t id) {
+  auto it = idle.by_id.find(id);
+  if (it == idle.by_id.end()) return;  // counted already, or past hello
+  auto address = it->second.address;
+  auto who = it->second.who;
+  idle.remove(id);
+  // At a cap the oldest other connection before hello gives way, not the newcomer: an
+  // attacker holding an address's places cannot lock out a client or an agent of the same
+  // address (loopback), which says hello at once.
+  if (auto a = before_hello.by_address.find(address);
+      a != before_hello.by_address.end() && a->second.size() >= opts.max_before_hello_per_address)
+    evict(*a->second.begin(), fmt::format("evicted: {} holds its limit of {} connections before hello, and this was "
+                                          "the oldest",
+                                          address, opts.max_before_hello_per_address));
+  if (before_hello.by_id.size() >= opts.max_before_hello)
+    evict(before_hello.by_id.begin()->first,
+          fmt::format("evicted: serve holds its limit of {} connections before hello, and this was the oldest",
+                      opts.max_before_hello));
+  before_hello.add(id, address, std::move(who));
+}
+
+bool gateway::impl::evict_idle() {
+  const std::set<uint64_t>* most = nullptr;
+  std::string address;
+  for (auto& [a, ids] : idle.by_address)
+    if (!most || ids.size() > most->size()) most = &ids, address = a;
+  if (!most) return false;
+  // Its place is free now, though its close is still being written (ended skips it).
+  auto id = *most->begin();
+  --connections;
+  uncounted.insert(id);
+  evict(id, fmt::format("evicted: serve holds its limit of {} connections, and this was the oldest "
+                                    "connection of {}, which holds the most that sent nothing",
+                                    opts.max_connections, address));
+  return true;
+}
+
+void gateway::impl::evict(uint64_t id, const std::string& why) {
+  auto& pool = idle.by_id.count(id) ? idle : before_hello;
+  auto it = pool.by_id.find(id);
+  if (it == pool.by_id.end()) return;
   auto who = it->second.who.lock();
   hello_taken(id);  // its place is free now, though its close is still being written
   if (who) close_session(*who, why);
@@ -134,17 +182,11 @@ void gateway::impl::log_counted(const std::string& kind, const std::string& line
 }
 
 void gateway::impl::hello_taken(uint64_t id) {
-  auto it = before_hello.find(id);
-  if (it == before_hello.end()) return;
-  if (auto a = before_hello_by_address.find(it->second.address); a != before_hello_by_address.end()) {
-    a->second.erase(id);
-    if (a->second.empty()) before_hello_by_address.erase(a);
-  }
-  before_hello.erase(it);
+  if (!idle.remove(id)) before_hello.remove(id);
 }
 
 void gateway::impl::ended(uint64_t id) {
-  --connections;
+  if (!uncounted.erase(id)) --connections;
   hello_taken(id);
 }
 

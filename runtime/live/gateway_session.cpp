@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 #include <deque>
 
 #include "runtime/live/client_replies.hpp"
@@ -34,22 +35,23 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void start() {
-    // Fixed from the connection's start: bytes trickling in do not extend it.
-    double limit = g_->opts.hello_timeout_s;
-    hello_deadline_.expires_after(seconds(limit));
-    std::weak_ptr<session> weak = shared_from_this();
-    hello_deadline_.async_wait([weak, limit](boost::system::error_code ec) {
-      if (ec) return;  // hello taken, or closed
-      if (auto self = weak.lock(); self && self->stage_ == stage::hello)
-        self->close(fmt::format("no hello within {:g} s of connecting", limit));
-    });
+    // Fixed from the connection's start: bytes trickling in do not extend it. While idle,
+    // spread (see idle_spread).
+    hello_deadline(g_->opts.hello_timeout_s * idle_spread());
     heard();
-    // TLS: nothing is read before the handshake, which the hello deadline bounds as well.
-    handshaking_ = true;
-    stream_->async_handshake([self = shared_from_this()](const std::string& error) {
-      self->handshaking_ = false;
-      if (!error.empty()) return self->lost("TLS handshake failed: " + error);
-      if (!self->closing_) self->read();
+    // TLS: nothing is read or written before the handshake, which the hello deadline bounds
+    // as well.
+    handshaking_ = g_->tls != nullptr;
+    // Idle until its first bytes: no buffer, no handshake (gateway::impl::idle).
+    stream_->socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (self->closing_ || !self->stream_->socket().is_open()) return;
+      if (ec) return self->lost(ec.message());
+      if (self->handshaking_) self->woke();  // the handshake buffers
+      self->stream_->async_handshake([self](const std::string& error) {
+        self->handshaking_ = false;
+        if (!error.empty()) return self->lost("TLS handshake failed: " + error);
+        if (!self->closing_) self->read();
+      });
     });
   }
 
@@ -68,6 +70,15 @@ class session : public std::enable_shared_from_this<session> {
     awaiting_answer_ = false;
     if (!frame && !refusal.empty()) return close(refusal);
     if (frame) send_frame(frame);
+    drain();
+  }
+
+  /// The machine joined the running cluster (join_late): it registers, and the frames it
+  /// sent meanwhile are read.
+  void joined(const wire::register_& r) {
+    awaiting_answer_ = false;
+    if (closing_) return;
+    take_register(r);
     drain();
   }
 
@@ -118,6 +129,7 @@ class session : public std::enable_shared_from_this<session> {
 
   void read() {
     reading_ = true;
+    if (buf_.empty()) buf_.resize(16384);  // not while idle
     auto self = shared_from_this();
     stream_->async_read_some(asio::buffer(buf_), [self](const boost::system::error_code& ec, size_t n) {
       self->reading_ = false;
@@ -125,9 +137,12 @@ class session : public std::enable_shared_from_this<session> {
         self->lost(ec == asio::error::eof ? "the peer closed the connection" : ec.message());
         return;
       }
+      bool first = self->idle_;
+      self->idle_ = false;
       self->heard();
       self->decoder_.feed(self->buf_.data(), n);
       self->drain();
+      if (first) self->woke();
     });
   }
 
@@ -135,7 +150,7 @@ class session : public std::enable_shared_from_this<session> {
   /// unread than client_queue_bytes: its next requests stay unread (in the decoder, then in
   /// the socket) until that clears, so one client holds at most one ask and a bounded queue.
   bool paused() const {
-    return stage_ == stage::client && (awaiting_answer_ || queued_bytes_ > g_->opts.client_queue_bytes);
+    return awaiting_answer_ || (stage_ == stage::client && queued_bytes_ > g_->opts.client_queue_bytes);
   }
 
   /// Handles the complete frames buffered, then reads more unless paused or closing.
@@ -175,12 +190,39 @@ class session : public std::enable_shared_from_this<session> {
     last_heard_ = std::chrono::steady_clock::now();
     double limit = g_->opts.agent_silence_s;
     if (stage_ == stage::agent) limit = std::min(limit, g_->opts.loss_grace_s);
+    if (idle_) limit *= idle_spread();
     silence_.expires_after(seconds(limit));
     std::weak_ptr<session> weak = shared_from_this();
     silence_.async_wait([weak, limit](boost::system::error_code ec) {
       if (ec) return;  // restarted or cancelled
       if (auto self = weak.lock()) self->lost(fmt::format("nothing heard for {:g} s", limit));
     });
+  }
+
+  /// Closes the connection `limit_s` after it was made unless its hello was taken by then.
+  void hello_deadline(double limit_s) {
+    hello_deadline_.expires_at(connected_ + seconds(limit_s));
+    std::weak_ptr<session> weak = shared_from_this();
+    hello_deadline_.async_wait([weak, limit_s](boost::system::error_code ec) {
+      if (ec) return;  // hello taken, closed, or set again
+      if (auto self = weak.lock(); self && self->stage_ == stage::hello)
+        self->close(fmt::format("no hello within {:g} s of connecting", std::round(limit_s * 10) / 10));
+    });
+  }
+
+  /// An idle connection's deadlines (hello, silence) are its limits times 1 to 1.5, spread
+  /// by its id: connections that came together (an attacker's, dialled at once) do not end
+  /// together, so what they dial again does not come in one burst ahead of a client.
+  double idle_spread() const { return 1.0 + static_cast<double>((id_ * 2654435761u) % 1000) / 2000.0; }
+
+  /// The first bytes came (plain: the first read; TLS: the handshake begins). Not past hello
+  /// yet: counted against the caps before hello from now on, and its hello deadline is the
+  /// limit from its connection, no longer spread.
+  void woke() {
+    idle_ = false;
+    if (stage_ != stage::hello || closing_) return;
+    g_->spoke(id_);
+    if (!closing_) hello_deadline(g_->opts.hello_timeout_s);
   }
 
   static std::chrono::steady_clock::duration seconds(double s) {
@@ -278,7 +320,17 @@ class session : public std::enable_shared_from_this<session> {
     if (!r) return close(fmt::format("expected register after hello, got '{}'", wire::type_of(msg)));
     if (find_control(r->server) != std::string::npos)
       return close("register: server '" + r->server + "' holds " + describe_control(r->server));
-    if (auto why = g_->join_late(*r); !why.empty()) return close(why);
+    auto now = g_->join_late(shared_from_this(), *r);
+    if (!now) {  // a machine joining: registers once the scheduler has taken it
+      awaiting_answer_ = true;
+      return;
+    }
+    if (!now->empty()) return close(*now);
+    take_register(*r);
+  }
+
+  void take_register(const wire::register_& reg) {
+    auto* r = &reg;
     std::shared_ptr<session> replaced;
     std::vector<wire::message> backlog;
     bool returning = false;
@@ -411,8 +463,8 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_client(const wire::message& msg) {
-    // Status, show, submit and cancel are answered when the scheduler's answer is in
-    // (answered); meanwhile nothing more is read.
+    // Status, show, submit, cancel and node orders are answered when the scheduler's answer
+    // is in (answered); meanwhile nothing more is read.
     if (auto* q = std::get_if<wire::status_request>(&msg)) {
       awaiting_answer_ = true;
       using kind = gateway::impl::status_wait::kind;
@@ -424,10 +476,8 @@ class session : public std::enable_shared_from_this<session> {
     }
     if (auto* q = std::get_if<wire::logs_request>(&msg)) return ask_log(*q);
     if (auto* q = std::get_if<wire::node_request>(&msg)) {
-      auto [reply, why] = g_->node_order(*q);
-      if (!reply) return close(why);
-      g_->log(fmt::format("{}: {}", peer_, reply->text));
-      return send(*reply);
+      awaiting_answer_ = true;
+      return g_->node_for(shared_from_this(), *q);
     }
     if (auto* d = std::get_if<wire::demand>(&msg)) {
       bool taken = false;
@@ -487,7 +537,7 @@ class session : public std::enable_shared_from_this<session> {
   std::unique_ptr<net::byte_stream> stream_;  ///< plain TCP, or TLS over it
   gateway::impl* g_;  ///< outlives every session: sessions live in its io_context's handlers
   wire::frame_decoder decoder_;
-  std::array<uint8_t, 16384> buf_{};
+  std::vector<uint8_t> buf_;  ///< 16 KiB once its first bytes come
   std::deque<std::shared_ptr<const std::vector<uint8_t>>> queue_;
   size_t queued_bytes_ = 0;
   asio::steady_timer silence_;
@@ -495,6 +545,8 @@ class session : public std::enable_shared_from_this<session> {
   uint64_t id_;          ///< the gateway's number for it: the caps before hello find it by this
   std::string address_;  ///< the peer's IP address, for the caps on connections before hello
   bool reading_ = false;
+  bool idle_ = true;  ///< not a byte received yet (gateway::impl::idle)
+  std::chrono::steady_clock::time_point connected_ = std::chrono::steady_clock::now();
   bool handshaking_ = false;  ///< TLS handshake in progress (plain: never)
   bool awaiting_answer_ = false;
   bool ended_ = false;  ///< counted out of the gateway's connections
@@ -524,6 +576,8 @@ void send_to(session& s, const wire::message& m) { s.send(m); }
 void answer_request(session& s, const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal) {
   s.answered(frame, refusal);
 }
+
+void join_answered(session& s, const wire::register_& r) { s.joined(r); }
 
 const std::string& peer_of(const session& s) { return s.peer(); }
 

@@ -84,7 +84,8 @@ void gateway::set_router(worker_router r) {
   // An ask of the run that ends is answered by nobody: its waiting clients are told.
   if (!r.status_async && !r.status)
     asio::post(impl_->io, [p = impl_.get()] { p->status_ready(p->status_asks, std::nullopt); });
-  if (!r.submit && !r.cancel) asio::post(impl_->io, [p = impl_.get()] { p->orders_unanswered("no run in progress"); });
+  if (!r.submit && !r.cancel && !r.node)
+    asio::post(impl_->io, [p = impl_.get()] { p->orders_unanswered("no run in progress"); });
   impl_->router = std::move(r);
   if (!impl_->router.exit) return;
   // Adopted workers that exited before the run could hear of it.

@@ -400,30 +400,33 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
             }, 0);
           });
         },
-        [tasks, &sys, scheduler, recorder](node_join m, std::shared_ptr<node_link> link) {
+        [tasks, &sys, scheduler, recorder](node_join m, std::shared_ptr<node_link> link,
+                                           std::function<void(join_answer)> reply) {
           // Spawned on the driver's thread, as every actor is, then offered to the scheduler.
-          auto answer = std::make_shared<std::promise<join_answer>>();
-          auto result = answer->get_future();
-          tasks->post([&sys, scheduler, recorder, m, link, answer] {
+          tasks->post([&sys, scheduler, recorder, m, link, reply] {
             auto server = sys.spawn(server_behavior, m.server, m.gpus, static_cast<int>(server_mode::training),
                                     recorder, link);
             sys.spawn([=](caf::event_based_actor* self, int) {
               self->request(scheduler, std::chrono::seconds(2), join_atom::value, m, server)
                   .then([=](join_answer& a) {
                           if (a.id < 0) caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
-                          answer->set_value(std::move(a));
+                          reply(std::move(a));
                         },
-                        [=](caf::error&) { answer->set_value({-1, "the scheduler did not answer"}); });
+                        [=](caf::error&) {
+                          caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
+                          reply({-1, "the scheduler did not answer"});
+                        });
             }, 0);
           });
-          if (result.wait_for(std::chrono::seconds(3)) != std::future_status::ready)
-            return join_answer{-1, "the scheduler did not answer"};
-          return result.get();
         },
-        [tasks, &sys, scheduler](node_order o) {
-          auto server = o.server;
-          return tasks->ask<node_answer>(sys, scheduler, node_answer{false, server + ": the scheduler did not answer"},
-                                         node_atom::value, std::move(o));
+        [tasks, &sys, scheduler](node_order o, std::function<void(node_answer)> reply) {
+          tasks->post([&sys, scheduler, o = std::move(o), reply] {
+            sys.spawn([=](caf::event_based_actor* self, int) {
+              self->request(scheduler, std::chrono::seconds(2), node_atom::value, o)
+                  .then([=](node_answer& a) { reply(std::move(a)); },
+                        [=](caf::error&) { reply(node_answer{false, o.server + ": the scheduler did not answer"}); });
+            }, 0);
+          });
         }});
   }
   auto total_jobs = in.jobs.size() + restored_jobs;

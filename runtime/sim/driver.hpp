@@ -75,10 +75,13 @@ struct worker_router {
   std::function<void(std::function<void(cluster_status)> reply)> status_async;
   /// A training machine whose agent registered after the run started: its server actor is
   /// spawned (reaching the machine through `link`) and the scheduler takes it into the
-  /// cluster. Its server id, or -1 and why not (blocks for the answer, at most 3 s).
-  std::function<join_answer(node_join machine, std::shared_ptr<node_link> link)> join;
-  /// An operator's cordon, drain or resume of a server (blocks for the answer, at most 3 s).
-  std::function<node_answer(node_order order)> node;
+  /// cluster. Without blocking: `reply` is called as submit's, with its server id, or -1 and
+  /// why not (the scheduler not answering within 2 s among the reasons).
+  std::function<void(node_join machine, std::shared_ptr<node_link> link, std::function<void(join_answer)> reply)> join;
+  /// An operator's cordon, drain or resume of a server, without blocking: `reply` is called
+  /// as submit's, with the scheduler's answer (not ok, saying so, if it did not answer within
+  /// 2 s).
+  std::function<void(node_order order, std::function<void(node_answer)> reply)> node;
 };
 
 /// Live mode: the machines behind the server actors, and the way in for their reports.

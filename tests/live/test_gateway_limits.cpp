@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <mutex>
@@ -82,8 +83,15 @@ struct limits_fixture {
     r.cancel = [this](uint32_t job, std::function<void(std::string)> reply) {
       reply(job >= 100 && job < next_job ? std::string() : "job " + std::to_string(job) + ": no such job");
     };
+    // Node orders are held as submits may be (an answer from another thread, later).
+    r.node = [this](node_order o, std::function<void(node_answer)> reply) {
+      ++node_asks;
+      std::lock_guard lock(held_mutex);
+      held.push_back([reply, o] { reply(node_answer{true, o.server + ": cordoned"}); });
+    };
     g->set_router(r);
   }
+  std::atomic<int> node_asks{0};
   void release_submits() {
     std::lock_guard lock(held_mutex);
     for (auto& f : held) f();
@@ -110,6 +118,32 @@ void hello(peer& p, const std::string& name = "cli") {
   auto ok = p.receive();
   REQUIRE(ok);
   REQUIRE(std::holds_alternative<wire::hello_ok>(*ok));
+}
+
+/// A peer that has sent a client's hello but for its last byte: counted before hello, as it
+/// buffers (an idle peer, that sent nothing, is not). finish() sends the byte.
+struct speaking {
+  peer p;
+  std::vector<uint8_t> frame;
+  speaking(uint16_t port, const std::string& name, const char* from = nullptr)
+      : p(port, from), frame(wire::encode_frame(wire::hello{wire::peer_role::client, "secret", name})) {
+    p.send_raw({frame.begin(), frame.end() - 1});
+  }
+  void finish() {
+    p.send_raw({frame.back()});
+    auto ok = p.receive();
+    REQUIRE(ok);
+    REQUIRE(std::holds_alternative<wire::hello_ok>(*ok));
+  }
+};
+
+/// Returns once the gateway's thread has handled what came before: a status asked through
+/// `control` (past hello) is answered after the bytes of peers that sent theirs earlier.
+void settle(peer& control) {
+  control.send(wire::status_request{});
+  auto m = control.receive();
+  REQUIRE(m);
+  REQUIRE(std::holds_alternative<wire::status_reply>(*m));
 }
 
 size_t open_descriptors() {
@@ -186,6 +220,33 @@ TEST_CASE_FIXTURE(limits_fixture, "gateway: a peer trickling bytes without compl
   CHECK(std::chrono::steady_clock::now() - began < 800ms);
 }
 
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: idle connections that came together are closed over 1 to 1.5 times the hello deadline, "
+                  "not together") {
+  live::gateway_options o;
+  o.hello_timeout_s = 0.4;
+  start(o);
+  std::vector<std::unique_ptr<peer>> idle;
+  for (int i = 0; i < 20; ++i) idle.push_back(std::make_unique<peer>(g->port()));
+  auto began = std::chrono::steady_clock::now();
+  // When each one's error frame came, s after the last dial, watching all at once.
+  std::vector<double> closed(idle.size(), -1);
+  while (std::count(closed.begin(), closed.end(), -1) > 0 && std::chrono::steady_clock::now() - began < 2s) {
+    std::vector<pollfd> fds;
+    for (auto& p : idle) fds.push_back({p->fd(), POLLIN, 0});
+    poll(fds.data(), fds.size(), 5);
+    auto now = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    for (size_t i = 0; i < fds.size(); ++i)
+      if (fds[i].revents && closed[i] < 0) closed[i] = now;
+  }
+  for (auto& p : idle) CHECK(p->refusal().starts_with("no hello within "));
+  std::sort(closed.begin(), closed.end());
+  REQUIRE(closed.front() >= 0);
+  MESSAGE("first close " << closed.front() << " s, last " << closed.back() << " s");
+  CHECK(closed.back() < 0.75);
+  CHECK(closed.back() - closed.front() > 0.1);  // the same instant, unspread
+}
+
 TEST_CASE_FIXTURE(limits_fixture, "gateway: more than pre_hello_bytes before hello closes the connection naming the limit") {
   start({});
   peer big(g->port());
@@ -197,70 +258,139 @@ TEST_CASE_FIXTURE(limits_fixture, "gateway: more than pre_hello_bytes before hel
 }
 
 TEST_CASE_FIXTURE(limits_fixture,
-                  "gateway: at the cap on connections before hello of an address the oldest of them is evicted, a "
-                  "hello or a close frees a place, and connections of any kind are capped") {
+                  "gateway: at the cap on connections that sent bytes before hello of an address the oldest of them "
+                  "is evicted, and a hello or a close frees a place") {
   live::gateway_options o;
   o.max_before_hello_per_address = 3;
   o.max_before_hello = 5;
-  o.max_connections = 6;
   start(o);
-  std::vector<std::unique_ptr<peer>> waiting;
-  for (int i = 0; i < 3; ++i) waiting.push_back(std::make_unique<peer>(g->port()));
+  peer control(g->port());
+  hello(control, "control");
+  std::vector<std::unique_ptr<speaking>> waiting;
+  for (int i = 0; i < 3; ++i) {
+    waiting.push_back(std::make_unique<speaking>(g->port(), "w" + std::to_string(i)));
+    settle(control);
+  }
   // Before hello from 127.0.0.1: 3 of 3. A fourth takes the place of the oldest.
-  peer fourth(g->port());
-  CHECK(waiting[0]->refusal() == "evicted: 127.0.0.1 holds its limit of 3 connections before hello, and this was the oldest");
+  speaking fourth(g->port(), "fourth");
+  CHECK(waiting[0]->p.refusal() ==
+        "evicted: 127.0.0.1 holds its limit of 3 connections before hello, and this was the oldest");
   CHECK(logged("closing: evicted: 127.0.0.1 holds its limit of 3"));
-  hello(fourth, "fourth");  // past hello: no longer counted as waiting
-  hello(*waiting[1], "first");
+  fourth.finish();  // past hello: no longer counted
+  waiting[1]->finish();
   waiting.pop_back();  // closed: its place is free
-  std::this_thread::sleep_for(100ms);
-  // Connections now: fourth, first, and the evicted one until its close is seen = at most 3.
-  peer a(g->port()), b(g->port()), c(g->port());
-  hello(a, "a");
-  hello(b, "b");
-  hello(c, "c");
-  // Connections now: fourth, first, a, b, c = 5 of 6.
-  peer sixth(g->port());
-  peer seventh(g->port());
-  CHECK(seventh.refusal() == "serve holds its limit of 6 connections; try again later");
-  CHECK(logged("refused a connection: serve holds its limit of 6 connections"));
+  settle(control);
+  // Before hello now: none but w... of waiting[0], evicted; 3 places free.
+  speaking a(g->port(), "a"), b(g->port(), "b"), c(g->port(), "c");
+  settle(control);
+  a.finish();
+  b.finish();
+  c.finish();
 }
 
 TEST_CASE_FIXTURE(limits_fixture,
-                  "gateway: at the cap on connections before hello in all the oldest of any address is evicted") {
+                  "gateway: at the cap on connections that sent bytes before hello in all the oldest of any address "
+                  "is evicted") {
   live::gateway_options o;
   o.max_before_hello_per_address = 3;
   o.max_before_hello = 4;
   start(o);
-  peer oldest(g->port(), "127.0.0.2");
-  peer second(g->port(), "127.0.0.3");
-  peer third(g->port(), "127.0.0.3");
-  peer fourth(g->port(), "127.0.0.4");
-  peer fifth(g->port(), "127.0.0.5");
-  CHECK(oldest.refusal() == "evicted: serve holds its limit of 4 connections before hello, and this was the oldest");
+  peer control(g->port());
+  hello(control, "control");
+  speaking oldest(g->port(), "oldest", "127.0.0.2");
+  settle(control);
+  speaking second(g->port(), "second", "127.0.0.3");
+  settle(control);
+  speaking third(g->port(), "third", "127.0.0.3");
+  settle(control);
+  speaking fourth(g->port(), "fourth", "127.0.0.4");
+  settle(control);
+  speaking fifth(g->port(), "fifth", "127.0.0.5");
+  CHECK(oldest.p.refusal() == "evicted: serve holds its limit of 4 connections before hello, and this was the oldest");
   CHECK(logged("(127.0.0.2:"));
-  hello(second, "second");
-  hello(fifth, "fifth");
+  second.finish();
+  fifth.finish();
 }
 
 TEST_CASE_FIXTURE(limits_fixture,
-                  "gateway: idle connections holding every place before hello of 127.0.0.1 do not lock out a client "
-                  "of 127.0.0.1") {
+                  "gateway: at the cap on connections the oldest of the address holding the most that sent nothing "
+                  "gives way; with none such the newcomer is refused") {
+  live::gateway_options o;
+  o.max_connections = 5;
+  start(o);
+  peer control(g->port());
+  hello(control, "control");
+  // Connections: control (past hello), two idle of 127.0.0.2, one of 127.0.0.3 = 4 of 5.
+  peer a1(g->port(), "127.0.0.2"), a2(g->port(), "127.0.0.2"), b1(g->port(), "127.0.0.3");
+  settle(control);
+  peer fifth(g->port(), "127.0.0.3");
+  settle(control);
+  // 5 of 5: a sixth (of 127.0.0.3) takes the place of 127.0.0.2's oldest, not of b1, older.
+  peer sixth(g->port(), "127.0.0.3");
+  CHECK(a1.refusal() == "evicted: serve holds its limit of 5 connections, and this was the oldest connection of "
+                        "127.0.0.2, which holds the most that sent nothing");
+  // Every one past hello: then a newcomer is refused.
+  hello(a2, "a2");
+  hello(b1, "b1");
+  hello(fifth, "fifth");
+  hello(sixth, "sixth");
+  peer seventh(g->port());
+  CHECK(seventh.refusal() == "serve holds its limit of 5 connections; try again later");
+  CHECK(logged("refused a connection: serve holds its limit of 5 connections"));
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: an attacker of 127.0.0.1 holding more idle connections than its places before hello, "
+                  "and dialling again whatever is closed, neither cycles them nor evicts a client of 127.0.0.1 "
+                  "whose hello comes late") {
   start({});  // serve's defaults: 256 places before hello per address
-  std::vector<std::unique_ptr<peer>> idle;
-  for (int i = 0; i < 256; ++i) idle.push_back(std::make_unique<peer>(g->port()));
-  peer client(g->port());
-  hello(client, "operator");
-  client.send(wire::status_request{});
-  auto m = client.receive();
-  REQUIRE(m);
-  auto* s = std::get_if<wire::status_reply>(&*m);
-  REQUIRE_MESSAGE(s, "expected a status reply, got " << wire::type_of(*m));
-  CHECK(s->jobs.size() == 1);
-  // The oldest idle one gave way; the others are still held.
-  CHECK(idle[0]->refusal() == "evicted: 127.0.0.1 holds its limit of 256 connections before hello, and this was "
-                              "the oldest");
-  CHECK_FALSE(idle[1]->receive(100ms));
+  // The client dials first and says hello only after the attacker's 300 connections.
+  peer late(g->port());
+  std::atomic<bool> stop{false};
+  std::atomic<int> redials{0};
+  std::atomic<bool> ready{false};
+  struct joined {  // stopped and joined however the test ends
+    std::atomic<bool>& stop;
+    std::thread t;
+    ~joined() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } attacker{stop, std::thread([&] {
+    std::vector<std::unique_ptr<peer>> idle;
+    for (int i = 0; i < 300; ++i) idle.push_back(std::make_unique<peer>(g->port()));
+    ready = true;
+    std::vector<pollfd> fds(idle.size());
+    while (!stop) {
+      for (size_t i = 0; i < idle.size(); ++i) fds[i] = {idle[i]->fd(), POLLIN, 0};
+      if (poll(fds.data(), fds.size(), 10) <= 0) continue;
+      for (size_t i = 0; i < idle.size(); ++i)
+        if (fds[i].revents) {  // an error frame, or the close: dial again at once
+          idle[i] = std::make_unique<peer>(g->port());
+          ++redials;
+        }
+    }
+  })};
+  while (!ready) std::this_thread::sleep_for(1ms);
+  peer control(g->port());
+  hello(control, "control");
+  hello(late, "late");
+  // Clients of 127.0.0.1 meanwhile: each a new connection, hello, status.
+  std::chrono::steady_clock::duration worst{};
+  for (int i = 0; i < 20; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    peer client(g->port());
+    hello(client, "operator");
+    settle(client);
+    worst = std::max(worst, std::chrono::steady_clock::now() - t0);
+  }
+  stop = true;
+  attacker.t.join();
+  MESSAGE("worst status " << std::chrono::duration<double, std::milli>(worst).count() << " ms; the attacker dialled "
+                          << redials.load() << " times again");
+  // Idle connections are held until the hello deadline (10 s), not evicted: nothing to redial.
+  CHECK(redials.load() == 0);
+  CHECK(worst < 250ms);
 }
 
 TEST_CASE_FIXTURE(limits_fixture,
@@ -374,6 +504,36 @@ TEST_CASE_FIXTURE(limits_fixture,
   REQUIRE_MESSAGE(s, "expected submit_ok, got " << wire::type_of(*ok));
   CHECK(s->job_id == 100);
   CHECK(logged("client submitter: submitted job 100 (slow)"));
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: a node order waiting for the scheduler delays neither an agent's heartbeat nor another "
+                  "client's status") {
+  start({});
+  peer agent(g->port());
+  agent.register_as("t0");
+  peer operator_(g->port());
+  hello(operator_, "operator");
+  operator_.send(wire::node_request{"t0", "cordon", std::string("maintenance"), std::nullopt});
+  for (int i = 0; i < 50 && node_asks.load() == 0; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(node_asks.load() == 1);  // asked, not answered
+  auto t0 = std::chrono::steady_clock::now();
+  agent.send(wire::heartbeat{1});
+  auto beat = agent.receive(1s);
+  REQUIRE(beat);
+  CHECK(std::holds_alternative<wire::heartbeat>(*beat));
+  peer other(g->port());
+  hello(other, "other");
+  settle(other);
+  CHECK(std::chrono::steady_clock::now() - t0 < 500ms);
+  CHECK_FALSE(operator_.receive(50ms));  // still waiting
+  release_submits();
+  auto reply = operator_.receive();
+  REQUIRE(reply);
+  auto* r = std::get_if<wire::node_reply>(&*reply);
+  REQUIRE_MESSAGE(r, "expected node_reply, got " << wire::type_of(*reply));
+  CHECK(r->text == "t0: cordoned");
+  CHECK(logged("client operator: t0: cordoned"));
 }
 
 TEST_CASE_FIXTURE(limits_fixture,

@@ -4,6 +4,7 @@
 // scheduler and its answer, or its refusal, reaches the client.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -34,19 +35,37 @@ struct nodes_fixture {
     r.progress = [this](int s, uint32_t job, uint32_t, double) {
       note("progress server=" + std::to_string(s) + " job=" + std::to_string(job));
     };
-    r.join = [this](node_join j, std::shared_ptr<node_link> link) {
+    // Answered at once, or held until release_joins.
+    r.join = [this](node_join j, std::shared_ptr<node_link> link, std::function<void(join_answer)> reply) {
       note("join " + j.server + " " + std::to_string(j.gpus) + "x" + j.gpu_type);
-      if (!link) return join_answer{-1, "no link"};
-      return j.gpu_type == "V100" ? join_answer{1, {}} : join_answer{-1, "server '" + j.server + "': no such type"};
+      auto answer = !link                  ? join_answer{-1, "no link"}
+                    : j.gpu_type == "V100" ? join_answer{1, {}}
+                                           : join_answer{-1, "server '" + j.server + "': no such type"};
+      std::lock_guard lock(m);
+      if (hold_joins) return held.push_back([reply, answer] { reply(answer); });
+      reply(answer);
     };
-    r.node = [this](node_order o) {
+    r.node = [this](node_order o, std::function<void(node_answer)> reply) {
       note(o.action + " " + o.server + " reason=" + o.reason + (o.now ? " now" : ""));
-      if (o.server != "t0") return node_answer{false, "no server '" + o.server + "' (this cluster has: t0)"};
-      return node_answer{true, o.server + ": drained now: 0 jobs stopped"};
+      if (o.server != "t0") return reply(node_answer{false, "no server '" + o.server + "' (this cluster has: t0)"});
+      reply(node_answer{true, o.server + ": drained now: 0 jobs stopped"});
     };
     g->set_router(std::move(r));
   }
-  ~nodes_fixture() { g->close(); }
+  ~nodes_fixture() {
+    release_joins();
+    g->close();
+  }
+  bool hold_joins = false;
+  std::vector<std::function<void()>> held;
+  void release_joins() {
+    std::vector<std::function<void()>> now;
+    {
+      std::lock_guard lock(m);
+      now.swap(held);
+    }
+    for (auto& f : now) f();
+  }
   void note(std::string s) {
     std::lock_guard lock(m);
     seen.push_back(std::move(s));
@@ -74,6 +93,34 @@ TEST_CASE_FIXTURE(nodes_fixture, "gateway: a training agent of a new name joins 
   CHECK(std::holds_alternative<wire::heartbeat>(*answer));  // registered: heartbeats are answered
   late.send(wire::progress{7, 0, 1.5, 1});
   CHECK(saw("progress server=1 job=7"));  // the id the scheduler gave
+}
+
+TEST_CASE_FIXTURE(nodes_fixture,
+                  "gateway: a join waiting for the scheduler delays no other agent's heartbeat, and the joining agent's "
+                  "frames sent meanwhile are read once it has joined") {
+  {
+    std::lock_guard lock(m);
+    hold_joins = true;
+  }
+  peer t0(g->port());
+  t0.register_as("t0");
+  peer late(g->port());
+  late.register_as("t5", "V100", 4);
+  REQUIRE(saw("join t5 4xV100"));  // asked, not answered
+  late.send(wire::heartbeat{1});   // sent before it has joined
+  auto t_start = std::chrono::steady_clock::now();
+  t0.send(wire::heartbeat{1});
+  auto beat = t0.receive(1s);
+  REQUIRE(beat);
+  CHECK(std::holds_alternative<wire::heartbeat>(*beat));
+  CHECK(std::chrono::steady_clock::now() - t_start < 500ms);
+  CHECK_FALSE(late.receive(50ms));  // not registered yet: its heartbeat waits
+  release_joins();
+  auto answer = late.receive();
+  REQUIRE(answer);
+  CHECK(std::holds_alternative<wire::heartbeat>(*answer));
+  late.send(wire::progress{7, 0, 1.5, 1});
+  CHECK(saw("progress server=1 job=7"));
 }
 
 TEST_CASE_FIXTURE(nodes_fixture, "gateway: a joining agent the scheduler refuses, or an inference one, is told why") {
