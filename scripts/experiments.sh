@@ -141,6 +141,8 @@ ablations=(
   "move_with_size=false|--set scheduler.move_with_size=false"
   "consolidate=false|--set scheduler.consolidate=false"
   "all eight above (the earlier, myopic rule)|--set scheduler.scale_horizon=end --set scheduler.rescale_margin_s=0 --set scheduler.rescale_cooldown_s=0 --set scheduler.min_extra_efficiency=0 --set scheduler.preempt_ratio=0 --set scheduler.base_room_to_grow=false --set scheduler.move_with_size=false --set scheduler.consolidate=false"
+  "scale_rounds=every (every round re-plans every size)|--set scheduler.scale_rounds=every"
+  "scale_rounds=arrivals (an elastic arrival re-plans every size)|--set scheduler.scale_rounds=arrivals"
 )
 small="--set cluster.training.servers=6 --set cluster.inference.servers=6"
 [ "$FORMAT" = philly ] && small+=" --set trace.vc=6214e9 --set trace.from=2017-11-01 --set trace.to=2017-11-16"

@@ -198,12 +198,28 @@ void scale_in_losers(const cluster_ledger& l, const policy_spec& p, const work_v
   std::sort(changed.begin(), changed.end());
   for (int sid : changed) {
     auto& s = l.servers[static_cast<size_t>(sid)];
-    const int kept = std::min(p.elastic ? s.extra : 0, view.at(sid));
-    int lost = (p.elastic ? s.extra : 0) - kept;
+    if (!p.elastic || s.extra == 0) continue;
+    // Jobs this round stops for a queued one gave all their GPUs back: their extras need none.
+    auto stopped = [&](uint32_t id) {
+      return std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; });
+    };
+    auto extra_here = [&](uint32_t id) {
+      base_of(l.jobs[id], p, b.base);
+      int extra = 0;
+      for_each_extra(l.jobs[id].alloc, b.base, [&](int x, int w) {
+        if (x == s.id) extra = w;
+      });
+      return extra;
+    };
+    int extras = s.extra;
+    if (!b.victims.empty())
+      for (auto id : s.jobs)
+        if (l.jobs[id].elastic && stopped(id)) extras -= extra_here(id);
+    int lost = extras - std::min(extras, view.at(sid));
     if (lost <= 0) continue;
     losers.clear();
     for (auto id : s.jobs)
-      if (l.jobs[id].elastic) losers.push_back(id);
+      if (l.jobs[id].elastic && !stopped(id)) losers.push_back(id);
     std::sort(losers.begin(), losers.end(), [&](uint32_t x, uint32_t y) {  // a total order
       auto rx = l.jobs[x].predicted_remaining(), ry = l.jobs[y].predicted_remaining();
       return rx < ry || (rx == ry && x > y);
@@ -211,11 +227,7 @@ void scale_in_losers(const cluster_ledger& l, const policy_spec& p, const work_v
     for (auto id : losers) {
       if (lost == 0) break;
       auto& j = l.jobs[id];
-      base_of(j, p, b.base);
-      int extra = 0;
-      for_each_extra(j.alloc, b.base, [&](int sid, int w) {
-        if (sid == s.id) extra = w;
-      });
+      const int extra = extra_here(id);
       if (extra == 0) continue;
       // The job's plan: found if an earlier server already shrank it.
       auto it = std::find_if(b.plans.begin(), b.plans.end(), [&](auto& e) { return e.job == id && !e.started; });
@@ -254,6 +266,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
     if (!viewing) {
       if (auto a = place_on_free(l, p, o, l.jobs[id])) {
         l.start(id, a->first, a->second, now);
+        b.started_now.push_back(id);
         out.push_back({decision::kind::start, id, std::move(a->first), {}, a->second, why});
         return true;
       }

@@ -50,6 +50,7 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
           if (v.status != job_status::running) continue;
           if (v.elastic && p.elastic && v.workers > v.min_workers) continue;  // its extras go first
           if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
+          if (b.started_now_has(vid)) continue;  // started by this round
           // The ledger's mirror runs at the rate of the job's allocation (set at every change
           // of it): the same value as l.rate(v, v.alloc, v.alloc_type), without recounting.
           double rate = v.progress.rate;

@@ -114,6 +114,7 @@ bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const plan
   allocation scratch;
   auto is_victim = [&](uint32_t vid) {
     if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) return true;
+    if (b.started_now_has(vid)) return true;
     return std::any_of(b.starts.begin(), b.starts.end(), [&](auto& s) { return s.job == vid; });
   };
   auto site = best_site(

@@ -216,6 +216,11 @@ struct round_buffers {
   std::vector<int> type_gpus;               ///< GPUs per type, all servers
   std::vector<start> starts;
   std::vector<victim> victims;
+  /// Jobs a local round started at once in the ledger (not in `starts`): no victims either.
+  std::vector<uint32_t> started_now;
+  bool started_now_has(uint32_t id) const {
+    return std::find(started_now.begin(), started_now.end(), id) != started_now.end();
+  }
   std::vector<std::pair<double, uint32_t>> candidates;  ///< (-predicted remaining s, job)
   std::vector<std::tuple<long, int, int>> preempt_options;
   std::vector<std::vector<uint32_t>> server_victims;  ///< by server id
@@ -260,6 +265,7 @@ struct round_buffers {
   }
   void recycle() {
     preempt_bound_known = false;
+    started_now.clear();
     for (auto& e : plans) {
       spare_allocs.push_back(std::move(e.base));
       spare_allocs.push_back(std::move(e.final));
