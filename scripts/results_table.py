@@ -429,7 +429,9 @@ def main(work, out):
     if any(missed.values()):
         w("Where a row says NO, why (figures from the runs):")
         for wid in missed_in("mean JCT vs"):
-            w(f"- **Mean JCT, {label[wid]}.** The JCT bound below (no queuing, every job at its fastest size")
+            exact = ", ".join(f"{ratio(S[(wid, r)]['mean_jct_s'], S[(wid, 'aryl')]['mean_jct_s']):.4f}x vs {NAMES[r]}"
+                              for r, t in jct_targets if t > 1 and r in policies)
+            w(f"- **Mean JCT, {label[wid]}** ({exact}). The JCT bound below (no queuing, every job at its fastest size")
             w("  for its whole run) gives the window's room: SJF's distance to it and the share aryl closes.")
         for wid in missed_in("p95 JCT"):
             best = min(others, key=lambda p: S[(wid, p)]["p95_jct_s"])
