@@ -146,6 +146,14 @@ void settle(peer& control) {
   REQUIRE(std::holds_alternative<wire::status_reply>(*m));
 }
 
+/// An agent's heartbeat is answered within a second.
+void beat(peer& agent) {
+  agent.send(wire::heartbeat{1});
+  auto echo = agent.receive(1s);
+  REQUIRE(echo);
+  CHECK(std::holds_alternative<wire::heartbeat>(*echo));
+}
+
 size_t open_descriptors() {
   size_t n = 0;
   for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
@@ -486,10 +494,7 @@ TEST_CASE_FIXTURE(limits_fixture,
   submitter.send(job);
   for (int i = 0; i < 50 && next_job.load() == 100; ++i) std::this_thread::sleep_for(10ms);
   REQUIRE(next_job.load() == 101);  // asked, not answered
-  agent.send(wire::heartbeat{1});
-  auto beat = agent.receive(1s);
-  REQUIRE(beat);
-  CHECK(std::holds_alternative<wire::heartbeat>(*beat));
+  beat(agent);
   peer other(g->port());
   hello(other, "other");
   other.send(wire::status_request{});
@@ -518,10 +523,7 @@ TEST_CASE_FIXTURE(limits_fixture,
   for (int i = 0; i < 50 && node_asks.load() == 0; ++i) std::this_thread::sleep_for(10ms);
   REQUIRE(node_asks.load() == 1);  // asked, not answered
   auto t0 = std::chrono::steady_clock::now();
-  agent.send(wire::heartbeat{1});
-  auto beat = agent.receive(1s);
-  REQUIRE(beat);
-  CHECK(std::holds_alternative<wire::heartbeat>(*beat));
+  beat(agent);
   peer other(g->port());
   hello(other, "other");
   settle(other);
