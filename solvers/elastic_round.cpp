@@ -66,10 +66,7 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
   }
   if (!a) return false;
   view.take(*a);
-  for (auto& [sid, w] : *a) {
-    auto& f = hard.at_mut(sid);
-    f = std::max(0, f - w);
-  }
+  hard.take(*a);
   long plan = -1;
   if (j.elastic) {
     plan = static_cast<long>(b.plans.size());
@@ -347,7 +344,7 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
       for (auto& [osid, ow] : j.alloc)
         if (osid == sid) own = ow;
       auto& f = hard.at_mut(sid);
-      const int taken = std::min(f, std::max(0, w - own));
+      const int taken = std::min(std::max(f, 0), std::max(0, w - own));
       f -= taken;
       type_free[static_cast<size_t>(e.type)] -= taken;
     }
@@ -458,8 +455,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
         view_type_free[t] -= count_workers(*a);
         for (auto& [sid, w] : *a) {
           auto& f = hard.at_mut(sid);
-          hard_type_free[t] -= std::min(f, w);
-          f = std::max(0, f - w);
+          hard_type_free[t] -= std::min(std::max(f, 0), w);
+          f -= w;
         }
         if (moved_workers > base_workers(j)) {
           keep_on_fewest(*a, base_workers(j), e.base);

@@ -98,10 +98,7 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
         b.victims.push_back({vid, rule.why(v, q_run)});
       }
     view.take(a);
-    for (auto& [sid, w] : a) {
-      auto& f = hard.at_mut(sid);
-      f = std::max(0, f - w);
-    }
+    hard.take(a);
     long plan = -1;
     if (q.elastic) {
       plan = static_cast<long>(b.plans.size());

@@ -110,7 +110,7 @@ void own_quota_growth(const cluster_ledger& l, const policy_spec& p, const plann
     // Really free is never more than the view has left (a start of step 1 may have taken the
     // job's own extra workers' GPUs, which it now needs again).
     auto& f = hard.at_mut(sid);
-    f = std::min(std::max(0, f - std::max(0, target - j.workers)), view.at(sid));
+    f = std::min(f - std::max(0, target - j.workers), view.at(sid));
     auto it = std::find_if(b.plans.begin(), b.plans.end(), [&](auto& e) { return !e.started && e.job == id; });
     if (it == b.plans.end()) {
       b.plans.push_back(elastic_plan{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()});

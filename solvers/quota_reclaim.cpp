@@ -150,10 +150,7 @@ bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const plan
   for (auto vid : site->res.victims) b.victims.push_back({vid, why(l, vid, id)});
   released(l, p, *site);
   view.take(*a);
-  for (auto& [sid, w] : *a) {
-    auto& f = hard.at_mut(sid);
-    f = std::max(0, f - w);
-  }
+  hard.take(*a);
   long plan = -1;
   if (q.elastic) {
     plan = static_cast<long>(b.plans.size());

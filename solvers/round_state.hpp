@@ -27,6 +27,10 @@ inline void merge_into(allocation& a, const allocation& b) {
 /// Free GPUs per server as a round plans them. A view starts as the ledger has it (really
 /// free GPUs, plus those of extra workers when `with_extras`) and records only the servers
 /// the round changes, so that a round touching a few servers costs no pass over all of them.
+/// The view of GPUs really free goes below zero where a start takes extra workers' GPUs:
+/// that debt is paid first by GPUs the same round frees on the server (a victim's), as the
+/// start can use those instead. Read through at(), total(), capacity() and best_fit(), a
+/// server in debt has no free GPU.
 struct work_view {
   const cluster_ledger& l;
   std::vector<int>& vals;        ///< by server id, where stamp == epoch
@@ -59,7 +63,7 @@ struct work_view {
   }
   int at(int sid) const {
     auto i = static_cast<size_t>(sid);
-    return stamp[i] == epoch ? vals[i] : initial(i);
+    return stamp[i] == epoch ? std::max(vals[i], 0) : initial(i);
   }
   int& at_mut(int sid) {
     auto i = static_cast<size_t>(sid);
@@ -77,7 +81,7 @@ struct work_view {
     long sum = l.capacity(type, loaned, with_extras);
     for (int sid : touched) {
       auto i = static_cast<size_t>(sid);
-      if (in_scope(l.servers[i], type, loaned)) sum += vals[i] - initial(i);
+      if (in_scope(l.servers[i], type, loaned)) sum += std::max(vals[i], 0) - initial(i);
     }
     return sum;
   }
@@ -101,7 +105,7 @@ struct work_view {
     std::pair<int, int> key{best >= 0 ? at(best) : 0, best};
     for (int sid : touched) {
       if (!in_scope(l.servers[static_cast<size_t>(sid)], type, loaned)) continue;
-      std::pair<int, int> k{vals[static_cast<size_t>(sid)], sid};
+      std::pair<int, int> k{std::max(vals[static_cast<size_t>(sid)], 0), sid};
       if (k.first >= gpus && (key.second < 0 || k < key)) key = k;
     }
     return key.second;
@@ -111,7 +115,7 @@ struct work_view {
     long c = l.capacity(type, loaned, with_extras);
     for (int sid : touched) {
       if (in_scope(l.servers[static_cast<size_t>(sid)], type, loaned))
-        c += vals[static_cast<size_t>(sid)] - initial(static_cast<size_t>(sid));
+        c += std::max(vals[static_cast<size_t>(sid)], 0) - initial(static_cast<size_t>(sid));
     }
     return c;
   }

@@ -113,3 +113,28 @@ TEST_CASE("scale rounds: a start in a starts round that takes extra workers' GPU
   CHECK(ds[1].job == 2);
   CHECK(l.jobs[1].workers == 8);
 }
+
+TEST_CASE("scale rounds: GPUs a preemption frees after a start took extra workers' GPUs on that server are counted once") {
+  // One server, full: elastic job 0 at 2 workers (one extra), a long rigid job 1 on 4 GPUs and
+  // a rigid job 2 on 2 with too little left to be preempted. Job 3 takes job 0's extra GPU;
+  // job 4 fits nowhere and preempts job 1, which frees 4 GPUs; job 3 could as well have used
+  // one of those, so job 0 keeps its extra and 1 of the 4 is really free after jobs 3, 4 and
+  // job 5's base. Counting 2 there let job 5 grow by 2 and take a GPU no one had freed.
+  auto l = make_ledger(1);
+  add_job(l, 2, 1e6, 0, true);
+  add_job(l, 4, 1e6);
+  add_job(l, 2, 1000);
+  l.start(0, {{0, 2}}, 0, at(0));
+  l.start(1, {{0, 4}}, 0, at(0));
+  l.start(2, {{0, 2}}, 0, at(0));
+  add_job(l, 1, 100, 10);
+  add_job(l, 1, 200, 10);
+  add_job(l, 2, 1e5, 10, true);  // min 1, max 4
+  std::vector<decision> ds;
+  REQUIRE_NOTHROW(ds = plan_round(l, aryl_policy(), options(), at(10), round_scope::starts));
+  CHECK(l.jobs[1].status == job_status::queued);
+  for (uint32_t id : {3u, 4u, 5u}) CHECK(l.jobs[id].status == job_status::running);
+  CHECK(l.jobs[0].workers == 2);
+  CHECK(l.jobs[5].workers == 2);
+  CHECK(l.servers[0].free == 0);
+}
