@@ -140,6 +140,7 @@ ablations=(
   "base_room_to_grow=false|--set scheduler.base_room_to_grow=false"
   "move_with_size=false|--set scheduler.move_with_size=false"
   "consolidate=false|--set scheduler.consolidate=false"
+  "protect_requested=true|--set scheduler.protect_requested=true"
   "all eight above (the earlier, myopic rule)|--set scheduler.scale_horizon=end --set scheduler.rescale_margin_s=0 --set scheduler.rescale_cooldown_s=0 --set scheduler.min_extra_efficiency=0 --set scheduler.preempt_ratio=0 --set scheduler.base_room_to_grow=false --set scheduler.move_with_size=false --set scheduler.consolidate=false"
   "scale_rounds=every (every round re-plans every size)|--set scheduler.scale_rounds=every"
   "scale_rounds=arrivals (an elastic arrival re-plans every size)|--set scheduler.scale_rounds=arrivals"

@@ -443,9 +443,19 @@ def main(work, out):
             stretch = statistics.fmean(float(r["jct_s"]) / float(r["duration_s"]) for r in over) if over else 0
             w(f"- **p95 JCT, {label[wid]}.** {len(over)} jobs end above {NAMES.get(best, best)}'s p95 JCT"
               f" ({fmt_s(cut)} s) under aryl and below it under {NAMES.get(best, best)};")
+            ran = sum(float(r["jct_s"]) - float(r["queued_s"]) for r in over)
+            loaned = sum(float(r["on_loaned_s"]) for r in over)
             w(f"  {len(elastic)} of them are elastic, and their JCT is {stretch:.2f}x their duration on average: long")
             w("  stretches at their minimum workers or on loaned GPUs, where the rival runs each job at its")
-            w("  requested size once started.")
+            w(f"  requested size once started ({100 * loaned / ran if ran > 0 else 0:.0f}% of their running time was on loaned GPUs).")
+            if (wid, "elastic-only") in S:
+                eo = S[(wid, "elastic-only")]["p95_jct_s"] / cut
+                if eo > 1:
+                    w(f"  Without loaning (`elastic-only`) the ratio is {eo:.3f}, so loaned GPUs do not cause it: elastic")
+                    w("  jobs run at their minimum while queued base demand takes every freed GPU, the trade-off of")
+                    w("  base demand first that buys the mean queuing and JCT above.")
+                else:
+                    w(f"  Without loaning (`elastic-only`) the ratio is {eo:.3f}: the loaned GPUs' lower speed is the cause.")
         for wid in missed_in("mean slowdown"):
             best = min(others, key=lambda p: S[(wid, p)]["mean_slowdown"])
             w(f"- **Mean slowdown, {label[wid]}.** {NAMES.get(best, best)} preempts "

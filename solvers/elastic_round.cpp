@@ -25,6 +25,49 @@
 namespace aryl::detail {
 namespace {
 
+/// Before queued job `q` may take GPUs of extra workers (planner_options::protect_requested):
+/// every running elastic job whose predicted remaining time is below q's predicted run keeps
+/// its workers up to its requested size, held back from the view until step 1 ends. A job
+/// protected against one queued job stays so for the rest of the walk (in SJF order the
+/// later ones are no shorter), so one pass over the jobs by remaining time serves a round.
+void protect_shorter(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& q,
+                     int demand, work_view& view) {
+  if (!o.protect_requested || !p.elastic) return;
+  auto& b = buffers;
+  if (!b.protect_built) {
+    b.protect_built = true;
+    b.protect_order.clear();
+    for (auto id : l.running_elastic) {
+      auto& j = l.jobs[id];
+      if (j.workers <= j.min_workers || j.gpus <= j.min_workers || j.progress.rate <= 0) continue;
+      b.protect_order.emplace_back(j.predicted_remaining() / j.progress.rate, id);
+    }
+    std::sort(b.protect_order.begin(), b.protect_order.end());
+  }
+  double best = 0;
+  for (auto s : l.params.type_speed) best = std::max(best, s);
+  const double q_run = q.predicted_remaining() / work_rate(l.params.model, q.gpus, demand, 1, best);
+  while (b.protect_next < b.protect_order.size() && b.protect_order[b.protect_next].first < q_run) {
+    auto id = b.protect_order[b.protect_next++].second;
+    auto& j = l.jobs[id];
+    if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; })) continue;
+    int share = std::min(j.workers, j.gpus) - j.min_workers;
+    for_each_extra(j.alloc, j.base, [&](int sid, int w) {
+      int r = std::min({w, share, view.at(sid)});
+      if (r <= 0) return;
+      view.at_mut(sid) -= r;
+      share -= r;
+      b.protected_gpus.emplace_back(id, sid, r);
+    });
+  }
+}
+
+/// After step 1: what protect_shorter held back counts free again for the later steps (the
+/// protected jobs' extras are intact, so they may keep them).
+void unprotect(work_view& view) {
+  for (auto& [id, sid, r] : buffers.protected_gpus) view.at_mut(sid) += r;
+}
+
 /// Step 1 for one queued job: its base demand on GPUs that are really free (`hard`) if it
 /// fits there, so that running jobs are disturbed only when they must be, else on GPUs held
 /// by extra workers (`view`). Records the start; false if it fits nowhere.
@@ -37,6 +80,7 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
   types_for(l, j, o, types);
   const int demand = j.elastic ? base_workers(j, p) : j.gpus;
   const bool loaned = p.loaning && (j.elastic || o.inelastic_on_loaned);
+  protect_shorter(l, p, o, j, demand, view);
   auto try_on = [&](work_view& v, int type) {
     if (o.placement == placement_mode::consolidated && demand >= 1 && demand <= l.smallest_server(type)) {
       const int room = grow_room(l, p, o, j, type);
@@ -218,6 +262,8 @@ void scale_in_losers(const cluster_ledger& l, const policy_spec& p, const work_v
     for (auto id : s.jobs)
       if (l.jobs[id].elastic && !stopped(id)) losers.push_back(id);
     std::sort(losers.begin(), losers.end(), [&](uint32_t x, uint32_t y) {  // a total order
+      bool px = b.is_protected(x), py = b.is_protected(y);
+      if (px != py) return py;
       auto rx = l.jobs[x].predicted_remaining(), ry = l.jobs[y].predicted_remaining();
       return rx < ry || (rx == ry && x > y);
     });
@@ -274,6 +320,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
            preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard) || o.backfill;
   });
   if (!viewing) return;
+  unprotect(view);
   for (auto& e : b.plans) e.final = e.base;  // jobs started now run at their base
   scale_in_losers(l, p, view);
   apply(l, now, out, why);
@@ -378,6 +425,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     queue_cleared = false;
     return o.backfill;
   });
+  unprotect(view);
   // A round that sizes only its starts (round_scope::starts): the running jobs keep what they
   // hold, less the extras its starts took; the starts share the GPUs really free.
   if (starts_only) {

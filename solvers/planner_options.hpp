@@ -64,6 +64,11 @@ struct planner_options {
   /// A running elastic job spread over more servers than its workers need moves onto fewer
   /// when GPUs free up, if the rate it gains over its expected hold pays for the change.
   bool consolidate = true;
+  /// A queued job may take a running elastic job's workers between its minimum and its
+  /// requested size only if the queued job's predicted run is at least the running job's
+  /// predicted remaining time (SRTF's order between the two requests); workers beyond the
+  /// request stay free to take. Off: step 1 takes any extra worker's GPUs.
+  bool protect_requested = false;
   /// A queued job whose base demand fits nowhere may preempt running jobs without extra
   /// workers when each victim's predicted remaining time exceeds this many times the queued
   /// job's predicted run plus the victim's restart and checkpoint (0: off).

@@ -236,6 +236,15 @@ struct round_buffers {
   mckp_input in;
   std::vector<size_t> class_plan;
   std::vector<uint32_t> losers;  ///< a local round's jobs with extra workers on one server
+  /// Requested-size protection (planner_options::protect_requested): running elastic jobs by
+  /// predicted remaining time, the next to protect, and what step 1 holds back for them.
+  std::vector<std::pair<double, uint32_t>> protect_order;
+  size_t protect_next = 0;
+  bool protect_built = false;
+  std::vector<std::tuple<uint32_t, int, int>> protected_gpus;  ///< (job, server, GPUs)
+  bool is_protected(uint32_t id) const {
+    return std::any_of(protected_gpus.begin(), protected_gpus.end(), [&](auto& x) { return std::get<0>(x) == id; });
+  }
   std::vector<std::pair<size_t, int>> still_needed;
   std::vector<std::pair<double, size_t>> slow;  ///< step 2's candidates
   std::vector<long> hard_type_free, view_type_free;
@@ -269,6 +278,9 @@ struct round_buffers {
   }
   void recycle() {
     preempt_bound_known = false;
+    protect_built = false;
+    protect_next = 0;
+    protected_gpus.clear();
     started_now.clear();
     for (auto& e : plans) {
       spare_allocs.push_back(std::move(e.base));
