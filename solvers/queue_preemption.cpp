@@ -42,6 +42,9 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
       if (!work_view::in_scope(s, type, loaned) || (one_server && s.gpus < demand)) continue;
       const int need = one_server ? demand : s.gpus;
       int have = view.at(s.id);
+      // A server that cannot give its share even if every job the rule could stop there
+      // stopped gives nothing: skipped without a look at its jobs.
+      if (have < need && !rule.server_may_give(s.id, need - have, q_run)) continue;
       auto& cand = b.candidates;
       cand.clear();
       if (have < need)
@@ -136,6 +139,8 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
         b.preempt_bound_known = true;
         b.preempt_longest_s = -1;
         b.preempt_cheapest_s = 0;
+        b.preempt_server_longest_s.assign(l.servers.size(), -1);
+        b.preempt_server_gpus.assign(l.servers.size(), 0);
         for (auto vid : l.running) {
           auto& v = l.jobs[vid];
           if (v.status != job_status::running || v.progress.rate <= 0 || v.preemptions >= o.max_preemptions) continue;
@@ -143,9 +148,23 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
           double v_time = v.predicted_remaining() / v.progress.rate;
           if (b.preempt_longest_s < 0 || cost(v) < b.preempt_cheapest_s) b.preempt_cheapest_s = cost(v);
           b.preempt_longest_s = std::max(b.preempt_longest_s, v_time);
+          for (auto& [sid, w] : v.alloc) {
+            auto i = static_cast<size_t>(sid);
+            b.preempt_server_longest_s[i] = std::max(b.preempt_server_longest_s[i], v_time);
+            b.preempt_server_gpus[i] += w;
+          }
         }
       }
       return b.preempt_longest_s >= 0 && b.preempt_longest_s > o.preempt_ratio * (q_run + b.preempt_cheapest_s);
+    }
+    // Exact for the same reason, per server: its jobs the rule could stop (as of the round's
+    // first call; later victims only give GPUs, which `have` already counts) hold at most
+    // these GPUs there, and none is eligible unless the longest of them is.
+    bool server_may_give(int sid, int short_by, double q_run) const {
+      auto& b = buffers;
+      auto i = static_cast<size_t>(sid);
+      return b.preempt_server_gpus[i] >= short_by &&
+             b.preempt_server_longest_s[i] > o.preempt_ratio * (q_run + b.preempt_cheapest_s);
     }
     std::string why(const job_entry& v, double q_run) const {
       char buf[256];
@@ -167,6 +186,7 @@ bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const p
     const cluster_ledger& l;
     uint32_t id;
     bool possible(double) const { return true; }
+    bool server_may_give(int, int, double) const { return true; }
     bool eligible(const job_entry& v, double, double) const {
       return priority_may_preempt(l.jobs[id], v, l.params.priority_max_preemptions, left(v), cost(v));
     }

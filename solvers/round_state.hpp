@@ -233,6 +233,8 @@ struct round_buffers {
   /// fails the rule skips the pass over every server.
   bool preempt_bound_known = false;
   double preempt_longest_s = -1, preempt_cheapest_s = 0;
+  std::vector<double> preempt_server_longest_s;  ///< by server id: the same bound, per server
+  std::vector<int> preempt_server_gpus;          ///< by server id: GPUs of the jobs it covers
   mckp_input in;
   std::vector<size_t> class_plan;
   std::vector<uint32_t> losers;  ///< a local round's jobs with extra workers on one server
