@@ -98,6 +98,13 @@ for f in 0 0.2 0.4 0.6; do
     queue "mis-$f-$p $(policy_args "$p") $ew --set jobs.mispredict_fraction=$f --set jobs.mispredict_error=0.25"
   done
 done
+# The misprediction targets hold in every evaluation window: 60% mispredicted on the others too.
+for i in "${!windows[@]}"; do
+  [ "$i" -gt 0 ] && [ "w$i" != "$eval_w" ] || continue
+  for p in fifo-backfill baseline aryl; do
+    queue "mis-w$i-$p $(policy_args "$p") $(window_args "w$i") --set jobs.mispredict_fraction=0.6 --set jobs.mispredict_error=0.25"
+  done
+done
 for e in 0.25 0.5 0.75 1; do queue "ela-$e-aryl aryl $ew --set jobs.elastic_fraction=$e"; done
 
 # Robustness: one setting changed from the first evaluation window's setup. label|settings

@@ -494,6 +494,12 @@ def main(work, out):
     w("")
     w("Targets: >= 1.76x lower mean queuing than FIFO (the paper's; here against FIFO + backfill too)")
     w("and >= 1.2x lower mean JCT than SJF, with 60% of predictions wrong; SJF and aryl mispredict alike.")
+    for wid in order:
+        if wid == sweep_w or role[wid] != "evaluation" or not d.has(f"mis-{wid}-aryl"):
+            continue
+        fb, ba, ar = (summary(d.run(f"mis-{wid}-{p}")) for p in ("fifo-backfill", "baseline", "aryl"))
+        w(f"With 60% mispredicted on {label[wid]} ({role[wid]}): aryl vs FIFO + backfill queuing "
+          f"{fmt_r(ratio(fb['mean_queue_s'], ar['mean_queue_s']))}, aryl vs SJF JCT {fmt_r(ratio(ba['mean_jct_s'], ar['mean_jct_s']))}.")
     w("")
     base = S[(sweep_w, "baseline")]
     w(f"## Elastic fraction sweep (aryl; window {sw}, {role[sweep_w]}; SJF does not depend on it)")
