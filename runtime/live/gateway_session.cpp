@@ -107,7 +107,9 @@ class session : public std::enable_shared_from_this<session> {
   /// Sends `reason` as an error frame, then closes once it is written; before hello, past its
   /// address's budget of such closes, the connection is silenced instead (silence).
   void close(const std::string& reason) {
-    if (closing_ || held_silent(reason)) return;
+    // A silenced connection is closed only when judged (judge) or when its descriptor is
+    // wanted (close_now): a deadline that came due as it was silenced does not close it.
+    if (closing_ || silent_ || held_silent(reason)) return;
     close_now(reason);
   }
 
@@ -213,7 +215,8 @@ class session : public std::enable_shared_from_this<session> {
     silence_.async_wait([weak, limit](boost::system::error_code ec) {
       if (ec) return;  // restarted or cancelled
       auto self = weak.lock();
-      if (!self) return;
+      // Silenced meanwhile: a timer already due when cancelled still calls its handler.
+      if (!self || self->silent_) return;
       auto why = fmt::format("nothing heard for {:g} s", limit);
       if (!self->held_silent(why)) self->lost(why);
     });

@@ -281,8 +281,11 @@ TEST_CASE_FIXTURE(limits_fixture,
                   "gateway: past pre_hello_closes_per_s of its address, an attacker dialling again every connection "
                   "closed before hello is silenced, not cycled, and a client of its address is served at once") {
   live::gateway_options o;
-  o.hello_timeout_s = 0.2;  // idle connections end 0.2 to 0.3 s after they came
-  start(o);                 // 10 closes before hello a second per address, 10 at once
+  // Idle connections end 0.2 to 0.3 s after they came. Their silence limit is the same, as
+  // with serve's defaults (10 s each): both timers come due together, and neither may close
+  // a connection the other silenced.
+  o.hello_timeout_s = o.agent_silence_s = 0.2;
+  start(o);  // 10 closes before hello a second per address, 10 at once
   std::vector<std::unique_ptr<peer>> idle;
   for (int i = 0; i < 50; ++i) idle.push_back(std::make_unique<peer>(g->port(), "127.0.0.2"));
   auto began = std::chrono::steady_clock::now();
