@@ -105,7 +105,7 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   /// Sends `reason` as an error frame, then closes once it is written; before hello, past its
-  /// address's budget of such closes, the connection is silenced instead (silence).
+  /// address's budget of such closes, the connection is silenced instead (held_silent).
   void close(const std::string& reason) {
     // A silenced connection is closed only when judged (judge) or when its descriptor is
     // wanted (close_now): a deadline that came due as it was silenced does not close it.
