@@ -8,18 +8,24 @@
 # the agents reported lost (must be 0) and whether every job completed exactly once. As the
 # machine's own part of a status, it times after each status a start of aryl that connects
 # nowhere (`aryl --help`); and throughout, a client already running (Python) dials, says
-# hello and asks a status every 0.1 s: serve's part, without a process start.
+# hello and asks a status every 0.1 s: serve's part, without a process start. It also reports
+# the attacker's dials again by the last status, serve's listen backlog (ss -ltn, sampled at
+# each status), the load average, and the CPU time each part of the run used while the
+# statuses ran (serve, agents, workers, the attacker, the running client, the machine in all).
 # Goals: RSS < 256 MiB, status p99 < 100 ms. A benchmark, not a CTest; figures go to
 # docs/reliability.md by hand.
 #
-#   scripts/bench_live_abuse.sh [--defaults | --no-abuse]
+#   [ARYL_BIN=path/to/aryl] scripts/bench_live_abuse.sh [--defaults | --no-abuse]
 #
 # By default serve's caps before hello are raised (live.max_before_hello*=4000) and its hello
 # deadline set to 60 s, so that every hostile connection is held: the memory they cost is
 # measured. --defaults keeps serve's defaults. --no-abuse runs
-# the same without the hostile peers: the baseline of a loaded machine.
+# the same without the hostile peers: the baseline of a loaded machine. ARYL_BIN names another
+# build of aryl (serve, agents and clients alike), to compare builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+aryl="${ARYL_BIN:-build/aryl}"
+export ARYL_BIN="$aryl"
 caps=(--set live.max_before_hello=4000 --set live.max_before_hello_per_address=4000 --set live.hello_timeout_s=60)
 abuse=1
 case "${1:-}" in
@@ -59,14 +65,14 @@ for _ in $(seq 600); do [ -s "$dir/port" ] && break; sleep 0.1; done
 port=$(cat "$dir/port")
 serve=$(awk '$2 == "serve" {print $1}' "$dir/pids")
 for _ in $(seq 600); do
-  build/aryl status --port "$port" --token-file "$dir/token" > /dev/null 2>&1 && break
+  "$aryl" status --port "$port" --token-file "$dir/token" > /dev/null 2>&1 && break
   sleep 0.1
 done
 
 if [ "$abuse" = 1 ]; then
 # The hostile peers, in one process: frames encoded by hand (a msgpack map of short strings).
 /usr/bin/python3 - "$port" "$(cat "$dir/token")" > "$work/attacker.log" 2>&1 <<'PY' &
-import select, socket, struct, sys, time
+import errno, select, socket, struct, sys, time
 port, token = int(sys.argv[1]), sys.argv[2]
 def s(x):
     b = x.encode()
@@ -89,6 +95,7 @@ flood.recv(4096)
 flood.setblocking(False)
 request = frame([("type", "status_request")]) * 1000
 sent = reconnects = 0
+why = {}  # dials again by what ended the connection: serve's close, or an error (a failed dial)
 last_trickle = 0.0
 while True:
     try: sent += flood.send(request)
@@ -109,11 +116,13 @@ while True:
         for fd in by_fd: poller.register(fd, select.POLLIN)
         for fd, _ in poller.poll(0):
             c = by_fd[fd]
-            try: data = c.recv(4096)
-            except OSError: data = b""
+            try: data, end = c.recv(4096), "closed"
+            except OSError as e: data, end = b"", errno.errorcode.get(e.errno, str(e.errno))
             if not data:
+                why[end] = why.get(end, 0) + 1
                 started.discard(c.fileno()); group[group.index(c)] = dial(); c.close(); reconnects += 1
-    print(f"flood bytes {sent} reconnects {reconnects}", flush=True)
+    print(f"flood bytes {sent} reconnects {reconnects} (" + ", ".join(f"{k} {v}" for k, v in sorted(why.items())) + ")",
+          flush=True)
     time.sleep(0.05)
 PY
 attacker=$!
@@ -131,6 +140,37 @@ sample_rss() {
 }
 hz=$(getconf CLK_TCK)
 cpu="(not read)"
+backlog_max=0
+: > "$work/backlog"
+# The accept queue of serve's listener now (ss: Recv-Q of a listening socket).
+sample_backlog() {
+  local q
+  q=$(ss -ltnH "sport = :$port" 2>/dev/null | awk 'NR == 1 {print $2}')
+  [ -n "$q" ] || return 0
+  echo "$q" >> "$work/backlog"
+  [ "$q" -gt "$backlog_max" ] && backlog_max=$q
+  return 0
+}
+# CPU time (ticks) of the run's parts: serve; the agents; the workers (the agents' children,
+# live ones and those reaped, counted in their agent's cutime/cstime); the attacker; the
+# running client; and the machine's busy ticks in all (/proc/stat, every core).
+cpu_parts() {
+  local agents
+  agents=$(awk '$2 == "agent" {printf "%s ", $1}' "$dir/pids")
+  # One pass over every process: a worker is a child of an agent (ppid, field 4).
+  # (A process may end between the glob and the read: cat then fails, and that is no error.)
+  { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v agents="$agents" -v serve="$serve" -v attacker="${attacker:-0}" \
+    -v probe="${probe:-0}" 'BEGIN { n = split(agents, a, " "); for (i = 1; i <= n; i++) ag[a[i]] = 1 }
+    { own = $14 + $15; all = own + $16 + $17
+      if ($1 == serve) s += own
+      else if ($1 in ag) { g += own; w += $16 + $17 }
+      else if ($4 in ag) w += all
+      else if ($1 == attacker) t += all
+      else if ($1 == probe) p += all }
+    END { printf "%d %d %d %d %d", s, g, w, t, p }'
+  echo " $(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat)"
+}
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 : > "$work/status_ms"
 : > "$work/start_ms"
 /usr/bin/python3 - "$port" "$dir/token" "$work/probe_ms" > "$work/probe.log" 2>&1 <<'PY' &
@@ -157,18 +197,34 @@ while True:
     time.sleep(0.1)
 PY
 probe=$!
+read -r -a cpu0 < <(cpu_parts)
+t_start=$(date +%s%N)
+cpu1=("${cpu0[@]}")
+t_end=$t_start
+load_max=0
 for _ in $(seq 100); do
   [ -d "/proc/$serve" ] || break  # the run has ended: the statuses taken are reported
   sample_rss
+  sample_backlog
+  load_max=$(awk -v m="$load_max" '{print ($1 > m) ? $1 : m}' /proc/loadavg)
   t0=$(date +%s%N)
-  build/aryl status --port "$port" --token-file "$dir/token" > /dev/null 2> "$work/error" ||
+  if "$aryl" status --port "$port" --token-file "$dir/token" > /dev/null 2> "$work/error"; then
+    # The attacker's dials again by this status: at serve's end every connection closes at
+    # once and is dialled again, so the count after the last status answered says what the
+    # run cost.
+    [ -n "$attacker" ] && redials_at_last=$(tail -1 "$work/attacker.log" | cut -d' ' -f4-)
+  else
     echo "failed: $(head -c 300 "$work/error" | tr '\n' ' ')" >> "$work/failures"
+  fi
   t1=$(date +%s%N)
-  build/aryl --help > /dev/null 2>&1 || true
+  "$aryl" --help > /dev/null 2>&1 || true
   echo $(( (t1 - t0) / 1000 )) >> "$work/status_ms"
   echo $(( ($(date +%s%N) - t1) / 1000 )) >> "$work/start_ms"
+  # The CPU window ends at the last status taken while serve still ran.
+  [ -d "/proc/$serve" ] && { read -r -a cpu1 < <(cpu_parts); t_end=$(date +%s%N); }
   sleep 0.1
 done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 kill "$probe" 2>/dev/null || true
 wait "$probe" 2>/dev/null || true
 probe=""
@@ -218,5 +274,14 @@ echo "aryl --help (a start, no connection) p50 / p99 / max: $s50 / $s99 / $smax 
 echo "running client (dial, hello, status) p50 / p99 / max: $q50 / $q99 / $qmax ms over $qn; failures: $(grep -vcE '^[0-9]+ ' "$work/probe_ms" || true)"
 echo "agents reported lost:         $lost (must be 0)"
 echo "jobs:                         $jobs (64 expected, each once)"
-[ "$abuse" = 1 ] && echo "attacker:                     $(tail -1 "$work/attacker.log")"
+[ "$abuse" = 1 ] && echo "attacker:                     $(tail -1 "$work/attacker.log"); dials again by the last status answered: ${redials_at_last:-?}"
+echo "listen backlog (ss -ltn Recv-Q at each status): max $backlog_max, p50 $(sort -n "$work/backlog" | awk '{v[NR] = $1} END {print NR ? v[int(0.5 * NR + 0.999)] : "-"}') over $(wc -l < "$work/backlog") samples"
+echo "load average: before $load_before; highest 1-min while the statuses ran $load_max; at their end $load_after"
+awk -v hz="$hz" -v cores="$(nproc)" -v ns=$((t_end - t_start)) -v a="${cpu0[*]}" -v b="${cpu1[*]}" 'BEGIN {
+  split(a, x, " "); split(b, y, " "); s = ns / 1e9; split("serve agents workers attacker client", name, " ")
+  line = sprintf("CPU over the %.0f s of statuses (s; share of one core):", s)
+  for (i = 1; i <= 5; i++) { d = (y[i] - x[i]) / hz; ours += d; line = line sprintf(" %s %.1f (%.0f%%);", name[i], d, 100 * d / s) }
+  busy = (y[6] - x[6]) / hz
+  printf "%s the rest (aryl status and --help, this script, other users) %.1f; machine busy %.1f of %.0f core-s\n",
+    line, busy - ours, busy, cores * s }'
 echo "serve.log lines:              $(wc -l < "$dir/serve.log") ($refused refusals logged; last count of lines not logged: ${unlogged:-none})"

@@ -206,6 +206,7 @@ const std::map<std::string, setter>& setters() {
       {"live.max_connections", [](config& c, const std::string& v) { c.max_connections = count(v, 1, 1000000); }},
       {"live.max_before_hello", [](config& c, const std::string& v) { c.max_before_hello = count(v, 1, 1000000); }},
       {"live.max_before_hello_per_address", [](config& c, const std::string& v) { c.max_before_hello_per_address = count(v, 1, 1000000); }},
+      {"live.pre_hello_closes_per_s", [](config& c, const std::string& v) { c.pre_hello_closes_per_s = within(to_double(v), 0.1, 1e6); }},
       {"live.default_estimate_s", [](config& c, const std::string& v) { c.default_estimate_s = seconds(v, 1.0); }},
   };
   return table;

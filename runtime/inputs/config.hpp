@@ -122,11 +122,13 @@ struct config {
   int state_compact_every = 100;
   /// serve's limits on connections (docs/live.md, "Connections"): hello within this many
   /// seconds of connecting; connections in all (at most what RLIMIT_NOFILE leaves); those not
-  /// past hello yet, in all and from one peer address.
+  /// past hello yet, in all and from one peer address; closes before hello per peer address
+  /// and second, past which such a connection is silenced rather than closed.
   double hello_timeout_s = 10;
   int max_connections = 4096;
   int max_before_hello = 1024;
   int max_before_hello_per_address = 256;
+  double pre_hello_closes_per_s = 10;
   /// A submitted job without a run-time estimate gets this one (seconds at its requested
   /// workers) and is marked unpredicted.
   double default_estimate_s = 3600;

@@ -62,6 +62,13 @@ struct gateway_options {
   size_t pre_hello_bytes = 8192;
   size_t max_before_hello = 1024;
   size_t max_before_hello_per_address = 256;
+  /// Closes before hello allowed per peer address, per second (a token bucket holding one
+  /// second's worth, at least one). Past it a plain connection that would be closed before
+  /// its hello is silenced instead: its buffers are freed, nothing more is read from it, it
+  /// counts as idle, and it is judged again 1 to 1.5 hello timeouts later (let go at once if
+  /// its peer has gone). A peer that dials again whatever is closed thus gets no faster turn
+  /// than this. TLS connections are always closed.
+  double pre_hello_closes_per_s = 10;
   /// Connections of any kind; keep it below the descriptors the process may open
   /// (serve derives it from RLIMIT_NOFILE). At it the oldest idle connection of the address
   /// holding the most idle ones is evicted; with none idle the newcomer is refused.

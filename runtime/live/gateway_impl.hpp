@@ -100,6 +100,15 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
     bool remove(uint64_t id);
   };
   hello_pool idle, before_hello;
+  /// Closes before hello left to each peer address (live.pre_hello_closes_per_s): a token
+  /// bucket holding one second's worth (at least one), refilled as time passes. Each close
+  /// brings an attacker's next dial; past the budget a connection is silenced instead.
+  struct close_budget {
+    double tokens = 0;
+    std::chrono::steady_clock::time_point filled{};
+  };
+  std::map<std::string, close_budget> close_budgets;
+  size_t prune_budgets_at = 1024;  ///< full buckets are dropped when there are this many
   /// Refusals and ends before hello (log_counted): lines this second, and those not logged.
   std::chrono::steady_clock::time_point counted_since{};
   uint64_t counted_lines = 0;
@@ -165,8 +174,18 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   /// Logs `line`, unless 20 such lines were logged this second: then counts it under `kind`,
   /// and the next line logged says how many were not.
   void log_counted(const std::string& kind, const std::string& line);
+  /// Takes one close before hello from `address`'s budget; false past it.
+  bool may_close_before_hello(const std::string& address);
+  /// Session `id`, past its address's budget of closes before hello, is held silent rather
+  /// than closed: its place before hello is free, and it counts as idle (evict_idle may still
+  /// close it at live.max_connections).
+  void silenced(uint64_t id, const std::string& address, std::weak_ptr<session> who);
+  /// How an eviction ends a connection: closed or, past its address's budget of closes before
+  /// hello, silenced (a place before hello is wanted); or closed whatever the budget (the
+  /// descriptor is wanted).
+  enum class eviction { may_silence, close };
   /// Closes the connection not past hello with id `id` to make room for a newer one, saying why.
-  void evict(uint64_t id, const std::string& why);
+  void evict(uint64_t id, const std::string& why, eviction how);
   /// At live.max_connections: the oldest idle connection of the address holding the most
   /// idle ones gives way; false if none is idle.
   bool evict_idle();
@@ -212,8 +231,11 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
 
 /// Starts serving a connection just accepted (gateway_session.cpp).
 std::shared_ptr<session> start_session(tcp::socket s, gateway::impl* g, uint64_t id, std::string address);
-/// Closes `s` with `reason` (an error frame, then the close), as the gateway closes a peer.
+/// Closes `s` with `reason` (an error frame, then the close), as the gateway closes a peer;
+/// before hello, past its address's budget of such closes, it is silenced instead.
 void close_session(session& s, const std::string& reason);
+/// The same, whatever the budget.
+void close_session_now(session& s, const std::string& reason);
 /// Queues `m` on `s`'s connection.
 void send_to(session& s, const wire::message& m);
 /// The answer to the request `s` waits for (a status, show, submit or cancel): one encoded

@@ -2,6 +2,8 @@
 
 #include "runtime/live/gateway_impl.hpp"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -116,13 +118,15 @@ void gateway::impl::spoke(uint64_t id) {
   // address (loopback), which says hello at once.
   if (auto a = before_hello.by_address.find(address);
       a != before_hello.by_address.end() && a->second.size() >= opts.max_before_hello_per_address)
-    evict(*a->second.begin(), fmt::format("evicted: {} holds its limit of {} connections before hello, and this was "
-                                          "the oldest",
-                                          address, opts.max_before_hello_per_address));
+    evict(*a->second.begin(),
+          fmt::format("evicted: {} holds its limit of {} connections before hello, and this was the oldest", address,
+                      opts.max_before_hello_per_address),
+          eviction::may_silence);
   if (before_hello.by_id.size() >= opts.max_before_hello)
     evict(before_hello.by_id.begin()->first,
           fmt::format("evicted: serve holds its limit of {} connections before hello, and this was the oldest",
-                      opts.max_before_hello));
+                      opts.max_before_hello),
+          eviction::may_silence);
   before_hello.add(id, address, std::move(who));
 }
 
@@ -138,17 +142,46 @@ bool gateway::impl::evict_idle() {
   uncounted.insert(id);
   evict(id, fmt::format("evicted: serve holds its limit of {} connections, and this was the oldest "
                                     "connection of {}, which holds the most that sent nothing",
-                                    opts.max_connections, address));
+                                    opts.max_connections, address),
+        eviction::close);
   return true;
 }
 
-void gateway::impl::evict(uint64_t id, const std::string& why) {
+void gateway::impl::evict(uint64_t id, const std::string& why, eviction how) {
   auto& pool = idle.by_id.count(id) ? idle : before_hello;
   auto it = pool.by_id.find(id);
   if (it == pool.by_id.end()) return;
   auto who = it->second.who.lock();
   hello_taken(id);  // its place is free now, though its close is still being written
-  if (who) close_session(*who, why);
+  if (!who) return;
+  if (how == eviction::close) close_session_now(*who, why);
+  else close_session(*who, why);
+}
+
+bool gateway::impl::may_close_before_hello(const std::string& address) {
+  const double rate = opts.pre_hello_closes_per_s, burst = std::max(1.0, rate);
+  auto now = std::chrono::steady_clock::now();
+  auto refilled = [&](const close_budget& b) {
+    return std::min(burst, b.tokens + rate * std::chrono::duration<double>(now - b.filled).count());
+  };
+  // A full bucket is as good as none: dropped once there are many, so that peers of many
+  // addresses cost no memory once they are gone.
+  if (close_budgets.size() >= prune_budgets_at) {
+    std::erase_if(close_budgets, [&](const auto& kv) { return refilled(kv.second) >= burst; });
+    prune_budgets_at = std::max<size_t>(1024, 2 * close_budgets.size());
+  }
+  auto [it, fresh] = close_budgets.try_emplace(address, close_budget{burst, now});
+  auto& b = it->second;
+  b.tokens = refilled(b);
+  b.filled = now;
+  if (b.tokens < 1) return false;
+  b.tokens -= 1;
+  return true;
+}
+
+void gateway::impl::silenced(uint64_t id, const std::string& address, std::weak_ptr<session> who) {
+  before_hello.remove(id);
+  idle.add(id, address, std::move(who));
 }
 
 void gateway::impl::refuse(tcp::socket& s, const std::string& reason, const std::string& kind) {

@@ -2,6 +2,9 @@
 
 #include "runtime/live/gateway_impl.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <fmt/format.h>
 
 #include <array>
@@ -44,7 +47,7 @@ class session : public std::enable_shared_from_this<session> {
     handshaking_ = g_->tls != nullptr;
     // Idle until its first bytes: no buffer, no handshake (gateway::impl::idle).
     stream_->socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-      if (self->closing_ || !self->stream_->socket().is_open()) return;
+      if (self->closing_ || self->silent_ || !self->stream_->socket().is_open()) return;
       if (ec) return self->lost(ec.message());
       if (self->handshaking_) self->woke();  // the handshake buffers
       self->stream_->async_handshake([self](const std::string& error) {
@@ -101,8 +104,17 @@ class session : public std::enable_shared_from_this<session> {
     if (queue_.empty()) shut();
   }
 
-  /// Sends `reason` as an error frame, then closes once it is written.
+  /// Sends `reason` as an error frame, then closes once it is written; before hello, past its
+  /// address's budget of such closes, the connection is silenced instead (held_silent).
   void close(const std::string& reason) {
+    // A silenced connection is closed only when judged (judge) or when its descriptor is
+    // wanted (close_now): a deadline that came due as it was silenced does not close it.
+    if (closing_ || silent_ || held_silent(reason)) return;
+    close_now(reason);
+  }
+
+  /// close, whatever the budget.
+  void close_now(const std::string& reason) {
     if (closing_) return;
     log_end(fmt::format("{}: closing: {}", peer_, reason));
     if (handshaking_) {  // no frame can go before the TLS handshake ends
@@ -133,6 +145,7 @@ class session : public std::enable_shared_from_this<session> {
     auto self = shared_from_this();
     stream_->async_read_some(asio::buffer(buf_), [self](const boost::system::error_code& ec, size_t n) {
       self->reading_ = false;
+      if (self->silent_) return;  // its read was cancelled, or what came is not wanted
       if (ec) {
         self->lost(ec == asio::error::eof ? "the peer closed the connection" : ec.message());
         return;
@@ -150,7 +163,7 @@ class session : public std::enable_shared_from_this<session> {
   /// unread than client_queue_bytes: its next requests stay unread (in the decoder, then in
   /// the socket) until that clears, so one client holds at most one ask and a bounded queue.
   bool paused() const {
-    return awaiting_answer_ || (stage_ == stage::client && queued_bytes_ > g_->opts.client_queue_bytes);
+    return silent_ || awaiting_answer_ || (stage_ == stage::client && queued_bytes_ > g_->opts.client_queue_bytes);
   }
 
   /// Handles the complete frames buffered, then reads more unless paused or closing.
@@ -162,8 +175,14 @@ class session : public std::enable_shared_from_this<session> {
       if (auto* e = std::get_if<wire::decode_error>(&step)) return close("bad frame: " + e->reason);
       handle(std::get<wire::message>(step));
     }
-    if (stage_ == stage::hello && decoder_.buffered() > g_->opts.pre_hello_bytes)
-      return close(fmt::format("more than {} bytes before hello", g_->opts.pre_hello_bytes));
+    if (stage_ == stage::hello) {
+      // Judged at its 4 length bytes: a hello that cannot fit is not waited for, byte by byte.
+      if (auto n = decoder_.next_length(); n && *n > g_->opts.pre_hello_bytes)
+        return close(fmt::format("a first frame of {} bytes, more than the {} allowed before hello", *n,
+                                 g_->opts.pre_hello_bytes));
+      if (decoder_.buffered() > g_->opts.pre_hello_bytes)
+        return close(fmt::format("more than {} bytes before hello", g_->opts.pre_hello_bytes));
+    }
     if (!closing_ && !reading_) read();
   }
 
@@ -195,7 +214,11 @@ class session : public std::enable_shared_from_this<session> {
     std::weak_ptr<session> weak = shared_from_this();
     silence_.async_wait([weak, limit](boost::system::error_code ec) {
       if (ec) return;  // restarted or cancelled
-      if (auto self = weak.lock()) self->lost(fmt::format("nothing heard for {:g} s", limit));
+      auto self = weak.lock();
+      // Silenced meanwhile: a timer already due when cancelled still calls its handler.
+      if (!self || self->silent_) return;
+      auto why = fmt::format("nothing heard for {:g} s", limit);
+      if (!self->held_silent(why)) self->lost(why);
     });
   }
 
@@ -220,9 +243,65 @@ class session : public std::enable_shared_from_this<session> {
   /// limit from its connection, no longer spread.
   void woke() {
     idle_ = false;
-    if (stage_ != stage::hello || closing_) return;
+    if (stage_ != stage::hello || closing_ || silent_) return;
     g_->spoke(id_);
     if (!closing_) hello_deadline(g_->opts.hello_timeout_s);
+  }
+
+  /// Before hello, a plain connection past its address's budget of closes before hello
+  /// (live.pre_hello_closes_per_s) is silenced rather than closed, and true is returned: each
+  /// close would bring the peer's next dial, and a peer dialling again whatever is closed
+  /// would make serve cycle connections while a client's waits in the listen backlog. TLS
+  /// connections are always closed (a handshake in progress cannot be left half done).
+  bool held_silent(const std::string& reason) {
+    if (stage_ != stage::hello || silent_ || g_->tls || g_->may_close_before_hello(address_)) return false;
+    silent_ = true;
+    withheld_ = reason;
+    g_->log_counted("silenced before hello",
+                    fmt::format("{}: silenced, not closed: {} ({} is past its {:g} closes before hello a second)", peer_,
+                                reason, address_, g_->opts.pre_hello_closes_per_s));
+    // It costs a descriptor only: nothing more is read (the kernel's buffer bounds what the
+    // peer can still send), and what it buffered is freed.
+    boost::system::error_code ec;
+    stream_->socket().cancel(ec);
+    silence_.cancel();
+    std::vector<uint8_t>().swap(buf_);
+    decoder_ = wire::frame_decoder(g_->opts.max_frame_bytes);
+    g_->silenced(id_, address_, weak_from_this());
+    judge_later();
+    return true;
+  }
+
+  /// A silenced connection is judged again 1 to 1.5 hello timeouts later (spread as idle
+  /// deadlines are, so silenced connections are not judged in one burst). The timer holds
+  /// the session, as a pending read holds one that is not silenced.
+  void judge_later() {
+    hello_deadline_.expires_after(seconds(g_->opts.hello_timeout_s * idle_spread()));
+    hello_deadline_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec) self->judge();  // else closed
+    });
+  }
+
+  /// A peer that has gone is let go without the budget (its close brings no dial); one still
+  /// there is closed if its address's budget allows, else held silent again.
+  void judge() {
+    if (closing_) return;
+    if (!peer_connected()) {
+      closing_ = true;
+      shut();
+      return log_end(fmt::format("{}: let go: its peer had gone while it was silenced ({})", peer_, withheld_));
+    }
+    if (g_->may_close_before_hello(address_)) return close_now(withheld_);
+    judge_later();
+  }
+
+  /// Whether the kernel still holds the connection established: a peer's close or reset
+  /// shows there without reading from the socket.
+  bool peer_connected() {
+    tcp_info info{};
+    socklen_t size = sizeof info;
+    return ::getsockopt(stream_->socket().native_handle(), IPPROTO_TCP, TCP_INFO, &info, &size) == 0 &&
+           info.tcpi_state == TCP_ESTABLISHED;
   }
 
   static std::chrono::steady_clock::duration seconds(double s) {
@@ -546,6 +625,10 @@ class session : public std::enable_shared_from_this<session> {
   std::string address_;  ///< the peer's IP address, for the caps on connections before hello
   bool reading_ = false;
   bool idle_ = true;  ///< not a byte received yet (gateway::impl::idle)
+  /// Held without reading, past its address's budget of closes before hello (held_silent);
+  /// withheld_: why it would have been closed, given when it is.
+  bool silent_ = false;
+  std::string withheld_;
   std::chrono::steady_clock::time_point connected_ = std::chrono::steady_clock::now();
   bool handshaking_ = false;  ///< TLS handshake in progress (plain: never)
   bool awaiting_answer_ = false;
@@ -570,6 +653,8 @@ std::shared_ptr<session> start_session(tcp::socket s, gateway::impl* g, uint64_t
 }
 
 void close_session(session& s, const std::string& reason) { s.close(reason); }
+
+void close_session_now(session& s, const std::string& reason) { s.close_now(reason); }
 
 void send_to(session& s, const wire::message& m) { s.send(m); }
 

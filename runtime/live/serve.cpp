@@ -173,6 +173,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.hello_timeout_s = c.hello_timeout_s;
   g.max_before_hello = static_cast<size_t>(c.max_before_hello);
   g.max_before_hello_per_address = static_cast<size_t>(c.max_before_hello_per_address);
+  g.pre_hello_closes_per_s = c.pre_hello_closes_per_s;
   g.max_connections = connection_cap(c.max_connections, log);
   g.join = o.join > 0;
   // What clients may ask of any job, ended ones included (`aryl show`, `status --all`).

@@ -185,6 +185,8 @@ int run_worker(std::ostream& log) {
     const double base = c.work_done;
     const auto start = clock::now() + std::chrono::duration_cast<clock::duration>(
                                           std::chrono::duration<double>(o.startup_s));
+    const auto due_at = start + std::chrono::duration_cast<clock::duration>(
+                                    std::chrono::duration<double>((o.work_s - base) / o.rate));
     auto last_print = start;
     auto last_checkpoint = start;
     const auto checkpoint_every = std::chrono::duration<double>(o.checkpoint_interval_s);
@@ -206,8 +208,11 @@ int run_worker(std::ostream& log) {
       }
       // Ticks of 50 ms, the last one ending when the work is due, so the exit is as punctual
       // as the simulated completion. One nanosleep, not sleep_for: a signal ends it early.
-      double due = std::chrono::duration<double>(start - clock::now()).count() + (o.work_s - c.work_done) / o.rate;
-      double wait = std::clamp(due, 0.0, 0.05);
+      // The due time is fixed at the start: counted from the work done so far as well as from
+      // the start, it came at half the work, and every tick after it slept 0 s (a spin). At
+      // least 1 ms, should rounding leave the work a hair short at the due time.
+      double due = std::chrono::duration<double>(due_at - clock::now()).count();
+      double wait = std::clamp(due, 0.001, 0.05);
       timespec tick{0, static_cast<long>(wait * 1e9)};
       ::nanosleep(&tick, nullptr);
       const auto now = clock::now();

@@ -130,6 +130,7 @@ std::string effective_config_json(const config& c) {
   j["live.max_connections"] = c.max_connections;
   j["live.max_before_hello"] = c.max_before_hello;
   j["live.max_before_hello_per_address"] = c.max_before_hello_per_address;
+  j["live.pre_hello_closes_per_s"] = c.pre_hello_closes_per_s;
   j["live.default_estimate_s"] = c.default_estimate_s;
   return j.dump(2);
 }

@@ -432,6 +432,12 @@ void frame_decoder::check_length() {
          std::to_string(max_frame_bytes_) + "-byte limit");
 }
 
+std::optional<size_t> frame_decoder::next_length() const {
+  if (failed_ || buffered() < 4) return std::nullopt;
+  const uint8_t* p = buf_.data() + pos_;
+  return (size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | p[3];
+}
+
 decode_step frame_decoder::fail(std::string reason) {
   if (!failed_) {
     failed_ = true;

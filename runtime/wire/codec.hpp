@@ -6,6 +6,7 @@
 /// it).
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -65,6 +66,10 @@ class frame_decoder {
 
   /// Bytes fed and not yet consumed.
   size_t buffered() const { return buf_.size() - pos_; }
+
+  /// The body length the next frame announces, once its 4 length bytes are in: a caller
+  /// bounding what a peer may buffer can judge a frame before its body comes.
+  std::optional<size_t> next_length() const;
 
  private:
   /// Checks the announced length of the frame at pos_, once its 4 bytes are in.

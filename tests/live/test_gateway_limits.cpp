@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <filesystem>
 #include <mutex>
@@ -233,6 +234,7 @@ TEST_CASE_FIXTURE(limits_fixture,
                   "not together") {
   live::gateway_options o;
   o.hello_timeout_s = 0.4;
+  o.pre_hello_closes_per_s = 100;  // all 20 closed, none silenced: the spread is what is timed
   start(o);
   std::vector<std::unique_ptr<peer>> idle;
   for (int i = 0; i < 20; ++i) idle.push_back(std::make_unique<peer>(g->port()));
@@ -262,7 +264,79 @@ TEST_CASE_FIXTURE(limits_fixture, "gateway: more than pre_hello_bytes before hel
   std::vector<uint8_t> bytes(4 + 20000, 0x90);
   bytes[0] = 0x00, bytes[1] = 0x01, bytes[2] = 0x86, bytes[3] = 0xa0;
   big.send_raw(bytes);
-  CHECK(big.refusal() == "more than 8192 bytes before hello");
+  CHECK(big.refusal() == "a first frame of 100000 bytes, more than the 8192 allowed before hello");
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: a first frame announcing more than pre_hello_bytes is judged at its 4 length bytes") {
+  start({});  // hello deadline 10 s
+  peer big(g->port());
+  auto t0 = std::chrono::steady_clock::now();
+  big.send_raw({0x00, 0x01, 0x86, 0xa0});  // 100,000 bytes announced, none of them sent
+  CHECK(big.refusal() == "a first frame of 100000 bytes, more than the 8192 allowed before hello");
+  CHECK(std::chrono::steady_clock::now() - t0 < 1s);
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: past pre_hello_closes_per_s of its address, an attacker dialling again every connection "
+                  "closed before hello is silenced, not cycled, and a client of its address is served at once") {
+  live::gateway_options o;
+  // Idle connections end 0.2 to 0.3 s after they came. Their silence limit is the same, as
+  // with serve's defaults (10 s each): both timers come due together, and neither may close
+  // a connection the other silenced.
+  o.hello_timeout_s = o.agent_silence_s = 0.2;
+  start(o);  // 10 closes before hello a second per address, 10 at once
+  std::vector<std::unique_ptr<peer>> idle;
+  for (int i = 0; i < 50; ++i) idle.push_back(std::make_unique<peer>(g->port(), "127.0.0.2"));
+  auto began = std::chrono::steady_clock::now();
+  int redials = 0;
+  std::vector<pollfd> fds(idle.size());
+  while (std::chrono::steady_clock::now() - began < 1200ms) {
+    for (size_t i = 0; i < idle.size(); ++i) fds[i] = {idle[i]->fd(), POLLIN, 0};
+    if (poll(fds.data(), fds.size(), 10) <= 0) continue;
+    for (size_t i = 0; i < idle.size(); ++i)
+      if (fds[i].revents) {  // an error frame, or the close: dial again at once
+        idle[i] = std::make_unique<peer>(g->port(), "127.0.0.2");
+        ++redials;
+      }
+  }
+  MESSAGE("the attacker dialled " << redials << " times again in 1.2 s");
+  // Closed at every deadline, the 50 and their successors would come back about 200 times.
+  // With the budget: 10 at once, then 10 a second from about 0.2 s, so about 20.
+  CHECK(redials >= 10);
+  CHECK(redials <= 25);
+  CHECK(logged("silenced, not closed: no hello within 0."));
+  CHECK(logged("(127.0.0.2 is past its 10 closes before hello a second)"));
+  auto t0 = std::chrono::steady_clock::now();
+  peer client(g->port(), "127.0.0.2");
+  hello(client, "operator");
+  settle(client);
+  CHECK(std::chrono::steady_clock::now() - t0 < 250ms);
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: a silenced connection whose peer has gone is let go without the budget of closes before "
+                  "hello") {
+  live::gateway_options o;
+  o.hello_timeout_s = 0.2;
+  o.pre_hello_closes_per_s = 0.5;  // one close at once, the next 2 s later
+  start(o);
+  auto began = std::chrono::steady_clock::now();
+  std::array<std::unique_ptr<peer>, 2> two{std::make_unique<peer>(g->port(), "127.0.0.2"),
+                                          std::make_unique<peer>(g->port(), "127.0.0.2")};
+  // Both reach their deadline by 0.3 s: the first is closed (the budget's one close), the
+  // other silenced, and judged again 0.2 to 0.3 s later.
+  std::this_thread::sleep_for(400ms);
+  std::array<pollfd, 2> fds{pollfd{two[0]->fd(), POLLIN, 0}, pollfd{two[1]->fd(), POLLIN, 0}};
+  poll(fds.data(), fds.size(), 0);
+  REQUIRE((fds[0].revents != 0) != (fds[1].revents != 0));
+  size_t silent = fds[0].revents ? 1 : 0;
+  CHECK(two[1 - silent]->refusal().starts_with("no hello within 0."));
+  auto descriptors = open_descriptors();
+  two[silent].reset();  // the peer closes; the budget stays empty until about 2.2 s
+  CHECK(logged("let go: its peer had gone while it was silenced (no hello within 0."));
+  CHECK(std::chrono::steady_clock::now() - began < 1500ms);
+  CHECK(open_descriptors() == descriptors - 2);  // the peer's end and the gateway's
 }
 
 TEST_CASE_FIXTURE(limits_fixture,

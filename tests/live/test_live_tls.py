@@ -267,6 +267,31 @@ def run(a, work, procs):
         check(False, f"stalled handshake: {e!r}")
     check(wait_for(lambda: "closing: no hello within 2 s of connecting" in read(serve_log), 5, "the log line"),
           "serve logs the stalled peer's end")
+    # Past the budget of closes before hello (10 at once) a plain connection would be silenced;
+    # a TLS one is closed all the same, as a handshake cannot be left half done.
+    stalled = []
+    try:
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", bed.port), timeout=10)
+            s.sendall(b"\x16\x03\x01")
+            stalled.append(s)
+        began = time.monotonic()
+        ended = 0
+        for s in stalled:
+            s.settimeout(max(0.1, 8 - (time.monotonic() - began)))
+            try:
+                ended += s.recv(100) == b""
+            except ConnectionResetError:
+                ended += 1
+            except socket.timeout:
+                pass
+        check(ended == 20, f"20 stalled TLS handshakes at once are all closed at the deadline ({ended} were)")
+    except OSError as e:
+        check(False, f"stalled handshakes: {e!r}")
+    finally:
+        for s in stalled:
+            s.close()
+    check("silenced" not in read(serve_log), "no TLS connection is silenced")
     r = aryl("status", *where, "--tls-ca", certs["ca.pem"])
     check(r.returncode == 0 and serve.poll() is None, "serve keeps serving after the plain-text and stalled peers")
 

@@ -110,6 +110,18 @@ TEST_CASE("live worker: runs to completion, exits 0, and its final checkpoint ho
   CHECK(c.step == last->step);
 }
 
+TEST_CASE("live worker: waits for its work in ticks of 50 ms to the end, never spinning") {
+  scratch_dir dir;
+  worker_process w(job_vars(dir.path(), 1.0, 2.0), dir.path());  // 0.5 s of wall clock
+  w.last_progress();
+  CHECK(w.proc().wait() == exit_status{0, 0});
+  // A step a tick: 10 ticks of 50 ms (one more if the last is cut short). A worker that
+  // stops sleeping at half its work takes thousands of steps in the other half.
+  const auto c = read_worker_checkpoint(dir.path().string());
+  CHECK(c.work_done == doctest::Approx(1.0));
+  CHECK(c.step <= 12);
+}
+
 TEST_CASE("live worker: SIGTERM mid-run writes a checkpoint and exits 143") {
   scratch_dir dir;
   worker_process w(job_vars(dir.path(), 1000.0, 1.0), dir.path());

@@ -96,6 +96,16 @@ TEST_CASE("a gpu type without a speed is rejected before the run") {
   CHECK(error_of([&] { validate_config(c); }).find("H100") != std::string::npos);
 }
 
+TEST_CASE("live.pre_hello_closes_per_s is a positive rate, at least one close in 10 s") {
+  config c;
+  apply_override(c, "live.pre_hello_closes_per_s=2.5");
+  CHECK(c.pre_hello_closes_per_s == 2.5);
+  CHECK(error_of([&] { apply_override(c, "live.pre_hello_closes_per_s=0"); }) ==
+        "--set: live.pre_hello_closes_per_s: 0 is outside [0.1, 1e+06]");
+  CHECK(error_of([&] { apply_override(c, "live.pre_hello_closes_per_s=nan"); }).find("live.pre_hello_closes_per_s") !=
+        std::string::npos);
+}
+
 TEST_CASE("a malformed priority config is an error naming the key") {
   config c;
   CHECK(error_of([&] { apply_override(c, "priorities.aging_s=-5"); }) ==
