@@ -4,6 +4,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <fmt/format.h>
 
@@ -111,6 +112,15 @@ class session : public std::enable_shared_from_this<session> {
     // wanted (close_now): a deadline that came due as it was silenced does not close it.
     if (closing_ || silent_ || held_silent(reason)) return;
     close_now(reason);
+  }
+
+  /// close for a hello it refuses: silenced, the peer is still told why at once. A peer that
+  /// sent a whole hello is a client or an agent misconfigured (a wrong token), which reads the
+  /// error and closes by itself; held silent, it would wait for its judgement to learn why.
+  void refuse_hello(const std::string& reason) {
+    if (closing_ || silent_) return;
+    if (!held_silent(reason)) return close_now(reason);
+    told_ = tell_now(reason);
   }
 
   /// close, whatever the budget.
@@ -291,8 +301,24 @@ class session : public std::enable_shared_from_this<session> {
       shut();
       return log_end(fmt::format("{}: let go: its peer had gone while it was silenced ({})", peer_, withheld_));
     }
-    if (g_->may_close_before_hello(address_)) return close_now(withheld_);
+    if (g_->may_close_before_hello(address_)) {
+      if (!told_) return close_now(withheld_);
+      closing_ = true;  // its error went when it was silenced
+      shut();
+      return log_end(fmt::format("{}: closing: {}", peer_, withheld_));
+    }
     judge_later();
+  }
+
+  /// Writes `reason`'s error frame on a silenced plain connection without waiting: a small
+  /// frame on a connection that has had nothing written fits the socket's empty buffer, so a
+  /// write that does not complete at once is given up (false) rather than queued. Nothing is
+  /// queued for a connection before hello, so this frame goes first.
+  bool tell_now(const std::string& reason) {
+    if (!queue_.empty()) return false;
+    auto frame = wire::encode_frame(wire::error{escape_control(reason)});
+    auto n = ::send(stream_->socket().native_handle(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    return n == static_cast<ssize_t>(frame.size());
   }
 
   /// Whether the kernel still holds the connection established: a peer's close or reset
@@ -381,11 +407,11 @@ class session : public std::enable_shared_from_this<session> {
 
   void on_hello(const wire::message& msg) {
     auto* h = std::get_if<wire::hello>(&msg);
-    if (!h) return close(fmt::format("expected hello first, got '{}'", wire::type_of(msg)));
-    if (!tokens_equal(h->token, g_->opts.token)) return close("wrong cluster token");
+    if (!h) return refuse_hello(fmt::format("expected hello first, got '{}'", wire::type_of(msg)));
+    if (!tokens_equal(h->token, g_->opts.token)) return refuse_hello("wrong cluster token");
     // Names are shown in logs, tables and error frames, one line each.
     if (find_control(h->name) != std::string::npos)
-      return close("hello: name '" + h->name + "' holds " + describe_control(h->name));
+      return refuse_hello("hello: name '" + h->name + "' holds " + describe_control(h->name));
     name_ = h->name;
     peer_ += " " + (h->role == wire::peer_role::agent ? std::string("agent ") : std::string("client ")) + h->name;
     stage_ = h->role == wire::peer_role::agent ? stage::registering : stage::client;
@@ -629,6 +655,7 @@ class session : public std::enable_shared_from_this<session> {
   /// withheld_: why it would have been closed, given when it is.
   bool silent_ = false;
   std::string withheld_;
+  bool told_ = false;  ///< silenced with its error frame written (refuse_hello)
   std::chrono::steady_clock::time_point connected_ = std::chrono::steady_clock::now();
   bool handshaking_ = false;  ///< TLS handshake in progress (plain: never)
   bool awaiting_answer_ = false;

@@ -340,6 +340,33 @@ TEST_CASE_FIXTURE(limits_fixture,
 }
 
 TEST_CASE_FIXTURE(limits_fixture,
+                  "gateway: a hello refused past its address's budget of closes before hello is still answered at "
+                  "once, and let go when its peer closes") {
+  live::gateway_options o;
+  o.hello_timeout_s = 2;  // a silenced connection is judged 2 to 3 s later
+  o.pre_hello_closes_per_s = 0.5;  // one close at once, the next 2 s later
+  start(o);
+  peer first(g->port(), "127.0.0.2");
+  first.send(wire::hello{wire::peer_role::client, "wrong", "first"});
+  CHECK(first.refusal() == "wrong cluster token");  // the budget's one close
+  auto t0 = std::chrono::steady_clock::now();
+  auto second = std::make_unique<peer>(g->port(), "127.0.0.2");
+  second->send(wire::hello{wire::peer_role::client, "wrong", "second"});
+  auto m = second->receive(1500ms);  // held silent until judged, it would hear nothing here
+  REQUIRE(m);
+  auto* e = std::get_if<wire::error>(&*m);
+  REQUIRE(e);
+  CHECK(e->reason == "wrong cluster token");
+  CHECK(std::chrono::steady_clock::now() - t0 < 500ms);
+  CHECK(logged("silenced, not closed: wrong cluster token"));
+  CHECK_FALSE(second->receive(300ms));  // held: not closed within the budget
+  auto descriptors = open_descriptors();
+  second.reset();  // the client closes on its error, as aryl's does
+  CHECK(logged("let go: its peer had gone while it was silenced (wrong cluster token)"));
+  CHECK(open_descriptors() == descriptors - 2);
+}
+
+TEST_CASE_FIXTURE(limits_fixture,
                   "gateway: at the cap on connections that sent bytes before hello of an address the oldest of them "
                   "is evicted, and a hello or a close frees a place") {
   live::gateway_options o;
