@@ -572,7 +572,9 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     // at its base, as an empty class would choose.
     if (in.capacity[static_cast<size_t>(e.type)] == 0) continue;
     int current = e.current;
-    double t_min = remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, servers_spanned(e.base), sp);
+    const int home_span = servers_spanned(e.base);
+    const bool hold = o.horizon == scale_horizon::hold;
+    const double t_min = hold ? 0 : remaining_time_s(l.params.model, rem, j.gpus, j.min_workers, home_span, sp);
     mckp_class c{b.spare_item_list(), e.type};
     // No job can take more extra workers than its type has free GPUs: items past that could
     // never be chosen, and a trace's max_workers may be far beyond the cluster.
@@ -586,10 +588,14 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     // really gets).
     long home_free = 0;
     for (auto& [sid, w] : e.base) home_free += kv.at(sid);  // a base has each server once
-    const int home_span = servers_spanned(e.base);
-    const int base_span = std::max(servers_spanned(e.base), 1);
+    const int base_span = std::max(home_span, 1);
     const double r_min = work_rate(l.params.model, j.gpus, j.min_workers, base_span, sp);
-    const bool hold = o.horizon == scale_horizon::hold;
+    // work_rate's arithmetic, its requested-size term taken once for every size below.
+    const auto& m = l.params.model;
+    const double requested_base = j.gpus * efficiency(m, j.gpus);
+    auto rate_at = [&](int w, int servers) {
+      return j.gpus > 0 ? sp * w * efficiency(m, w) / requested_base * locality_efficiency(m, servers) : 0.0;
+    };
     const double hold_s = hold ? b.hold_by_type[static_cast<size_t>(e.type)] : 0;
     // A change now: the overhead, and (valuing by holding time) the stop's checkpoint of the
     // workers it has. Relative to staying at min, so a job already above min pays it for
@@ -604,7 +610,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     for (int w = j.min_workers + 1; w <= top; ++w) {
       bool kept = !e.started && intact && w == current;
       int servers = kept ? servers_spanned(j.alloc) : w - j.min_workers <= home_free ? home_span : home_span + 1;
-      double r_w = work_rate(l.params.model, j.gpus, w, std::max(servers, 1), sp);
+      double r_w = rate_at(w, std::max(servers, 1));
       // Sizes whose GPUs do too little work each are not offered (kept ones stay offered:
       // dropping them would force a change).
       if (!kept && r_w * j.min_workers < o.min_extra_efficiency * r_min * w) continue;

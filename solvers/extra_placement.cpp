@@ -126,8 +126,11 @@ bool place_extras(std::vector<server_slot>& servers, const extras_request& req, 
     for (auto& s : servers)
       if (remaining > 0 && s.id == id && s.gpu_type == req.gpu_type && s.free > 0) take(s, std::min(s.free, remaining));
 
+  // Most rounds' extras fit on their job's own servers: no other server need be ranked.
   thread_local std::vector<size_t> left;
-  others_most_free_first(servers, req, left);
+  if (remaining == 0) left.clear();
+  else
+    others_most_free_first(servers, req, left);
   // Picks left: the fewest new servers that hold the rest. Each pick below keeps the rest
   // within the picks that remain, so the count never grows past this.
   int picks = 0;
