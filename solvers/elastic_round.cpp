@@ -699,9 +699,11 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     auto t = static_cast<size_t>(e.type);
     if (!b.listed[t]) {
       b.listed[t] = 1;
-      for (auto& s : l.servers)
-        if (s.gpu_type == e.type && usable_for(s, j, p, o) && kv.at(s.id) > 0)
-          left[t].push_back({s.id, s.gpu_type, s.gpus, kv.at(s.id)});
+      for (auto& s : l.servers) {
+        if (s.gpu_type != e.type) continue;
+        const int f = kv.at(s.id);
+        if (f > 0 && usable_for(s, j, p, o)) left[t].push_back({s.id, s.gpu_type, s.gpus, f});
+      }
     }
     extras_for(e, j, extra, b.scratch, b.extras);
     if (!place_extras(left[t], b.extras, b.placed)) continue;  // cannot happen: the capacity counted these GPUs

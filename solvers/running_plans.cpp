@@ -14,8 +14,9 @@ namespace {
 /// (every size above its minimum would span a second server), and every such size below the
 /// efficiency floor at the rate of two or more servers (locality is a step: any number of
 /// servers from two gives the same rate), so its knapsack class would be empty.
+template <class TypeGpus>
 bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
-           const work_view& view, double best_speed, int type_gpus) {
+           const work_view& view, double best_speed, TypeGpus&& type_gpus) {
   if (!p.elastic || j.workers != j.min_workers || j.alloc.size() != 1) return false;
   if (o.migrate && speed(l, j.alloc_type) < best_speed) return false;
   if (view.at(j.alloc.front().first) != 0) return false;
@@ -35,7 +36,7 @@ bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options&
   }
   const double sp = speed(l, j.alloc_type);
   const double r_min = work_rate(m, j.gpus, j.min_workers, 1, sp);
-  const int top = std::min(j.max_workers, j.min_workers + type_gpus);
+  const int top = std::min(j.max_workers, j.min_workers + type_gpus(j.alloc_type));
   for (int w = j.min_workers + 1; w <= top; ++w)
     if (!(work_rate(m, j.gpus, w, 2, sp) * j.min_workers < o.min_extra_efficiency * r_min * w)) return false;
   return true;
@@ -51,15 +52,22 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
   auto& b = buffers;
   double best = 0;
   for (auto s : l.params.type_speed) best = std::max(best, s);
+  // Each type's GPUs, counted the first time a job needs them (most rounds none does).
   auto& type_gpus = b.type_gpus;
-  type_gpus.assign(l.params.type_speed.size(), 0);
-  for (auto& s : l.servers) type_gpus[static_cast<size_t>(s.gpu_type)] += s.gpus;
+  type_gpus.clear();
+  auto gpus_of = [&](int type) {
+    if (type_gpus.empty()) {
+      type_gpus.assign(l.params.type_speed.size(), 0);
+      for (auto& s : l.servers) type_gpus[static_cast<size_t>(s.gpu_type)] += s.gpus;
+    }
+    return type_gpus[static_cast<size_t>(type)];
+  };
   auto& running = b.running_plans;
   running.clear();
   for (auto id : l.running_elastic) {
     auto& j = l.jobs[id];
     if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; })) continue;
-    if (inert(l, p, o, j, view, best, type_gpus[static_cast<size_t>(j.alloc_type)])) continue;
+    if (inert(l, p, o, j, view, best, gpus_of)) continue;
     elastic_plan e{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()};
     base_of(j, p, e.base);
     running.push_back(std::move(e));
