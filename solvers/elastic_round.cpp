@@ -349,17 +349,18 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
     const int spanned = servers_spanned(j.alloc);
     if (spanned <= 1) continue;
     if (widest == 0) {
+      // The servers an elastic job may use of each type are the view's scope (training, and
+      // loaned ones when loaning). The widest server of all bounds theirs: a wider bound only
+      // prunes less, place_one decides.
       type_free.assign(l.params.type_speed.size(), 0);
-      job_entry any_elastic;
-      any_elastic.elastic = true;
-      for (auto& s : l.servers)
-        if (usable_for(s, any_elastic, p, o)) {
-          type_free[static_cast<size_t>(s.gpu_type)] += hard.at(s.id);
-          widest = std::max(widest, s.gpus);
-        }
+      for (size_t t = 0; t < type_free.size(); ++t) type_free[t] = static_cast<int>(hard.total(static_cast<int>(t), p.loaning));
+      for (auto& s : l.servers) widest = std::max(widest, s.gpus);
       widest = std::max(widest, 1);
     }
     if (spanned <= (j.workers + widest - 1) / widest) continue;
+    // Locality is a step (the same rate on any number of servers from two): only a move onto
+    // one server can raise the rate, and none holds more workers than the widest.
+    if (j.workers > widest) continue;
     // One server fewer needs free GPUs elsewhere for at least its smallest share.
     int smallest_share = j.workers;
     for (auto& [sid, w] : j.alloc) smallest_share = std::min(smallest_share, w);
