@@ -689,7 +689,10 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
             [](auto& x, auto& y) { return x.second > y.second || (x.second == y.second && x.first < y.first); });
   // The servers with GPUs left, per type, listed once: place_extras takes from this list as
   // from the view, and servers without free GPUs change nothing in where extras go, so one
-  // list serves every job of the type instead of a pass over all servers per job.
+  // list serves every job of the type instead of a pass over all servers per job. Listed
+  // when a job's extras first need servers beyond its own (most rounds none does), from the
+  // view as it then stands: the same list the view's takes would have left of an earlier
+  // one, but for servers left with none, which place_extras passes over.
   auto& left = b.extra_slots;
   left.resize(l.params.type_speed.size());
   for (auto& v : left) v.clear();
@@ -698,16 +701,31 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     auto& e = plans[i];
     auto& j = l.jobs[e.job];
     auto t = static_cast<size_t>(e.type);
-    if (!b.listed[t]) {
-      b.listed[t] = 1;
-      for (auto& s : l.servers) {
-        if (s.gpu_type != e.type) continue;
-        const int f = kv.at(s.id);
-        if (f > 0 && usable_for(s, j, p, o)) left[t].push_back({s.id, s.gpu_type, s.gpus, f});
-      }
-    }
     extras_for(e, j, extra, b.scratch, b.extras);
-    if (!place_extras(left[t], b.extras, b.placed)) continue;  // cannot happen: the capacity counted these GPUs
+    bool placed = false;
+    if (!b.listed[t]) {
+      auto& home = b.home_slots;
+      home.clear();
+      for (int sid : b.extras.home) {
+        auto& s = l.servers[static_cast<size_t>(sid)];
+        const int f = kv.at(sid);
+        if (s.gpu_type == e.type && f > 0 && usable_for(s, j, p, o) &&
+            std::none_of(home.begin(), home.end(), [sid](auto& x) { return x.id == sid; }))
+          home.push_back({sid, s.gpu_type, s.gpus, f});
+      }
+      placed = place_extras(home, b.extras, b.placed);
+    }
+    if (!placed) {
+      if (!b.listed[t]) {
+        b.listed[t] = 1;
+        for (auto& s : l.servers) {
+          if (s.gpu_type != e.type) continue;
+          const int f = kv.at(s.id);
+          if (f > 0 && usable_for(s, j, p, o)) left[t].push_back({s.id, s.gpu_type, s.gpus, f});
+        }
+      }
+      if (!place_extras(left[t], b.extras, b.placed)) continue;  // cannot happen: the capacity counted these GPUs
+    }
     // The knapsack valued each size at the span the job would have alone; other jobs' extras
     // may have taken its room. If the servers it really gets leave its GPUs below the
     // efficiency floor, it keeps only the extras on its base's servers.

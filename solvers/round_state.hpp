@@ -253,6 +253,7 @@ struct round_buffers {
   mckp_result sol;
   std::vector<std::vector<server_slot>> extra_slots;  ///< step 4's servers with GPUs left, by type
   std::vector<char> listed;                           ///< ... whether listed this round
+  std::vector<server_slot> home_slots;                ///< step 4: a job's own servers, before any list
   extras_request extras;
   allocation placed, scratch;
   std::vector<cluster_ledger::reassignment> changes;
