@@ -41,15 +41,13 @@ using tcp = asio::ip::tcp;
 using clock_type = std::chrono::steady_clock;
 using time_point = clock_type::time_point;
 
-/// Longest interval between two housekeeping ticks. A tick runs at the next due time of the
-/// agent's deadlines (SIGKILL after a grace, progress flush, heartbeat, handshake timeout,
-/// reconnect, output drain, bye flush, fencing, giving up) and after events that may bring one
-/// closer; this bounds only the wait for the stop flag.
-// The flag is set from a signal handler (or a test's thread) that can do no more than store it,
-// so it is polled. 100 ms: a stop then starts at most 100 ms after the signal, small beside the
-// workers' shutdown grace (5 s) and the 1 s a scheduler gives a stopping agent's bye; ten
-// wake-ups a second cost an idle agent nearly nothing, where the 5 ms tick this replaces cost
-// 0.6 % of a core with nothing to do.
+/// Longest interval between two housekeeping ticks, which otherwise run at the agent's next
+/// deadline (SIGKILL after a grace, progress flush, heartbeat, handshake timeout, reconnect,
+/// output drain, bye flush, fencing, giving up) and after events that may bring one closer.
+// The stop flag is set from a signal handler (or a test's thread) that can do no more than
+// store it, so it is polled. 100 ms: a stop starts at most that late, small beside the workers'
+// shutdown grace (5 s by default), and ten wake-ups a second cost an idle agent under 0.1 % of
+// a core.
 constexpr auto stop_poll_period = std::chrono::milliseconds(100);
 /// A worker without a pidfd (a kernel before Linux 5.3, or poll_worker_exits) is polled with
 /// waitid this often. Short, because its exit is reported when seen and a rescale waits for it.
