@@ -41,10 +41,17 @@ using tcp = asio::ip::tcp;
 using clock_type = std::chrono::steady_clock;
 using time_point = clock_type::time_point;
 
-/// Period of the housekeeping tick: stop flag, reaping, SIGKILL deadlines, progress
-/// flushes, heartbeats, handshake timeouts and reconnects all run from it.
-// Short, because a worker's exit is reported on the next tick and a rescale waits for it.
-constexpr auto tick_period = std::chrono::milliseconds(5);
+/// Longest interval between two housekeeping ticks, which otherwise run at the agent's next
+/// deadline (SIGKILL after a grace, progress flush, heartbeat, handshake timeout, reconnect,
+/// output drain, bye flush, fencing, giving up) and after events that may bring one closer.
+// The stop flag is set from a signal handler (or a test's thread) that can do no more than
+// store it, so it is polled. 100 ms: a stop starts at most that late, small beside the workers'
+// shutdown grace (5 s by default), and ten wake-ups a second cost an idle agent under 0.1 % of
+// a core.
+constexpr auto stop_poll_period = std::chrono::milliseconds(100);
+/// A worker without a pidfd (a kernel before Linux 5.3, or poll_worker_exits) is polled with
+/// waitid this often. Short, because its exit is reported when seen and a rescale waits for it.
+constexpr auto reap_poll_period = std::chrono::milliseconds(5);
 /// A worker output line longer than this is cut (and not parsed).
 constexpr size_t max_line_bytes = 64 * 1024;
 /// After a worker was reaped, how long its stdout may stay open (held by a process that
@@ -92,6 +99,8 @@ struct worker {
   std::vector<uint32_t> gpus;
   child_process proc;
   std::unique_ptr<asio::posix::stream_descriptor> out;  ///< stdout; null once closed
+  /// The process's pidfd, readable once it ended; null: polled every reap_poll_period.
+  std::unique_ptr<asio::posix::stream_descriptor> ended;
   std::shared_ptr<std::array<char, 4096>> buf = std::make_shared<std::array<char, 4096>>();
   std::string partial;  ///< output after the last newline
   int log_fd = -1;      ///< logs/<job>-<rank>.log, append-only
@@ -103,6 +112,7 @@ struct worker {
   time_point reaped_at{};
 
   ~worker() {
+    ended.reset();
     out.reset();
     if (log_fd >= 0) ::close(log_fd);
   }
@@ -211,11 +221,55 @@ class agent {
       if (c->next_heartbeat < now) c->next_heartbeat = now + seconds(o_.heartbeat_s);
       send(c, wire::heartbeat{++c->seq});
     }
-    tick_.expires_after(tick_period);
+    arm(next_due(now));
+  }
+
+  /// When the next tick is due: the earliest deadline on_tick would act on, at most
+  /// stop_poll_period away. Each condition matches the one on_tick tests, so a tick at this
+  /// time acts and moves the deadline on.
+  time_point next_due(time_point now) const {
+    time_point due = now + stop_poll_period;
+    const auto by = [&due](time_point t) { due = std::min(due, t); };
+    if (!(registered() && conn_->accepted) && o_.give_up_after_s > 0 && !shutting_down_)
+      by(unregistered_since_ + seconds(o_.give_up_after_s));
+    if (o_.fence_after_s > 0 && !fenced_ && !shutting_down_) by(last_heard_ + seconds(o_.fence_after_s));
+    for (const auto& [id, w] : workers_) {
+      if (!w->status) {
+        if (!w->ended) by(now + reap_poll_period);
+        if (w->kill_at && !w->killed) by(*w->kill_at);
+      } else if (w->out) {
+        by(w->reaped_at + output_drain_limit);
+      }
+      if (registered() && w->pending) by(w->last_sent + seconds(o_.progress_interval_s));
+    }
+    if (shutting_down_) {
+      if (workers_.empty())
+        by(finishing_ && conn_ && (conn_->writing || !conn_->out.empty()) ? finish_deadline_ : now);
+    } else if (!conn_) {
+      by(next_connect_);
+    } else if (conn_->state != connection::phase::registered) {
+      by(conn_->handshake_deadline);
+    } else {
+      by(conn_->next_heartbeat);
+    }
+    return due;
+  }
+
+  /// Makes the next tick come at `at` at the latest.
+  void arm(time_point at) {
+    if (armed_ && at >= tick_.expiry()) return;
+    armed_ = true;
+    tick_.expires_at(at);
     tick_.async_wait([this](const boost::system::error_code& ec) {
-      if (!ec) on_tick();
+      if (ec) return;  // re-armed earlier
+      armed_ = false;
+      on_tick();
     });
   }
+
+  /// After an event that may have brought a deadline closer (a launch, a stop, output, a
+  /// reaped worker, a dropped connection, a frame written while finishing).
+  void reschedule() { arm(next_due(clock_type::now())); }
 
   /// Nothing heard from the scheduler for fence_after_s: it may have given these workers up
   /// and started their jobs elsewhere, so they stop (as `stop` would) rather than run on beside
@@ -270,7 +324,9 @@ class agent {
     std::vector<uint64_t> done;
     for (auto& [id, w] : workers_) {
       if (!w->status) {
-        if (auto st = w->proc.try_reap()) {
+        std::optional<exit_status> st;
+        if (!w->ended) st = w->proc.try_reap();
+        if (st) {
           w->status = *st;
           w->reaped_at = now;
         } else if (w->kill_at && now >= *w->kill_at && !w->killed) {
@@ -303,6 +359,29 @@ class agent {
       if (later.stopped) emit(wire::exit_{later.launch.job_id, later.launch.rank, 0, SIGTERM});
       else on_launch(later.launch);
     }
+    reschedule();  // the last worker gone: a stopping agent can finish
+  }
+
+  /// Waits on the worker's pidfd; once it ends, reaps it and reports it as soon as its output is
+  /// drained. An error, or a pidfd readable before the child can be reaped, falls back to polling.
+  void watch_end(worker& w) {
+    if (!w.ended) return;
+    w.ended->async_wait(asio::posix::stream_descriptor::wait_read,
+                        [this, id = w.id](const boost::system::error_code& ec) {
+                          if (ec == asio::error::operation_aborted) return;
+                          auto it = workers_.find(id);
+                          if (it == workers_.end() || it->second->status) return;
+                          worker& w = *it->second;
+                          w.ended.reset();
+                          if (!ec) {
+                            if (auto st = w.proc.try_reap()) {
+                              w.status = *st;
+                              w.reaped_at = clock_type::now();
+                              if (!w.out) return finish_worker(id);
+                            }
+                          }
+                          reschedule();
+                        });
   }
 
   void flush_progress(time_point now) {
@@ -379,6 +458,8 @@ class agent {
   }
 
   void close_connection() {
+    // Exact, where the tick would see it only at its next run.
+    if (registered() && conn_->accepted) unregistered_since_ = clock_type::now();
     auto c = std::exchange(conn_, nullptr);
     if (!c) return;
     c->resolver.cancel();
@@ -388,12 +469,14 @@ class agent {
   /// Closes the connection after logging why; schedules the reconnect unless stopping.
   void drop(const std::string& reason) {
     close_connection();
+    reschedule();
     if (shutting_down_) return say("disconnected: " + reason);
     const double d = std::min(o_.reconnect_max_s,
                               o_.reconnect_min_s * std::pow(2.0, std::min(failures_, 60u)));
     ++failures_;
     const double wait = std::uniform_real_distribution<double>(d / 2, d)(rng_);
     next_connect_ = clock_type::now() + seconds(wait);
+    reschedule();
     say("disconnected: " + reason + "; reconnecting in " + format_double(std::round(wait * 1000) / 1000) +
         " s");
   }
@@ -411,8 +494,9 @@ class agent {
                         if (c != conn_) return;
                         if (ec) return drop("write failed: " + ec.message());
                         c->out.pop_front();
-                        if (c->out.empty()) c->writing = false;
-                        else start_write(c);
+                        if (!c->out.empty()) return start_write(c);
+                        c->writing = false;
+                        if (finishing_) reschedule();  // the bye is written
                       });
   }
 
@@ -433,6 +517,7 @@ class agent {
             handle(c, std::get<wire::message>(step));
             if (c != conn_) return;
           }
+          reschedule();
           start_read(c);
         });
   }
@@ -548,9 +633,22 @@ class agent {
     if (!w->proc.exec_error().empty())
       say(label + ": cannot execute '" + spec.argv[0] + "': " + w->proc.exec_error());
     w->out = std::make_unique<asio::posix::stream_descriptor>(io_, w->proc.take_stdout_fd());
+    if (!o_.poll_worker_exits) {
+      if (const int fd = w->proc.open_pidfd(); fd >= 0) {
+        w->ended = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+      } else if (!said_no_pidfd_) {
+        said_no_pidfd_ = true;
+        say(std::string("no pidfd (") + std::strerror(errno) + "): worker exits are polled every " +
+            std::to_string(reap_poll_period.count()) + " ms");
+      }
+    }
     worker& ref = *w;
     workers_.emplace(w->id, std::move(w));
     read_output(ref);
+    // In this handler, before the loop next waits: a child already ended is reported by the
+    // pidfd's registration with epoll (asio's wait does not look before it waits).
+    watch_end(ref);
+    reschedule();
   }
 
   void on_stop(const wire::stop& s) {
@@ -567,6 +665,7 @@ class agent {
       if (key.first == s.job_id) d.stopped = true;
     say("stop job " + std::to_string(s.job_id) + ": SIGTERM to " + std::to_string(n) +
         " worker(s), SIGKILL after " + format_double(grace) + " s");
+    reschedule();
   }
 
   void read_output(worker& w) {
@@ -582,6 +681,7 @@ class agent {
                                if (w.status) finish_worker(id);
                                return;
                              }
+                             if (w.pending) reschedule();  // its flush
                              read_output(w);
                            });
   }
@@ -623,6 +723,8 @@ class agent {
   std::ostream& log_;
   asio::io_context io_;
   asio::steady_timer tick_;
+  bool armed_ = false;  ///< a tick is due at tick_.expiry()
+  bool said_no_pidfd_ = false;
   std::shared_ptr<connection> conn_;
   /// Workers by id; each owns its child process (killed and reaped if still here at the end).
   std::map<uint64_t, std::unique_ptr<worker>> workers_;

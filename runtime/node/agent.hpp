@@ -66,10 +66,15 @@ struct agent_options {
   /// The program of a launch whose command is empty, run with the single argument
   /// "worker" (the aryl binary itself). Empty: this process's own executable.
   std::string worker_program;
+  /// How a worker's end is seen. False: by an event on its pidfd, and by polling with waitid
+  /// every 5 ms only where the kernel gives no pidfd (before Linux 5.3; logged once). True:
+  /// always by that polling (tests of the fallback).
+  bool poll_worker_exits = false;
 };
 
 /// Runs the agent on the calling thread until `stop_flag` becomes true (checked every
-/// ~5 ms; the CLI sets it from its SIGTERM/SIGINT handlers).
+/// 100 ms; the CLI sets it from its SIGTERM/SIGINT handlers). Between events (frames,
+/// worker output, worker ends) the agent sleeps until its next deadline or that check.
 ///
 /// Protocol: hello{agent, token, name} -> hello_ok (an `error` reply, a close, or no
 /// hello_ok within handshake_timeout_s: logged, backoff, retry) -> register{name, gpu_type,

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -144,6 +145,20 @@ void child_process::release() noexcept {
 }
 
 int child_process::take_stdout_fd() { return std::exchange(stdout_fd_, -1); }
+
+int child_process::open_pidfd() const {
+  if (reaped()) {
+    errno = ESRCH;
+    return -1;
+  }
+#ifdef SYS_pidfd_open
+  // Unreaped, our child's pid cannot name another process yet.
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+#else
+  errno = ENOSYS;
+  return -1;
+#endif
+}
 
 void child_process::signal_group(int sig) {
   if (!reaped()) ::kill(-pid_, sig);

@@ -64,6 +64,10 @@ class child_process {
   /// The status, once reaped.
   const std::optional<exit_status>& status() const { return status_; }
 
+  /// A pidfd of the child (close-on-exec), owned by the caller: readable once the child has
+  /// ended, so its end can be awaited with epoll instead of polled with waitid. -1 with errno
+  /// set where the kernel has none (ENOSYS before Linux 5.3), or once reaped (ESRCH).
+  int open_pidfd() const;
   /// Sends `sig` to the whole process group; no-op once reaped.
   void signal_group(int sig);
   /// Non-blocking: if the child has exited, SIGKILLs what is left of its group, reaps it

@@ -6,7 +6,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -202,6 +204,7 @@ class agent_runner {
  public:
   explicit agent_runner(agent_options o) : options_(std::move(o)) {
     thread_ = std::thread([this] {
+      tid_ = ::gettid();
       code_ = run_agent(options_, stop_, log_);
       done_ = true;
     });
@@ -223,10 +226,30 @@ class agent_runner {
   /// The agent's log; read it only after stop().
   std::string log() const { return log_.str(); }
 
+  /// CPU time the agent's thread has used so far (user and system); while it runs.
+  std::chrono::nanoseconds cpu_time() {
+    clockid_t clock{};
+    timespec t{};
+    if (pthread_getcpuclockid(thread_.native_handle(), &clock) != 0 || ::clock_gettime(clock, &t) != 0)
+      throw std::runtime_error("agent runner: cannot read the agent thread's CPU clock");
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+  }
+
+  /// How many times the agent's thread has blocked (its voluntary context switches, from
+  /// /proc): one per wake-up of an idle event loop; while it runs.
+  long sleeps() const {
+    std::ifstream in("/proc/self/task/" + std::to_string(tid_.load()) + "/status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.starts_with("voluntary_ctxt_switches:")) return std::stol(line.substr(line.find(':') + 1));
+    throw std::runtime_error("agent runner: no voluntary_ctxt_switches for the agent thread");
+  }
+
  private:
   agent_options options_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> done_{false};
+  std::atomic<pid_t> tid_{0};
   std::ostringstream log_;
   int code_ = -1;
   std::thread thread_;

@@ -5,12 +5,16 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "solvers/input_error.hpp"
 #include "runtime/node/agent.hpp"
@@ -546,4 +550,115 @@ TEST_CASE("live processes: destroying a child_process kills its whole process gr
     const auto paren = stat.rfind(')');
     return stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
   }));
+}
+
+namespace {
+/// A worker that reports once, then sleeps (silent) until stopped.
+wire::launch sleeping_launch(uint64_t job_id) {
+  return shell_launch(job_id, "echo ARYL_PROGRESS work_done=0; exec sleep 30");
+}
+
+/// What an agent's thread did between two of its heartbeats.
+struct idle_cost {
+  long sleeps = 0;  ///< times it blocked: its loop's wake-ups
+  std::chrono::nanoseconds cpu{};
+};
+
+/// An agent (heartbeat every 0.5 s) runs one sleeping worker; its cost from its 2nd heartbeat
+/// to its 4th (1 s, timed by the agent itself: no sleep in the test).
+idle_cost idle_cost_with_a_worker(bool poll_worker_exits) {
+  fake_scheduler s;
+  scratch_dir dir;
+  auto o = test_options(s, dir);
+  o.heartbeat_s = 0.5;
+  o.poll_worker_exits = poll_worker_exits;
+  agent_runner agent(o);
+  REQUIRE(s.accept_agent());
+  s.send(sleeping_launch(1));
+  REQUIRE(s.receive_a<wire::progress>());
+  REQUIRE(s.receive_a<wire::heartbeat>(2000ms));
+  REQUIRE(s.receive_a<wire::heartbeat>(2000ms));
+  const long sleeps = agent.sleeps();
+  const auto cpu = agent.cpu_time();
+  REQUIRE(s.receive_a<wire::heartbeat>(2000ms));
+  REQUIRE(s.receive_a<wire::heartbeat>(2000ms));
+  const idle_cost cost{agent.sleeps() - sleeps, agent.cpu_time() - cpu};
+  CHECK(agent.stop() == 0);
+  CHECK(no_children());
+  return cost;
+}
+} // namespace
+
+TEST_CASE("live agent: an idle agent sleeps until its next deadline instead of polling its worker") {
+  // Over 1 s with one silent worker: two heartbeats and ten looks at the stop flag. The 5 ms
+  // tick this replaces woke about 200 times (each with a waitid per worker), and the polling
+  // that remains without a pidfd wakes as often, which shows the count would catch it.
+  const idle_cost events = idle_cost_with_a_worker(false);
+  const idle_cost polled = idle_cost_with_a_worker(true);
+  MESSAGE("pidfd: " << events.sleeps << " wake-ups, " << events.cpu.count() / 1000 << " us CPU; polled: "
+                    << polled.sleeps << " wake-ups, " << polled.cpu.count() / 1000 << " us CPU");
+  CHECK(events.sleeps <= 40);
+  CHECK(polled.sleeps >= 80);
+  CHECK(events.cpu < 2ms);
+}
+
+TEST_CASE("live agent: a worker's end is reported at once, from its pidfd or, without one, from polling") {
+  // Ten workers stopped one after another, each dying of the SIGTERM: from stop to exit takes
+  // a few ms. Reaping on the 100 ms stop-flag tick would take 50 ms on average.
+  for (const bool poll_worker_exits : {false, true}) {
+    CAPTURE(poll_worker_exits);
+    fake_scheduler s;
+    scratch_dir dir;
+    auto o = test_options(s, dir);
+    o.heartbeat_s = 10;
+    o.poll_worker_exits = poll_worker_exits;
+    agent_runner agent(o);
+    REQUIRE(s.accept_agent());
+    std::vector<double> ms_to_exit;
+    for (uint64_t job = 1; job <= 10; ++job) {
+      s.send(sleeping_launch(job));
+      REQUIRE(s.receive_a<wire::progress>());
+      const auto sent = std::chrono::steady_clock::now();
+      s.send(wire::stop{job, 5.0});
+      const auto exit = s.receive_a<wire::exit_>();
+      REQUIRE(exit);
+      CHECK(*exit == wire::exit_{job, 0, 0, SIGTERM});
+      ms_to_exit.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
+    }
+    // The 8 quickest: a loaded machine may delay one or two.
+    std::sort(ms_to_exit.begin(), ms_to_exit.end());
+    const double mean = std::accumulate(ms_to_exit.begin(), ms_to_exit.begin() + 8, 0.0) / 8;
+    MESSAGE("stop to exit, mean of the 8 quickest of 10: " << mean << " ms");
+    CHECK(mean < 20);
+    CHECK(agent.stop() == 0);
+    CHECK(no_children());
+    CHECK(agent.log().find("no pidfd") == std::string::npos);  // Linux 5.3 or later
+  }
+}
+
+TEST_CASE("live agent: a worker whose stdout outlives it is reported 1 s after its end, on time") {
+  // The worker leaves a process in a session of its own holding its stdout, and ends.
+  fake_scheduler s;
+  scratch_dir dir;
+  const auto pid_file = dir.path() / "holder.pid";
+  struct kill_holder {
+    std::filesystem::path file;
+    ~kill_holder() {
+      if (const std::string pid = read_file(file); !pid.empty()) ::kill(std::stoi(pid), SIGKILL);
+    }
+  } holder{pid_file};
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept_agent());
+  const auto sent = std::chrono::steady_clock::now();
+  // It ends once the holder leads its own session: before, the group's SIGKILL would take it.
+  s.send(shell_launch(2, "setsid sleep 10 & h=$!; echo $h > '" + pid_file.string() +
+                             "'; until [ \"$(cut -d' ' -f6 /proc/$h/stat)\" = $h ]; do :; done; exit 3"));
+  const auto exit = s.receive_a<wire::exit_>();
+  REQUIRE(exit);
+  CHECK(*exit == wire::exit_{2, 0, 3, 0});
+  const auto waited = std::chrono::steady_clock::now() - sent;
+  CHECK(waited >= 1000ms);
+  CHECK(waited < 1500ms);
+  CHECK(agent.stop() == 0);
+  CHECK(no_children());
 }
