@@ -193,6 +193,8 @@ void cluster_ledger::enqueue(job_entry& j) {
 void cluster_ledger::set_predicted_work(uint32_t index, double work) {
   auto& j = jobs.at(index);
   if (j.status != job_status::queued) {
+    if (j.predicted_work != work)
+      for (auto& [sid, w] : j.alloc) stoppable_changed(sid);
     j.predicted_work = work;
     return;
   }
@@ -234,7 +236,15 @@ void cluster_ledger::take(uint32_t index, const allocation& alloc) {
     s.extra += extra_on(j, alloc, sid, w);
     this->index(s);
     s.jobs.insert(index);
+    stoppable_changed(sid);
   }
+}
+
+void cluster_ledger::stoppable_changed(int sid) const {
+  auto i = static_cast<size_t>(sid);
+  if (!stoppable_known || i >= stoppable_is_stale.size() || stoppable_is_stale[i]) return;
+  stoppable_is_stale[i] = 1;
+  stoppable_stale.push_back(sid);
 }
 
 void cluster_ledger::release(uint32_t index) {
@@ -247,6 +257,7 @@ void cluster_ledger::release(uint32_t index) {
     s.extra -= extra_on(j, j.alloc, sid, w);
     this->index(s);
     s.jobs.erase(index);
+    stoppable_changed(sid);
     if (s.free > s.gpus) broken("server " + s.name + " freed beyond its size");
   }
   j.alloc.clear();

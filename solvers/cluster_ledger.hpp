@@ -3,6 +3,7 @@
 /// transitions every scheduling decision goes through, so that a decision is applied to the
 /// ledger in exactly one place. Pure: times are parameters.
 #include <cstdint>
+#include <array>
 #include <set>
 #include <string>
 #include <vector>
@@ -251,6 +252,23 @@ public:
   /// the rate its job actor runs at for the same allocation.
   double rate(const job_entry& j, const allocation& alloc, int type) const;
 
+  /// Per server, what the preemption rule's bound reads of the jobs there that it could stop
+  /// (queue_preemption.cpp): the longest predicted remaining time, the cheapest stop, their
+  /// GPUs there. Kept between rounds: only servers whose jobs changed since (a take, a release,
+  /// a running job's new prediction) are read again, as a job's remaining time and rate are
+  /// the ledger's settled mirror and do not move between those. `key`: the options it was
+  /// read for; any change of them reads every server again.
+  struct stoppable_summary {
+    double longest_s = -1;  ///< -1: none
+    double cheapest_s = 0;
+    int gpus = 0;
+  };
+  mutable std::vector<stoppable_summary> stoppable;
+  mutable std::vector<int> stoppable_stale;      ///< server ids to read again
+  mutable std::vector<char> stoppable_is_stale;  ///< by server id
+  mutable std::array<double, 5> stoppable_key{};
+  mutable bool stoppable_known = false;
+
 private:
   void enqueue(job_entry& j);
   void dequeue(const job_entry& j);
@@ -259,6 +277,7 @@ private:
   int extra_on(const job_entry& j, const allocation& alloc, int sid, int w) const;
   std::vector<int> workers_before_;  ///< reassign()'s scratch
   void settle_attained(job_entry& j, sim_time now);
+  void stoppable_changed(int sid) const;
   /// Ends a job's open spell of extra workers (revoked if `revoked`) and opens a new one
   /// if it now holds extra workers.
   void track_extras(job_entry& j, sim_time now, bool revoked);

@@ -2,6 +2,7 @@
 // jobs that have far longer to go (docs/design.md, "Preemption for short jobs"), or of a
 // lower class (docs/design.md, "Priorities").
 #include <algorithm>
+#include <array>
 #include <cstdio>
 
 #include "solvers/priorities.hpp"
@@ -137,22 +138,13 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
       auto& b = buffers;
       if (!b.preempt_bound_known) {
         b.preempt_bound_known = true;
+        refresh_stoppable();
         b.preempt_longest_s = -1;
         b.preempt_cheapest_s = 0;
-        b.preempt_server_longest_s.assign(l.servers.size(), -1);
-        b.preempt_server_gpus.assign(l.servers.size(), 0);
-        for (auto vid : l.running) {
-          auto& v = l.jobs[vid];
-          if (v.status != job_status::running || v.progress.rate <= 0 || v.preemptions >= o.max_preemptions) continue;
-          if (v.elastic && p.elastic && v.workers > v.min_workers) continue;
-          double v_time = v.predicted_remaining() / v.progress.rate;
-          if (b.preempt_longest_s < 0 || cost(v) < b.preempt_cheapest_s) b.preempt_cheapest_s = cost(v);
-          b.preempt_longest_s = std::max(b.preempt_longest_s, v_time);
-          for (auto& [sid, w] : v.alloc) {
-            auto i = static_cast<size_t>(sid);
-            b.preempt_server_longest_s[i] = std::max(b.preempt_server_longest_s[i], v_time);
-            b.preempt_server_gpus[i] += w;
-          }
+        for (auto& s : l.stoppable) {
+          if (s.longest_s < 0) continue;
+          if (b.preempt_longest_s < 0 || s.cheapest_s < b.preempt_cheapest_s) b.preempt_cheapest_s = s.cheapest_s;
+          b.preempt_longest_s = std::max(b.preempt_longest_s, s.longest_s);
         }
       }
       return b.preempt_longest_s >= 0 && b.preempt_longest_s > o.preempt_ratio * (q_run + b.preempt_cheapest_s);
@@ -161,10 +153,40 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
     // first call; later victims only give GPUs, which `have` already counts) hold at most
     // these GPUs there, and none is eligible unless the longest of them is.
     bool server_may_give(int sid, int short_by, double q_run) const {
-      auto& b = buffers;
-      auto i = static_cast<size_t>(sid);
-      return b.preempt_server_gpus[i] >= short_by &&
-             b.preempt_server_longest_s[i] > o.preempt_ratio * (q_run + b.preempt_cheapest_s);
+      auto& s = l.stoppable[static_cast<size_t>(sid)];
+      return s.gpus >= short_by && s.longest_s > o.preempt_ratio * (q_run + buffers.preempt_cheapest_s);
+    }
+    // The ledger's per-server summaries, read again where its jobs changed (all of them when
+    // the options it was read for changed, or the servers).
+    void refresh_stoppable() const {
+      const std::array<double, 5> key{static_cast<double>(o.max_preemptions), p.elastic ? 1.0 : 0.0,
+                                      l.params.restart_overhead_s, l.params.checkpoint_s,
+                                      l.params.checkpoint_per_gpu_s};
+      if (!l.stoppable_known || key != l.stoppable_key || l.stoppable.size() != l.servers.size()) {
+        l.stoppable_known = true;
+        l.stoppable_key = key;
+        l.stoppable.assign(l.servers.size(), {});
+        l.stoppable_is_stale.assign(l.servers.size(), 1);
+        l.stoppable_stale.clear();
+        for (auto& s : l.servers) l.stoppable_stale.push_back(s.id);
+      }
+      for (int sid : l.stoppable_stale) {
+        auto i = static_cast<size_t>(sid);
+        l.stoppable_is_stale[i] = 0;
+        auto& sum = l.stoppable[i];
+        sum = {};
+        for (auto vid : l.servers[i].jobs) {
+          auto& v = l.jobs[vid];
+          if (v.status != job_status::running || v.progress.rate <= 0 || v.preemptions >= o.max_preemptions) continue;
+          if (v.elastic && p.elastic && v.workers > v.min_workers) continue;
+          double v_time = v.predicted_remaining() / v.progress.rate;
+          if (sum.longest_s < 0 || cost(v) < sum.cheapest_s) sum.cheapest_s = cost(v);
+          sum.longest_s = std::max(sum.longest_s, v_time);
+          for (auto& [vsid, w] : v.alloc)
+            if (vsid == sid) sum.gpus += w;
+        }
+      }
+      l.stoppable_stale.clear();
     }
     std::string why(const job_entry& v, double q_run) const {
       char buf[256];

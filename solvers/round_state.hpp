@@ -231,10 +231,9 @@ struct round_buffers {
   /// Over the running jobs preempt_for could stop (as of the round's first call): the longest
   /// predicted remaining time and the cheapest stop. A queued job for which even that pair
   /// fails the rule skips the pass over every server.
+  /// Per server, the ledger's summaries (cluster_ledger::stoppable).
   bool preempt_bound_known = false;
   double preempt_longest_s = -1, preempt_cheapest_s = 0;
-  std::vector<double> preempt_server_longest_s;  ///< by server id: the same bound, per server
-  std::vector<int> preempt_server_gpus;          ///< by server id: GPUs of the jobs it covers
   mckp_input in;
   std::vector<size_t> class_plan;
   std::vector<uint32_t> losers;  ///< a local round's jobs with extra workers on one server
