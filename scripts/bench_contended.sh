@@ -9,16 +9,17 @@
 # actor_activations: deterministic, unlike the times).
 #   scripts/bench_contended.sh                   # scale period 0 (the default: exact rounds)
 #   PERIODS="0 300" scripts/bench_contended.sh   # also with scheduler.scale_period_s=300
-# Environment: RUNS (3), PERIODS ("0"), ARYL (build/aryl).
+#   ARGS="--set scheduler.scale_rounds=capacity" scripts/bench_contended.sh  # added to aryl's runs
+# Environment: RUNS (3), PERIODS ("0"), ARYL (build/aryl), ARGS (none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ARYL=${ARYL:-build/aryl}
 [ -x "$ARYL" ] || { echo "bench_contended: $ARYL is not built (scripts/setup.sh, or set ARYL)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "bench_contended: needs GNU time at /usr/bin/time" >&2; exit 1; }
-/usr/bin/python3 - "$ARYL" "${RUNS:-3}" "${PERIODS:-0}" <<'PY'
-import json, re, shutil, statistics, subprocess, sys, tempfile
+/usr/bin/python3 - "$ARYL" "${RUNS:-3}" "${PERIODS:-0}" "${ARGS:-}" <<'PY'
+import json, re, shlex, shutil, statistics, subprocess, sys, tempfile
 
-aryl, runs, periods = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+aryl, runs, periods, extra = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), shlex.split(sys.argv[4])
 trace = ["--trace", "../shared/traces/philly-sia/philly.csv", "--trace-format", "philly"]
 window = ["--set", "trace.from=2017-10-01", "--set", "trace.to=2017-11-30"]
 servegen = ["--set", "inference.format=servegen",
@@ -31,10 +32,10 @@ for p in periods:
     for servers in (64, 128):
         cases.append((f"pooled Oct-Nov, aryl (period {p}), {servers} x 8 + 64 T4", trace + window + [
             "--policy", "aryl", "--servers", str(servers), "--set", "cluster.inference.servers=64",
-            "--set", f"scheduler.scale_period_s={p}"]))
+            "--set", f"scheduler.scale_period_s={p}"] + extra))
     cases.append((f"whole Philly, aryl (period {p}), 352 x 8 + 200 T4", trace + servegen + [
         "--policy", "aryl", "--servers", "352", "--set", "cluster.inference.servers=200",
-        "--set", f"scheduler.scale_period_s={p}"]))
+        "--set", f"scheduler.scale_period_s={p}"] + extra))
 
 
 def run_once(args):

@@ -46,7 +46,7 @@ struct planner_options {
   /// between only start queued jobs at their base demand on free GPUs. 0: every round
   /// re-plans (docs/design.md, "Scale period").
   double scale_period_s = 0;
-  scale_rounds rounds = scale_rounds::capacity;
+  scale_rounds rounds = scale_rounds::arrivals;
   scale_horizon horizon = scale_horizon::hold;
   /// A change of an elastic job's size must gain this many seconds of predicted JCT beyond
   /// its full cost.
