@@ -599,7 +599,10 @@ TEST_CASE("live agent: an idle agent sleeps until its next deadline instead of p
                     << polled.sleeps << " wake-ups, " << polled.cpu.count() / 1000 << " us CPU");
   CHECK(events.sleeps <= 40);
   CHECK(polled.sleeps >= 80);
-  CHECK(events.cpu < 2ms);
+  // Relative, not in ms: a sanitizer's build costs the same wake-ups 3 to 4 times as much
+  // (measured: 0.7-1.0 ms against 3.7-6.1 ms polled in Release; 1.9-3.2 against 6.1-12.3
+  // with AddressSanitizer).
+  CHECK(events.cpu * 3 < polled.cpu * 2);
 }
 
 TEST_CASE("live agent: a worker's end is reported at once, from its pidfd or, without one, from polling") {
