@@ -591,12 +591,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     for (auto& [sid, w] : e.base) home_free += kv.at(sid);  // a base has each server once
     const int base_span = std::max(home_span, 1);
     const double r_min = work_rate(l.params.model, j.gpus, j.min_workers, base_span, sp);
-    // work_rate's arithmetic, its requested-size term taken once for every size below.
-    const auto& m = l.params.model;
-    const double requested_base = j.gpus * efficiency(m, j.gpus);
-    auto rate_at = [&](int w, int servers) {
-      return j.gpus > 0 ? sp * w * efficiency(m, w) / requested_base * locality_efficiency(m, servers) : 0.0;
-    };
+    // Its requested size's term taken once for every size below.
+    const double base_rate = requested_base(l.params.model, j.gpus);
     const double hold_s = hold ? b.hold_by_type[static_cast<size_t>(e.type)] : 0;
     // A change now: the overhead, and (valuing by holding time) the stop's checkpoint of the
     // workers it has. Relative to staying at min, so a job already above min pays it for
@@ -611,7 +607,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     for (int w = j.min_workers + 1; w <= top; ++w) {
       bool kept = !e.started && intact && w == current;
       int servers = kept ? servers_spanned(j.alloc) : w - j.min_workers <= home_free ? home_span : home_span + 1;
-      double r_w = rate_at(w, std::max(servers, 1));
+      double r_w = j.gpus > 0 ? work_rate_at(l.params.model, base_rate, w, std::max(servers, 1), sp) : 0.0;
       // Sizes whose GPUs do too little work each are not offered (kept ones stay offered:
       // dropping them would force a change).
       if (!kept && r_w * j.min_workers < o.min_extra_efficiency * r_min * w) continue;

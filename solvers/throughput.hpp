@@ -57,10 +57,24 @@ inline double locality_efficiency(const throughput_model& m, int servers) {
 /// one server, so a trace duration is the work in units, and a job whose requested
 /// workers must span servers runs slower than its duration says. Returns 0 when `workers`
 /// is 0.
+inline double work_rate(const throughput_model& m, int requested, int workers, int servers, double type_speed);
+
+/// work_rate's denominator: a job's rate at its `requested` (>= 1) workers on one server, per
+/// unit speed. Rounds that rate many sizes of one job take it once (work_rate_at).
+inline double requested_base(const throughput_model& m, int requested) {
+  return requested * efficiency(m, requested);
+}
+
+/// work_rate with its requested_base given: the same arithmetic, the same value.
+inline double work_rate_at(const throughput_model& m, double requested_base, int workers, int servers,
+                           double type_speed) {
+  if (workers <= 0) return 0;
+  return type_speed * workers * efficiency(m, workers) / requested_base * locality_efficiency(m, servers);
+}
+
 inline double work_rate(const throughput_model& m, int requested, int workers, int servers, double type_speed) {
-  if (workers <= 0 || requested <= 0) return 0;
-  double base = requested * efficiency(m, requested);
-  return type_speed * workers * efficiency(m, workers) / base * locality_efficiency(m, servers);
+  if (requested <= 0) return 0;
+  return work_rate_at(m, requested_base(m, requested), workers, servers, type_speed);
 }
 
 } // namespace aryl
