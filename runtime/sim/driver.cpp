@@ -19,6 +19,7 @@
 #include "actors/recorder.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/server.hpp"
+#include "runtime/sim/driver_tasks.hpp"
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
 #include "solvers/priorities.hpp"
@@ -190,46 +191,23 @@ sim_time last_capacity_return(const std::vector<fault_event>& faults, const std:
   return last;
 }
 
-/// Work handed to the driver's loop thread: actors are spawned only from there (spawning
-/// from the network thread would tie CAF's logger to it and hang the actor system's
-/// shutdown).
-class driver_tasks {
- public:
-  void post(std::function<void()> f) {
-    std::lock_guard lock(m_);
-    waiting_.push_back(std::move(f));
-  }
-  void run() {
-    std::vector<std::function<void()>> now;
-    {
-      std::lock_guard lock(m_);
-      now.swap(waiting_);
-    }
-    for (auto& f : now) f();
-  }
-
-  /// Asks `whom` on the driver's thread and waits (at most 3 s) for the answer; `fallback`
-  /// if none comes.
-  template <class Result, class Handle, class... Args>
-  Result ask(caf::actor_system& sys, Handle whom, Result fallback, Args... args) {
-    auto answer = std::make_shared<std::promise<Result>>();
-    auto result = answer->get_future();
-    post([&sys, answer, whom, fallback, args...] {
-      // (The unused int: CAF 0.17 binds a null reference for an empty argument list.)
-      sys.spawn([=](caf::event_based_actor* self, int) {
-        self->request(whom, std::chrono::seconds(2), args...)
-            .then([answer](Result& r) { answer->set_value(std::move(r)); },
-                  [answer, fallback](caf::error&) { answer->set_value(fallback); });
-      }, 0);
-    });
-    if (result.wait_for(std::chrono::seconds(3)) != std::future_status::ready) return fallback;
-    return result.get();
-  }
-
- private:
-  std::mutex m_;
-  std::vector<std::function<void()>> waiting_;
-};
+/// Asks `whom` on the driver's thread and waits (at most 3 s) for the answer; `fallback`
+/// if none comes.
+template <class Result, class Handle, class... Args>
+Result ask(driver_tasks& tasks, caf::actor_system& sys, Handle whom, Result fallback, Args... args) {
+  auto answer = std::make_shared<std::promise<Result>>();
+  auto result = answer->get_future();
+  tasks.post([&sys, answer, whom, fallback, args...] {
+    // (The unused int: CAF 0.17 binds a null reference for an empty argument list.)
+    sys.spawn([=](caf::event_based_actor* self, int) {
+      self->request(whom, std::chrono::seconds(2), args...)
+          .then([answer](Result& r) { answer->set_value(std::move(r)); },
+                [answer, fallback](caf::error&) { answer->set_value(fallback); });
+    }, 0);
+  });
+  if (result.wait_for(std::chrono::seconds(3)) != std::future_status::ready) return fallback;
+  return result.get();
+}
 
 std::string ask_dump(caf::actor_system& sys, caf::scheduler::test_coordinator& sched, const scheduler_actor& s) {
   caf::scoped_actor self{sys};
@@ -344,7 +322,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         },
         [scheduler](int s) { caf::anon_send(scheduler, lost_atom::value, s); },
         [tasks, &sys, scheduler, status] {
-          auto s = tasks->ask<cluster_status>(sys, scheduler, cluster_status{}, status_atom::value);
+          auto s = ask<cluster_status>(*tasks, sys, scheduler, cluster_status{}, status_atom::value);
           s.reclaim_slo_misses = status->slo_misses.load();
           return s;
         },
@@ -514,7 +492,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   } else {
     bool stopping = false;
     while (!status->finished.load(std::memory_order_acquire) && !status->failed.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      tasks->wait_for(std::chrono::milliseconds(5));
       tasks->run();
       if (!stopping && live && live->stop_requested && live->stop_requested()) {
         stopping = true;
