@@ -234,8 +234,16 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   caf::actor_system_config cfg;
   cfg.set("logger.file-verbosity", caf::atom("quiet"));
   cfg.set("logger.console-verbosity", caf::atom("quiet"));
-  if (simulated) cfg.set("scheduler.policy", caf::atom("testing"));
-  else cfg.set("scheduler.max-threads", 2);
+  if (simulated) {
+    cfg.set("scheduler.policy", caf::atom("testing"));
+  } else {
+    // One shared queue whose threads sleep until a message comes. Work stealing polls an
+    // empty queue every 50 us for 500 polls after each message: with live mode's steady
+    // trickle (heartbeats, worker output, clients) its two threads woke about 10,000 times a
+    // second and slowed every other process on the scheduler's machine.
+    cfg.set("scheduler.policy", caf::atom("sharing"));
+    cfg.set("scheduler.max-threads", 2);
+  }
   caf::actor_system sys{cfg};
   sys.await_actors_before_shutdown(false);
 
