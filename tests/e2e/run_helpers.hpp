@@ -1,5 +1,8 @@
 #pragma once
 // Shared by the end-to-end tests: run a simulation into a temporary folder and read files.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,8 +15,22 @@
 
 namespace aryl::test {
 
+/// A fresh temporary path, "aryl-test-PID-NAME": two test runs at once on one machine do not
+/// share it. Every path of this process so named (callers may add to one) is removed when the
+/// test program ends, unless ARYL_KEEP_TEST_DIRS is set, for a look after a failure.
 inline std::string temp_dir(const std::string& name) {
-  auto p = std::filesystem::temp_directory_path() / ("aryl-test-" + name);
+  static const std::string prefix = "aryl-test-" + std::to_string(::getpid()) + "-";
+  static struct remover {
+    ~remover() {
+      if (std::getenv("ARYL_KEEP_TEST_DIRS")) return;
+      std::error_code ignored;
+      std::vector<std::filesystem::path> ours;
+      for (auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ignored))
+        if (e.path().filename().string().rfind(prefix, 0) == 0) ours.push_back(e.path());
+      for (auto& p : ours) std::filesystem::remove_all(p, ignored);
+    }
+  } at_exit;
+  auto p = std::filesystem::temp_directory_path() / (prefix + name);
   std::filesystem::remove_all(p);
   return p.string();
 }

@@ -1,6 +1,8 @@
 // run_writer: the text of events.log, timeline.csv and jobs.csv.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,7 +15,7 @@ using namespace aryl;
 using aryl::test::read_file;
 
 TEST_CASE("outputs: times print as the seconds with six decimals, also before zero, past a day and for a job never started") {
-  auto dir = (std::filesystem::temp_directory_path() / "aryl-test-outputs").string();
+  auto dir = (std::filesystem::temp_directory_path() / ("aryl-test-outputs-" + std::to_string(::getpid()))).string();
   std::filesystem::remove_all(dir);
   {
     run_writer w(dir);
@@ -51,7 +53,7 @@ TEST_CASE("outputs: times print as the seconds with six decimals, also before ze
 TEST_CASE("outputs: work efficiency sums completed jobs only, and a pool with no work reads 0") {
   // a (done): held 600 GPU-s on training servers for work that needs 400 there; its weighted
   // GPU-seconds 500. b (cancelled): left out of every sum.
-  auto dir = (std::filesystem::temp_directory_path() / "aryl-test-outputs-efficiency").string();
+  auto dir = (std::filesystem::temp_directory_path() / ("aryl-test-outputs-efficiency-" + std::to_string(::getpid()))).string();
   std::filesystem::remove_all(dir);
   run_summary s;
   {
@@ -106,7 +108,7 @@ cluster_snapshot busy_at(double s, int busy) {
 
 TEST_CASE("outputs: a run carried on after a kill keeps the lines written before it once, drops a cut-short one, "
           "and counts the usage of both parts") {
-  auto dir = (std::filesystem::temp_directory_path() / "aryl-test-outputs-carry-on").string();
+  auto dir = (std::filesystem::temp_directory_path() / ("aryl-test-outputs-carry-on-" + std::to_string(::getpid()))).string();
   std::filesystem::remove_all(dir);
   {
     // The killed process: flushed line by line, never committed.
@@ -151,7 +153,7 @@ TEST_CASE("outputs: a run carried on after a kill keeps the lines written before
 }
 
 TEST_CASE("outputs: a carried-on timeline row that does not parse is refused naming the file and line") {
-  auto dir = (std::filesystem::temp_directory_path() / "aryl-test-outputs-carry-on-bad").string();
+  auto dir = (std::filesystem::temp_directory_path() / ("aryl-test-outputs-carry-on-bad-" + std::to_string(::getpid()))).string();
   std::filesystem::remove_all(dir);
   {
     run_writer w(dir, true);
