@@ -8,9 +8,7 @@
 #include <chrono>
 #include <future>
 #include <map>
-#include <mutex>
 #include <tuple>
-#include <thread>
 
 #include "actors/fault_injector.hpp"
 #include "actors/feeder.hpp"
