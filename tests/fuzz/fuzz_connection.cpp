@@ -13,9 +13,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -80,6 +82,21 @@ struct world {
   }
 };
 
+/// The kernel's retransmission timeouts so far, machine-wide: TcpExt TCPTimeouts plus
+/// TCPSynRetrans (/proc/net/netstat); -1 where unreadable. A slow close's finding says how many
+/// came while it was waited for: a lost loopback segment, or not.
+long long tcp_timeouts() {
+  std::ifstream in("/proc/net/netstat");
+  long long sum = -1;
+  for (std::string names, values; std::getline(in, names) && std::getline(in, values);) {
+    if (names.rfind("TcpExt:", 0) != 0) continue;
+    std::istringstream n(names), v(values);
+    for (std::string name, value; n >> name && v >> value;)
+      if (name == "TCPTimeouts" || name == "TCPSynRetrans") sum = (sum < 0 ? 0 : sum) + std::stoll(value);
+  }
+  return sum;
+}
+
 int dial(uint16_t port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   // From a different loopback address each time: two connections an input, tens of
@@ -109,6 +126,7 @@ void write_all(int fd, const std::vector<uint8_t>& bytes) {
 
 /// Reads until the gateway closes; checks every frame. Returns the messages.
 std::vector<wire::message> read_to_close(int fd, std::chrono::seconds within) {
+  const long long timeouts_before = tcp_timeouts();
   wire::frame_decoder d;
   std::vector<wire::message> out;
   auto deadline = std::chrono::steady_clock::now() + within;
@@ -117,9 +135,12 @@ std::vector<wire::message> read_to_close(int fd, std::chrono::seconds within) {
     pollfd p{fd, POLLIN, 0};
     if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
       // Stuck, or only slow (a loaded machine)? Said in the finding.
+      const long long timeouts = tcp_timeouts() - timeouts_before;
       bool later = poll(&p, 1, 20000) > 0;
       fuzz::finding("the gateway did not close the connection within " + std::to_string(within.count()) +
                     " s of the peer's end (" + (later ? "it did within 20 s more" : "nor within 20 s more") +
+                    "; TCP retransmission timeouts on the machine meanwhile: " +
+                    (timeouts_before < 0 ? std::string("unknown") : std::to_string(timeouts)) +
                     "); the gateway's log ends:\n" + (log_tail ? log_tail->last() : ""));
     }
     uint8_t buf[16384];
