@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -96,7 +97,16 @@ int dial(uint16_t port) {
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) fuzz::finding("cannot connect to the gateway");
+  if (fd < 0) fuzz::finding(std::string("cannot make a socket: ") + std::strerror(errno));
+  int failed = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
+  if (failed == EINTR) {  // a signal (as in readable_within): the connection goes on; its outcome
+    pollfd p{fd, POLLOUT, 0};
+    while (poll(&p, 1, 5000) < 0 && errno == EINTR) {
+    }
+    socklen_t size = sizeof failed;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &failed, &size) != 0) failed = errno;
+  }
+  if (failed != 0) fuzz::finding(std::string("cannot connect to the gateway: ") + std::strerror(failed));
   return fd;
 }
 
