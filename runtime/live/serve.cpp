@@ -259,12 +259,13 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
     throw input_error(fmt::format("serve: workers from before this serve did not exit within {:g} s of their stop: {}",
                                   o.stop_grace_s + 15, names));
   }
-  log << "[serve] every agent registered; the run starts\n" << std::flush;
-  begin_serve_state(state, world);
-
+  // Caught before the run is said to start: a stop that follows that line at once (an
+  // operator, a test) ends the run with its outputs, rather than killing serve mid-write.
   told_to_stop.store(false);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
+  log << "[serve] every agent registered; the run starts\n" << std::flush;
+  begin_serve_state(state, world);
   auto result = run_simulation(c, std::move(inputs), nullptr, &world);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
