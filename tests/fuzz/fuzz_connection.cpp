@@ -99,7 +99,7 @@ int dial(uint16_t port) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (fd < 0) fuzz::finding(std::string("cannot make a socket: ") + std::strerror(errno));
   int failed = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
-  if (failed == EINTR) {  // a signal (as in readable_within): the connection goes on; its outcome
+  if (failed == EINTR) {  // a signal (as in readable_within): the connection goes on; SO_ERROR tells its outcome
     pollfd p{fd, POLLOUT, 0};
     while (poll(&p, 1, 5000) < 0 && errno == EINTR) {
     }
