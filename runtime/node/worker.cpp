@@ -190,20 +190,22 @@ int run_worker(std::ostream& log) {
     auto last_print = start;
     auto last_checkpoint = start;
     const auto checkpoint_every = std::chrono::duration<double>(o.checkpoint_interval_s);
+    // A step is printed once per run: a reader tells a new run by a step that does not grow
+    // (a resumed run starts at its checkpoint's step), so a final line repeating the last
+    // tick's would read as a second launch.
+    auto printed_step = c.step;
     if (writer) print_progress(c);
+    const auto final_report = [&] {
+      write_worker_checkpoint(o.checkpoint_dir, c);
+      if (c.step != printed_step) print_progress(c);
+    };
     for (;;) {
       if (c.work_done >= o.work_s) {
-        if (writer) {
-          write_worker_checkpoint(o.checkpoint_dir, c);
-          print_progress(c);
-        }
+        if (writer) final_report();
         return 0;
       }
       if (g_terminate != 0) {
-        if (writer) {
-          write_worker_checkpoint(o.checkpoint_dir, c);
-          print_progress(c);
-        }
+        if (writer) final_report();
         return worker_preempted_exit;
       }
       // Ticks of 50 ms, the last one ending when the work is due, so the exit is as punctual
@@ -222,6 +224,7 @@ int run_worker(std::ostream& log) {
       if (!writer) continue;
       if (now - last_print >= std::chrono::milliseconds(100)) {
         print_progress(c);
+        printed_step = c.step;
         last_print = now;
       }
       if (now - last_checkpoint >= checkpoint_every) {

@@ -110,6 +110,21 @@ TEST_CASE("live worker: runs to completion, exits 0, and its final checkpoint ho
   CHECK(c.step == last->step);
 }
 
+TEST_CASE("live worker: prints each step once, so a reader counting launches by a step that does not grow sees one") {
+  // 0.1 s of wall clock: the tick at 100 ms both prints and finishes the work, the case
+  // where the final line used to repeat that tick's step.
+  for (int run = 0; run < 3; ++run) {
+    scratch_dir dir;
+    worker_process w(job_vars(dir.path(), 0.3, 3.0), dir.path());
+    std::vector<uint64_t> steps;
+    while (const auto p = w.next_progress()) steps.push_back(p->step);
+    CHECK(w.proc().wait() == exit_status{0, 0});
+    REQUIRE(steps.size() >= 2);
+    for (size_t i = 1; i < steps.size(); ++i) CHECK(steps[i] > steps[i - 1]);
+    CHECK(steps.back() == read_worker_checkpoint(dir.path().string()).step);
+  }
+}
+
 TEST_CASE("live worker: waits for its work in ticks of 50 ms to the end, never spinning") {
   scratch_dir dir;
   worker_process w(job_vars(dir.path(), 1.0, 2.0), dir.path());  // 0.5 s of wall clock
