@@ -153,6 +153,12 @@ std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l,
   return std::nullopt;
 }
 
+std::string hold_note(double hold_s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, ", over an expected hold of %.0f s", hold_s);
+  return buf;
+}
+
 /// Why plan `e` changes job `j` to `workers` workers, with the gain and the cost that
 /// justified it (seconds of predicted JCT).
 std::string change_reason(const cluster_ledger& l, const elastic_plan& e, const job_entry& j, int workers) {
@@ -182,6 +188,11 @@ std::string change_reason(const cluster_ledger& l, const elastic_plan& e, const 
                   "%s: queued base demand took GPUs of its extra workers; its best size left is worth %.0f s "
                   "after its cost (%.0f s)",
                   what, e.net_s, l.params.scale_overhead_s + l.checkpoint_time_s(j.workers));
+  else if (e.traded_s >= 0)  // the knapsack's choice costs this job: the others gain more
+    std::snprintf(buf, sizeof buf,
+                  "%s: the round's sizes save %.0f s more of predicted JCT than the best that keeps its size; it "
+                  "loses %.0f s after its cost (%.0f s) and margin%s",
+                  what, e.traded_s, -e.net_s, e.cost_s, e.hold_s > 0 ? hold_note(e.hold_s).c_str() : "");
   else if (e.hold_s > 0)
     std::snprintf(buf, sizeof buf,
                   "%s: gains %.0f s of predicted JCT over keeping its size, after its cost (%.0f s) and margin, "
@@ -193,6 +204,36 @@ std::string change_reason(const cluster_ledger& l, const elastic_plan& e, const 
                   "and margin",
                   what, e.net_s, e.cost_s);
   return buf;
+}
+
+/// After the knapsack (step 3), for each job the solution `sol` changes at a loss to itself
+/// (its chosen item worth less than keeping its size): how much more the round's sizes save
+/// than the best solution that keeps its size, into its traded_s, for its decision's reason.
+/// That solution is found by solving again with the job's class held to its kept item,
+/// raised by a constant no total without it reaches (none: it keeps its minimum, the empty
+/// choice), then restored.
+void price_trades(const cluster_ledger& l, std::vector<elastic_plan>& plans, const std::vector<size_t>& class_plan,
+                  mckp_input& in, const mckp_result& sol) {
+  constexpr double raise = 1e12;
+  auto& b = buffers;
+  for (size_t c = 0; c < class_plan.size(); ++c) {
+    auto& e = plans[class_plan[c]];
+    auto& j = l.jobs[e.job];
+    if (e.started || e.forced || e.type != j.alloc_type) continue;
+    const double keep_v = e.net_s;  // step 3 left there what keeping its size is worth
+    const double chosen = sol.choice[c] < 0 ? 0 : in.classes[c].items[static_cast<size_t>(sol.choice[c])].value;
+    if (chosen >= keep_v) continue;
+    const int keep_w = e.current - j.min_workers;
+    auto& items = in.classes[c].items;
+    b.held_items.swap(items);
+    items.clear();
+    if (keep_w > 0) items.push_back({keep_w, keep_v + raise});
+    solve_mckp(in, b.alt_sol);
+    items.swap(b.held_items);
+    // Its extras have their GPUs (not forced), so the knapsack can always keep its size.
+    if (keep_w > 0 && b.alt_sol.choice[c] != 0) continue;
+    e.traded_s = std::max(0.0, sol.value - (b.alt_sol.value - (keep_w > 0 ? raise : 0)));
+  }
 }
 
 /// Applies a round: changed running jobs as one batch, then the starts.
@@ -642,6 +683,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     for (auto& it : c.items) worth_solving = worth_solving || it.value > 0;
   if (worth_solving) {
     solve_mckp(in, sol);
+    price_trades(l, plans, class_plan, in, sol);
   } else {
     sol.value = 0;
     sol.choice.assign(in.classes.size(), -1);
@@ -660,8 +702,9 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     auto& j = l.jobs[e.job];
     // Net gain over keeping its size: the chosen item's value (or the empty choice's, 0)
     // less what keeping was worth.
-    if (e.started || e.type == j.alloc_type)
+    if (e.started || e.type == j.alloc_type) {
       e.net_s = (sol.choice[c] < 0 ? 0 : in.classes[c].items[static_cast<size_t>(sol.choice[c])].value) - e.net_s;
+    }
     if (sol.choice[c] < 0) continue;
     int extra = in.classes[c].items[static_cast<size_t>(sol.choice[c])].weight;
     if (!e.started && e.type == j.alloc_type && j.min_workers + extra == e.current) {

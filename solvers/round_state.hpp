@@ -168,6 +168,9 @@ struct elastic_plan {
   /// checkpoint; a move's restart), and the holding time the values assumed (0: to the end).
   /// `forced`: queued base demand took GPUs of its extra workers, so it changes anyway.
   double net_s = 0, cost_s = 0, hold_s = 0;
+  /// A change the knapsack chose though it costs this job (net_s < 0): how much more the
+  /// round's sizes save than the best that keeps its size; -1 otherwise.
+  double traded_s = -1;
   bool forced = false;
   bool consolidated = false;  ///< moved onto fewer servers at its size (step 2b)
   bool quota_growth = false;  ///< grown to its requested size within its quota (step 1b)
@@ -248,6 +251,9 @@ struct round_buffers {
   }
   std::vector<std::pair<size_t, int>> still_needed;
   std::vector<std::pair<double, size_t>> slow;  ///< step 2's candidates
+  /// price_trades' solve and the items of the class it holds.
+  mckp_result alt_sol;
+  std::vector<mckp_item> held_items;
   std::vector<long> hard_type_free, view_type_free;
   mckp_result sol;
   std::vector<std::vector<server_slot>> extra_slots;  ///< step 4's servers with GPUs left, by type

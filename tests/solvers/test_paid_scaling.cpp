@@ -3,6 +3,8 @@
 // floor, the margin, and preemption for queued jobs, each on a hand-made ledger.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "solvers/round_planner.hpp"
@@ -150,6 +152,42 @@ TEST_CASE("a growth whose gain does not clear its cost and margin is not made") 
     CAPTURE(work);
     CHECK(l.jobs[0].workers == (work < 100 ? 1 : 4));
   }
+}
+
+TEST_CASE("a scale-in that costs its own job says how much more the round saves than the best that keeps its size") {
+  // One server. Elastic job-0 (4 GPUs, min 2, max 8) runs at 6 workers from t=0 with 1500
+  // work units predicted (as of its last change); elastic job-1 (the same shape) at its
+  // minimum of 2, with 10^6. At t=5000, past job-0's cooldown, job-1's extras save far more
+  // JCT over the expected hold than job-0's, which would end soon: the knapsack moves the 4
+  // extra GPUs, and job-0's line gives its own loss and the round's lead over keeping it.
+  auto l = make_ledger(1);
+  planner_options o;
+  add_job(l, 4, 1500, 0, true);
+  add_job(l, 4, 1e6, 0, true);
+  l.start(0, {{0, 6}}, 0, at(0));
+  l.start(1, {{0, 2}}, 0, at(0));
+  auto ds = plan_round(l, aryl_policy(), o, at(5000));
+  CHECK(l.jobs[0].workers == 2);
+  CHECK(l.jobs[1].workers == 6);
+  const decision* in = nullptr;
+  const decision* out = nullptr;
+  for (auto& d : ds) (d.job == 0 ? in : out) = &d;
+  REQUIRE(in != nullptr);
+  REQUIRE(out != nullptr);
+  CAPTURE(in->why);
+  CAPTURE(out->why);
+  double lead = -1, loss = -1, cost = -1, gain = -1;
+  REQUIRE(std::sscanf(in->why.c_str(),
+                      "scale in: the round's sizes save %lf s more of predicted JCT than the best that keeps its "
+                      "size; it loses %lf s after its cost (%lf s) and margin",
+                      &lead, &loss, &cost) == 3);
+  REQUIRE(std::sscanf(out->why.c_str(), "scale out: gains %lf s", &gain) == 1);
+  CHECK(loss > 0);
+  CHECK(cost > 0);
+  // The best that keeps job-0 at 6 leaves job-1 at 2: the lead is job-1's gain less job-0's
+  // loss (each after its cost and margin), up to the rounding of the three printed figures.
+  CHECK(std::abs(lead - (gain - loss)) <= 1.5);
+  CHECK(lead > 0);
 }
 
 TEST_CASE("a queued short job preempts a long rigid job only past the ratio, and never a job preempted max times") {
