@@ -702,9 +702,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     auto& j = l.jobs[e.job];
     // Net gain over keeping its size: the chosen item's value (or the empty choice's, 0)
     // less what keeping was worth.
-    if (e.started || e.type == j.alloc_type) {
+    if (e.started || e.type == j.alloc_type)
       e.net_s = (sol.choice[c] < 0 ? 0 : in.classes[c].items[static_cast<size_t>(sol.choice[c])].value) - e.net_s;
-    }
     if (sol.choice[c] < 0) continue;
     int extra = in.classes[c].items[static_cast<size_t>(sol.choice[c])].weight;
     if (!e.started && e.type == j.alloc_type && j.min_workers + extra == e.current) {
