@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/node/progress_line.hpp"
 #include "runtime/wire/messages.hpp"
 
 namespace aryl::net {
@@ -117,11 +118,5 @@ struct agent_options {
 /// invalid options (logged), 1 after an unexpected error (logged).
 int run_agent(const agent_options& options, const std::atomic<bool>& stop_flag,
               std::ostream& log);
-
-/// The `progress` a worker's stdout line reports: the line is
-/// "ARYL_PROGRESS work_done=<number >= 0> step=<integer>" (fields in any order, step
-/// optional, unknown fields ignored); false for any other line. Only work_done and step of
-/// `out` are set.
-bool parse_progress_line(std::string_view line, wire::progress& out);
 
 } // namespace aryl::live

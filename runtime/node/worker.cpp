@@ -20,6 +20,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "runtime/node/progress_line.hpp"
 #include "solvers/input_error.hpp"
 
 namespace aryl::live {
@@ -104,8 +105,7 @@ std::string checkpoint_path(const std::string& dir) {
 }
 
 void print_progress(const worker_checkpoint& c) {
-  std::cout << "ARYL_PROGRESS work_done=" << format_double(c.work_done) << " step=" << c.step
-            << std::endl;
+  std::cout << format_progress_line(c.work_done, c.step) << std::endl;
 }
 
 } // namespace
