@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "solvers/backfill_bar.hpp"
 #include "solvers/jct_value.hpp"
 #include "solvers/round_state.hpp"
 
@@ -89,6 +90,13 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
       if (sid >= 0) a = allocation{{sid, demand}};
       else a.reset();
       return a.has_value();
+    }
+    // Beyond the smallest server, consolidated placement needs a server with at least that
+    // many GPUs free (one it takes whole, or the host of the whole demand): in a busy round
+    // most such demands fail here, without a pass over every server.
+    if (o.placement == placement_mode::consolidated && v.best_fit(type, l.smallest_server(type), loaned) < 0) {
+      a.reset();
+      return false;
     }
     if (v.capacity(type, loaned) < demand) {  // most rounds with a blocked queue head: no scan
       a.reset();
@@ -330,6 +338,26 @@ void scale_in_losers(const cluster_ledger& l, const policy_spec& p, const work_v
   }
 }
 
+/// Where a move of elastic job `j` puts `w` workers of `type` in view `v`: place_one's pick.
+/// A size that fits one server is read from the view's index (best_fit is place_one's
+/// consolidated rule); a larger one needs a server with the smallest server's GPUs free
+/// before the pass over every server. Moves are tried in every round for each job on a
+/// slower type while a faster one has room.
+std::optional<allocation> place_move(const cluster_ledger& l, const policy_spec& p, const planner_options& o,
+                                     const job_entry& j, const work_view& v, int type, int w) {
+  if (o.placement == placement_mode::consolidated) {
+    const int smallest = l.smallest_server(type);
+    if (w <= smallest) {
+      const int sid = v.best_fit(type, w, p.loaning);
+      if (sid < 0) return std::nullopt;
+      return allocation{{sid, w}};
+    }
+    if (v.best_fit(type, smallest, p.loaning) < 0) return std::nullopt;
+  }
+  auto& slots = v.slots(j, p, o, type, buffers.slots);
+  return place_one(o.placement, slots, {static_cast<int>(j.index), w, type, {}});
+}
+
 } // namespace
 
 void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
@@ -357,8 +385,13 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
       viewing = true;
       build_views(p, view, hard);
     }
-    return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
-           preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard) || o.backfill;
+    if (place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
+        preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard))
+      return true;
+    // Strict even when backfilling: what fits behind a job that finds no room waits for the
+    // next full or starts round, so backfilling walks the queue once per freeing of GPUs, not
+    // once per arrival (docs/design.md, "Backfill").
+    return false;
   });
   if (!viewing) return;
   unprotect(view);
@@ -368,84 +401,6 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
 }
 
 namespace {
-
-/// Step 2b for every running elastic job outside its cooldown whose allocation is intact and
-/// spread: its size on the fewest servers that GPUs really free plus its own hold (the
-/// consolidated rule), kept if it spans fewer servers and its gain, E[min(hold, T)] x
-/// (r_new / r_now - 1), exceeds the change's overhead, checkpoint and margin. The job keeps
-/// that allocation this round (out of the knapsack).
-void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                 work_view& view, work_view& hard) {
-  auto& b = buffers;
-  // GPUs really free per type where elastic jobs may run (a job moves onto fewer servers only
-  // if some server has room beyond its own share), and the largest server: counted at the
-  // first spread job, as most rounds have none.
-  auto& type_free = b.hard_type_free;
-  int widest = 0;
-  for (auto& e : b.plans) {
-    if (e.started || e.frozen || e.type != l.jobs[e.job].alloc_type) continue;
-    auto& j = l.jobs[e.job];
-    if (o.rescale_cooldown_s > 0 && (now - j.resized_at).seconds() < o.rescale_cooldown_s) continue;
-    if (j.alloc.size() <= 1) continue;  // one server (an allocation lists each server once)
-    const int spanned = servers_spanned(j.alloc);
-    if (spanned <= 1) continue;
-    if (widest == 0) {
-      // The servers an elastic job may use of each type are the view's scope (training, and
-      // loaned ones when loaning). The widest server of all bounds theirs: a wider bound only
-      // prunes less, place_one decides.
-      type_free.assign(l.params.type_speed.size(), 0);
-      for (size_t t = 0; t < type_free.size(); ++t) type_free[t] = static_cast<int>(hard.total(static_cast<int>(t), p.loaning));
-      for (auto& s : l.servers) widest = std::max(widest, s.gpus);
-      widest = std::max(widest, 1);
-    }
-    if (spanned <= (j.workers + widest - 1) / widest) continue;
-    // Locality is a step (the same rate on any number of servers from two): only a move onto
-    // one server can raise the rate, and none holds more workers than the widest.
-    if (j.workers > widest) continue;
-    // One server fewer needs free GPUs elsewhere for at least its smallest share.
-    int smallest_share = j.workers;
-    for (auto& [sid, w] : j.alloc) smallest_share = std::min(smallest_share, w);
-    if (type_free[static_cast<size_t>(e.type)] < smallest_share) continue;
-    bool intact = true;
-    for_each_extra(j.alloc, e.base, [&](int sid, int w) { intact = intact && view.at(sid) >= w; });
-    if (!intact) continue;  // its size changes anyway: the knapsack places it
-    auto& slots = hard.slots(j, p, o, e.type, b.slots);
-    for (auto& sl : slots)
-      for (auto& [sid, w] : j.alloc)
-        if (sid == sl.id) sl.free += w;
-    auto a = place_one(o.placement, slots, {static_cast<int>(e.job), j.workers, e.type, {}});
-    if (!a || servers_spanned(*a) >= spanned) continue;
-    const double sp = speed(l, e.type);
-    const double rem = j.predicted_remaining();
-    const double r_now = work_rate(l.params.model, j.gpus, j.workers, spanned, sp);
-    const double r_new = work_rate(l.params.model, j.gpus, j.workers, servers_spanned(*a), sp);
-    if (r_now <= 0 || r_new <= r_now) continue;
-    const double t_new = rem / r_new;
-    const double hold_s = o.horizon == scale_horizon::hold ? l.hold_estimate(e.type, now) : 0;
-    const double held = hold_s > 0 ? hold_s * -std::expm1(-t_new / hold_s) : t_new;
-    const double cost = l.params.scale_overhead_s + l.checkpoint_time_s(j.workers);
-    const double gain = held * (r_new / r_now - 1) - cost - o.rescale_margin_s;
-    if (gain <= 0) continue;
-    view.give(e.base);  // its extras already count as free in the view
-    view.take(*a);
-    for (auto& [sid, w] : *a) {
-      int own = 0;
-      for (auto& [osid, ow] : j.alloc)
-        if (osid == sid) own = ow;
-      auto& f = hard.at_mut(sid);
-      const int taken = std::min(std::max(f, 0), std::max(0, w - own));
-      f -= taken;
-      type_free[static_cast<size_t>(e.type)] -= taken;
-    }
-    keep_on_fewest(*a, base_workers(j, p), e.base);
-    e.final = std::move(*a);
-    e.frozen = true;
-    e.consolidated = true;
-    e.net_s = gain;
-    e.cost_s = cost;
-    e.hold_s = hold_s;
-  }
-}
 
 } // namespace
 
@@ -460,12 +415,18 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   build_views(p, view, hard);
   // 1. Base demand in queue order.
   bool queue_cleared = true;
+  const bool backfill = backfills(p, o);
+  no_room_bar bar(l, p, o);
   walk_queue(l, p, [&](uint32_t id) {
+    if (backfill && bar.passes_over(l.jobs[id])) {
+      queue_cleared = false;
+      return true;
+    }
     if (place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
         preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard))
       return true;
     queue_cleared = false;
-    return o.backfill;
+    return backfill && bar.record(l.jobs[id]);
   });
   unprotect(view);
   // A round that sizes only its starts (round_scope::starts): the running jobs keep what they
@@ -528,8 +489,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
             t_now = remaining_time_s(l.params.model, rem, j.gpus, e.current, servers_spanned(j.alloc), speed(l, e.type));
           // One server is the best any placement gives: no need to place where that cannot pay.
           if (t_now - t_new(type, 1, w) <= o.migrate_min_gain_s) continue;
-          auto& slots = target.slots(j, p, o, type, b.slots);
-          a = place_one(o.placement, slots, {static_cast<int>(id), w, type, {}});
+          a = place_move(l, p, o, j, target, type, w);
           if (a && t_now - t_new(type, servers_spanned(*a), w) > o.migrate_min_gain_s) {
             moved_workers = w;
             break;

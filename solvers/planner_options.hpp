@@ -1,8 +1,10 @@
 #pragma once
 /// How the scheduler's rounds behave: the `scheduler.*` config keys (docs/design.md).
+#include <optional>
 #include <vector>
 
 #include "solvers/placement.hpp"
+#include "solvers/policy.hpp"
 
 namespace aryl {
 
@@ -23,7 +25,10 @@ enum class scale_rounds {
 
 struct planner_options {
   placement_mode placement = placement_mode::consolidated;
-  bool backfill = false;
+  /// A queued job that finds no room does not stop the queue: later jobs may start
+  /// (docs/design.md, "Backfill"). Unset: on for the policies that loan or scale (aryl and
+  /// its two halves), off for the rigid ones, as those baselines are defined (`backfills`).
+  std::optional<bool> backfill;
   /// Inelastic jobs may run on loaned inference servers (DESIGN.md 3 choice: no).
   bool inelastic_on_loaned = false;
   /// Move elastic jobs off slower GPU types (loaned servers) onto faster free ones when the
@@ -101,7 +106,13 @@ inline planner_options myopic_scaling(planner_options o) {
   o.base_room_to_grow = false;
   o.move_with_size = false;
   o.consolidate = false;
+  o.backfill = false;
   return o;
+}
+
+/// Whether policy `p` backfills under `o` (planner_options::backfill).
+inline bool backfills(const policy_spec& p, const planner_options& o) {
+  return o.backfill.value_or(p.elastic || p.loaning);
 }
 
 } // namespace aryl

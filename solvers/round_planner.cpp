@@ -104,7 +104,7 @@ void place_queue(cluster_ledger& l, const policy_spec& p, const planner_options&
                  std::vector<decision>& out) {
   detail::walk_queue(l, p, [&](uint32_t id) {
     auto placed = try_place(l, l.jobs[id], p, o);
-    if (!placed) return detail::quota_reclaim_rigid(l, p, o, id, now, out, policy_reason(p)) || o.backfill;
+    if (!placed) return detail::quota_reclaim_rigid(l, p, o, id, now, out, policy_reason(p)) || backfills(p, o);
     start_job(l, out, id, std::move(placed->first), placed->second, now, policy_reason(p));
     return true;
   });
@@ -239,7 +239,7 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
     lost_note();
     return out;
   }
-  if (!p.preemptive && !o.backfill) {
+  if (!p.preemptive && !backfills(p, o)) {
     std::optional<uint32_t> head;
     detail::walk_queue(l, p, [&](uint32_t id) {
       head = id;

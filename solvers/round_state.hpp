@@ -325,6 +325,11 @@ inline int grow_room(const cluster_ledger& l, const policy_spec& p, const planne
   return std::min(j.max_workers, l.smallest_server(type));
 }
 
+/// Step 2b of a full round: spread running elastic jobs move onto fewer servers when that
+/// pays (consolidation.cpp).
+void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                 work_view& view, work_view& hard);
+
 /// A full round's plans of the running elastic jobs, made after step 1 ahead of the plans of
 /// the jobs it started (running_plans.cpp).
 void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view);

@@ -95,7 +95,11 @@ const std::map<std::string, setter>& setters() {
                                                                                  : placement_mode::consolidated;
        }},
       {"seed", [](config& c, const std::string& v) { c.seed = static_cast<uint64_t>(at_least<int64_t>(to_int(v), 0)); }},
-      {"scheduler.backfill", [](config& c, const std::string& v) { c.scheduler.backfill = to_bool(v); }},
+      {"scheduler.backfill", [](config& c, const std::string& v) {
+         if (v == "auto") c.scheduler.backfill.reset();
+         else if (v == "true" || v == "false" || v == "1" || v == "0" || v == "on" || v == "off" || v == "yes" || v == "no") c.scheduler.backfill = to_bool(v);
+         else bad_value("'" + v + "' is not auto, true or false");
+       }},
       {"scheduler.migrate", [](config& c, const std::string& v) { c.scheduler.migrate = to_bool(v); }},
       {"scheduler.migrate_min_gain_s", [](config& c, const std::string& v) { c.scheduler.migrate_min_gain_s = seconds(v); }},
       {"scheduler.migrate_only_when_queue_empty", [](config& c, const std::string& v) { c.scheduler.migrate_only_when_queue_empty = to_bool(v); }},

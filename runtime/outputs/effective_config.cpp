@@ -16,7 +16,8 @@ std::string effective_config_json(const config& c) {
   j["policy"] = c.policy;
   j["placement"] = s.placement == placement_mode::count ? "count" : "consolidated";
   j["seed"] = c.seed;
-  j["scheduler.backfill"] = s.backfill;
+  const policy_spec* policy = find_policy(c.policy);
+  j["scheduler.backfill"] = policy ? backfills(*policy, s) : s.backfill.value_or(false);
   j["scheduler.migrate"] = s.migrate;
   j["scheduler.migrate_min_gain_s"] = s.migrate_min_gain_s;
   j["scheduler.migrate_only_when_queue_empty"] = s.migrate_only_when_queue_empty;
