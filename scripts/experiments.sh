@@ -76,11 +76,13 @@ queue() {  # "name policy [--set k=v ...]", words split on blanks
   printf '%s\t%s\n' "$name" "$(quote "${flags[@]}")" >> "$work/runs.txt"
 }
 
-# The main table's policies; `fifo-backfill` is fifo with scheduler.backfill=true.
-policies=(baseline loan-only elastic-only aryl fifo fifo-backfill srtf las)
+# The main table's policies; `fifo-backfill` and `sjf-backfill` are fifo and baseline (SJF)
+# with scheduler.backfill=true: aryl backfills, so SJF doing the same is the fair rival.
+policies=(baseline sjf-backfill loan-only elastic-only aryl fifo fifo-backfill srtf las)
 policy_args() {
   case $1 in
     fifo-backfill) echo "fifo --set scheduler.backfill=true" ;;
+    sjf-backfill) echo "baseline --set scheduler.backfill=true" ;;
     *) echo "$1" ;;
   esac
 }
@@ -148,6 +150,7 @@ ablations=(
   "move_with_size=false|--set scheduler.move_with_size=false"
   "consolidate=false|--set scheduler.consolidate=false"
   "protect_requested=true|--set scheduler.protect_requested=true"
+  "backfill=false (a job that finds no room stops the queue, as in the SJF baseline)|--set scheduler.backfill=false"
   "all eight above (the earlier, myopic rule)|--set scheduler.scale_horizon=end --set scheduler.rescale_margin_s=0 --set scheduler.rescale_cooldown_s=0 --set scheduler.min_extra_efficiency=0 --set scheduler.preempt_ratio=0 --set scheduler.base_room_to_grow=false --set scheduler.move_with_size=false --set scheduler.consolidate=false"
   "scale_rounds=every (every round re-plans every size)|--set scheduler.scale_rounds=every"
   "scale_rounds=capacity (an elastic arrival is sized alone on free GPUs)|--set scheduler.scale_rounds=capacity"
