@@ -478,19 +478,27 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
                     std::move(directory), st.setup.checkpoints,
                     st.setup.journal};
   restore_holds(self);
+  auto submit = [=](job_spec& spec) {
+    auto& st = self->state;
+    if (st.drained) {
+      log(self, st.jenv.tb.now(self), "refuse", fmt::format("{} name={}", job_name(spec.index), spec.name),
+          "the run is stopping");
+      return;
+    }
+    auto index = spec.index;
+    auto now = st.jenv.tb.now(self);
+    accept_job(self, spec, now);
+    journal_job(self, index, now);
+  };
   return {
       [=](submit_atom, job_spec& spec) -> caf::result<void> {
         if (self->state.away) return caf::skip;
-        auto& st = self->state;
-        if (st.drained) {
-          log(self, st.jenv.tb.now(self), "refuse", fmt::format("{} name={}", job_name(spec.index), spec.name),
-              "the run is stopping");
-          return caf::unit;
-        }
-        auto index = spec.index;
-        auto now = st.jenv.tb.now(self);
-        accept_job(self, spec, now);
-        journal_job(self, index, now);
+        submit(spec);
+        return caf::unit;
+      },
+      [=](submit_atom, std::vector<job_spec>& specs) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
+        for (auto& spec : specs) submit(spec);
         return caf::unit;
       },
       [=](admit_atom, job_spec& spec) -> caf::result<int64_t> {

@@ -90,9 +90,11 @@ typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
            x.command, x.predicted);
 }
 
-/// submit(job): a job arrives. ack/finished: from job actors. round: run one scheduling
-/// round now (self-sent, once per instant). loan(ids), reclaim(count, deadline_us): from the
-/// inference-load actor. dump: a text dump of the scheduler's state (for deadlock reports).
+/// submit(job), submit(jobs): a job arrives, or every job the trace feeder has due at one
+/// instant (one message, so that no round runs between them on the wall clock). ack/finished:
+/// from job actors. round: run one scheduling round now (self-sent, once per instant).
+/// loan(ids), reclaim(count, deadline_us): from the inference-load actor. dump: a text dump of
+/// the scheduler's state (for deadlock reports).
 /// status: the active jobs and the servers now (live mode's `aryl status`).
 /// admit(job): a job submitted while the run goes on (live mode): replies the index it gets,
 /// while journaling only once the journal has committed the job (-3 if it could not), or -1
@@ -112,6 +114,7 @@ typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
 /// the run started joins the cluster, placed from the next round; replies its id.
 using scheduler_actor = caf::typed_actor<
     caf::reacts_to<submit_atom, job_spec>,
+    caf::reacts_to<submit_atom, std::vector<job_spec>>,
     caf::reacts_to<ack_atom, job_ack>,
     caf::reacts_to<finished_atom, uint32_t, uint64_t>,
     caf::reacts_to<round_atom>,

@@ -54,6 +54,9 @@ inline scheduler_actor::behavior_type recording_scheduler(scheduler_actor::point
                                                           std::shared_ptr<std::vector<seen>> log, timebase tb) {
   return {
       [=](submit_atom, job_spec& s) { log->push_back({tb.now(self), "submit", s.index, 0, 0}); },
+      [=](submit_atom, std::vector<job_spec>& specs) {
+        for (auto& s : specs) log->push_back({tb.now(self), "submit", s.index, 0, 0});
+      },
       [=](ack_atom, const job_ack& a) { log->push_back({tb.now(self), "ack", a.job, a.generation, a.work_done}); },
       [=](finished_atom, uint32_t job, uint64_t g) { log->push_back({tb.now(self), "finished", job, g, 0}); },
       [=](round_atom) {},

@@ -174,11 +174,9 @@ TEST_CASE("live: serve with emulated workers makes the simulation's decisions, w
   // scheduler decides from its own model in both; only when jobs really finish differs
   // (process start, stop and exit reports take real milliseconds, which the speedup multiplies
   // into simulated seconds), which must not change any decision here and costs at most 2% of
-  // mean JCT. (At 5x, measured on one machine: 1.9-2.2%; at 2x, 0.8%.) The small trace with
-  // no two jobs submitted at one instant: in wall-clock time the feeder's submits of one
-  // instant can reach the scheduler in two rounds (a known gap, docs/live.md), which split
-  // small.csv's first round in 2 of 12 runs.
-  auto trace = std::string(ARYL_SOURCE_DIR) + "/tests/e2e/data/small_apart.csv";
+  // mean JCT. (At 5x, measured on one machine: 1.9-2.2%; at 2x, 0.8%.) small.csv submits two
+  // jobs at 0 s: both must reach the first round, as in simulated time.
+  auto trace = std::string(ARYL_SOURCE_DIR) + "/tests/e2e/data/small.csv";
   auto sim_out = test::temp_dir("same-decisions-sim");
   REQUIRE(std::system((std::string(ARYL_BINARY) + " simulate --quiet --trace " + trace +
                        " --servers 2 --set cluster.inference.servers=1 --out " + sim_out + " > /dev/null")
