@@ -192,12 +192,19 @@ int run_worker(std::ostream& log) {
     const auto checkpoint_every = std::chrono::duration<double>(o.checkpoint_interval_s);
     // A step is printed once per run: a reader tells a new run by a step that does not grow
     // (a resumed run starts at its checkpoint's step), so a final line repeating the last
-    // tick's would read as a second launch.
+    // tick's would read as a second launch. And a checkpoint's step is printed before the
+    // checkpoint is written: a run resumed from a step never printed would read as the same
+    // launch going on.
     auto printed_step = c.step;
     if (writer) print_progress(c);
+    const auto print_unprinted = [&] {
+      if (c.step == printed_step) return;
+      print_progress(c);
+      printed_step = c.step;
+    };
     const auto final_report = [&] {
+      print_unprinted();
       write_worker_checkpoint(o.checkpoint_dir, c);
-      if (c.step != printed_step) print_progress(c);
     };
     for (;;) {
       if (c.work_done >= o.work_s) {
@@ -228,6 +235,7 @@ int run_worker(std::ostream& log) {
         last_print = now;
       }
       if (now - last_checkpoint >= checkpoint_every) {
+        print_unprinted();
         write_worker_checkpoint(o.checkpoint_dir, c);
         last_checkpoint = now;
       }

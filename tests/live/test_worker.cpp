@@ -155,6 +155,28 @@ TEST_CASE("live worker: SIGTERM mid-run writes a checkpoint and exits 143") {
   CHECK(last->step == c.step);
 }
 
+TEST_CASE("live worker: a checkpoint's step is printed before a SIGKILL can cut the run, so its resumption reads as a new launch") {
+  // A checkpoint every tick and a line every other tick: a checkpoint written at a tick
+  // without a line, then a SIGKILL, used to leave the checkpoint a step past the last line,
+  // and the resumed run's first line (at the checkpoint's step) read as the same launch.
+  for (int run = 0; run < 6; ++run) {
+    scratch_dir dir;
+    auto vars = job_vars(dir.path(), 1000.0, 1.0);
+    vars["ARYL_CHECKPOINT_INTERVAL_S"] = "0.04";
+    worker_process w(vars, dir.path());
+    std::optional<aryl::wire::progress> p;
+    while ((p = w.next_progress()) && p->step < 3) {}
+    REQUIRE(p);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + 15 * run));  // cut at various points of a tick
+    w.proc().signal_group(SIGKILL);
+    auto last = p;
+    if (auto more = w.last_progress()) last = more;
+    w.proc().wait();
+    const auto c = read_worker_checkpoint(dir.path().string());
+    CHECK_MESSAGE(c.step <= last->step, "run " << run << ": checkpoint at step " << c.step << ", last line at step " << last->step);
+  }
+}
+
 TEST_CASE("live worker: a second run resumes from the first run's checkpoint") {
   scratch_dir dir;
   worker_checkpoint first;
