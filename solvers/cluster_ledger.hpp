@@ -191,6 +191,10 @@ public:
   id_set running;
   /// The running jobs that are elastic, in the same order: a full round plans only these.
   id_set running_elastic;
+  /// planner_options::reserve_after_s: the servers whose GPUs the latest full or starts round
+  /// held for queued job `reserved_for`; local rounds until the next one hold them too.
+  std::vector<int> reserved_servers;
+  uint32_t reserved_for = 0;
   /// The queued jobs again, in the orders non-preemptive rounds take them: by submit time and
   /// by predicted remaining work (ties: index). A queued job makes no progress, so both keys
   /// hold while it waits, and a round walks the queue without sorting it.

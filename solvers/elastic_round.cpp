@@ -372,9 +372,23 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
   // views are built only when a job needs extra workers' GPUs. From then on the round
   // continues as step 1 of a full round does.
   const char* why = "shortest predicted job that fits its base demand (sizes wait for the scale round)";
-  bool viewing = !o.free_gpus_first;  // interleaved types need the views from the start
+  // Servers held for a job queued past reserve_after_s stay held (the free-GPU index does not
+  // know them, so the views from the start), except for that job itself.
+  bool viewing = !o.free_gpus_first || !l.reserved_servers.empty();
   if (viewing) build_views(p, view, hard);
+  if (!l.reserved_servers.empty()) {
+    // The job they are held for goes first, on them too; if it still finds no room, they stay
+    // held for the rest of the round.
+    const uint32_t id = l.reserved_for;
+    b.promoted.push_back(id);
+    if (l.queued.count(id) != 0 &&
+        (place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
+         preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard)))
+      l.reserved_servers.clear();
+    for (int sid : l.reserved_servers) hold_server(sid, view, hard);
+  }
   walk_queue(l, p, [&](uint32_t id) {
+    if (!b.promoted.empty() && b.promoted.front() == id) return true;
     if (!viewing) {
       if (auto a = place_on_free(l, p, o, l.jobs[id])) {
         l.start(id, a->first, a->second, now);
@@ -395,6 +409,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
   });
   if (!viewing) return;
   unprotect(view);
+  release_reserved(view);
   for (auto& e : b.plans) e.final = e.base;  // jobs started now run at their base
   scale_in_losers(l, p, view);
   apply(l, now, out, why);
@@ -413,11 +428,26 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   b.starts.clear();
   b.victims.clear();
   build_views(p, view, hard);
-  // 1. Base demand in queue order.
+  // 1. Base demand in queue order, after the jobs queued past reserve_after_s.
   bool queue_cleared = true;
   const bool backfill = backfills(p, o);
+  l.reserved_servers.clear();
+  if (o.reserve_after_s > 0)
+    walk_queue(l, p, [&](uint32_t id) {
+      if (waited_s(l.jobs[id], now) < o.reserve_after_s) return true;
+      b.promoted.push_back(id);
+      if (place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
+          preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard))
+        return true;
+      queue_cleared = false;
+      reserve_for(l, p, o, l.jobs[id], view, hard);
+      l.reserved_for = id;
+      for (auto& r : b.reserved) l.reserved_servers.push_back(std::get<0>(r));
+      return false;  // one reservation a round: the first such job in queue order
+    });
   no_room_bar bar(l, p, o);
   walk_queue(l, p, [&](uint32_t id) {
+    if (!b.promoted.empty() && std::find(b.promoted.begin(), b.promoted.end(), id) != b.promoted.end()) return true;
     if (backfill && bar.passes_over(l.jobs[id])) {
       queue_cleared = false;
       return true;
@@ -429,6 +459,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     return backfill && bar.record(l.jobs[id]);
   });
   unprotect(view);
+  release_reserved(view);
   // A round that sizes only its starts (round_scope::starts): the running jobs keep what they
   // hold, less the extras its starts took; the starts share the GPUs really free.
   if (starts_only) {

@@ -29,6 +29,10 @@ struct planner_options {
   /// (docs/design.md, "Backfill"). Unset: on for the policies that loan or scale (aryl and
   /// its two halves), off for the rigid ones, as those baselines are defined (`backfills`).
   std::optional<bool> backfill;
+  /// A queued job that has waited this long (seconds, in all) is tried first in full and
+  /// starts rounds, and when it finds no room the free GPUs of the servers that would hold it
+  /// soonest are held for it: no start and no growth there until it fits (0: off).
+  double reserve_after_s = 0;
   /// Inelastic jobs may run on loaned inference servers (DESIGN.md 3 choice: no).
   bool inelastic_on_loaned = false;
   /// Move elastic jobs off slower GPU types (loaned servers) onto faster free ones when the

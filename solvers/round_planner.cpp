@@ -293,6 +293,16 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
     out += " GPUs free, not placeable together";
     return out;
   }
+  if (!l.reserved_servers.empty() && job != l.reserved_for) {
+    out = "GPUs held for job ";
+    out += std::to_string(l.reserved_for);
+    out += " (queued past scheduler.reserve_after_s) on";
+    for (int sid : l.reserved_servers) {
+      out += ' ';
+      out += l.servers.at(static_cast<size_t>(sid)).name;
+    }
+    return out;
+  }
   if (p.preemptive) {
     out = "ranked behind the running jobs (";
     out += p.name;

@@ -246,6 +246,10 @@ struct round_buffers {
   size_t protect_next = 0;
   bool protect_built = false;
   std::vector<std::tuple<uint32_t, int, int>> protected_gpus;  ///< (job, server, GPUs)
+  /// planner_options::reserve_after_s: the jobs tried first, and the GPUs held for the one that
+  /// found no room (server, held in the view with extras, of them really free).
+  std::vector<uint32_t> promoted;
+  std::vector<std::tuple<int, int, int>> reserved;
   bool is_protected(uint32_t id) const {
     return std::any_of(protected_gpus.begin(), protected_gpus.end(), [&](auto& x) { return std::get<0>(x) == id; });
   }
@@ -289,6 +293,8 @@ struct round_buffers {
     protect_built = false;
     protect_next = 0;
     protected_gpus.clear();
+    promoted.clear();
+    reserved.clear();
     started_now.clear();
     for (auto& e : plans) {
       spare_allocs.push_back(std::move(e.base));
@@ -333,6 +339,16 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
 /// A full round's plans of the running elastic jobs, made after step 1 ahead of the plans of
 /// the jobs it started (running_plans.cpp).
 void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view);
+
+/// planner_options::reserve_after_s (reservation.cpp): seconds `j` has been queued in all;
+/// holding every GPU of a server for the rest of step 1; holding, for queued job `j` that
+/// found no room, the servers that would hold it soonest; and after step 1, giving back the
+/// held servers' GPUs of extra workers (they keep them).
+double waited_s(const job_entry& j, sim_time now);
+void hold_server(int sid, work_view& view, work_view& hard);
+void reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
+                 work_view& view, work_view& hard);
+void release_reserved(work_view& view);
 
 /// Step 1's fallback for a queued job whose base demand fits nowhere (queue_preemption.cpp).
 bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,

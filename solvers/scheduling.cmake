@@ -6,6 +6,7 @@ add_library(aryl_policy STATIC
   ${CMAKE_CURRENT_LIST_DIR}/round_planner.cpp
   ${CMAKE_CURRENT_LIST_DIR}/elastic_round.cpp
   ${CMAKE_CURRENT_LIST_DIR}/consolidation.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/reservation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/queue_preemption.cpp
   ${CMAKE_CURRENT_LIST_DIR}/running_plans.cpp
   ${CMAKE_CURRENT_LIST_DIR}/duration_estimate.cpp

@@ -119,6 +119,7 @@ const std::map<std::string, setter>& setters() {
       {"scheduler.move_with_size", [](config& c, const std::string& v) { c.scheduler.move_with_size = to_bool(v); }},
       {"scheduler.base_room_to_grow", [](config& c, const std::string& v) { c.scheduler.base_room_to_grow = to_bool(v); }},
       {"scheduler.consolidate", [](config& c, const std::string& v) { c.scheduler.consolidate = to_bool(v); }},
+      {"scheduler.reserve_after_s", [](config& c, const std::string& v) { c.scheduler.reserve_after_s = seconds(v); }},
       {"scheduler.protect_requested",
        [](config& c, const std::string& v) { c.scheduler.protect_requested = to_bool(v); }},
       {"scheduler.preempt_ratio", [](config& c, const std::string& v) { c.scheduler.preempt_ratio = within(to_double(v), 0.0, 1e6); }},

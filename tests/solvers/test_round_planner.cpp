@@ -302,12 +302,12 @@ TEST_CASE("over random full and local rounds, the ledger's extra-worker counts, 
   CHECK(checked_local > 100);
 }
 
-TEST_CASE("over random rounds of every scope and random preemption, protection and placement settings, no round takes a GPU that is not free") {
+TEST_CASE("over random rounds of every scope and random preemption, protection, reservation and placement settings, no round takes a GPU that is not free") {
   // Short and long jobs, rigid and elastic, on a small cluster with loaned servers: starts
   // that take extra workers' GPUs, preemptions and growth meet in the same rounds. The ledger
   // refuses any over-commitment (a round would throw); after each round the servers' free
   // GPUs match a recount of the running jobs' allocations.
-  int preempted = 0, rounds = 0;
+  int preempted = 0, rounds = 0, reserving = 0;
   constexpr unsigned seeds = 1000;
   constexpr int steps = 200;
   for (unsigned seed = 1; seed <= seeds; ++seed) {
@@ -320,6 +320,7 @@ TEST_CASE("over random rounds of every scope and random preemption, protection a
     o.protect_requested = pick(2) == 0;
     o.free_gpus_first = pick(3) > 0;
     o.backfill = pick(4) == 0;
+    o.reserve_after_s = pick(3) == 0 ? 200 : 0;
     for (int step = 0; step < steps; ++step) {
       double now = 10.0 * step;
       for (int k = pick(5); k > 0; --k) add_job(l, 1 + pick(4), pick(2) ? 50 + pick(500) : 20000 + pick(200000), now, pick(2) == 0);
@@ -333,6 +334,7 @@ TEST_CASE("over random rounds of every scope and random preemption, protection a
       REQUIRE_NOTHROW(ds = plan_round(l, *find_policy("aryl"), o, at(now), scopes[pick(3)]));
       for (auto& d : ds) preempted += d.what == decision::kind::preempt;
       ++rounds;
+      reserving += !l.reserved_servers.empty();
       std::vector<int> used(l.servers.size(), 0);
       for (auto id : l.running)
         for (auto& [sid, w] : l.jobs[id].alloc) used[static_cast<size_t>(sid)] += w;
@@ -341,4 +343,5 @@ TEST_CASE("over random rounds of every scope and random preemption, protection a
   }
   CHECK(rounds == static_cast<int>(seeds) * steps);
   CHECK(preempted > 50);
+  CHECK(reserving > 50);
 }

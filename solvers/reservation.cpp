@@ -1,0 +1,85 @@
+// Reservation for a job queued past planner_options::reserve_after_s (docs/design.md,
+// "Backfill"): the servers that would hold it soonest are held for it in step 1.
+#include <algorithm>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "solvers/round_state.hpp"
+
+namespace aryl::detail {
+
+/// Seconds `j` has been queued in all, at `now`.
+double waited_s(const job_entry& j, sim_time now) { return j.queued_s + (now - j.queued_since).seconds(); }
+
+/// Takes every GPU of server `sid` out of both views for the rest of step 1 (reserve_for).
+void hold_server(int sid, work_view& view, work_view& hard) {
+  const int v = view.at(sid), h = hard.at(sid);
+  view.at_mut(sid) -= v;
+  hard.at_mut(sid) -= h;
+  buffers.reserved.emplace_back(sid, v, h);
+}
+
+/// For queued job `j`, which found no room (planner_options::reserve_after_s): holds every GPU
+/// of the training servers of its first type that has enough that would hold it soonest (by
+/// the predicted ends of the jobs there; its extra workers count as free, as for a start),
+/// until they hold its demand. Extra workers there keep their GPUs (release_reserved gives them
+/// back after step 1); their free GPUs stay free for it.
+void reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
+                 work_view& view, work_view& hard) {
+  auto& b = buffers;
+  const int demand = j.elastic ? base_workers(j, p) : j.gpus;
+  types_for(l, j, o, b.types);
+  std::vector<std::pair<double, int>> ends;  // (predicted end s, base workers here)
+  for (int type : b.types) {
+    long gpus = 0;
+    bool one = false;
+    for (auto& s : l.servers)
+      if (s.gpu_type == type && s.mode == server_mode::training) {
+        gpus += s.gpus;
+        one = one || s.gpus >= demand;
+      }
+    if (gpus < demand) continue;
+    std::vector<std::tuple<double, int, int>> order;  // (when it has its share free, -free, server)
+    for (auto& s : l.servers) {
+      if (s.gpu_type != type || s.mode != server_mode::training || (one && s.gpus < demand)) continue;
+      const int need = std::min(demand, s.gpus);
+      int have = view.at(s.id);
+      ends.clear();
+      for (auto id : s.jobs) {
+        auto& r = l.jobs[id];
+        int w = 0;
+        for (auto& [sid, n] : r.alloc)
+          if (sid == s.id) w += n;
+        for_each_extra(r.alloc, r.base, [&](int sid, int n) {
+          if (sid == s.id) w -= n;
+        });
+        const double end = r.progress.rate > 0 ? r.predicted_remaining() / r.progress.rate : 1e18;
+        if (w > 0) ends.emplace_back(end, w);
+      }
+      std::sort(ends.begin(), ends.end());
+      double when = 0;
+      for (auto& [end, w] : ends) {
+        if (have >= need) break;
+        have += w;
+        when = end;
+      }
+      order.emplace_back(have >= need ? when : 1e18, -hard.at(s.id), s.id);
+    }
+    std::sort(order.begin(), order.end());
+    int held = 0;
+    for (auto& [when, neg_free, sid] : order) {
+      hold_server(sid, view, hard);
+      held += l.servers[static_cast<size_t>(sid)].gpus;
+      if (held >= demand) break;
+    }
+    return;
+  }
+}
+
+/// After step 1: the extra workers' GPUs on reserved servers count again (they keep them).
+void release_reserved(work_view& view) {
+  for (auto& [sid, v, h] : buffers.reserved) view.at_mut(sid) += v - h;
+}
+
+} // namespace aryl::detail
