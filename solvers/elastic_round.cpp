@@ -381,10 +381,10 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
     // held for the rest of the round.
     const uint32_t id = l.reserved_for;
     b.promoted.push_back(id);
-    if (l.queued.count(id) != 0 &&
-        (place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
-         preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard)))
-      l.reserved_servers.clear();
+    if (l.queued.count(id) == 0 || place_base(l, p, o, id, view, hard) ||
+        quota_reclaim_for(l, p, o, id, view, hard) || preempt_for(l, p, o, id, view, hard) ||
+        priority_preempt_for(l, p, o, id, view, hard))
+      l.reserved_servers.clear();  // it started, or left the queue (cancelled)
     for (int sid : l.reserved_servers) hold_server(sid, view, hard);
   }
   walk_queue(l, p, [&](uint32_t id) {

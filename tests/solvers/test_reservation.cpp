@@ -97,3 +97,18 @@ TEST_CASE("reserve_after_s: a queued job that finds room only on the held server
   plan_round(l, aryl, o, at(50'010), round_scope::local);
   CHECK(queue_wait_reason(l, aryl, o, 4, {"V100", "T4"}) == "GPUs held for job 2 (queued past scheduler.reserve_after_s) on t0");
 }
+
+TEST_CASE("reserve_after_s: servers held for a job that left the queue are free again in the next local round") {
+  auto aryl = *find_policy("aryl");
+  auto o = reserving(43'200);
+  auto l = waiting_wide_job();
+  plan_round(l, aryl, o, at(50'000));
+  REQUIRE(l.reserved_servers == std::vector<int>{0});
+  l.finish(2, at(50'005));  // as a cancel ends a queued job
+  add_job(l, 4, 50, 50'010);
+  auto ds = plan_round(l, aryl, o, at(50'010), round_scope::local);
+  auto s = start_of(ds, 4);
+  REQUIRE(s);
+  CHECK(s->alloc == allocation{{0, 4}});
+  CHECK(l.reserved_servers.empty());
+}
