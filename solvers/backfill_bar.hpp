@@ -40,7 +40,7 @@ private:
     int type;
     bool loaned;
   };
-  int demand_of(const job_entry& j) const { return j.elastic ? base_workers(j, p_) : j.gpus; }  // as place_base
+  int demand_of(const job_entry& j) const { return base_demand(j, p_); }  // as place_base
   bool may_loan(const job_entry& j) const { return p_.loaning && (j.elastic || o_.inelastic_on_loaned); }
   const policy_spec& p_;
   const planner_options& o_;

@@ -110,6 +110,10 @@ struct job_entry {
   int extras_type = -1;
 
   double predicted_remaining() const { return std::max(0.0, predicted_work - progress.work_done); }
+  /// Seconds queued in all at `now`, the open spell included while it is queued.
+  double waited_s(sim_time now) const {
+    return queued_s + (status == job_status::queued && now > queued_since ? (now - queued_since).seconds() : 0.0);
+  }
 };
 
 struct ledger_params {

@@ -130,6 +130,14 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
 
 /// The views of a round: `view` counts every elastic job's extra workers free, `hard` only
 /// the GPUs really free.
+/// Step 1 for queued job `id`: room for its base demand, by placing it, reclaiming its
+/// tenant's quota, or preempting; false if none.
+bool find_room(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id, work_view& view,
+               work_view& hard) {
+  return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
+         preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard);
+}
+
 void build_views(const policy_spec& p, work_view& view, work_view& hard) {
   hard.reset(false);
   view.reset(p.elastic);
@@ -381,9 +389,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
     // held for the rest of the round.
     const uint32_t id = l.reserved_for;
     b.promoted.push_back(id);
-    if (l.queued.count(id) == 0 || place_base(l, p, o, id, view, hard) ||
-        quota_reclaim_for(l, p, o, id, view, hard) || preempt_for(l, p, o, id, view, hard) ||
-        priority_preempt_for(l, p, o, id, view, hard))
+    if (l.queued.count(id) == 0 || find_room(l, p, o, id, view, hard))
       l.reserved_servers.clear();  // it started, or left the queue (cancelled)
     for (int sid : l.reserved_servers) hold_server(sid, view, hard);
   }
@@ -399,13 +405,10 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
       viewing = true;
       build_views(p, view, hard);
     }
-    if (place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
-        preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard))
-      return true;
     // Strict even when backfilling: what fits behind a job that finds no room waits for the
     // next full or starts round, so backfilling walks the queue once per freeing of GPUs, not
     // once per arrival (docs/design.md, "Backfill").
-    return false;
+    return find_room(l, p, o, id, view, hard);
   });
   if (!viewing) return;
   unprotect(view);
@@ -414,10 +417,6 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
   scale_in_losers(l, p, view);
   apply(l, now, out, why);
 }
-
-namespace {
-
-} // namespace
 
 void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
                   std::vector<decision>& out, bool starts_only) {
@@ -434,11 +433,9 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   l.reserved_servers.clear();
   if (o.reserve_after_s > 0)
     walk_queue(l, p, [&](uint32_t id) {
-      if (waited_s(l.jobs[id], now) < o.reserve_after_s) return true;
+      if (l.jobs[id].waited_s(now) < o.reserve_after_s) return true;
       b.promoted.push_back(id);
-      if (place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
-          preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard))
-        return true;
+      if (find_room(l, p, o, id, view, hard)) return true;
       queue_cleared = false;
       reserve_for(l, p, o, l.jobs[id], view, hard);
       l.reserved_for = id;
@@ -452,9 +449,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       queue_cleared = false;
       return true;
     }
-    if (place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
-        preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard))
-      return true;
+    if (find_room(l, p, o, id, view, hard)) return true;
     queue_cleared = false;
     return backfill && bar.record(l.jobs[id]);
   });

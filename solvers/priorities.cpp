@@ -4,8 +4,7 @@ namespace aryl {
 
 long effective_class(const job_entry& j, sim_time now, double aging_s) {
   if (!(aging_s > 0)) return j.priority;
-  double waited = j.queued_s;
-  if (j.status == job_status::queued && now > j.queued_since) waited += (now - j.queued_since).seconds();
+  const double waited = j.waited_s(now);
   // Bounded so that an absurd wait cannot overflow the class.
   return j.priority + static_cast<long>(std::min(std::floor(waited / aging_s), 1e9));
 }

@@ -9,9 +9,6 @@
 
 namespace aryl::detail {
 
-/// Seconds `j` has been queued in all, at `now`.
-double waited_s(const job_entry& j, sim_time now) { return j.queued_s + (now - j.queued_since).seconds(); }
-
 /// Takes every GPU of server `sid` out of both views for the rest of step 1 (reserve_for).
 void hold_server(int sid, work_view& view, work_view& hard) {
   const int v = view.at(sid), h = hard.at(sid);
@@ -28,7 +25,7 @@ void hold_server(int sid, work_view& view, work_view& hard) {
 void reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
                  work_view& view, work_view& hard) {
   auto& b = buffers;
-  const int demand = j.elastic ? base_workers(j, p) : j.gpus;
+  const int demand = base_demand(j, p);
   types_for(l, j, o, b.types);
   std::vector<std::pair<double, int>> ends;  // (predicted end s, base workers here)
   for (int type : b.types) {

@@ -340,11 +340,10 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
 /// the jobs it started (running_plans.cpp).
 void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view);
 
-/// planner_options::reserve_after_s (reservation.cpp): seconds `j` has been queued in all;
-/// holding every GPU of a server for the rest of step 1; holding, for queued job `j` that
-/// found no room, the servers that would hold it soonest; and after step 1, giving back the
-/// held servers' GPUs of extra workers (they keep them).
-double waited_s(const job_entry& j, sim_time now);
+/// planner_options::reserve_after_s (reservation.cpp): holding every GPU of a server for the
+/// rest of step 1; holding, for queued job `j` that found no room, the servers that would
+/// hold it soonest; and after step 1, giving back the held servers' GPUs of extra workers
+/// (they keep them).
 void hold_server(int sid, work_view& view, work_view& hard);
 void reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
                  work_view& view, work_view& hard);

@@ -46,4 +46,11 @@ inline uint32_t add_job(cluster_ledger& l, int gpus, double work, double submit 
   return j.index;
 }
 
+/// The start decision of `job` among `ds`, or nullptr.
+inline const decision* start_of(const std::vector<decision>& ds, uint32_t job) {
+  for (auto& d : ds)
+    if (d.what == decision::kind::start && d.job == job) return &d;
+  return nullptr;
+}
+
 } // namespace aryl::test

@@ -12,6 +12,7 @@ using namespace aryl;
 using aryl::test::add_job;
 using aryl::test::at;
 using aryl::test::make_ledger;
+using aryl::test::start_of;
 
 namespace {
 
@@ -31,12 +32,6 @@ cluster_ledger blocked_queue() {
   return l;
 }
 
-bool started(const std::vector<decision>& ds, uint32_t job) {
-  for (auto& d : ds)
-    if (d.what == decision::kind::start && d.job == job) return true;
-  return false;
-}
-
 } // namespace
 
 TEST_CASE("aryl backfills by default: an elastic job starts past a rigid one that finds no room") {
@@ -44,9 +39,9 @@ TEST_CASE("aryl backfills by default: an elastic job starts past a rigid one tha
   planner_options o;
   CHECK(backfills(*find_policy("aryl"), o));
   auto ds = plan_round(l, *find_policy("aryl"), o, at(1));
-  CHECK_FALSE(started(ds, 2));
-  CHECK_FALSE(started(ds, 3));
-  CHECK(started(ds, 4));
+  CHECK_FALSE(start_of(ds, 2));
+  CHECK_FALSE(start_of(ds, 3));
+  CHECK(start_of(ds, 4));
 }
 
 TEST_CASE("the rigid baselines stay strict by default, and aryl does when backfill is off") {
@@ -56,16 +51,16 @@ TEST_CASE("the rigid baselines stay strict by default, and aryl does when backfi
   auto l = blocked_queue();
   o.backfill = false;
   auto ds = plan_round(l, *find_policy("aryl"), o, at(1));
-  CHECK_FALSE(started(ds, 4));
+  CHECK_FALSE(start_of(ds, 4));
   CHECK(l.queued.size() == 3);
 }
 
 TEST_CASE("a local round stays strict: what fits behind a job that finds no room waits for a full round") {
   auto l = blocked_queue();
   auto ds = plan_round(l, *find_policy("aryl"), planner_options{}, at(1), round_scope::local);
-  CHECK_FALSE(started(ds, 4));
+  CHECK_FALSE(start_of(ds, 4));
   ds = plan_round(l, *find_policy("aryl"), planner_options{}, at(2));
-  CHECK(started(ds, 4));
+  CHECK(start_of(ds, 4));
 }
 
 TEST_CASE("after a full backfilling round no queued job's base demand fits the GPUs left free") {

@@ -10,6 +10,7 @@ using namespace aryl;
 using aryl::test::add_job;
 using aryl::test::at;
 using aryl::test::make_ledger;
+using aryl::test::start_of;
 
 namespace {
 
@@ -33,12 +34,6 @@ planner_options reserving(double after_s) {
   o.preempt_ratio = 0;
   o.reserve_after_s = after_s;
   return o;
-}
-
-const decision* start_of(const std::vector<decision>& ds, uint32_t job) {
-  for (auto& d : ds)
-    if (d.what == decision::kind::start && d.job == job) return &d;
-  return nullptr;
 }
 
 } // namespace
