@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -39,9 +40,14 @@ int64_t to_int(const std::string& v) {
   return out;
 }
 
-bool to_bool(const std::string& v) {
+std::optional<bool> parse_bool(const std::string& v) {
   if (v == "true" || v == "1" || v == "on" || v == "yes") return true;
   if (v == "false" || v == "0" || v == "off" || v == "no") return false;
+  return std::nullopt;
+}
+
+bool to_bool(const std::string& v) {
+  if (auto b = parse_bool(v)) return *b;
   bad_value("'" + v + "' is not a boolean (true/false)");
 }
 
@@ -97,7 +103,7 @@ const std::map<std::string, setter>& setters() {
       {"seed", [](config& c, const std::string& v) { c.seed = static_cast<uint64_t>(at_least<int64_t>(to_int(v), 0)); }},
       {"scheduler.backfill", [](config& c, const std::string& v) {
          if (v == "auto") c.scheduler.backfill.reset();
-         else if (v == "true" || v == "false" || v == "1" || v == "0" || v == "on" || v == "off" || v == "yes" || v == "no") c.scheduler.backfill = to_bool(v);
+         else if (auto b = parse_bool(v)) c.scheduler.backfill = *b;
          else bad_value("'" + v + "' is not auto, true or false");
        }},
       {"scheduler.migrate", [](config& c, const std::string& v) { c.scheduler.migrate = to_bool(v); }},

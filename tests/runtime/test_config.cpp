@@ -39,6 +39,18 @@ TEST_CASE("--set overrides nested keys and gpu speeds") {
   CHECK(c.trace_vc == "11cb48");
 }
 
+TEST_CASE("scheduler.backfill takes auto (unset: the policy decides) or a boolean, and nothing else") {
+  config c;
+  apply_override(c, "scheduler.backfill=off");
+  CHECK(c.scheduler.backfill == std::optional<bool>(false));
+  apply_override(c, "scheduler.backfill=yes");
+  CHECK(c.scheduler.backfill == std::optional<bool>(true));
+  apply_override(c, "scheduler.backfill=auto");
+  CHECK_FALSE(c.scheduler.backfill.has_value());
+  CHECK(error_of([&] { apply_override(c, "scheduler.backfill=sometimes"); }) ==
+        "--set: scheduler.backfill: 'sometimes' is not auto, true or false");
+}
+
 TEST_CASE("an unknown config key is an error naming the key") {
   config c;
   auto e = error_of([&] { apply_override(c, "jobs.restart_overhead=0"); });
