@@ -16,6 +16,7 @@
 // 1 only, and scales in just the jobs whose extra workers' GPUs it takes.
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -431,28 +432,48 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   bool queue_cleared = true;
   const bool backfill = backfills(p, o);
   l.reserved_servers.clear();
+  double shadow_s = 0;
   if (o.reserve_after_s > 0)
     walk_queue(l, p, [&](uint32_t id) {
       if (l.jobs[id].waited_s(now) < o.reserve_after_s) return true;
       b.promoted.push_back(id);
       if (find_room(l, p, o, id, view, hard)) return true;
       queue_cleared = false;
-      reserve_for(l, p, o, l.jobs[id], view, hard);
+      shadow_s = reserve_for(l, p, o, l.jobs[id], view, hard);
       l.reserved_for = id;
       for (auto& r : b.reserved) l.reserved_servers.push_back(std::get<0>(r));
       return false;  // one reservation a round: the first such job in queue order
     });
-  no_room_bar bar(l, p, o);
-  walk_queue(l, p, [&](uint32_t id) {
-    if (!b.promoted.empty() && std::find(b.promoted.begin(), b.promoted.end(), id) != b.promoted.end()) return true;
-    if (backfill && bar.passes_over(l.jobs[id])) {
+  auto walk = [&](auto&& may_try) {
+    no_room_bar bar(l, p, o);
+    walk_queue(l, p, [&](uint32_t id) {
+      if (!b.promoted.empty() && std::find(b.promoted.begin(), b.promoted.end(), id) != b.promoted.end()) return true;
+      if (!may_try(id)) return true;
+      if (backfill && bar.passes_over(l.jobs[id])) {
+        queue_cleared = false;
+        return true;
+      }
+      if (find_room(l, p, o, id, view, hard)) return true;
       queue_cleared = false;
-      return true;
-    }
-    if (find_room(l, p, o, id, view, hard)) return true;
-    queue_cleared = false;
-    return backfill && bar.record(l.jobs[id]);
-  });
+      return backfill && bar.record(l.jobs[id]);
+    });
+  };
+  walk([](uint32_t) { return true; });
+  if (backfill && o.shadow_backfill && !l.reserved_servers.empty() && shadow_s > 0 &&
+      shadow_s < std::numeric_limits<double>::infinity()) {
+    // EASY's shadow time: a job that found no room may still start on the held servers if it
+    // is predicted to end before they would hold the waiting job, so holding idles fewer
+    // GPUs without delaying it (as far as the predictions hold).
+    unhold_all(view, hard);
+    const double sp = speed(l, l.servers[static_cast<size_t>(l.reserved_servers.front())].gpu_type);
+    walk([&](uint32_t id) {
+      if (std::any_of(b.starts.begin(), b.starts.end(), [&](auto& st) { return st.job == id; })) return false;
+      auto& j = l.jobs[id];
+      const double rate = work_rate(l.params.model, j.gpus, base_demand(j, p), 1, sp);
+      return rate > 0 && j.predicted_remaining() / rate <= shadow_s;
+    });
+    for (int sid : l.reserved_servers) hold_server(sid, view, hard);
+  }
   unprotect(view);
   release_reserved(view);
   // A round that sizes only its starts (round_scope::starts): the running jobs keep what they

@@ -33,6 +33,9 @@ struct planner_options {
   /// starts rounds, and when it finds no room the free GPUs of the servers that would hold it
   /// soonest are held for it: no start and no growth there until it fits (0: off).
   double reserve_after_s = 0;
+  /// While servers are held so, a queued job predicted to end before they would hold the
+  /// waiting job (EASY backfilling's shadow time) may start on them.
+  bool shadow_backfill = true;
   /// Inelastic jobs may run on loaned inference servers (DESIGN.md 3 choice: no).
   bool inelastic_on_loaned = false;
   /// Move elastic jobs off slower GPU types (loaned servers) onto faster free ones when the

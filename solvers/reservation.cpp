@@ -1,6 +1,7 @@
 // Reservation for a job queued past planner_options::reserve_after_s (docs/design.md,
 // "Backfill"): the servers that would hold it soonest are held for it in step 1.
 #include <algorithm>
+#include <limits>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -21,8 +22,9 @@ void hold_server(int sid, work_view& view, work_view& hard) {
 /// of the training servers of its first type that has enough that would hold it soonest (by
 /// the predicted ends of the jobs there; its extra workers count as free, as for a start),
 /// until they hold its demand. Extra workers there keep their GPUs (release_reserved gives them
-/// back after step 1); their free GPUs stay free for it.
-void reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
+/// back after step 1); their free GPUs stay free for it. Returns in how many seconds the held
+/// servers are predicted to hold it (the latest of theirs), infinity when one never does.
+double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
                  work_view& view, work_view& hard) {
   auto& b = buffers;
   const int demand = base_demand(j, p);
@@ -65,13 +67,26 @@ void reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_op
     }
     std::sort(order.begin(), order.end());
     int held = 0;
+    double shadow = 0;
     for (auto& [when, neg_free, sid] : order) {
       hold_server(sid, view, hard);
       held += l.servers[static_cast<size_t>(sid)].gpus;
+      shadow = when >= 1e18 ? std::numeric_limits<double>::infinity() : std::max(shadow, when);
       if (held >= demand) break;
     }
-    return;
+    return shadow;
   }
+  return std::numeric_limits<double>::infinity();
+}
+
+/// Gives the held servers' GPUs back to both views before the shadow walk (its jobs may use
+/// them); hold_server takes them again after it.
+void unhold_all(work_view& view, work_view& hard) {
+  for (auto& [sid, v, h] : buffers.reserved) {
+    view.at_mut(sid) += v;
+    hard.at_mut(sid) += h;
+  }
+  buffers.reserved.clear();
 }
 
 /// After step 1: the extra workers' GPUs on reserved servers count again (they keep them).

@@ -343,10 +343,11 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
 /// planner_options::reserve_after_s (reservation.cpp): holding every GPU of a server for the
 /// rest of step 1; holding, for queued job `j` that found no room, the servers that would
 /// hold it soonest; and after step 1, giving back the held servers' GPUs of extra workers
-/// (they keep them).
+/// (they keep them). unhold_all gives every held GPU back for the shadow walk.
 void hold_server(int sid, work_view& view, work_view& hard);
-void reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
-                 work_view& view, work_view& hard);
+double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
+                   work_view& view, work_view& hard);
+void unhold_all(work_view& view, work_view& hard);
 void release_reserved(work_view& view);
 
 /// Step 1's fallback for a queued job whose base demand fits nowhere (queue_preemption.cpp).

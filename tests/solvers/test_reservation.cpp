@@ -107,3 +107,28 @@ TEST_CASE("reserve_after_s: servers held for a job that left the queue are free 
   CHECK(s->alloc == allocation{{0, 4}});
   CHECK(l.reserved_servers.empty());
 }
+
+TEST_CASE("shadow_backfill: a job predicted to end before the held server frees for the waiting job starts on it; a longer one does not") {
+  auto aryl = *find_policy("aryl");
+  for (bool shadow : {true, false}) {
+    CAPTURE(shadow);
+    auto o = reserving(43'200);
+    o.shadow_backfill = shadow;
+    auto l = waiting_wide_job();
+    add_job(l, 4, 60, 49'500);   // job 4: ends 60 s after its start, before server 0 frees (100 s)
+    add_job(l, 4, 500, 49'600);  // job 5: would still run when job 2 could start there
+    auto ds = plan_round(l, aryl, o, at(50'000));
+    CHECK_FALSE(start_of(ds, 2));
+    REQUIRE(start_of(ds, 3));
+    CHECK(start_of(ds, 3)->alloc == allocation{{1, 4}});
+    CHECK(l.reserved_servers == std::vector<int>{0});
+    CHECK_FALSE(start_of(ds, 5));
+    auto s = start_of(ds, 4);
+    if (shadow) {
+      REQUIRE(s);
+      CHECK(s->alloc == allocation{{0, 4}});
+    } else {
+      CHECK_FALSE(s);
+    }
+  }
+}

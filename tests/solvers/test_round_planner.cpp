@@ -321,6 +321,7 @@ TEST_CASE("over random rounds of every scope and random preemption, protection, 
     o.free_gpus_first = pick(3) > 0;
     o.backfill = pick(4) == 0;
     o.reserve_after_s = pick(3) == 0 ? 200 : 0;
+    o.shadow_backfill = pick(2) == 0;
     for (int step = 0; step < steps; ++step) {
       double now = 10.0 * step;
       for (int k = pick(5); k > 0; --k) add_job(l, 1 + pick(4), pick(2) ? 50 + pick(500) : 20000 + pick(200000), now, pick(2) == 0);
