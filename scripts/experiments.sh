@@ -154,7 +154,7 @@ ablations=(
   "all eight above (the earlier, myopic rule)|--set scheduler.scale_horizon=end --set scheduler.rescale_margin_s=0 --set scheduler.rescale_cooldown_s=0 --set scheduler.min_extra_efficiency=0 --set scheduler.preempt_ratio=0 --set scheduler.base_room_to_grow=false --set scheduler.move_with_size=false --set scheduler.consolidate=false"
   "scale_rounds=every (every round re-plans every size)|--set scheduler.scale_rounds=every"
   "scale_rounds=capacity (an elastic arrival is sized alone on free GPUs)|--set scheduler.scale_rounds=capacity"
-  "reserve_after_s=43200 (a job queued 12 h goes first, with servers held for it)|--set scheduler.reserve_after_s=43200"
+  "reserve_after_s=43200 (a job queued 12 h goes first, with servers held for it; jobs ending before they free may use them)|--set scheduler.reserve_after_s=43200"
 )
 small="--set cluster.training.servers=6 --set cluster.inference.servers=6"
 [ "$FORMAT" = philly ] && small+=" --set trace.vc=6214e9 --set trace.from=2017-11-01 --set trace.to=2017-11-16"
