@@ -70,6 +70,43 @@ void unprotect(work_view& view) {
   for (auto& [id, sid, r] : buffers.protected_gpus) view.at_mut(sid) += r;
 }
 
+/// Where queued job `j`'s base demand (`demand` workers) would go on view `v`'s GPUs of
+/// `type` under step 1's placement, without taking them; nothing if it does not fit there.
+std::optional<allocation> base_on(const cluster_ledger& l, const policy_spec& p, const planner_options& o,
+                                  const job_entry& j, int demand, work_view& v, int type) {
+  const bool loaned = p.loaning && (j.elastic || o.inelastic_on_loaned);
+  if (o.placement == placement_mode::consolidated && demand >= 1 && demand <= l.smallest_server(type)) {
+    const int room = grow_room(l, p, o, j, type);
+    int sid = room > demand ? v.best_fit(type, room, loaned) : -1;
+    if (sid < 0) sid = v.best_fit(type, demand, loaned);
+    if (sid < 0) return std::nullopt;
+    return allocation{{sid, demand}};
+  }
+  // Beyond the smallest server, consolidated placement needs a server with at least that
+  // many GPUs free (one it takes whole, or the host of the whole demand): in a busy round
+  // most such demands fail here, without a pass over every server.
+  if (o.placement == placement_mode::consolidated && v.best_fit(type, l.smallest_server(type), loaned) < 0)
+    return std::nullopt;
+  if (v.capacity(type, loaned) < demand) return std::nullopt;  // most rounds with a blocked queue head: no scan
+  auto& slots = v.slots(j, p, o, type, buffers.slots);
+  return place_one(o.placement, slots, {static_cast<int>(j.index), demand, type, {}});
+}
+
+/// Records queued job `id`'s start on `a`, taken from both views.
+void start_on(const cluster_ledger& l, const policy_spec& p, uint32_t id, allocation a, work_view& view,
+              work_view& hard) {
+  auto& b = buffers;
+  auto& j = l.jobs[id];
+  view.take(a);
+  hard.take(a);
+  long plan = -1;
+  if (j.elastic) {
+    plan = static_cast<long>(b.plans.size());
+    b.plans.push_back(elastic_plan{id, a, type_of(l, a), base_workers(j, p), true, {}});
+  }
+  b.starts.push_back({id, std::move(a), plan});
+}
+
 /// Step 1 for one queued job: its base demand on GPUs that are really free (`hard`) if it
 /// fits there, so that running jobs are disturbed only when they must be, else on GPUs held
 /// by extra workers (`view`). Records the start; false if it fits nowhere.
@@ -80,52 +117,20 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
   std::optional<allocation> a;
   auto& types = b.types;
   types_for(l, j, o, types);
-  const int demand = j.elastic ? base_workers(j, p) : j.gpus;
-  const bool loaned = p.loaning && (j.elastic || o.inelastic_on_loaned);
+  const int demand = base_demand(j, p);
   protect_shorter(l, p, o, j, demand, view);
-  auto try_on = [&](work_view& v, int type) {
-    if (o.placement == placement_mode::consolidated && demand >= 1 && demand <= l.smallest_server(type)) {
-      const int room = grow_room(l, p, o, j, type);
-      int sid = room > demand ? v.best_fit(type, room, loaned) : -1;
-      if (sid < 0) sid = v.best_fit(type, demand, loaned);
-      if (sid >= 0) a = allocation{{sid, demand}};
-      else a.reset();
-      return a.has_value();
-    }
-    // Beyond the smallest server, consolidated placement needs a server with at least that
-    // many GPUs free (one it takes whole, or the host of the whole demand): in a busy round
-    // most such demands fail here, without a pass over every server.
-    if (o.placement == placement_mode::consolidated && v.best_fit(type, l.smallest_server(type), loaned) < 0) {
-      a.reset();
-      return false;
-    }
-    if (v.capacity(type, loaned) < demand) {  // most rounds with a blocked queue head: no scan
-      a.reset();
-      return false;
-    }
-    auto& slots = v.slots(j, p, o, type, b.slots);
-    a = place_one(o.placement, slots, {static_cast<int>(id), demand, type, {}});
-    return a.has_value();
-  };
   if (o.free_gpus_first) {
     for (int type : types)
-      if (try_on(hard, type)) break;
+      if ((a = base_on(l, p, o, j, demand, hard, type))) break;
     if (!a)
       for (int type : types)
-        if (try_on(view, type)) break;
+        if ((a = base_on(l, p, o, j, demand, view, type))) break;
   } else {
     for (int type : types)
-      if (try_on(hard, type) || try_on(view, type)) break;
+      if ((a = base_on(l, p, o, j, demand, hard, type)) || (a = base_on(l, p, o, j, demand, view, type))) break;
   }
   if (!a) return false;
-  view.take(*a);
-  hard.take(*a);
-  long plan = -1;
-  if (j.elastic) {
-    plan = static_cast<long>(b.plans.size());
-    b.plans.push_back(elastic_plan{id, *a, type_of(l, *a), base_workers(j, p), true, {}});
-  }
-  b.starts.push_back({id, std::move(*a), plan});
+  start_on(l, p, id, std::move(*a), view, hard);
   return true;
 }
 
@@ -133,9 +138,38 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
 /// the GPUs really free.
 /// Step 1 for queued job `id`: room for its base demand, by placing it, reclaiming its
 /// tenant's quota, or preempting; false if none.
+/// planner_options::preempt_for_speed: queued job `id` whose base demand fits neither free
+/// GPUs nor extras of its fastest type but does fit on a slower one preempts on the fastest
+/// when its gain there, its predicted run at the slower rate less that at the faster one,
+/// exceeds its victims' losses; false otherwise (step 1 goes on as before).
+bool faster_by_preemption(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                          work_view& view, work_view& hard) {
+  if (!o.preempt_for_speed || o.preempt_ratio <= 0) return false;
+  auto& j = l.jobs[id];
+  auto& types = buffers.types;
+  types_for(l, j, o, types);
+  if (types.size() < 2 || speed(l, types.front()) <= speed(l, types.back())) return false;
+  const int fast = types.front();
+  const int demand = base_demand(j, p);
+  if (base_on(l, p, o, j, demand, hard, fast) || base_on(l, p, o, j, demand, view, fast)) return false;
+  int slow = -1;
+  for (size_t k = 1; k < types.size() && slow < 0; ++k)
+    if (base_on(l, p, o, j, demand, hard, types[k]) || base_on(l, p, o, j, demand, view, types[k])) slow = types[k];
+  if (slow < 0) return false;  // it fits nowhere: step 1's preemption decides as before
+  const auto span = [&](int type) {
+    const int widest = std::max(l.smallest_server(type), 1);
+    return demand <= widest ? 1 : (demand + widest - 1) / widest;
+  };
+  const double r_fast = work_rate(l.params.model, j.gpus, demand, span(fast), speed(l, fast));
+  const double r_slow = work_rate(l.params.model, j.gpus, demand, span(slow), speed(l, slow));
+  if (r_slow <= 0 || r_fast <= r_slow) return false;
+  const double gain = j.predicted_remaining() / r_slow - j.predicted_remaining() / r_fast;
+  return preempt_for(l, p, o, id, view, hard, fast, gain);
+}
+
 bool find_room(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id, work_view& view,
                work_view& hard) {
-  return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
+  return faster_by_preemption(l, p, o, id, view, hard) || place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
          preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard);
 }
 

@@ -86,7 +86,11 @@ struct planner_options {
   /// job's predicted run plus the victim's restart and checkpoint (0: off).
   double preempt_ratio = 4;
   /// ... but never a job already preempted this many times (no job starves).
-  int max_preemptions = 2;
+  int max_preemptions = 6;
+  /// A queued job whose base demand fits only on a slower GPU type (loaned servers) may
+  /// preempt on its fastest type by the rule above when the time it saves there exceeds what
+  /// its victims lose (their wait for its run, their restarts and checkpoints).
+  bool preempt_for_speed = true;
   /// The holding-time estimate's prior mean and the half-life of its observations
   /// (cluster_ledger::hold_estimate), seconds.
   double hold_prior_s = 3600;

@@ -18,9 +18,12 @@ namespace {
 /// stop; a larger one on whole servers, those where the fewest GPUs must stop first.
 /// Longest-remaining victims first on each server. Records the victims (why:
 /// `rule.why(v, q_run)`) and the start; false if the demand cannot be met so.
+/// With `only_type` >= 0, on that GPU type only; with `budget_s` >= 0, only victims whose
+/// losses (each its wait for the queued job's run plus its restart and checkpoint) add up to
+/// less than it.
 template <class Rule>
 bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
-                  work_view& view, work_view& hard, const Rule& rule) {
+                  work_view& view, work_view& hard, const Rule& rule, int only_type = -1, double budget_s = -1) {
   auto& b = buffers;
   auto& q = l.jobs[id];
   const int demand = q.elastic ? base_workers(q, p) : q.gpus;
@@ -29,6 +32,7 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
   auto& types = b.types;
   types_for(l, q, o, types);
   for (int type : types) {
+    if (only_type >= 0 && type != only_type) continue;
     const bool one_server = demand <= l.smallest_server(type);
     const int span = one_server ? 1 : (demand + std::max(l.smallest_server(type), 1) - 1) / std::max(l.smallest_server(type), 1);
     const double q_run =
@@ -92,6 +96,12 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
     for (size_t k = 0; k < used; ++k)
       any = any || !b.server_victims[static_cast<size_t>(std::get<2>(opts[k]))].empty();
     if (!any) continue;  // it fits without stopping anyone: not this step's to place
+    if (budget_s >= 0) {
+      double loss = 0;
+      for (size_t k = 0; k < used; ++k)
+        for (auto vid : b.server_victims[static_cast<size_t>(std::get<2>(opts[k]))]) loss += q_run + rule.cost(l.jobs[vid]);
+      if (loss >= budget_s) continue;
+    }
     std::sort(a.begin(), a.end());
     for (size_t k = 0; k < used; ++k)
       for (auto vid : b.server_victims[static_cast<size_t>(std::get<2>(opts[k]))]) {
@@ -121,7 +131,7 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
 /// run + the victim's restart overhead and checkpoint), none preempted max_preemptions
 /// times already.
 bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
-                 work_view& view, work_view& hard) {
+                 work_view& view, work_view& hard, int only_type, double budget_s) {
   if (o.preempt_ratio <= 0) return false;
   struct {
     const cluster_ledger& l;
@@ -189,16 +199,19 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
       l.stoppable_stale.clear();
     }
     std::string why(const job_entry& v, double q_run) const {
-      char buf[256];
-      std::snprintf(buf, sizeof buf,
-                    "preempted for job %u: its predicted remaining %.0f s exceeds %g x (that job's run %.0f s + "
-                    "its restart and checkpoint %.0f s)",
-                    id, v.predicted_remaining() / v.progress.rate, o.preempt_ratio, q_run,
-                    cost(v));
+      char buf[384];
+      int n = std::snprintf(buf, sizeof buf,
+                            "preempted for job %u: its predicted remaining %.0f s exceeds %g x (that job's run %.0f s + "
+                            "its restart and checkpoint %.0f s)",
+                            id, v.predicted_remaining() / v.progress.rate, o.preempt_ratio, q_run, cost(v));
+      if (budget_s >= 0 && n > 0 && static_cast<size_t>(n) < sizeof buf)
+        std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n),
+                      "; on the faster type that job saves %.0f s, more than its victims lose", budget_s);
       return buf;
     }
-  } rule{l, p, o, id};
-  return preempt_with(l, p, o, id, view, hard, rule);
+    double budget_s;
+  } rule{l, p, o, id, budget_s};
+  return preempt_with(l, p, o, id, view, hard, rule, only_type, budget_s);
 }
 
 bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,

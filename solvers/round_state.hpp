@@ -350,9 +350,11 @@ double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_
 void unhold_all(work_view& view, work_view& hard);
 void release_reserved(work_view& view);
 
-/// Step 1's fallback for a queued job whose base demand fits nowhere (queue_preemption.cpp).
+/// Step 1's fallback for a queued job whose base demand fits nowhere (queue_preemption.cpp);
+/// also, restricted to GPU type `only_type` and to victims who lose less than `budget_s` in
+/// all, a queued job's way onto its faster type (planner_options::preempt_for_speed).
 bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
-                 work_view& view, work_view& hard);
+                 work_view& view, work_view& hard, int only_type = -1, double budget_s = -1);
 
 /// Step 1's last fallback (queue_preemption.cpp, docs/design.md "Priorities"): running jobs
 /// of a lower class than queued job `id`, each stopped for a class fewer than

@@ -126,6 +126,8 @@ const std::map<std::string, setter>& setters() {
       {"scheduler.base_room_to_grow", [](config& c, const std::string& v) { c.scheduler.base_room_to_grow = to_bool(v); }},
       {"scheduler.consolidate", [](config& c, const std::string& v) { c.scheduler.consolidate = to_bool(v); }},
       {"scheduler.reserve_after_s", [](config& c, const std::string& v) { c.scheduler.reserve_after_s = seconds(v); }},
+      {"scheduler.preempt_for_speed",
+       [](config& c, const std::string& v) { c.scheduler.preempt_for_speed = to_bool(v); }},
       {"scheduler.shadow_backfill",
        [](config& c, const std::string& v) { c.scheduler.shadow_backfill = to_bool(v); }},
       {"scheduler.protect_requested",

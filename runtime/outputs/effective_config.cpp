@@ -40,6 +40,7 @@ std::string effective_config_json(const config& c) {
   j["scheduler.shadow_backfill"] = s.shadow_backfill;
   j["scheduler.preempt_ratio"] = s.preempt_ratio;
   j["scheduler.max_preemptions"] = s.max_preemptions;
+  j["scheduler.preempt_for_speed"] = s.preempt_for_speed;
   j["scheduler.hold_prior_s"] = s.hold_prior_s;
   j["scheduler.hold_halflife_s"] = s.hold_halflife_s;
   j["scheduler.inelastic_on_loaned"] = s.inelastic_on_loaned;

@@ -13,13 +13,14 @@
 using namespace aryl;
 using aryl::test::add_job;
 using aryl::test::at;
+using aryl::test::start_of;
 
 namespace {
 
-/// `servers` training servers of 8 GPUs, the profiled cross-server cost, checkpoints of
-/// 10 s + 0.5 s per GPU.
-cluster_ledger make_ledger(int servers) {
-  auto l = test::make_ledger(servers);
+/// `servers` training servers of 8 GPUs (and `loaned` T4 servers), the profiled
+/// cross-server cost, checkpoints of 10 s + 0.5 s per GPU.
+cluster_ledger make_ledger(int servers, int loaned = 0) {
+  auto l = test::make_ledger(servers, loaned);
   l.params.model.cross_server_eff = profiled_cross_server_eff;
   l.params.checkpoint_s = 10;
   l.params.checkpoint_per_gpu_s = 0.5;
@@ -230,6 +231,54 @@ TEST_CASE("a queued short job preempts a long rigid job only past the ratio, and
   add_job(m, 8, 100, 10);
   CHECK(plan_round(m, aryl_policy(), o, at(10)).empty());
   CHECK(m.jobs[1].status == job_status::queued);
+}
+
+TEST_CASE("preempt_for_speed: a job that fits only on loaned T4s preempts on a V100 when it gains more than its victim loses") {
+  // Rigid job-0 fills the V100 server with 10^5 s of work; the T4 server is loaned and idle.
+  // Elastic job-1 (base 1 worker) would run about 2.9x slower on a T4.
+  auto& aryl = *find_policy("aryl");
+  for (bool on : {true, false}) {
+    CAPTURE(on);
+    auto l = make_ledger(1, 1);
+    planner_options o;
+    o.preempt_for_speed = on;
+    add_job(l, 8, 1e5, 0);
+    plan_round(l, aryl, o, at(0));
+    REQUIRE(l.jobs[0].alloc == allocation{{0, 8}});
+    add_job(l, 2, 1000, 10, true);
+    auto ds = plan_round(l, aryl, o, at(10));
+    auto s = start_of(ds, 1);
+    REQUIRE(s);
+    if (on) {
+      REQUIRE(ds[0].what == decision::kind::preempt);
+      CHECK(ds[0].job == 0);
+      CHECK(ds[0].why.find("on the faster type that job saves") != std::string::npos);
+      CHECK(s->gpu_type == 0);  // on the V100 server (grown in the same round where that pays)
+      CHECK(s->alloc.front().first == 0);
+    } else {
+      CHECK(std::none_of(ds.begin(), ds.end(), [](auto& d) { return d.what == decision::kind::preempt; }));
+      CHECK(s->gpu_type == 1);
+      CHECK(s->alloc.front().first == 1);
+    }
+  }
+}
+
+TEST_CASE("preempt_for_speed: a job too short to repay its victim's restart starts on the slower type") {
+  // Job-1's run at its base is about 40 s: on a T4 it would lose about 75 s, less than the
+  // victim's wait for it plus the 60 s restart, though the ratio alone would allow the stop.
+  auto& aryl = *find_policy("aryl");
+  auto l = make_ledger(1, 1);
+  planner_options o;
+  add_job(l, 8, 1e5, 0);
+  plan_round(l, aryl, o, at(0));
+  add_job(l, 2, 20, 10, true);
+  auto ds = plan_round(l, aryl, o, at(10));
+  CHECK(std::none_of(ds.begin(), ds.end(), [](auto& d) { return d.what == decision::kind::preempt; }));
+  auto s = start_of(ds, 1);
+  REQUIRE(s);
+  CHECK(s->gpu_type == 1);
+  CHECK(s->alloc.front().first == 1);
+  CHECK(l.jobs[0].status == job_status::running);
 }
 
 TEST_CASE("with the ratio at 0 a queued job never preempts") {
