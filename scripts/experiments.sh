@@ -146,6 +146,8 @@ ablations=(
   "rescale_cooldown_s=0|--set scheduler.rescale_cooldown_s=0"
   "min_extra_efficiency=0|--set scheduler.min_extra_efficiency=0"
   "preempt_ratio=0 (no preemption for queued jobs)|--set scheduler.preempt_ratio=0"
+  "preempt_for_speed=false (a job that fits only on slower GPUs never preempts for its fastest type)|--set scheduler.preempt_for_speed=false"
+  "max_preemptions=2 (the earlier bound)|--set scheduler.max_preemptions=2"
   "base_room_to_grow=false|--set scheduler.base_room_to_grow=false"
   "move_with_size=false|--set scheduler.move_with_size=false"
   "consolidate=false|--set scheduler.consolidate=false"

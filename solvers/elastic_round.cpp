@@ -107,55 +107,13 @@ void start_on(const cluster_ledger& l, const policy_spec& p, uint32_t id, alloca
   b.starts.push_back({id, std::move(a), plan});
 }
 
-/// Step 1 for one queued job: its base demand on GPUs that are really free (`hard`) if it
-/// fits there, so that running jobs are disturbed only when they must be, else on GPUs held
-/// by extra workers (`view`). Records the start; false if it fits nowhere.
-bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
-                work_view& view, work_view& hard) {
-  auto& b = buffers;
+/// planner_options::preempt_for_speed, for queued job `j` whose base step 1 would start on
+/// `slow`, a slower type than its fastest, `fast`, where it fits neither free GPUs nor extras:
+/// it preempts on `fast` when its gain there, its predicted run at its base on `slow` less
+/// that on `fast`, exceeds what its victims lose. False if it does not (nothing changed).
+bool preempt_for_speed(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                       int demand, int fast, int slow, work_view& view, work_view& hard) {
   auto& j = l.jobs[id];
-  std::optional<allocation> a;
-  auto& types = b.types;
-  types_for(l, j, o, types);
-  const int demand = base_demand(j, p);
-  protect_shorter(l, p, o, j, demand, view);
-  if (o.free_gpus_first) {
-    for (int type : types)
-      if ((a = base_on(l, p, o, j, demand, hard, type))) break;
-    if (!a)
-      for (int type : types)
-        if ((a = base_on(l, p, o, j, demand, view, type))) break;
-  } else {
-    for (int type : types)
-      if ((a = base_on(l, p, o, j, demand, hard, type)) || (a = base_on(l, p, o, j, demand, view, type))) break;
-  }
-  if (!a) return false;
-  start_on(l, p, id, std::move(*a), view, hard);
-  return true;
-}
-
-/// The views of a round: `view` counts every elastic job's extra workers free, `hard` only
-/// the GPUs really free.
-/// Step 1 for queued job `id`: room for its base demand, by placing it, reclaiming its
-/// tenant's quota, or preempting; false if none.
-/// planner_options::preempt_for_speed: queued job `id` whose base demand fits neither free
-/// GPUs nor extras of its fastest type but does fit on a slower one preempts on the fastest
-/// when its gain there, its predicted run at the slower rate less that at the faster one,
-/// exceeds its victims' losses; false otherwise (step 1 goes on as before).
-bool faster_by_preemption(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
-                          work_view& view, work_view& hard) {
-  if (!o.preempt_for_speed || o.preempt_ratio <= 0) return false;
-  auto& j = l.jobs[id];
-  auto& types = buffers.types;
-  types_for(l, j, o, types);
-  if (types.size() < 2 || speed(l, types.front()) <= speed(l, types.back())) return false;
-  const int fast = types.front();
-  const int demand = base_demand(j, p);
-  if (base_on(l, p, o, j, demand, hard, fast) || base_on(l, p, o, j, demand, view, fast)) return false;
-  int slow = -1;
-  for (size_t k = 1; k < types.size() && slow < 0; ++k)
-    if (base_on(l, p, o, j, demand, hard, types[k]) || base_on(l, p, o, j, demand, view, types[k])) slow = types[k];
-  if (slow < 0) return false;  // it fits nowhere: step 1's preemption decides as before
   const auto span = [&](int type) {
     const int widest = std::max(l.smallest_server(type), 1);
     return demand <= widest ? 1 : (demand + widest - 1) / widest;
@@ -167,9 +125,62 @@ bool faster_by_preemption(const cluster_ledger& l, const policy_spec& p, const p
   return preempt_for(l, p, o, id, view, hard, fast, gain);
 }
 
+/// Step 1 for one queued job: its base demand on GPUs that are really free (`hard`) if it
+/// fits there, so that running jobs are disturbed only when they must be, else on GPUs held
+/// by extra workers (`view`); where that is a slower type than its fastest, possibly on the
+/// fastest by preemption (planner_options::preempt_for_speed). Records the start; false if
+/// it fits nowhere.
+bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+                work_view& view, work_view& hard) {
+  auto& b = buffers;
+  auto& j = l.jobs[id];
+  std::optional<allocation> a;
+  auto& types = b.types;
+  types_for(l, j, o, types);
+  const int demand = base_demand(j, p);
+  protect_shorter(l, p, o, j, demand, view);
+  int type = -1;
+  bool on_hard = false;
+  if (o.free_gpus_first) {
+    for (int t : types)
+      if ((a = base_on(l, p, o, j, demand, hard, t))) {
+        type = t;
+        on_hard = true;
+        break;
+      }
+    if (!a)
+      for (int t : types)
+        if ((a = base_on(l, p, o, j, demand, view, t))) {
+          type = t;
+          break;
+        }
+  } else {
+    for (int t : types) {
+      if ((a = base_on(l, p, o, j, demand, hard, t)) || (a = base_on(l, p, o, j, demand, view, t))) {
+        type = t;
+        break;
+      }
+    }
+  }
+  if (!a) return false;
+  const int fast = types.front();
+  if (o.preempt_for_speed && o.preempt_ratio > 0 && speed(l, fast) > speed(l, type)) {
+    // Free GPUs come first, so a start on a slower type's free GPUs has not yet looked at the
+    // fastest type's extras; otherwise the fastest type was tried in full before.
+    const bool fast_holds = o.free_gpus_first && on_hard && base_on(l, p, o, j, demand, view, fast);
+    if (!fast_holds && preempt_for_speed(l, p, o, id, demand, fast, type, view, hard)) return true;
+  }
+  start_on(l, p, id, std::move(*a), view, hard);
+  return true;
+}
+
+/// The views of a round: `view` counts every elastic job's extra workers free, `hard` only
+/// the GPUs really free.
+/// Step 1 for queued job `id`: room for its base demand, by placing it, reclaiming its
+/// tenant's quota, or preempting; false if none.
 bool find_room(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id, work_view& view,
                work_view& hard) {
-  return faster_by_preemption(l, p, o, id, view, hard) || place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
+  return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
          preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard);
 }
 
