@@ -206,7 +206,9 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
                             id, v.predicted_remaining() / v.progress.rate, o.preempt_ratio, q_run, cost(v));
       if (budget_s >= 0 && n > 0 && static_cast<size_t>(n) < sizeof buf)
         std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n),
-                      "; on the faster type that job saves %.0f s, more than its victims lose", budget_s);
+                      "; on the faster type that job saves %.0f s, more than its victims lose (this one %.0f s: "
+                      "its wait for that run, its restart and checkpoint)",
+                      budget_s, q_run + cost(v));
       return buf;
     }
     double budget_s;
