@@ -34,9 +34,8 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
   for (int type : types) {
     if (only_type >= 0 && type != only_type) continue;
     const bool one_server = demand <= l.smallest_server(type);
-    const int span = one_server ? 1 : (demand + std::max(l.smallest_server(type), 1) - 1) / std::max(l.smallest_server(type), 1);
     const double q_run =
-        q.predicted_remaining() / work_rate(l.params.model, q.gpus, demand, span, speed(l, type));
+        q.predicted_remaining() / work_rate(l.params.model, q.gpus, demand, base_span(l, type, demand), speed(l, type));
     if (!rule.possible(q_run)) continue;
     // Per server that can give its share: (victims' GPUs, -GPUs it gives, server), and the
     // victims, in b.server_victims[k].

@@ -1,10 +1,13 @@
 #pragma once
 /// The working state of an elastic round, shared by the files that plan one
-/// (elastic_round.cpp, queue_preemption.cpp): the round's views of free GPUs, its plans and
-/// its kept buffers, and the small helpers every step uses. Internal to solvers/.
+/// (elastic_round.cpp, base_placement.cpp, queue_preemption.cpp and the other step files):
+/// the round's views of free GPUs, its plans and its kept buffers, and the small helpers
+/// every step uses. Internal to solvers/.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "solvers/extra_placement.hpp"
@@ -324,12 +327,30 @@ inline void types_for(const cluster_ledger& l, const job_entry& j, const planner
   if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
 }
 
+/// The servers of `type` a base demand of `demand` workers spans at least: one if it fits the
+/// smallest, else as many of the smallest as hold it (the rate step 1 prices a start at).
+inline int base_span(const cluster_ledger& l, int type, int demand) {
+  const int smallest = std::max(l.smallest_server(type), 1);
+  return demand <= smallest ? 1 : (demand + smallest - 1) / smallest;
+}
+
 /// GPUs an elastic job's base should find on one server of `type` so that it can grow there
 /// (planner_options::base_room_to_grow): its maximum, at most a server; 0 for others.
 inline int grow_room(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j, int type) {
   if (!o.base_room_to_grow || !p.elastic || !j.elastic) return 0;
   return std::min(j.max_workers, l.smallest_server(type));
 }
+
+/// Step 1 (base_placement.cpp): the views of a round; room for queued job `id`'s base demand
+/// (placed, by its tenant's quota, or by preemption), false if none; its base on GPUs really
+/// free from the ledger's index alone (a local round's fast path); and after step 1, the GPUs
+/// protect_requested held back counting free again.
+void build_views(const policy_spec& p, work_view& view, work_view& hard);
+bool find_room(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id, work_view& view,
+               work_view& hard);
+std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l, const policy_spec& p,
+                                                        const planner_options& o, const job_entry& j);
+void unprotect(work_view& view);
 
 /// Step 2b of a full round: spread running elastic jobs move onto fewer servers when that
 /// pays (consolidation.cpp).

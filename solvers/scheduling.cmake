@@ -5,6 +5,7 @@ add_library(aryl_policy STATIC
   ${CMAKE_CURRENT_LIST_DIR}/cluster_ledger.cpp
   ${CMAKE_CURRENT_LIST_DIR}/round_planner.cpp
   ${CMAKE_CURRENT_LIST_DIR}/elastic_round.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/base_placement.cpp
   ${CMAKE_CURRENT_LIST_DIR}/consolidation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reservation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/queue_preemption.cpp
