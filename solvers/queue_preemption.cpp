@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <set>
 
 #include "solvers/priorities.hpp"
 #include "solvers/round_state.hpp"
@@ -11,6 +12,8 @@
 namespace aryl::detail {
 
 namespace {
+
+using stoppable_index = std::set<std::pair<double, int>>;
 
 /// Stops running jobs without extra workers (rigid, or elastic at their minimum) for queued
 /// job `id` whose base demand fits nowhere, each victim accepted by `rule.eligible(v,
@@ -42,13 +45,13 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
     auto& opts = b.preempt_options;
     opts.clear();
     b.server_victims.resize(std::max(b.server_victims.size(), l.servers.size()));
-    for (auto& s : l.servers) {
-      if (!work_view::in_scope(s, type, loaned) || (one_server && s.gpus < demand)) continue;
+    auto consider = [&](const server_entry& s) {
+      if (!work_view::in_scope(s, type, loaned) || (one_server && s.gpus < demand)) return;
       const int need = one_server ? demand : s.gpus;
       int have = view.at(s.id);
       // A server that cannot give its share even if every job the rule could stop there
       // stopped gives nothing: skipped without a look at its jobs.
-      if (have < need && !rule.server_may_give(s.id, need - have, q_run)) continue;
+      if (have < need && !rule.server_may_give(s.id, need - have, q_run)) return;
       auto& cand = b.candidates;
       cand.clear();
       if (have < need)
@@ -77,8 +80,22 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
         gpus += v.workers;
         chosen.push_back(vid);
       }
-      if (have < need || (one_server && chosen.empty())) continue;
+      if (have < need || (one_server && chosen.empty())) return;
       opts.push_back({gpus, -std::min(have, need), s.id});
+    };
+    // Only a server the rule may stop jobs on, or one wholly free (a share of a larger demand
+    // that stops no one), can give: where the rule lists the former and no server of the
+    // type has even the smallest server's GPUs free, those listed are all there is to see.
+    // The options are the same either way (their order is sorted below).
+    auto* listed = rule.listed(type);
+    if (listed && (one_server || view.best_fit(type, l.smallest_server(type), loaned) < 0)) {
+      const double bar = rule.bar(q_run);
+      for (auto [neg_longest, sid] : *listed) {
+        if (!(-neg_longest > bar)) break;
+        consider(l.servers[static_cast<size_t>(sid)]);
+      }
+    } else {
+      for (auto& s : l.servers) consider(s);
     }
     std::sort(opts.begin(), opts.end());
     // Servers until the demand is met: one for a demand that fits one.
@@ -149,12 +166,9 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
         b.preempt_bound_known = true;
         refresh_stoppable();
         b.preempt_longest_s = -1;
-        b.preempt_cheapest_s = 0;
-        for (auto& s : l.stoppable) {
-          if (s.longest_s < 0) continue;
-          if (b.preempt_longest_s < 0 || s.cheapest_s < b.preempt_cheapest_s) b.preempt_cheapest_s = s.cheapest_s;
-          b.preempt_longest_s = std::max(b.preempt_longest_s, s.longest_s);
-        }
+        for (auto& listed : l.stoppable_by_type)
+          if (!listed.empty()) b.preempt_longest_s = std::max(b.preempt_longest_s, -listed.begin()->first);
+        b.preempt_cheapest_s = l.stoppable_cheapest.empty() ? 0 : *l.stoppable_cheapest.begin();
       }
       return b.preempt_longest_s >= 0 && b.preempt_longest_s > o.preempt_ratio * (q_run + b.preempt_cheapest_s);
     }
@@ -165,6 +179,10 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
       auto& s = l.stoppable[static_cast<size_t>(sid)];
       return s.gpus >= short_by && s.longest_s > o.preempt_ratio * (q_run + buffers.preempt_cheapest_s);
     }
+    /// The servers of `type` with a job the rule could stop, longest first (the ledger's
+    /// index of the summaries), and the bar their longest must pass to give.
+    const stoppable_index* listed(int type) const { return &l.stoppable_by_type[static_cast<size_t>(type)]; }
+    double bar(double q_run) const { return o.preempt_ratio * (q_run + buffers.preempt_cheapest_s); }
     // The ledger's per-server summaries, read again where its jobs changed (all of them when
     // the options it was read for changed, or the servers).
     void refresh_stoppable() const {
@@ -178,11 +196,18 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
         l.stoppable_is_stale.assign(l.servers.size(), 1);
         l.stoppable_stale.clear();
         for (auto& s : l.servers) l.stoppable_stale.push_back(s.id);
+        l.stoppable_by_type.assign(l.params.type_speed.size(), {});
+        l.stoppable_cheapest.clear();
       }
       for (int sid : l.stoppable_stale) {
         auto i = static_cast<size_t>(sid);
         l.stoppable_is_stale[i] = 0;
         auto& sum = l.stoppable[i];
+        auto& by_type = l.stoppable_by_type[static_cast<size_t>(l.servers[i].gpu_type)];
+        if (sum.longest_s >= 0) {
+          by_type.erase({-sum.longest_s, sid});
+          l.stoppable_cheapest.erase(l.stoppable_cheapest.find(sum.cheapest_s));
+        }
         sum = {};
         for (auto vid : l.servers[i].jobs) {
           auto& v = l.jobs[vid];
@@ -193,6 +218,10 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
           sum.longest_s = std::max(sum.longest_s, v_time);
           for (auto& [vsid, w] : v.alloc)
             if (vsid == sid) sum.gpus += w;
+        }
+        if (sum.longest_s >= 0) {
+          by_type.insert({-sum.longest_s, sid});
+          l.stoppable_cheapest.insert(sum.cheapest_s);
         }
       }
       l.stoppable_stale.clear();
@@ -223,6 +252,8 @@ bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const p
     uint32_t id;
     bool possible(double) const { return true; }
     bool server_may_give(int, int, double) const { return true; }
+    const stoppable_index* listed(int) const { return nullptr; }
+    double bar(double) const { return 0; }
     bool eligible(const job_entry& v, double, double) const {
       return priority_may_preempt(l.jobs[id], v, l.params.priority_max_preemptions, left(v), cost(v));
     }

@@ -346,3 +346,50 @@ TEST_CASE("over random rounds of every scope and random preemption, protection, 
   CHECK(preempted > 50);
   CHECK(reserving > 50);
 }
+
+TEST_CASE("over random rounds, the preemption rule's index of servers kept between rounds decides as one read afresh") {
+  // The ledger keeps, between rounds, each server's summary of the jobs the preemption rule
+  // could stop and an index of the servers by them; a round reads only the servers listed
+  // past the rule's bar. A copy of the ledger with the summaries dropped reads every server
+  // again: both must make the same decisions, round after round, also for demands that
+  // span servers.
+  int preempted = 0, compared = 0;
+  for (unsigned seed = 1; seed <= 300; ++seed) {
+    std::mt19937 rng(seed);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    auto l = make_ledger(2 + pick(3), pick(3));
+    planner_options o = options();
+    const double ratios[] = {2, 4, 8};
+    o.preempt_ratio = ratios[pick(3)];
+    o.max_preemptions = 1 + pick(4);
+    o.preempt_for_speed = pick(2) == 0;
+    o.free_gpus_first = pick(3) > 0;
+    for (int step = 0; step < 120; ++step) {
+      double now = 10.0 * step;
+      for (int k = pick(4); k > 0; --k) {
+        const int gpus = pick(6) == 0 ? 8 * (1 + pick(2)) : 1 + pick(4);
+        add_job(l, gpus, pick(2) ? 50 + pick(500) : 20000 + pick(200000), now, pick(2) == 0);
+      }
+      if (!l.running.empty() && pick(3) == 0) {
+        auto it = l.running.begin();
+        std::advance(it, pick(static_cast<int>(l.running.size())));
+        l.finish(*it, at(now));
+      }
+      const auto scope = pick(3) == 0 ? round_scope::local : round_scope::full;
+      auto fresh = l;
+      fresh.stoppable_known = false;
+      auto kept = plan_round(l, *find_policy("aryl"), o, at(now), scope);
+      auto read = plan_round(fresh, *find_policy("aryl"), o, at(now), scope);
+      REQUIRE(kept.size() == read.size());
+      for (size_t i = 0; i < kept.size(); ++i) {
+        CHECK(kept[i].what == read[i].what);
+        CHECK(kept[i].job == read[i].job);
+        CHECK(kept[i].alloc == read[i].alloc);
+        preempted += kept[i].what == decision::kind::preempt;
+      }
+      ++compared;
+    }
+  }
+  CHECK(compared == 300 * 120);
+  CHECK(preempted > 200);
+}
