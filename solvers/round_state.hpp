@@ -222,7 +222,7 @@ struct round_buffers {
   uint32_t epoch_view = 0, epoch_hard = 0;
   std::vector<int> changed;
   std::vector<elastic_plan> plans;
-  std::vector<elastic_plan> running_plans;  ///< a full round's running jobs' plans, before they join `plans`
+  std::vector<elastic_plan> started_plans;  ///< step 1's plans, aside while plan_running builds ahead of them
   std::vector<int> type_gpus;               ///< GPUs per type, all servers
   std::vector<start> starts;
   std::vector<victim> victims;

@@ -62,21 +62,23 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
     }
     return type_gpus[static_cast<size_t>(type)];
   };
-  auto& running = b.running_plans;
-  running.clear();
+  // The plans step 1 made for its starts wait aside while the running jobs' are built in
+  // place ahead of them (plans are large: each is built once and moved no more).
+  auto& plans = b.plans;
+  auto& started = b.started_plans;
+  started.clear();
+  started.swap(plans);
   for (auto id : l.running_elastic) {
     auto& j = l.jobs[id];
     if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; })) continue;
     if (inert(l, p, o, j, view, best, gpus_of)) continue;
-    elastic_plan e{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()};
+    auto& e = plans.emplace_back(id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc());
     base_of(j, p, e.base);
-    running.push_back(std::move(e));
   }
-  auto& plans = b.plans;
-  plans.insert(plans.begin(), std::make_move_iterator(running.begin()), std::make_move_iterator(running.end()));
   for (auto& st : b.starts)
-    if (st.plan >= 0) st.plan += static_cast<long>(running.size());
-  running.clear();
+    if (st.plan >= 0) st.plan += static_cast<long>(plans.size());
+  std::move(started.begin(), started.end(), std::back_inserter(plans));
+  started.clear();
 }
 
 } // namespace aryl::detail
