@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <limits>
 #include <set>
 
 #include "solvers/priorities.hpp"
@@ -19,7 +20,9 @@ using stoppable_index = std::set<std::pair<double, int>>;
 /// job `id` whose base demand fits nowhere, each victim accepted by `rule.eligible(v,
 /// q_run)`. A demand that fits one server goes on the server where the fewest GPUs must
 /// stop; a larger one on whole servers, those where the fewest GPUs must stop first.
-/// Longest-remaining victims first on each server. Records the victims (why:
+/// Longest-remaining victims first on each server, and between servers where as many GPUs
+/// must stop, the one whose victims have the most time left (as SRTF stops the job with the
+/// most left: the least hurt by the wait). Records the victims (why:
 /// `rule.why(v, q_run)`) and the start; false if the demand cannot be met so.
 /// With `only_type` >= 0, on that GPU type only; with `budget_s` >= 0, only victims whose
 /// losses (each its wait for the queued job's run plus its restart and checkpoint) add up to
@@ -69,11 +72,14 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
           if (rule.eligible(v, v_time, q_run)) cand.emplace_back(-v_time, vid);
         }
       std::sort(cand.begin(), cand.end());  // longest remaining first: they lose least by waiting
+      // The last chosen has the least time left of this server's victims.
       auto& chosen = b.server_victims[static_cast<size_t>(s.id)];
       chosen.clear();
       long gpus = 0;
+      double shortest = std::numeric_limits<double>::infinity();
       for (auto& [neg, vid] : cand) {
         if (have >= need) break;
+        shortest = -neg;
         auto& v = l.jobs[vid];
         for (auto& [sid, w] : v.alloc)
           if (sid == s.id) have += w;
@@ -81,7 +87,7 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
         chosen.push_back(vid);
       }
       if (have < need || (one_server && chosen.empty())) return;
-      opts.push_back({gpus, -std::min(have, need), s.id});
+      opts.push_back({gpus, -std::min(have, need), -shortest, s.id});
     };
     // Only a server the rule may stop jobs on, or one wholly free (a share of a larger demand
     // that stops no one), can give: where the rule lists the former and no server of the
@@ -104,23 +110,23 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
     size_t used = 0;
     for (; used < opts.size() && left > 0; ++used) {
       int give = std::min(left, -std::get<1>(opts[used]));
-      a.emplace_back(std::get<2>(opts[used]), give);
+      a.emplace_back(std::get<3>(opts[used]), give);
       left -= give;
     }
     if (left > 0) continue;
     bool any = false;
     for (size_t k = 0; k < used; ++k)
-      any = any || !b.server_victims[static_cast<size_t>(std::get<2>(opts[k]))].empty();
+      any = any || !b.server_victims[static_cast<size_t>(std::get<3>(opts[k]))].empty();
     if (!any) continue;  // it fits without stopping anyone: not this step's to place
     if (budget_s >= 0) {
       double loss = 0;
       for (size_t k = 0; k < used; ++k)
-        for (auto vid : b.server_victims[static_cast<size_t>(std::get<2>(opts[k]))]) loss += q_run + rule.cost(l.jobs[vid]);
+        for (auto vid : b.server_victims[static_cast<size_t>(std::get<3>(opts[k]))]) loss += q_run + rule.cost(l.jobs[vid]);
       if (loss >= budget_s) continue;
     }
     std::sort(a.begin(), a.end());
     for (size_t k = 0; k < used; ++k)
-      for (auto vid : b.server_victims[static_cast<size_t>(std::get<2>(opts[k]))]) {
+      for (auto vid : b.server_victims[static_cast<size_t>(std::get<3>(opts[k]))]) {
         if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
         auto& v = l.jobs[vid];
         view.give(v.alloc);

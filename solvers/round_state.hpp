@@ -232,7 +232,9 @@ struct round_buffers {
     return std::find(started_now.begin(), started_now.end(), id) != started_now.end();
   }
   std::vector<std::pair<double, uint32_t>> candidates;  ///< (-predicted remaining s, job)
-  std::vector<std::tuple<long, int, int>> preempt_options;
+  /// A server's share of a preemption: (victims' GPUs, -GPUs it gives, -the least time left
+  /// of its victims, server), best first.
+  std::vector<std::tuple<long, int, double, int>> preempt_options;
   std::vector<std::vector<uint32_t>> server_victims;  ///< by server id
   /// Over the running jobs preempt_for could stop (as of the round's first call): the longest
   /// predicted remaining time and the cheapest stop. A queued job for which even that pair

@@ -191,6 +191,26 @@ TEST_CASE("a scale-in that costs its own job says how much more the round saves 
   CHECK(lead > 0);
 }
 
+TEST_CASE("between servers where as many GPUs must stop, a queued job preempts where the victim has the most time left") {
+  // Rigid 8-GPU jobs fill two servers: job-0 (10^5 s) on server 0, job-1 (10^6 s) on
+  // server 1. Job-2 (8 GPUs, 1000 s) passes the ratio against both and stops one job either
+  // way; it stops job-1, the one with more time left (the lower server id used to decide).
+  auto l = make_ledger(2);
+  planner_options o;
+  add_job(l, 8, 1e5, 0);
+  add_job(l, 8, 1e6, 0);
+  l.start(0, {{0, 8}}, 0, at(0));
+  l.start(1, {{1, 8}}, 0, at(0));
+  add_job(l, 8, 1000, 10);
+  auto ds = plan_round(l, aryl_policy(), o, at(10));
+  REQUIRE(ds.size() == 2);
+  CHECK(ds[0].what == decision::kind::preempt);
+  CHECK(ds[0].job == 1);
+  CHECK(ds[1].what == decision::kind::start);
+  CHECK(ds[1].alloc == allocation{{1, 8}});
+  CHECK(l.jobs[0].status == job_status::running);
+}
+
 TEST_CASE("a queued short job preempts a long rigid job only past the ratio, and never a job preempted max times") {
   // Rigid job-0 (8 GPUs) fills the one server with 10^5 s of work. Job-1 (8 GPUs, 1000 s)
   // arrives: 10^5 > 4 x (1000 + 60 + 14) s, so job-0 is preempted and job-1 starts.
