@@ -424,7 +424,10 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
   }
 
   // The inference actor re-arms its timer for ever, and the test coordinator delivers pending
-  // timers when the system shuts down: every actor is stopped first, on every way out.
+  // timers when the system shuts down: every actor is stopped first, on every way out. In
+  // wall-clock time the system does not wait for its actors at shutdown, so they are waited
+  // for here (a bounded while: an actor that never ends must not hang the run's exit); on a
+  // loaded machine one could still be running when the system went away, and its state leaked.
   struct stopper {
     caf::actor_system& sys;
     bool simulated;
@@ -433,9 +436,27 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
     void run() {
       if (done) return;
       done = true;
+      if (simulated) {
+        for (auto& h : actors)
+          if (h) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+        dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler()).run();
+        return;
+      }
+      caf::scoped_actor self{sys};
+      size_t waiting = 0;
       for (auto& h : actors)
-        if (h) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-      if (simulated) dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler()).run();
+        if (h) {
+          self->monitor(h);
+          self->send_exit(h, caf::exit_reason::user_shutdown);
+          ++waiting;
+        }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      bool late = false;
+      while (waiting > 0 && !late) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        self->receive([&](caf::down_msg&) { --waiting; },
+                      caf::after(std::max(left, std::chrono::milliseconds(0))) >> [&] { late = true; });
+      }
     }
     ~stopper() { run(); }
   } stop_actors{sys, simulated, {caf::actor_cast<caf::actor>(faults), caf::actor_cast<caf::actor>(scheduler),
