@@ -274,7 +274,8 @@ public:
   mutable std::vector<stoppable_summary> stoppable;
   /// Per GPU type, (-longest_s, server) of its servers with a job the rule could stop; and
   /// those servers' cheapest_s.
-  mutable std::vector<std::set<std::pair<double, int>>> stoppable_by_type;
+  using stoppable_index = std::set<std::pair<double, int>>;
+  mutable std::vector<stoppable_index> stoppable_by_type;
   mutable std::multiset<double> stoppable_cheapest;
   mutable std::vector<int> stoppable_stale;      ///< server ids to read again
   mutable std::vector<char> stoppable_is_stale;  ///< by server id

@@ -5,7 +5,6 @@
 #include <array>
 #include <cstdio>
 #include <limits>
-#include <set>
 
 #include "solvers/priorities.hpp"
 #include "solvers/round_state.hpp"
@@ -14,7 +13,7 @@ namespace aryl::detail {
 
 namespace {
 
-using stoppable_index = std::set<std::pair<double, int>>;
+using stoppable_index = cluster_ledger::stoppable_index;
 
 /// Stops running jobs without extra workers (rigid, or elastic at their minimum) for queued
 /// job `id` whose base demand fits nowhere, each victim accepted by `rule.eligible(v,
