@@ -108,7 +108,7 @@ TEST_CASE("reserve_after_s: servers held for a job that left the queue are free 
   CHECK(l.reserved_servers.empty());
 }
 
-TEST_CASE("shadow_backfill: a job predicted to end before the held server frees for the waiting job starts on it; a longer one does not") {
+TEST_CASE("shadow_backfill: a job predicted to end before the held server frees for the waiting job starts on it, and a longer one does not") {
   auto aryl = *find_policy("aryl");
   for (bool shadow : {true, false}) {
     CAPTURE(shadow);
