@@ -324,7 +324,7 @@ TEST_CASE("philly whole file: 82,247 jobs with the 65 duplicate rows kept, time 
   CHECK(t.jobs.size() - copies.size() == 65);  // the 65 exact duplicate rows, all kept
 }
 
-TEST_CASE("canonical trace: an empty estimate_s is a job without an estimate; tenant names its tenant") {
+TEST_CASE("canonical trace: an empty estimate_s is a job without an estimate, and tenant names its tenant") {
   auto path = scratch_file("estimates.csv",
                            "job_id,submit_s,gpus,duration_s,estimate_s,tenant\n"
                            "a,0,1,100,,team1\n"

@@ -519,7 +519,7 @@ TEST_CASE("metrics: the exposition counts jobs, GPUs by pool and use, servers by
     CHECK_MESSAGE(text.find(std::string(line) + "\n") != std::string::npos, line);
 }
 
-TEST_CASE("metrics: per tenant, quota, GPUs in use, borrowed and lent, and queued jobs; names escaped") {
+TEST_CASE("metrics: per tenant, quota, GPUs in use, borrowed and lent, and queued jobs, with names escaped") {
   auto text = live::render_metrics(sample_status(), {8, 7});
   for (auto* line : {"aryl_tenant_gpus{tenant=\"vc \\\"a\\\"\",kind=\"quota\"} 8",
                      "aryl_tenant_gpus{tenant=\"vc \\\"a\\\"\",kind=\"borrowed\"} 4",
@@ -555,7 +555,7 @@ TEST_CASE("metrics: promtool accepts the exposition, before the run and during i
   CHECK(std::system(("promtool check metrics < " + path).c_str()) == 0);
 }
 
-TEST_CASE("metrics: GET /metrics answers the exposition, or 503 with the reason logged; GET /healthz the health "
+TEST_CASE("metrics: GET /metrics answers the exposition, or 503 with the reason logged, and GET /healthz the health "
           "check, anything else 404") {
   std::ostringstream log;
   std::atomic<bool> running{false}, stuck{false};

@@ -423,7 +423,7 @@ TEST_CASE_FIXTURE(limits_fixture,
 
 TEST_CASE_FIXTURE(limits_fixture,
                   "gateway: at the cap on connections the oldest of the address holding the most that sent nothing "
-                  "gives way; with none such the newcomer is refused") {
+                  "gives way, and with none such the newcomer is refused") {
   live::gateway_options o;
   o.max_connections = 5;
   start(o);

@@ -134,7 +134,7 @@ TEST_CASE_FIXTURE(nodes_fixture, "gateway: a joining agent the scheduler refuses
                                "--join); a running cluster takes training machines");
 }
 
-TEST_CASE_FIXTURE(nodes_fixture, "gateway: a client's drain reaches the scheduler and its answer the client; a refusal closes") {
+TEST_CASE_FIXTURE(nodes_fixture, "gateway: a client's drain reaches the scheduler and its answer the client, and a refusal closes") {
   peer client(g->port());
   client.send(wire::hello{wire::peer_role::client, "secret", "ops"});
   REQUIRE(client.receive());
