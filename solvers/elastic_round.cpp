@@ -15,69 +15,52 @@
 // let change another job's outcome (inert()). A local round (between scale rounds) does step
 // 1 only, and scales in just the jobs whose extra workers' GPUs it takes.
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
 
 #include "solvers/backfill_bar.hpp"
 #include "solvers/jct_value.hpp"
+#include "solvers/reason_text.hpp"
 #include "solvers/round_state.hpp"
 
 namespace aryl::detail {
 namespace {
 
-std::string hold_note(double hold_s) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, ", over an expected hold of %.0f s", hold_s);
-  return buf;
-}
-
 /// Why plan `e` changes job `j` to `workers` workers, with the gain and the cost that
 /// justified it (seconds of predicted JCT).
 std::string change_reason(const cluster_ledger& l, const elastic_plan& e, const job_entry& j, int workers) {
-  char buf[256];
   const char* what = workers > j.workers ? "scale out" : workers < j.workers ? "scale in" : "rebalance";
   if (e.quota_growth)
-    std::snprintf(buf, sizeof buf,
-                  "grow to its requested size within its tenant's quota: gains %.0f s of predicted JCT after its cost "
-                  "(%.0f s, stops included) and margin",
-                  e.net_s, e.cost_s);
-  else if (e.consolidated)
-    std::snprintf(buf, sizeof buf,
-                  "consolidate onto %d servers from %d: gains %.0f s of predicted JCT after its cost (%.0f s) and "
-                  "margin, over an expected hold of %.0f s",
-                  servers_spanned(e.final), servers_spanned(j.alloc), e.net_s, e.cost_s, e.hold_s);
-  else if (e.type != j.alloc_type)
-    std::snprintf(buf, sizeof buf,
-                  "move to faster free GPUs: saves %.0f s of predicted JCT beyond its restart (%.0f s) and margin",
-                  e.net_s, e.cost_s);
-  else if (e.forced && e.frozen)  // a round that did not value sizes (scale_in_losers)
-    std::snprintf(buf, sizeof buf,
-                  "%s: queued base demand took GPUs of its extra workers (on a server where several jobs have "
-                  "extras, the shortest predicted remaining time gives them up first)",
-                  what);
-  else if (e.forced)
-    std::snprintf(buf, sizeof buf,
-                  "%s: queued base demand took GPUs of its extra workers; its best size left is worth %.0f s "
-                  "after its cost (%.0f s)",
-                  what, e.net_s, l.params.scale_overhead_s + l.checkpoint_time_s(j.workers));
-  else if (e.traded_s >= 0)  // the knapsack's choice costs this job: the others gain more
-    std::snprintf(buf, sizeof buf,
-                  "%s: the round's sizes save %.0f s more of predicted JCT than the best that keeps its size; it "
-                  "loses %.0f s after its cost (%.0f s) and margin%s",
-                  what, e.traded_s, -e.net_s, e.cost_s, e.hold_s > 0 ? hold_note(e.hold_s).c_str() : "");
-  else if (e.hold_s > 0)
-    std::snprintf(buf, sizeof buf,
-                  "%s: gains %.0f s of predicted JCT over keeping its size, after its cost (%.0f s) and margin, "
-                  "over an expected hold of %.0f s",
-                  what, e.net_s, e.cost_s, e.hold_s);
-  else
-    std::snprintf(buf, sizeof buf,
-                  "%s: gains %.0f s of predicted JCT over keeping its size (to its end), after its cost (%.0f s) "
-                  "and margin",
-                  what, e.net_s, e.cost_s);
-  return buf;
+    return reason_text("grow to its requested size within its tenant's quota: gains ", whole{e.net_s},
+                       " s of predicted JCT after its cost (", whole{e.cost_s}, " s, stops included) and margin");
+  if (e.consolidated)
+    return reason_text("consolidate onto ", servers_spanned(e.final), " servers from ", servers_spanned(j.alloc),
+                       ": gains ", whole{e.net_s}, " s of predicted JCT after its cost (", whole{e.cost_s},
+                       " s) and margin, over an expected hold of ", whole{e.hold_s}, " s");
+  if (e.type != j.alloc_type)
+    return reason_text("move to faster free GPUs: saves ", whole{e.net_s}, " s of predicted JCT beyond its restart (",
+                       whole{e.cost_s}, " s) and margin");
+  if (e.forced && e.frozen)  // a round that did not value sizes (scale_in_losers)
+    return reason_text(what,
+                       ": queued base demand took GPUs of its extra workers (on a server where several jobs have "
+                       "extras, the shortest predicted remaining time gives them up first)");
+  if (e.forced)
+    return reason_text(what, ": queued base demand took GPUs of its extra workers; its best size left is worth ",
+                       whole{e.net_s}, " s after its cost (",
+                       whole{l.params.scale_overhead_s + l.checkpoint_time_s(j.workers)}, " s)");
+  if (e.traded_s >= 0) {  // the knapsack's choice costs this job: the others gain more
+    auto why = reason_text(what, ": the round's sizes save ", whole{e.traded_s},
+                           " s more of predicted JCT than the best that keeps its size; it loses ", whole{-e.net_s},
+                           " s after its cost (", whole{e.cost_s}, " s) and margin");
+    if (e.hold_s > 0) append_text(why, ", over an expected hold of ", whole{e.hold_s}, " s");
+    return why;
+  }
+  if (e.hold_s > 0)
+    return reason_text(what, ": gains ", whole{e.net_s}, " s of predicted JCT over keeping its size, after its cost (",
+                       whole{e.cost_s}, " s) and margin, over an expected hold of ", whole{e.hold_s}, " s");
+  return reason_text(what, ": gains ", whole{e.net_s}, " s of predicted JCT over keeping its size (to its end), after its cost (",
+                     whole{e.cost_s}, " s) and margin");
 }
 
 /// After the knapsack (step 3), for each job the solution `sol` changes at a loss to itself

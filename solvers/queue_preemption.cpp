@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "solvers/priorities.hpp"
+#include "solvers/reason_text.hpp"
 #include "solvers/round_state.hpp"
 
 namespace aryl::detail {
@@ -232,17 +233,15 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
       l.stoppable_stale.clear();
     }
     std::string why(const job_entry& v, double q_run) const {
-      char buf[384];
-      int n = std::snprintf(buf, sizeof buf,
-                            "preempted for job %u: its predicted remaining %.0f s exceeds %g x (that job's run %.0f s + "
-                            "its restart and checkpoint %.0f s)",
-                            id, v.predicted_remaining() / v.progress.rate, o.preempt_ratio, q_run, cost(v));
-      if (budget_s >= 0 && n > 0 && static_cast<size_t>(n) < sizeof buf)
-        std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n),
-                      "; on the faster type that job saves %.0f s, more than its victims lose (this one %.0f s: "
-                      "its wait for that run, its restart and checkpoint)",
-                      budget_s, q_run + cost(v));
-      return buf;
+      auto why = reason_text("preempted for job ", id, ": its predicted remaining ",
+                             whole{v.predicted_remaining() / v.progress.rate}, " s exceeds ", general{o.preempt_ratio},
+                             " x (that job's run ", whole{q_run}, " s + its restart and checkpoint ", whole{cost(v)},
+                             " s)");
+      if (budget_s >= 0)
+        append_text(why, "; on the faster type that job saves ", whole{budget_s},
+                    " s, more than its victims lose (this one ", whole{q_run + cost(v)},
+                    " s: its wait for that run, its restart and checkpoint)");
+      return why;
     }
     double budget_s;
   } rule{l, p, o, id, budget_s};
