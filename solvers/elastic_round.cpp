@@ -321,7 +321,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   if (starts_only) {
     scale_in_losers(l, p, view);
   } else {
-    plan_running(l, p, o, view);
+    plan_running(l, p, o, view, hard);
     own_quota_growth(l, p, o, now, view, hard);
   }
   auto& plans = b.plans;

@@ -100,6 +100,10 @@ struct planner_options {
   double unestimated_prior_s = 3600;
   /// LAS queue thresholds in attained GPU-seconds, ascending.
   std::vector<double> las_thresholds{3600.0 * 8};
+  /// A full round plans only the running elastic jobs a later step could change or let
+  /// change another job's outcome (running_plans.cpp, inert()). No config key: skipping the
+  /// others changes no decision, and the test that proves it turns this off.
+  bool skip_inert = true;
 
   friend bool operator==(const planner_options&, const planner_options&) = default;
 };

@@ -361,7 +361,8 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
 
 /// A full round's plans of the running elastic jobs, made after step 1 ahead of the plans of
 /// the jobs it started (running_plans.cpp).
-void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view);
+void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view,
+                  const work_view& hard);
 
 /// planner_options::reserve_after_s (reservation.cpp): holding every GPU of a server for the
 /// rest of step 1; holding, for queued job `j` that found no room, the servers that would

@@ -2,6 +2,7 @@
 // jobs get one. Internal to solvers/.
 #include <algorithm>
 #include <iterator>
+#include <limits>
 
 #include "solvers/round_state.hpp"
 
@@ -16,9 +17,9 @@ namespace {
 /// servers from two gives the same rate), so its knapsack class would be empty.
 template <class TypeGpus>
 bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
-           const work_view& view, double best_speed, TypeGpus&& type_gpus) {
+           const work_view& view, double best_speed, bool moves_closed, TypeGpus&& type_gpus) {
   if (!p.elastic || j.workers != j.min_workers || j.alloc.size() != 1) return false;
-  if (o.migrate && speed(l, j.alloc_type) < best_speed) return false;
+  if (o.migrate && !moves_closed && speed(l, j.alloc_type) < best_speed) return false;
   if (view.at(j.alloc.front().first) != 0) return false;
   if (j.max_workers <= j.min_workers) return true;
   if (o.min_extra_efficiency <= 0) return false;
@@ -48,10 +49,23 @@ bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options&
 /// the jobs step 1 started (in the ledger's order of running jobs, as the later steps and
 /// their ties read them). Jobs step 1 preempted and inert jobs get none: no later step
 /// would change them or let them change another job's outcome.
-void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view) {
+void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view,
+                  const work_view& hard) {
   auto& b = buffers;
-  double best = 0;
-  for (auto s : l.params.type_speed) best = std::max(best, s);
+  double best = 0, slowest = std::numeric_limits<double>::infinity();
+  for (auto s : l.params.type_speed) {
+    best = std::max(best, s);
+    slowest = std::min(slowest, s);
+  }
+  // Step 2 moves a job only onto a faster type's GPUs free in its view: where no type but
+  // the slowest has one, no job moves this round, and a job on a slower type is as inert as
+  // one on the fastest (nothing later in the round frees GPUs of a faster type).
+  bool moves_closed = true;
+  if (o.migrate) {
+    auto& target = o.migrate_onto_extras ? view : hard;
+    for (size_t t = 0; t < l.params.type_speed.size() && moves_closed; ++t)
+      moves_closed = !(l.params.type_speed[t] > slowest && target.total(static_cast<int>(t), p.loaning) > 0);
+  }
   // Each type's GPUs, counted the first time a job needs them (most rounds none does).
   auto& type_gpus = b.type_gpus;
   type_gpus.clear();
@@ -71,7 +85,7 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
   for (auto id : l.running_elastic) {
     auto& j = l.jobs[id];
     if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; })) continue;
-    if (inert(l, p, o, j, view, best, gpus_of)) continue;
+    if (o.skip_inert && inert(l, p, o, j, view, best, moves_closed, gpus_of)) continue;
     auto& e = plans.emplace_back(id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc());
     base_of(j, p, e.base);
   }
