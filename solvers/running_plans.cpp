@@ -11,7 +11,8 @@ namespace {
 
 /// Whether running elastic job `j` can neither change nor shape anyone's change in the rest of
 /// a full round (after step 1), so that it needs no plan: at its minimum on one server of the
-/// fastest type (nothing to keep, spread or move), a server with no GPU free in the view
+/// fastest type, or of any type when no job can move (`moves_closed`) (nothing to keep,
+/// spread or move), a server with no GPU free in the view
 /// (every size above its minimum would span a second server), and every such size below the
 /// efficiency floor at the rate of two or more servers (locality is a step: any number of
 /// servers from two gives the same rate), so its knapsack class would be empty.
