@@ -47,15 +47,12 @@ double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_
       ends.clear();
       for (auto id : s.jobs) {
         auto& r = l.jobs[id];
-        // Its workers here less its extras (already room in the view). A rigid job has none:
-        // its j.base is empty, which does not make all its workers extras.
+        // Its base workers here (base_of: all of a rigid job's): its extras are room in the
+        // view already.
+        base_of(r, p, b.base);
         int w = 0;
-        for (auto& [sid, n] : r.alloc)
+        for (auto& [sid, n] : b.base)
           if (sid == s.id) w += n;
-        if (r.elastic)
-          for_each_extra(r.alloc, r.base, [&](int sid, int n) {
-            if (sid == s.id) w -= n;
-          });
         const double end = r.progress.rate > 0 ? r.predicted_remaining() / r.progress.rate : 1e18;
         if (w > 0) ends.emplace_back(end, w);
       }
