@@ -443,6 +443,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     b.hold_by_type.push_back(l.hold_estimate(static_cast<int>(t), now));
   auto& class_plan = b.class_plan;
   class_plan.clear();
+  const bool share_falls = falling_share(l.params.model);
   for (size_t i = 0; i < plans.size(); ++i) {
     auto& e = plans[i];
     auto& j = l.jobs[e.job];
@@ -498,7 +499,16 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       double r_w = j.gpus > 0 ? work_rate_at(l.params.model, base_rate, w, std::max(servers, 1), sp) : 0.0;
       // Sizes whose GPUs do too little work each are not offered (kept ones stay offered:
       // dropping them would force a change).
-      if (!kept && r_w * j.min_workers < o.min_extra_efficiency * r_min * w) continue;
+      if (!kept && r_w * j.min_workers < o.min_extra_efficiency * r_min * w) {
+        // Where a GPU's share only falls with the size (and its span only grows), a size that
+        // fails by more than rounding error fails for every larger one: only the kept size is
+        // left to offer. Most sizes of a busy round fail so.
+        if (share_falls && r_w * j.min_workers < o.min_extra_efficiency * r_min * w * (1 - 1e-9)) {
+          if (!pays_change || current <= w) break;
+          w = current - 1;
+        }
+        continue;
+      }
       double v;
       if (hold) {
         // Kept for an exponential time of mean H, or until the job ends (T_w): the JCT saved

@@ -32,8 +32,8 @@ bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options&
   auto& m = l.params.model;
   if (m.eff_table.empty() && m.eff_exponent <= 0) {
     const int w = j.min_workers + 1;
-    if (efficiency(m, w) * locality_efficiency(m, 2) * j.min_workers <
-        o.min_extra_efficiency * efficiency(m, j.min_workers) * locality_efficiency(m, 1) * w * (1 - 1e-9))
+    if (efficiency(m, w) * locality_efficiency(m, 2) <
+        o.min_extra_efficiency * efficiency(m, j.min_workers) * locality_efficiency(m, 1) * (1 - 1e-9))
       return true;
   }
   const double sp = speed(l, j.alloc_type);

@@ -136,6 +136,43 @@ TEST_CASE("a job at its minimum on a full server is offered growth onto another 
   }
 }
 
+TEST_CASE("without a cross-server cost, a job at its minimum on a full server grows onto another, which the efficiency floor allows") {
+  // As above with cross_server_eff 1: each GPU of job-0 at 8 across two servers does
+  // (8/2)^-0.05 = 0.93 of a GPU's work at min, above the 0.8 floor, so job-0 grows to 8.
+  auto l = make_ledger(2);
+  l.params.model.cross_server_eff = 1;
+  planner_options o;
+  add_job(l, 4, 1e6, 0, true);
+  add_job(l, 6, 1000, 0);
+  add_job(l, 8, 500, 0);
+  plan_round(l, aryl_policy(), o, at(0));
+  REQUIRE(l.jobs[0].workers == 2);
+  REQUIRE(l.jobs[0].alloc.front().first == l.jobs[1].alloc.front().first);
+  l.finish(2, at(100));
+  plan_round(l, aryl_policy(), o, at(100));
+  CHECK(l.jobs[0].workers == 8);
+  CHECK(servers_spanned(l.jobs[0].alloc) == 2);
+}
+
+TEST_CASE("a job keeps a size the efficiency floor would not offer it now, past smaller sizes the floor refuses, while its extras hold their GPUs") {
+  // Elastic job-0 (4 GPUs, min 2, max 8) runs at 4, its base on server 0 (which rigid job-1
+  // fills) and 2 extras on server 1. Any size it is not at spans two servers: at 3, each GPU
+  // does 0.66 x (3/2)^-0.05 = 0.65 of a GPU's work at min, below the 0.8 floor. Its size of
+  // 4 (also across two servers) stays offered, and keeping it costs nothing: no change.
+  auto l = make_ledger(2);
+  planner_options o;
+  o.consolidate = false;
+  o.rescale_cooldown_s = 0;
+  add_job(l, 4, 1e6, 0, true);
+  add_job(l, 6, 1e6, 0);
+  l.start(0, {{0, 2}, {1, 2}}, 0, at(0));
+  l.start(1, {{0, 6}}, 0, at(0));
+  REQUIRE(l.jobs[0].base == allocation{{0, 2}});
+  auto ds = plan_round(l, aryl_policy(), o, at(100));
+  CHECK(ds.empty());
+  CHECK(l.jobs[0].workers == 4);
+}
+
 TEST_CASE("a growth whose gain does not clear its cost and margin is not made") {
   // Elastic job-0 (2 GPUs, min 1, max 4) with 15 work units left: 29 s at 1 worker, 7.8 s at
   // 4. Growing saves about 21 s of JCT, less than the 20 s overhead + the 10.5 s checkpoint +

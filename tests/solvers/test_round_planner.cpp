@@ -442,3 +442,55 @@ TEST_CASE("over random full rounds on fast and slow loaned servers, skipping the
   CHECK(resizes > 1000);
   CHECK(moves > 50);
 }
+
+TEST_CASE("over random full rounds, a power-law model decides as its own efficiencies given as a table, whose sizes are each checked against the floor") {
+  // Under a power law that does not rise, the knapsack stops offering a job's sizes at the
+  // first that fails the efficiency floor (every larger one fails too), save the size it
+  // keeps; a table is read size by size. The same efficiencies both ways must decide the
+  // same, with jobs spread over servers (whose kept size lies past the sizes that fail).
+  int compared = 0, resizes = 0;
+  for (unsigned seed = 1; seed <= 300; ++seed) {
+    std::mt19937 rng(seed);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    auto l = make_ledger(1 + pick(3), pick(3));
+    const double exponents[] = {-0.05, -0.2, -0.4};
+    l.params.model = power_law_model(exponents[pick(3)]);
+    l.params.model.cross_server_eff = pick(2) == 0 ? 1.0 : profiled_cross_server_eff;
+    auto table = l.params.model;
+    table.power_cache.reset();
+    for (int w = 1; w <= 64; ++w) table.eff_table.push_back(efficiency(l.params.model, w));
+    REQUIRE(falling_share(l.params.model));
+    REQUIRE_FALSE(falling_share(table));
+    planner_options o;
+    o.placement = placement_mode::consolidated;
+    const double floors[] = {0.5, 0.8, 0.9};
+    o.min_extra_efficiency = floors[pick(3)];
+    o.consolidate = pick(3) == 0;
+    o.rescale_cooldown_s = pick(2) == 0 ? 0 : 300;
+    for (int step = 0; step < 120; ++step) {
+      double now = 10.0 * step;
+      for (int k = pick(4); k > 0; --k) add_job(l, 1 + pick(8), pick(2) ? 50 + pick(500) : 20000 + pick(200000), now, pick(4) > 0);
+      if (!l.running.empty() && pick(3) == 0) {
+        auto it = l.running.begin();
+        std::advance(it, pick(static_cast<int>(l.running.size())));
+        l.finish(*it, at(now));
+      }
+      auto read = l;
+      read.params.model = table;
+      const auto scope = pick(4) == 0 ? round_scope::starts : round_scope::full;
+      auto law = plan_round(l, *find_policy("aryl"), o, at(now), scope);
+      auto by_size = plan_round(read, *find_policy("aryl"), o, at(now), scope);
+      REQUIRE(law.size() == by_size.size());
+      for (size_t i = 0; i < law.size(); ++i) {
+        CHECK(law[i].what == by_size[i].what);
+        CHECK(law[i].job == by_size[i].job);
+        CHECK(law[i].alloc == by_size[i].alloc);
+        CHECK(law[i].why == by_size[i].why);
+        resizes += law[i].what == decision::kind::rescale;
+      }
+      ++compared;
+    }
+  }
+  CHECK(compared == 300 * 120);
+  CHECK(resizes > 1000);
+}

@@ -372,8 +372,11 @@ namespace {
 
 /// Tenant a's elastic 8-GPU job (min 4) runs at its minimum on t0 beside one of tenant b's
 /// rigid 4-GPU jobs; b's other `b_on_t1` jobs hold t1. Ledger: t0 a:4 + b:4, t1 b:4 x n.
+/// With the profiled cross-server cost, a's job grows only on t0 (onto t1 it would fail
+/// the efficiency floor).
 cluster_ledger grower(int b_on_t1, uint32_t& a_job, uint32_t& b_job) {
   auto l = two_tenants();
+  l.params.model.cross_server_eff = profiled_cross_server_eff;
   a_job = add_tenant_job(l, 1, 8, 1e6, 0, true);
   l.start(a_job, {{0, 4}}, 0, at(0));
   b_job = add_tenant_job(l, 2, 4, 1e6, 0);
