@@ -30,7 +30,7 @@ bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options&
   // here with a margin far above rounding error (at the margin, each size is checked as the
   // knapsack would).
   auto& m = l.params.model;
-  if (m.eff_table.empty() && m.eff_exponent <= 0) {
+  if (falling_share(m)) {
     const int w = j.min_workers + 1;
     if (efficiency(m, w) * locality_efficiency(m, 2) <
         o.min_extra_efficiency * efficiency(m, j.min_workers) * locality_efficiency(m, 1) * (1 - 1e-9))

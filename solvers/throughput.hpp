@@ -53,10 +53,11 @@ inline double locality_efficiency(const throughput_model& m, int servers) {
 }
 
 /// Whether a worker's share of the work never rises with more workers or more servers: a power
-/// law that does not rise, and a cross-server cost that is one (tables are not checked).
+/// law that does not rise, and a cross-server factor of at most one (a table is not checked).
 inline bool falling_share(const throughput_model& m) {
   return m.eff_table.empty() && m.eff_exponent <= 0 && m.cross_server_eff <= 1;
 }
+
 /// Work units done per second by `workers` workers spanning `servers` servers. One work
 /// unit is one second of the job running at its `requested` workers on speed-1.0 GPUs of
 /// one server, so a trace duration is the work in units, and a job whose requested
