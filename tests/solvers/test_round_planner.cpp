@@ -404,7 +404,9 @@ TEST_CASE("over random full rounds on fast and slow loaned servers, skipping the
     std::mt19937 rng(seed);
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
     auto l = make_ledger(1 + pick(3), 1 + pick(3));
-    l.params.model.cross_server_eff = profiled_cross_server_eff;
+    // Factors below the 0.8 floor and at or above it (growth across servers allowed).
+    const double factors[] = {profiled_cross_server_eff, 0.94, 1.0};
+    l.params.model.cross_server_eff = factors[pick(3)];
     planner_options o;
     o.placement = placement_mode::consolidated;
     o.migrate_onto_extras = pick(4) == 0;
