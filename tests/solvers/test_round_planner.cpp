@@ -30,6 +30,26 @@ planner_options options() {
   return myopic_scaling(o);
 }
 
+/// One time in three, ends a running job of `l` drawn by `pick` (the random rounds' ends).
+template <class Pick>
+void maybe_end_one(cluster_ledger& l, Pick& pick, double now) {
+  if (l.running.empty() || pick(3) != 0) return;
+  auto it = l.running.begin();
+  std::advance(it, pick(static_cast<int>(l.running.size())));
+  l.finish(*it, at(now));
+}
+
+/// Two rounds' decisions are the same, one by one (with their reasons if `reasons`).
+void check_same(const std::vector<decision>& a, const std::vector<decision>& b, bool reasons) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].what == b[i].what);
+    CHECK(a[i].job == b[i].job);
+    CHECK(a[i].alloc == b[i].alloc);
+    if (reasons) CHECK(a[i].why == b[i].why);
+  }
+}
+
 } // namespace
 
 TEST_CASE("ledger: a job cannot take more GPUs than a server has free") {
@@ -230,11 +250,7 @@ TEST_CASE("over random full and local rounds, the ledger's extra-worker counts, 
   for (int step = 0; step < 400; ++step) {
     double now = 10.0 * step;
     if (pick(3) > 0) add_job(l, 1 + pick(12), 500 + pick(5000), now, pick(2) == 0);
-    if (!l.running.empty() && pick(3) == 0) {
-      auto it = l.running.begin();
-      std::advance(it, pick(static_cast<int>(l.running.size())));
-      l.finish(*it, at(now));
-    }
+    maybe_end_one(l, pick, now);
     // An idle inference server goes back to serving, or is loaned again.
     for (auto& sv : l.servers)
       if (sv.home == server_home::inference && sv.jobs.empty() && pick(4) == 0)
@@ -325,11 +341,7 @@ TEST_CASE("over random rounds of every scope and random preemption, protection, 
     for (int step = 0; step < steps; ++step) {
       double now = 10.0 * step;
       for (int k = pick(5); k > 0; --k) add_job(l, 1 + pick(4), pick(2) ? 50 + pick(500) : 20000 + pick(200000), now, pick(2) == 0);
-      if (!l.running.empty() && pick(3) == 0) {
-        auto it = l.running.begin();
-        std::advance(it, pick(static_cast<int>(l.running.size())));
-        l.finish(*it, at(now));
-      }
+      maybe_end_one(l, pick, now);
       const round_scope scopes[] = {round_scope::full, round_scope::local, round_scope::starts};
       std::vector<decision> ds;
       REQUIRE_NOTHROW(ds = plan_round(l, *find_policy("aryl"), o, at(now), scopes[pick(3)]));
@@ -370,23 +382,14 @@ TEST_CASE("over random rounds, the preemption rule's index of servers kept betwe
         const int gpus = pick(6) == 0 ? 8 * (1 + pick(2)) : 1 + pick(4);
         add_job(l, gpus, pick(2) ? 50 + pick(500) : 20000 + pick(200000), now, pick(2) == 0);
       }
-      if (!l.running.empty() && pick(3) == 0) {
-        auto it = l.running.begin();
-        std::advance(it, pick(static_cast<int>(l.running.size())));
-        l.finish(*it, at(now));
-      }
+      maybe_end_one(l, pick, now);
       const auto scope = pick(3) == 0 ? round_scope::local : round_scope::full;
       auto fresh = l;
       fresh.stoppable_known = false;
       auto kept = plan_round(l, *find_policy("aryl"), o, at(now), scope);
       auto read = plan_round(fresh, *find_policy("aryl"), o, at(now), scope);
-      REQUIRE(kept.size() == read.size());
-      for (size_t i = 0; i < kept.size(); ++i) {
-        CHECK(kept[i].what == read[i].what);
-        CHECK(kept[i].job == read[i].job);
-        CHECK(kept[i].alloc == read[i].alloc);
-        preempted += kept[i].what == decision::kind::preempt;
-      }
+      check_same(kept, read, false);
+      preempted += count(kept, decision::kind::preempt);
       ++compared;
     }
   }
@@ -416,23 +419,15 @@ TEST_CASE("over random full rounds on fast and slow loaned servers, skipping the
     for (int step = 0; step < 120; ++step) {
       double now = 10.0 * step;
       for (int k = pick(4); k > 0; --k) add_job(l, 1 + pick(6), pick(2) ? 50 + pick(500) : 20000 + pick(200000), now, pick(4) > 0);
-      if (!l.running.empty() && pick(3) == 0) {
-        auto it = l.running.begin();
-        std::advance(it, pick(static_cast<int>(l.running.size())));
-        l.finish(*it, at(now));
-      }
+      maybe_end_one(l, pick, now);
       auto every = l;
       auto o_every = o;
       o_every.skip_inert = false;
       auto skipped = plan_round(l, *find_policy("aryl"), o, at(now), round_scope::full);
       auto planned = plan_round(every, *find_policy("aryl"), o_every, at(now), round_scope::full);
-      REQUIRE(skipped.size() == planned.size());
+      check_same(skipped, planned, true);
+      resizes += count(skipped, decision::kind::rescale);
       for (size_t i = 0; i < skipped.size(); ++i) {
-        CHECK(skipped[i].what == planned[i].what);
-        CHECK(skipped[i].job == planned[i].job);
-        CHECK(skipped[i].alloc == planned[i].alloc);
-        CHECK(skipped[i].why == planned[i].why);
-        resizes += skipped[i].what == decision::kind::rescale;
         // A move: from a loaned T4 server onto a V100 one.
         moves += skipped[i].what == decision::kind::rescale && skipped[i].gpu_type == 0 && !skipped[i].before.empty() &&
                  l.servers[static_cast<size_t>(skipped[i].before.front().first)].gpu_type == 1;
@@ -472,24 +467,14 @@ TEST_CASE("over random full rounds, a power-law model decides as its own efficie
     for (int step = 0; step < 120; ++step) {
       double now = 10.0 * step;
       for (int k = pick(4); k > 0; --k) add_job(l, 1 + pick(8), pick(2) ? 50 + pick(500) : 20000 + pick(200000), now, pick(4) > 0);
-      if (!l.running.empty() && pick(3) == 0) {
-        auto it = l.running.begin();
-        std::advance(it, pick(static_cast<int>(l.running.size())));
-        l.finish(*it, at(now));
-      }
+      maybe_end_one(l, pick, now);
       auto read = l;
       read.params.model = table;
       const auto scope = pick(4) == 0 ? round_scope::starts : round_scope::full;
       auto law = plan_round(l, *find_policy("aryl"), o, at(now), scope);
       auto by_size = plan_round(read, *find_policy("aryl"), o, at(now), scope);
-      REQUIRE(law.size() == by_size.size());
-      for (size_t i = 0; i < law.size(); ++i) {
-        CHECK(law[i].what == by_size[i].what);
-        CHECK(law[i].job == by_size[i].job);
-        CHECK(law[i].alloc == by_size[i].alloc);
-        CHECK(law[i].why == by_size[i].why);
-        resizes += law[i].what == decision::kind::rescale;
-      }
+      check_same(law, by_size, true);
+      resizes += count(law, decision::kind::rescale);
       ++compared;
     }
   }
