@@ -226,6 +226,7 @@ void cluster_ledger::take(uint32_t index, const allocation& alloc) {
   ensure_indexed();
   auto& j = jobs.at(index);
   if (j.elastic) keep_on_fewest(alloc, j.min_workers, j.base);
+  const int spread = j.elastic && alloc.size() > 1 ? 1 : 0;  // an allocation lists each server once
   for (auto& [sid, w] : alloc) {
     auto& s = servers.at(static_cast<size_t>(sid));
     if (w <= 0 || s.free < w)
@@ -234,6 +235,7 @@ void cluster_ledger::take(uint32_t index, const allocation& alloc) {
     unindex(s);
     s.free -= w;
     s.extra += extra_on(j, alloc, sid, w);
+    s.spread_elastic += spread;
     this->index(s);
     s.jobs.insert(index);
     stoppable_changed(sid);
@@ -250,11 +252,13 @@ void cluster_ledger::stoppable_changed(int sid) const {
 void cluster_ledger::release(uint32_t index) {
   auto& j = jobs.at(index);
   ensure_indexed();
+  const int spread = j.elastic && j.alloc.size() > 1 ? 1 : 0;
   for (auto& [sid, w] : j.alloc) {
     auto& s = servers.at(static_cast<size_t>(sid));
     unindex(s);
     s.free += w;
     s.extra -= extra_on(j, j.alloc, sid, w);
+    s.spread_elastic -= spread;
     this->index(s);
     s.jobs.erase(index);
     stoppable_changed(sid);

@@ -36,6 +36,9 @@ struct server_entry {
   /// GPUs here held by elastic jobs' workers beyond their min_workers (keep_on_fewest): what
   /// a queued job may take from them without stopping any job.
   int extra = 0;
+  /// Elastic jobs with workers here and on another server: a full round may consolidate them
+  /// away, freeing GPUs here (step 2b).
+  int spread_elastic = 0;
 };
 
 enum class job_status { unsubmitted, queued, running, done };

@@ -12,7 +12,8 @@ namespace {
 /// Whether running elastic job `j` can neither change nor shape anyone's change in the rest of
 /// a full round (after step 1), so that it needs no plan: at its minimum on one server of the
 /// fastest type, or of any type when no job can move (`moves_closed`) (nothing to keep,
-/// spread or move), a server with no GPU free in the view
+/// spread or move), a server with no GPU free in the view that no later step can free (no
+/// spread elastic job there to consolidate away, no quotas to grow by stopping jobs)
 /// (every size above its minimum would span a second server), and every such size below the
 /// efficiency floor at the rate of two or more servers (locality is a step: any number of
 /// servers from two gives the same rate), so its knapsack class would be empty.
@@ -21,7 +22,13 @@ bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options&
            const work_view& view, double best_speed, bool moves_closed, TypeGpus&& type_gpus) {
   if (!p.elastic || j.workers != j.min_workers || j.alloc.size() != 1) return false;
   if (o.migrate && !moves_closed && speed(l, j.alloc_type) < best_speed) return false;
-  if (view.at(j.alloc.front().first) != 0) return false;
+  const int sid = j.alloc.front().first;
+  if (view.at(sid) != 0) return false;
+  // Its server may not stay full: a spread neighbour that consolidates (step 2b) leaves it,
+  // and a quota's growth may stop jobs there (step 1b).
+  if (l.params.quotas) return false;
+  if (o.consolidate && o.placement == placement_mode::consolidated && l.servers[static_cast<size_t>(sid)].spread_elastic > 0)
+    return false;
   if (j.max_workers <= j.min_workers) return true;
   if (o.min_extra_efficiency <= 0) return false;
   // Under a power law that does not rise, a GPU's share of the work only falls as workers are

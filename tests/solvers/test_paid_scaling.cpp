@@ -446,3 +446,27 @@ TEST_CASE("a consolidating job's old GPUs are counted once: jobs growing in the 
   for (auto& s : l.servers) CHECK(s.free >= 0);
   CHECK(l.jobs[0].workers + l.jobs[1].workers <= 24);
 }
+
+TEST_CASE("a job at its minimum on a full server grows onto the GPUs a spread neighbour's consolidation frees there") {
+  // Elastic job-0 (8 GPUs, min 4) runs its minimum as 2 + 2 on servers 0 and 1; elastic job-1
+  // (12 GPUs, min 6) runs its minimum on server 0, which is full. Servers 1 and 2 have room:
+  // job-0 moves onto one (1/0.66 as fast), and job-1 can then grow by the 2 GPUs job-0
+  // left on server 0 without spanning a second server. Job-1 looks inert before the move
+  // (its next size would span two servers, below the efficiency floor); a round that skips
+  // inert jobs must decide as one that plans every job.
+  for (bool skip : {false, true}) {
+    CAPTURE(skip);
+    auto l = make_ledger(3);
+    planner_options o;
+    o.skip_inert = skip;
+    add_job(l, 8, 1e6, 0, true);
+    add_job(l, 12, 1e6, 0, true);
+    l.start(0, {{0, 2}, {1, 2}}, 0, at(0));
+    l.start(1, {{0, 6}}, 0, at(0));
+    auto ds = plan_round(l, aryl_policy(), o, at(7200));
+    CHECK(servers_spanned(l.jobs[0].alloc) == 1);
+    CHECK(l.jobs[0].alloc.front().first != 0);
+    CHECK(l.jobs[1].workers == 8);
+    CHECK(l.servers[0].free == 0);
+  }
+}

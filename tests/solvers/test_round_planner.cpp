@@ -39,6 +39,29 @@ void maybe_end_one(cluster_ledger& l, Pick& pick, double now) {
   l.finish(*it, at(now));
 }
 
+/// One time in two, starts a queued elastic job of `l` at its minimum split over the two
+/// servers of its type with the most GPUs free, where they hold it (as a reclaim or a fault
+/// can leave a job): a spread job that a later round may consolidate.
+template <class Pick>
+void maybe_start_spread(cluster_ledger& l, Pick& pick, double now) {
+  if (l.queued.empty() || pick(2) != 0) return;
+  auto it = l.queued.begin();
+  std::advance(it, pick(static_cast<int>(l.queued.size())));
+  auto& j = l.jobs[*it];
+  if (!j.elastic || j.min_workers < 2) return;
+  std::vector<const server_entry*> most;
+  for (auto& s : l.servers)
+    if (s.gpu_type == 0 && s.free > 0) most.push_back(&s);
+  std::sort(most.begin(), most.end(), [](auto* a, auto* b) { return a->free != b->free ? a->free > b->free : a->id < b->id; });
+  if (most.size() < 2) return;
+  const int first = std::min(most[0]->free, j.min_workers - 1);
+  const int second = j.min_workers - first;
+  if (second > most[1]->free) return;
+  l.start(j.index, {{std::min(most[0]->id, most[1]->id), most[0]->id < most[1]->id ? first : second},
+                    {std::max(most[0]->id, most[1]->id), most[0]->id < most[1]->id ? second : first}},
+          0, at(now));
+}
+
 /// Two rounds' decisions are the same, one by one (with their reasons if `reasons`).
 void check_same(const std::vector<decision>& a, const std::vector<decision>& b, bool reasons) {
   REQUIRE(a.size() == b.size());
@@ -401,8 +424,10 @@ TEST_CASE("over random full rounds on fast and slow loaned servers, skipping the
   // A full round builds no plan for a running elastic job no later step could change or let
   // change another's outcome: at its minimum on one full server, every larger size below the
   // efficiency floor, and on the fastest type or in a round where no faster type has a GPU
-  // free. A copy of the ledger planned with every running job must decide the same.
-  int compared = 0, moves = 0, resizes = 0;
+  // free, with no spread job on its server that may consolidate away (some jobs start spread,
+  // as a reclaim or fault can leave them). A copy of the ledger planned with every running
+  // job must decide the same.
+  int compared = 0, moves = 0, resizes = 0, consolidations = 0;
   for (unsigned seed = 1; seed <= 300; ++seed) {
     std::mt19937 rng(seed);
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
@@ -420,13 +445,21 @@ TEST_CASE("over random full rounds on fast and slow loaned servers, skipping the
       double now = 10.0 * step;
       for (int k = pick(4); k > 0; --k) add_job(l, 1 + pick(6), pick(2) ? 50 + pick(500) : 20000 + pick(200000), now, pick(4) > 0);
       maybe_end_one(l, pick, now);
+      maybe_start_spread(l, pick, now);
       auto every = l;
       auto o_every = o;
       o_every.skip_inert = false;
       auto skipped = plan_round(l, *find_policy("aryl"), o, at(now), round_scope::full);
       auto planned = plan_round(every, *find_policy("aryl"), o_every, at(now), round_scope::full);
       check_same(skipped, planned, true);
+      // The ledger's count of spread elastic jobs per server, which the skip reads, is exact.
+      std::vector<int> spread(l.servers.size(), 0);
+      for (auto id : l.running)
+        if (l.jobs[id].elastic && l.jobs[id].alloc.size() > 1)
+          for (auto& [sid, w] : l.jobs[id].alloc) ++spread[static_cast<size_t>(sid)];
+      for (auto& s : l.servers) REQUIRE(s.spread_elastic == spread[static_cast<size_t>(s.id)]);
       resizes += count(skipped, decision::kind::rescale);
+      for (auto& d : skipped) consolidations += d.why.rfind("consolidate", 0) == 0;
       for (size_t i = 0; i < skipped.size(); ++i) {
         // A move: from a loaned T4 server onto a V100 one.
         moves += skipped[i].what == decision::kind::rescale && skipped[i].gpu_type == 0 && !skipped[i].before.empty() &&
@@ -438,6 +471,7 @@ TEST_CASE("over random full rounds on fast and slow loaned servers, skipping the
   CHECK(compared == 300 * 120);
   CHECK(resizes > 1000);
   CHECK(moves > 50);
+  CHECK(consolidations > 20);
 }
 
 TEST_CASE("over random full rounds, a power-law model decides as its own efficiencies given as a table, whose sizes are each checked against the floor") {
