@@ -463,7 +463,7 @@ TEST_CASE("a job at its minimum on a full server grows onto the GPUs a spread ne
     add_job(l, 12, 1e6, 0, true);
     l.start(0, {{0, 2}, {1, 2}}, 0, at(0));
     l.start(1, {{0, 6}}, 0, at(0));
-    auto ds = plan_round(l, aryl_policy(), o, at(7200));
+    plan_round(l, aryl_policy(), o, at(7200));
     CHECK(servers_spanned(l.jobs[0].alloc) == 1);
     CHECK(l.jobs[0].alloc.front().first != 0);
     CHECK(l.jobs[1].workers == 8);

@@ -57,9 +57,9 @@ void maybe_start_spread(cluster_ledger& l, Pick& pick, double now) {
   const int first = std::min(most[0]->free, j.min_workers - 1);
   const int second = j.min_workers - first;
   if (second > most[1]->free) return;
-  l.start(j.index, {{std::min(most[0]->id, most[1]->id), most[0]->id < most[1]->id ? first : second},
-                    {std::max(most[0]->id, most[1]->id), most[0]->id < most[1]->id ? second : first}},
-          0, at(now));
+  allocation a{{most[0]->id, first}, {most[1]->id, second}};
+  std::sort(a.begin(), a.end());  // an allocation is sorted by server
+  l.start(j.index, a, 0, at(now));
 }
 
 /// Two rounds' decisions are the same, one by one (with their reasons if `reasons`).
