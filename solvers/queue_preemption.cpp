@@ -3,7 +3,6 @@
 // lower class (docs/design.md, "Priorities").
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <limits>
 
 #include "solvers/priorities.hpp"
@@ -268,13 +267,10 @@ bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const p
       return std::max(0.0, v.predicted_work - v.progress.done_at(l.round_at)) / v.progress.rate;
     }
     std::string why(const job_entry& v, double) const {
-      char buf[256];
-      std::snprintf(buf, sizeof buf,
-                    "priority: preempted for job %u (class %d over its %d, %d of %d stops for a class): its "
-                    "predicted remaining %.0f s exceeds its restart and checkpoint %.0f s",
-                    id, l.jobs[id].priority, v.priority, v.priority_preemptions + 1, l.params.priority_max_preemptions,
-                    left(v), cost(v));
-      return buf;
+      return reason_text("priority: preempted for job ", id, " (class ", l.jobs[id].priority, " over its ", v.priority,
+                         ", ", v.priority_preemptions + 1, " of ", l.params.priority_max_preemptions,
+                         " stops for a class): its predicted remaining ", whole{left(v)},
+                         " s exceeds its restart and checkpoint ", whole{cost(v)}, " s");
     }
   } rule{l, id};
   return preempt_with(l, p, o, id, view, hard, rule);

@@ -3,9 +3,9 @@
 // server, on GPUs free or held by extra workers, else by stopping the fewest jobs of tenants
 // that borrow there (choose_quota_victims), when the time it saves pays for every stop.
 #include <algorithm>
-#include <cstdio>
 
 #include "solvers/jct_value.hpp"
+#include "solvers/reason_text.hpp"
 #include "solvers/round_state.hpp"
 
 namespace aryl::detail {
@@ -26,13 +26,9 @@ void drop_plan(uint32_t id) {
 std::string why(const cluster_ledger& l, uint32_t victim, uint32_t id, long borrowed) {
   auto& v = l.jobs[victim];
   auto& q = l.jobs[id];
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "quota reclaim for job %u of tenant %s to grow to its requested %d workers: tenant %s borrows %ld "
-                "GPUs beyond its quota",
-                id, l.tenants[static_cast<size_t>(q.tenant)].name.c_str(), q.gpus,
-                l.tenants[static_cast<size_t>(v.tenant)].name.c_str(), borrowed);
-  return buf;
+  return reason_text("quota reclaim for job ", id, " of tenant ", l.tenants[static_cast<size_t>(q.tenant)].name,
+                     " to grow to its requested ", q.gpus, " workers: tenant ", l.tenants[static_cast<size_t>(v.tenant)].name,
+                     " borrows ", borrowed, " GPUs beyond its quota");
 }
 
 } // namespace

@@ -1,8 +1,8 @@
 // Step 1's quota reclaim (docs/design.md, "Tenants and quotas"): a queued job within its
 // tenant's unused quota that fits nowhere stops jobs of tenants that borrow, the fewest
 // possible (choose_quota_victims), after the GPUs of extra workers, which it takes first.
-#include <cstdio>
 
+#include "solvers/reason_text.hpp"
 #include "solvers/round_state.hpp"
 
 namespace aryl::detail {
@@ -74,12 +74,9 @@ std::optional<quota_site> best_site(const cluster_ledger& l, const planner_optio
 std::string why(const cluster_ledger& l, uint32_t victim, uint32_t id) {
   auto& v = l.jobs[victim];
   auto& q = l.jobs[id];
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "quota reclaim for job %u of tenant %s: tenant %s borrows %ld GPUs beyond its quota",
-                id, l.tenants[static_cast<size_t>(q.tenant)].name.c_str(),
-                l.tenants[static_cast<size_t>(v.tenant)].name.c_str(),
-                borrowed_now(l)[static_cast<size_t>(v.tenant)]);
-  return buf;
+  return reason_text("quota reclaim for job ", id, " of tenant ", l.tenants[static_cast<size_t>(q.tenant)].name,
+                     ": tenant ", l.tenants[static_cast<size_t>(v.tenant)].name, " borrows ",
+                     borrowed_now(l)[static_cast<size_t>(v.tenant)], " GPUs beyond its quota");
 }
 
 /// The round's books: a victim's tenant holds its base GPUs no more.

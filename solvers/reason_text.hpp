@@ -34,6 +34,7 @@ inline void put_int(std::string& out, Int v) {
 }
 inline void put(std::string& out, int v) { put_int(out, v); }
 inline void put(std::string& out, unsigned v) { put_int(out, v); }
+inline void put(std::string& out, long v) { put_int(out, v); }
 
 inline void put(std::string& out, whole w) {
   // Below 2^53 every double's nearest integer is exact, so rounding it in the double and

@@ -144,6 +144,26 @@ TEST_CASE("quota reclaim: a tenant gives back no job once it holds no more than 
   CHECK(r.victims == std::vector<uint32_t>{1});
 }
 
+TEST_CASE("quota: a reclaim's reason names both tenants in full, however long their names") {
+  // The same reclaim as below, with tenant names of 300 characters: the reason in events.log
+  // is not cut short.
+  for (const char* policy : {"baseline", "aryl"}) {
+    CAPTURE(policy);
+    auto l = two_tenants();
+    const std::string a_name(300, 'a'), b_name(300, 'b');
+    l.tenants[1].name = a_name;
+    l.tenants[2].name = b_name;
+    for (int i = 0; i < 4; ++i) add_tenant_job(l, 2, 4, 10000 + i, 0);
+    round(l, policy, 0);
+    add_tenant_job(l, 1, 8, 5000, 10);
+    auto ds = round(l, policy, 10);
+    REQUIRE(count(ds, decision::kind::preempt) == 2);
+    for (auto& d : ds)
+      if (d.what == decision::kind::preempt)
+        CHECK(d.why == "quota reclaim for job 4 of tenant " + a_name + ": tenant " + b_name + " borrows 8 GPUs beyond its quota");
+  }
+}
+
 TEST_CASE("quota: idle quota is lent, and taken back with one preemption when its owner needs it") {
   for (const char* policy : {"baseline", "aryl"}) {
     CAPTURE(policy);
