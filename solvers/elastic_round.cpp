@@ -410,7 +410,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   // 2b. Consolidation: a job whose workers span more servers than their count needs moves
   // onto fewer, on GPUs really free now and its own, when the rate it gains over the time it
   // is expected to keep its size pays for the change (overhead, checkpoint) and the margin.
-  if (!starts_only && o.consolidate && p.elastic && o.placement == placement_mode::consolidated)
+  if (!starts_only && consolidates(p, o))
     consolidate(l, p, o, now, view, hard);
 
   // 3. Scale-out knapsack over what is left, per GPU type. A job within its cooldown whose

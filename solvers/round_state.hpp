@@ -313,6 +313,11 @@ struct round_buffers {
 /// One set of round buffers per thread, shared by the round's steps in every file.
 inline thread_local round_buffers buffers;
 
+/// Whether a full round runs step 2b, consolidation (consolidation.cpp).
+inline bool consolidates(const policy_spec& p, const planner_options& o) {
+  return o.consolidate && p.elastic && o.placement == placement_mode::consolidated;
+}
+
 /// Without elastic scaling (loan-only) a job's base is its whole allocation: it only moves.
 inline int base_workers(const job_entry& j, const policy_spec& p) { return p.elastic ? j.min_workers : j.gpus; }
 

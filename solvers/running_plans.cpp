@@ -27,8 +27,7 @@ bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options&
   // Its server may not stay full: a spread neighbour that consolidates (step 2b) leaves it,
   // and a quota's growth may stop jobs there (step 1b).
   if (l.params.quotas) return false;
-  if (o.consolidate && o.placement == placement_mode::consolidated && l.servers[static_cast<size_t>(sid)].spread_elastic > 0)
-    return false;
+  if (consolidates(p, o) && l.servers[static_cast<size_t>(sid)].spread_elastic > 0) return false;
   if (j.max_workers <= j.min_workers) return true;
   if (o.min_extra_efficiency <= 0) return false;
   // Under a power law that does not rise, a GPU's share of the work only falls as workers are
