@@ -225,7 +225,12 @@ int cluster_ledger::extra_on(const job_entry& j, const allocation& alloc, int si
 void cluster_ledger::take(uint32_t index, const allocation& alloc) {
   ensure_indexed();
   auto& j = jobs.at(index);
-  if (j.elastic) keep_on_fewest(alloc, j.min_workers, j.base);
+  if (j.elastic) {
+    keep_on_fewest(alloc, j.min_workers, j.base);
+    if (min_home.size() <= index) min_home.resize(jobs.size());
+    const bool at_min = alloc.size() == 1 && alloc.front().second == j.min_workers;
+    min_home[index] = {at_min ? alloc.front().first : -1, j.min_workers, j.max_workers};
+  }
   const int spread = j.elastic && alloc.size() > 1 ? 1 : 0;  // an allocation lists each server once
   for (auto& [sid, w] : alloc) {
     auto& s = servers.at(static_cast<size_t>(sid));

@@ -198,6 +198,16 @@ public:
   id_set running;
   /// The running jobs that are elastic, in the same order: a full round plans only these.
   id_set running_elastic;
+  /// Per job (by index): its server while it is elastic and runs at its minimum on one server
+  /// (-1 otherwise), with its minimum and maximum; set at every take (only a running job's is
+  /// read). Only such a job can be skipped by a full round (running_plans.cpp), which passes
+  /// over every running elastic job: read from this small array, that pass touches no job
+  /// entry for most of them.
+  struct min_home_entry {
+    int32_t server = -1;
+    int32_t min_workers = 0, max_workers = 0;
+  };
+  std::vector<min_home_entry> min_home;
   /// planner_options::reserve_after_s: the servers whose GPUs the latest full or starts round
   /// held for queued job `reserved_for`; local rounds until the next one hold them too.
   std::vector<int> reserved_servers;

@@ -224,6 +224,7 @@ struct round_buffers {
   std::vector<elastic_plan> plans;
   std::vector<elastic_plan> started_plans;  ///< step 1's plans, aside while plan_running builds ahead of them
   std::vector<int> type_gpus;               ///< GPUs per type, all servers
+  std::vector<signed char> share_fails;     ///< plan_running: by minimum, whether one more worker falls below the floor
   std::vector<start> starts;
   std::vector<victim> victims;
   /// Jobs a local round started at once in the ledger (not in `starts`): no victims either.

@@ -9,42 +9,38 @@
 namespace aryl::detail {
 namespace {
 
-/// Whether running elastic job `j` can neither change nor shape anyone's change in the rest of
-/// a full round (after step 1), so that it needs no plan: at its minimum on one server of the
-/// fastest type, or of any type when no job can move (`moves_closed`) (nothing to keep,
+/// Whether running elastic job `id` can neither change nor shape anyone's change in the rest
+/// of a full round (after step 1), so that it needs no plan: at its minimum on one server of
+/// the fastest type, or of any type when no job can move (`moves_closed`) (nothing to keep,
 /// spread or move), a server with no GPU free in the view that no later step can free (no
 /// spread elastic job there to consolidate away, no quotas to grow by stopping jobs)
 /// (every size above its minimum would span a second server), and every such size below the
 /// efficiency floor at the rate of two or more servers (locality is a step: any number of
-/// servers from two gives the same rate), so its knapsack class would be empty.
-template <class TypeGpus>
-bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
-           const work_view& view, double best_speed, bool moves_closed, TypeGpus&& type_gpus) {
-  if (!p.elastic || j.workers != j.min_workers || j.alloc.size() != 1) return false;
-  if (o.migrate && !moves_closed && speed(l, j.alloc_type) < best_speed) return false;
-  const int sid = j.alloc.front().first;
+/// servers from two gives the same rate), so its knapsack class would be empty. Reads the
+/// ledger's min_home, and the job's entry only where the model's share of a GPU may rise.
+/// `fails_at(min)`: whether min + 1 workers fall below the floor under a falling share.
+template <class TypeGpus, class FailsAt>
+bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
+           const work_view& view, double best_speed, bool moves_closed, TypeGpus&& type_gpus, FailsAt&& fails_at) {
+  if (!p.elastic) return false;
+  auto& h = l.min_home[id];
+  const int sid = h.server;
+  if (sid < 0) return false;
+  auto& s = l.servers[static_cast<size_t>(sid)];
+  if (o.migrate && !moves_closed && speed(l, s.gpu_type) < best_speed) return false;
   if (view.at(sid) != 0) return false;
   // Its server may not stay full: a spread neighbour that consolidates (step 2b) leaves it,
   // and a quota's growth may stop jobs there (step 1b).
   if (l.params.quotas) return false;
-  if (consolidates(p, o) && l.servers[static_cast<size_t>(sid)].spread_elastic > 0) return false;
-  if (j.max_workers <= j.min_workers) return true;
+  if (consolidates(p, o) && s.spread_elastic > 0) return false;
+  if (h.max_workers <= h.min_workers) return true;
   if (o.min_extra_efficiency <= 0) return false;
-  // Under a power law that does not rise, a GPU's share of the work only falls as workers are
-  // added: the first size decides for all. Its share over the minimum's is
-  // eff(min + 1) loc(2) / (eff(min) loc(1)), whatever the job's speed and request; decided
-  // here with a margin far above rounding error (at the margin, each size is checked as the
-  // knapsack would).
   auto& m = l.params.model;
-  if (falling_share(m)) {
-    const int w = j.min_workers + 1;
-    if (efficiency(m, w) * locality_efficiency(m, 2) <
-        o.min_extra_efficiency * efficiency(m, j.min_workers) * locality_efficiency(m, 1) * (1 - 1e-9))
-      return true;
-  }
-  const double sp = speed(l, j.alloc_type);
+  if (falling_share(m) && fails_at(h.min_workers)) return true;
+  auto& j = l.jobs[id];
+  const double sp = speed(l, s.gpu_type);
   const double r_min = work_rate(m, j.gpus, j.min_workers, 1, sp);
-  const int top = std::min(j.max_workers, j.min_workers + type_gpus(j.alloc_type));
+  const int top = std::min(j.max_workers, j.min_workers + type_gpus(s.gpu_type));
   for (int w = j.min_workers + 1; w <= top; ++w)
     if (!(work_rate(m, j.gpus, w, 2, sp) * j.min_workers < o.min_extra_efficiency * r_min * w)) return false;
   return true;
@@ -89,10 +85,27 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
   auto& started = b.started_plans;
   started.clear();
   started.swap(plans);
+  // Under a power law that does not rise, a GPU's share of the work only falls as workers are
+  // added: the first size decides for all. Its share over the minimum's is
+  // eff(min + 1) loc(2) / (eff(min) loc(1)), whatever the job's speed and request: decided
+  // once per minimum a round meets, with a margin far above rounding error (at the margin,
+  // each size is checked as the knapsack would).
+  auto& fails = b.share_fails;  // by minimum: -1 not yet known
+  fails.clear();
+  auto fails_at = [&](int min) {
+    auto i = static_cast<size_t>(min);
+    if (fails.size() <= i) fails.resize(i + 1, -1);
+    if (fails[i] < 0) {
+      auto& m = l.params.model;
+      fails[i] = efficiency(m, min + 1) * locality_efficiency(m, 2) <
+                 o.min_extra_efficiency * efficiency(m, min) * locality_efficiency(m, 1) * (1 - 1e-9);
+    }
+    return fails[i] == 1;
+  };
   for (auto id : l.running_elastic) {
-    auto& j = l.jobs[id];
     if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; })) continue;
-    if (o.skip_inert && inert(l, p, o, j, view, best, moves_closed, gpus_of)) continue;
+    if (o.skip_inert && inert(l, p, o, id, view, best, moves_closed, gpus_of, fails_at)) continue;
+    auto& j = l.jobs[id];
     auto& e = plans.emplace_back(id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc());
     base_of(j, p, e.base);
   }

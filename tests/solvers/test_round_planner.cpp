@@ -427,7 +427,7 @@ TEST_CASE("over random full rounds on fast and slow loaned servers, skipping the
   // free, with no spread job on its server that may consolidate away (some jobs start spread,
   // as a reclaim or fault can leave them). A copy of the ledger planned with every running
   // job must decide the same.
-  int compared = 0, moves = 0, resizes = 0, consolidations = 0;
+  int compared = 0, moves = 0, resizes = 0, consolidations = 0, at_min_on_one = 0;
   for (unsigned seed = 1; seed <= 300; ++seed) {
     std::mt19937 rng(seed);
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
@@ -458,6 +458,15 @@ TEST_CASE("over random full rounds on fast and slow loaned servers, skipping the
         if (l.jobs[id].elastic && l.jobs[id].alloc.size() > 1)
           for (auto& [sid, w] : l.jobs[id].alloc) ++spread[static_cast<size_t>(sid)];
       for (auto& s : l.servers) REQUIRE(s.spread_elastic == spread[static_cast<size_t>(s.id)]);
+      // So is its record of each running elastic job's server while at its minimum on one.
+      for (auto id : l.running_elastic) {
+        auto& j = l.jobs[id];
+        const int home = j.alloc.size() == 1 && j.workers == j.min_workers ? j.alloc.front().first : -1;
+        REQUIRE(l.min_home[id].server == home);
+        REQUIRE(l.min_home[id].min_workers == j.min_workers);
+        REQUIRE(l.min_home[id].max_workers == j.max_workers);
+        at_min_on_one += home >= 0;
+      }
       resizes += count(skipped, decision::kind::rescale);
       for (auto& d : skipped) consolidations += d.why.rfind("consolidate", 0) == 0;
       for (size_t i = 0; i < skipped.size(); ++i) {
@@ -472,6 +481,7 @@ TEST_CASE("over random full rounds on fast and slow loaned servers, skipping the
   CHECK(resizes > 1000);
   CHECK(moves > 50);
   CHECK(consolidations > 20);
+  CHECK(at_min_on_one > 1000);
 }
 
 TEST_CASE("over random full rounds, a power-law model decides as its own efficiencies given as a table, whose sizes are each checked against the floor") {
