@@ -23,8 +23,8 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
   for (auto& e : b.plans) {
     if (e.started || e.frozen || e.type != l.jobs[e.job].alloc_type) continue;
     auto& j = l.jobs[e.job];
-    if (o.rescale_cooldown_s > 0 && (now - j.resized_at).seconds() < o.rescale_cooldown_s) continue;
     if (j.alloc.size() <= 1) continue;  // one server (an allocation lists each server once)
+    if (o.rescale_cooldown_s > 0 && (now - j.resized_at).seconds() < o.rescale_cooldown_s) continue;
     const int spanned = servers_spanned(j.alloc);
     if (spanned <= 1) continue;
     if (widest == 0) {
