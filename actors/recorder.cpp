@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actors/journal_protocol.hpp"
+#include "solvers/round_planner.hpp"
 
 namespace aryl {
 namespace {
@@ -62,7 +63,18 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
   };
   return {
       [=](event_atom, const event_record& e) { event(e); },
-      [=](roundlog_atom, const std::vector<event_record>& es, const cluster_snapshot& c) {
+      [=](roundlog_atom, const std::vector<event_record>& es, const cluster_snapshot& c, int32_t scope) {
+        auto& h = self->state.header;
+        if (!self->state.status->finished.load()) {
+          switch (static_cast<round_scope>(scope)) {
+            case round_scope::full:
+              ++h.full_rounds;
+              h.full_rounds_deciding_nothing += es.empty();
+              break;
+            case round_scope::starts: ++h.starts_rounds; break;
+            case round_scope::local: ++h.local_rounds; break;
+          }
+        }
         for (auto& e : es) event(e);
         snapshot(c);
       },

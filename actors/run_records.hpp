@@ -133,6 +133,11 @@ struct run_summary {
   uint64_t recoveries = 0;       ///< crashed jobs that ran again
   double recovery_p50_s = 0, recovery_max_s = 0;
   uint64_t events = 0;
+  /// Scheduling rounds up to the last job's end, by scope (full: sizes re-planned; starts:
+  /// queued jobs sized on free GPUs; local: queued jobs started at their base), and the full
+  /// rounds that decided nothing: what the run's scheduling cost is made of, deterministic in
+  /// simulated time. Counted by this process (a restarted `aryl serve` from its restart).
+  uint64_t full_rounds = 0, full_rounds_deciding_nothing = 0, starts_rounds = 0, local_rounds = 0;
   /// Simulated time only: messages and timers the actors handled (the test coordinator's
   /// count), a measure of the run's cost that the machine's noise does not touch.
   uint64_t actor_activations = 0;

@@ -259,7 +259,8 @@ void run_round(self_ptr self) {
     }
     lines.push_back({now.us, "scheduler", kind_name(d.what), std::move(detail), std::move(d.why)});
   }
-  self->send(st.jenv.recorder, roundlog_atom::value, std::move(lines), snapshot_at(st, now));
+  self->send(st.jenv.recorder, roundlog_atom::value, std::move(lines), snapshot_at(st, now),
+             static_cast<int32_t>(scope));
   note_drained(self, now);
   st.rounds.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - st.round_asked).count());
 }

@@ -5,8 +5,9 @@
 # servers; and the whole trace (82,247 jobs) under aryl as scripts/bench_sim.sh runs it.
 # Every case runs RUNS times, interleaved (so a noisy minute hits all cases alike); prints
 # each run, then per case the median wall time, the contended/uncontended ratio per policy and
-# the peak resident memory per job, and the actors' activations (summary.json's
-# actor_activations: deterministic, unlike the times).
+# the peak resident memory per job, the actors' activations and the scheduling rounds
+# (summary.json's actor_activations, full_rounds, local_rounds + starts_rounds: deterministic,
+# unlike the times).
 #   scripts/bench_contended.sh                   # scale period 0 (the default: exact rounds)
 #   PERIODS="0 300" scripts/bench_contended.sh   # also with scheduler.scale_period_s=300
 #   ARGS="--set scheduler.scale_rounds=capacity" scripts/bench_contended.sh  # added to aryl's runs
@@ -50,7 +51,8 @@ def run_once(args):
         wall = int(h or 0) * 3600 + int(m) * 60 + float(s)
         rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1))
         s = json.load(open(f"{work}/out/summary.json"))
-        return wall, rss, s["jobs_submitted"], s["mean_queue_s"], s["mean_jct_s"], s["actor_activations"]
+        return (wall, rss, s["jobs_submitted"], s["mean_queue_s"], s["mean_jct_s"], s["actor_activations"],
+                s["full_rounds"], s["local_rounds"] + s["starts_rounds"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -64,8 +66,8 @@ for i in range(runs):
               f"mean JCT {r[4]:.0f} s", file=sys.stderr, flush=True)
 
 print(f"| case | wall s (median of {runs}) | min | max | peak RSS KiB | KiB per job | mean queue s | mean JCT s | "
-      "actor activations |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+      "actor activations | full rounds | local and starts rounds |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 median = {}
 for name, _ in cases:
     rs = results[name]
@@ -73,7 +75,7 @@ for name, _ in cases:
     median[name] = statistics.median(walls)
     rss, jobs = max(r[1] for r in rs), rs[0][2]
     print(f"| {name} | {median[name]:.2f} | {min(walls):.2f} | {max(walls):.2f} | {rss:,} | {rss / jobs:.2f} | "
-          f"{rs[0][3]:.0f} | {rs[0][4]:.0f} | {rs[0][5]:,} |")
+          f"{rs[0][3]:.0f} | {rs[0][4]:.0f} | {rs[0][5]:,} | {rs[0][6]:,} | {rs[0][7]:,} |")
 print()
 for policy in ["fifo"] + [f"aryl (period {p})" for p in periods]:
     c = [n for n in median if f", {policy}, 64 x 8" in n][0]

@@ -474,6 +474,10 @@ std::string summary_json(const run_summary& s) {
   j["recovery_p50_s"] = s.recovery_p50_s;
   j["recovery_max_s"] = s.recovery_max_s;
   j["events"] = s.events;
+  j["full_rounds"] = s.full_rounds;
+  j["full_rounds_deciding_nothing"] = s.full_rounds_deciding_nothing;
+  j["starts_rounds"] = s.starts_rounds;
+  j["local_rounds"] = s.local_rounds;
   j["actor_activations"] = s.actor_activations;
   j["sim_wall_s"] = s.sim_wall_s;
   j["max_timer_lag_s"] = s.max_timer_lag_s;

@@ -1,0 +1,53 @@
+// summary.json's scheduling rounds by scope, on a hand-made trace whose rounds are counted by
+// hand.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/e2e/run_helpers.hpp"
+
+using namespace aryl;
+
+namespace {
+
+/// One 8-GPU V100 training server, no inference servers, policy aryl; two rigid jobs that
+/// each take it whole: a (submitted at 0, 100 s) and b (at 10, 100 s). Rounds: at 0 (a
+/// starts), at 10 (b finds no room: nothing decided) and at 100 (a ends, b starts); b's end
+/// at 200 ends the run.
+nlohmann::json rounds_of(const std::string& name, scale_rounds rounds) {
+  config c;
+  c.trace_file = test::write_temp_file("rounds-" + name + ".csv",
+                                       "job_id,submit_s,gpus,duration_s,gpu_type,elastic\na,0,8,100,,0\nb,10,8,100,,0\n");
+  c.check_invariants = true;
+  c.training.servers = 1;
+  c.inference.servers = 0;
+  c.policy = "aryl";
+  c.scheduler.rounds = rounds;
+  c.out_dir = test::temp_dir("rounds-" + name + "-out");
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  auto s = nlohmann::json::parse(test::slurp(c.out_dir + "/summary.json"));
+  CHECK(s.at("full_rounds") == out.summary.full_rounds);
+  CHECK(s.at("local_rounds") == out.summary.local_rounds);
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("summary.json counts every round as full, and the one that decided nothing, when every round re-plans sizes") {
+  auto s = rounds_of("every", scale_rounds::every);
+  CHECK(s.at("full_rounds") == 3);
+  CHECK(s.at("full_rounds_deciding_nothing") == 1);  // at 10
+  CHECK(s.at("starts_rounds") == 0);
+  CHECK(s.at("local_rounds") == 0);
+}
+
+TEST_CASE("summary.json counts a rigid arrival's and a rigid job's end's rounds as local when sizes wait for a reason") {
+  // The run's first round is full (a scheduler starts with sizes to plan); a rigid
+  // arrival or end gives no elastic job room to change, so the later two are local.
+  auto s = rounds_of("arrivals", scale_rounds::arrivals);
+  CHECK(s.at("full_rounds") == 1);
+  CHECK(s.at("full_rounds_deciding_nothing") == 0);
+  CHECK(s.at("starts_rounds") == 0);
+  CHECK(s.at("local_rounds") == 2);
+}
