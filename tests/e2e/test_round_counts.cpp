@@ -1,4 +1,4 @@
-// summary.json's scheduling rounds by scope, on a hand-made trace whose rounds are counted by
+// summary.json's scheduling rounds by scope, on hand-made traces whose rounds are counted by
 // hand.
 #include <doctest/doctest.h>
 
@@ -10,14 +10,11 @@ using namespace aryl;
 
 namespace {
 
-/// One 8-GPU V100 training server, no inference servers, policy aryl; two rigid jobs that
-/// each take it whole: a (submitted at 0, 100 s) and b (at 10, 100 s). Rounds: at 0 (a
-/// starts), at 10 (b finds no room: nothing decided) and at 100 (a ends, b starts); b's end
-/// at 200 ends the run.
-nlohmann::json rounds_of(const std::string& name, scale_rounds rounds) {
+/// One 8-GPU V100 training server, no inference servers, policy aryl: the summary of a run
+/// of `trace` under `rounds`.
+nlohmann::json rounds_of(const std::string& name, scale_rounds rounds, const std::string& trace) {
   config c;
-  c.trace_file = test::write_temp_file("rounds-" + name + ".csv",
-                                       "job_id,submit_s,gpus,duration_s,gpu_type,elastic\na,0,8,100,,0\nb,10,8,100,,0\n");
+  c.trace_file = test::write_temp_file("rounds-" + name + ".csv", trace);
   c.check_invariants = true;
   c.training.servers = 1;
   c.inference.servers = 0;
@@ -32,22 +29,39 @@ nlohmann::json rounds_of(const std::string& name, scale_rounds rounds) {
   return s;
 }
 
+/// Two rigid jobs that each take the server whole: a (submitted at 0, 100 s) and b (at 10,
+/// 100 s). Rounds: at 0 (a starts), at 10 (b finds no room: nothing decided) and at 100 (a
+/// ends, b starts); b's end at 200 ends the run.
+const char* two_in_turn = "job_id,submit_s,gpus,duration_s,gpu_type,elastic\na,0,8,100,,0\nb,10,8,100,,0\n";
+
 } // namespace
 
 TEST_CASE("summary.json counts every round as full, and the one that decided nothing, when every round re-plans sizes") {
-  auto s = rounds_of("every", scale_rounds::every);
+  auto s = rounds_of("every", scale_rounds::every, two_in_turn);
   CHECK(s.at("full_rounds") == 3);
   CHECK(s.at("full_rounds_deciding_nothing") == 1);  // at 10
   CHECK(s.at("starts_rounds") == 0);
   CHECK(s.at("local_rounds") == 0);
 }
 
-TEST_CASE("summary.json counts a rigid arrival's and a rigid job's end's rounds as local when sizes wait for a reason") {
+TEST_CASE("summary.json counts a rigid arrival's and a rigid job's end's rounds as local: no size may change") {
   // The run's first round is full (a scheduler starts with sizes to plan); a rigid
   // arrival or end gives no elastic job room to change, so the later two are local.
-  auto s = rounds_of("arrivals", scale_rounds::arrivals);
+  auto s = rounds_of("arrivals", scale_rounds::arrivals, two_in_turn);
   CHECK(s.at("full_rounds") == 1);
   CHECK(s.at("full_rounds_deciding_nothing") == 0);
   CHECK(s.at("starts_rounds") == 0);
   CHECK(s.at("local_rounds") == 2);
+}
+
+TEST_CASE("summary.json counts an elastic arrival's round as a starts round when scale_rounds=capacity") {
+  // a (rigid, 4 GPUs, 0 to 100 s) leaves 4 GPUs free; e (elastic, 2 to 4 workers) comes at 10
+  // with room to grow: a starts round sizes it on the free GPUs, at its maximum. a's end at 100
+  // then lets no size change: a local round. The first round (at 0) is full.
+  auto s = rounds_of("capacity", scale_rounds::capacity,
+                     "job_id,submit_s,gpus,duration_s,gpu_type,elastic,min_workers,max_workers\n"
+                     "a,0,4,100,,0,,\ne,10,2,1000,,1,2,4\n");
+  CHECK(s.at("full_rounds") == 1);
+  CHECK(s.at("starts_rounds") == 1);
+  CHECK(s.at("local_rounds") == 1);
 }
