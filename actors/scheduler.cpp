@@ -195,17 +195,23 @@ void run_round(self_ptr self) {
   // something asked for it; a round in between only starts queued jobs (shrinking extras
   // where it must), and a timer brings the next full round.
   // (Compared in whole microseconds, as the timer fires: it always finds its round due.)
+  // Ends under a queue that asked for sizes (and nothing else did) wait longer: their GPUs go
+  // to queued jobs in the rounds in between.
   const bool on_capacity = st.setup.planner.rounds != scale_rounds::every;
   const bool sizes = !on_capacity || st.wanted == replan::sizes;
-  const sim_time due = st.last_scale_round + sim_time::from_seconds(st.setup.planner.scale_period_s);
-  const bool full = sizes && now >= due;
+  const bool ends = on_capacity && st.ends_waiting;
+  const double period = st.setup.planner.scale_period_s;
+  const sim_time due = st.last_scale_round +
+                       sim_time::from_seconds(sizes ? period : std::max(period, st.setup.planner.end_scale_period_s));
+  const bool full = (sizes || ends) && now >= due;
   const round_scope scope = full                                         ? round_scope::full
                             : on_capacity && st.wanted == replan::starts ? round_scope::starts
                                                                          : round_scope::local;
   if (full) {
     st.last_scale_round = now;
     st.wanted = replan::none;
-  } else if (sizes && !st.scale_timer) {
+    st.ends_waiting = false;
+  } else if ((sizes || ends) && !st.scale_timer) {
     st.scale_timer = true;
     self->delayed_send(self, st.jenv.tb.span(due - now), scale_due_atom::value);
   }
@@ -441,10 +447,15 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   if (!done) self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
   st.jobs[job] = nullptr;
   // The round at this instant sends the snapshot.
-  mark_dirty(self, st.setup.planner.rounds == scale_rounds::every ||
-                           freed_may_resize(st.ledger, st.setup.policy, st.setup.planner, before)
-                       ? replan::sizes
-                       : replan::none);
+  const bool resize = st.setup.planner.rounds == scale_rounds::every ||
+                      freed_may_resize(st.ledger, st.setup.policy, st.setup.planner, before);
+  // (Only policies whose rounds differ by scope: elastic or loaning, not preemptive.)
+  auto& p = st.setup.policy;
+  const bool waits = resize && (p.elastic || p.loaning) && !p.preemptive &&
+                     st.setup.planner.rounds != scale_rounds::every && st.setup.planner.end_scale_period_s > 0 &&
+                     !st.ledger.queued.empty();
+  if (waits) st.ends_waiting = true;
+  mark_dirty(self, resize && !waits ? replan::sizes : replan::none);
 }
 
 } // namespace sched
@@ -572,9 +583,14 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         return caf::unit;
       },
       [=](scale_due_atom) -> caf::result<void> {
-        if (self->state.away) return caf::skip;
-        self->state.scale_timer = false;
-        mark_dirty(self);
+        auto& st = self->state;
+        if (st.away) return caf::skip;
+        st.scale_timer = false;
+        // Only ends were waiting: the round decides whether their period is up (a full round
+        // may have come between, for something else).
+        const bool ends_only = st.setup.planner.rounds != scale_rounds::every && st.wanted != replan::sizes;
+        if (ends_only && !st.ends_waiting) return caf::unit;
+        mark_dirty(self, ends_only ? replan::none : replan::sizes);
         return caf::unit;
       },
       [=](loan_atom, const std::vector<int>& ids) -> caf::result<void> {

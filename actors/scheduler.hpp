@@ -72,6 +72,9 @@ struct scheduler_state {
   /// What the rounds asked for since the last full round must re-plan
   /// (scheduler.scale_rounds=capacity).
   replan wanted = replan::sizes;
+  /// A job's end under a queue asked for sizes since the last full round, and waits for
+  /// planner_options::end_scale_period_s.
+  bool ends_waiting = false;
   /// Wall clock when the pending round was asked for: round latency is measured, never used
   /// in a decision.
   std::chrono::steady_clock::time_point round_asked;

@@ -58,6 +58,11 @@ struct planner_options {
   /// between only start queued jobs at their base demand on free GPUs. 0: every round
   /// re-plans (docs/design.md, "Scale period").
   double scale_period_s = 0;
+  /// While jobs queue, a job's end re-plans sizes at most this long after the last full
+  /// round: the round at the end only starts queued jobs, and the end's sizes wait for the
+  /// next full round, at most this long (scale_rounds capacity or arrivals; 0: at once;
+  /// docs/design.md, "Ends under a queue").
+  double end_scale_period_s = 120;
   scale_rounds rounds = scale_rounds::arrivals;
   scale_horizon horizon = scale_horizon::hold;
   /// A change of an elastic job's size must gain this many seconds of predicted JCT beyond

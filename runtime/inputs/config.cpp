@@ -112,6 +112,8 @@ const std::map<std::string, setter>& setters() {
       {"scheduler.migrate_onto_extras", [](config& c, const std::string& v) { c.scheduler.migrate_onto_extras = to_bool(v); }},
       {"scheduler.free_gpus_first", [](config& c, const std::string& v) { c.scheduler.free_gpus_first = to_bool(v); }},
       {"scheduler.scale_period_s", [](config& c, const std::string& v) { c.scheduler.scale_period_s = seconds(v); }},
+      {"scheduler.end_scale_period_s",
+       [](config& c, const std::string& v) { c.scheduler.end_scale_period_s = seconds(v); }},
       {"scheduler.scale_rounds", [](config& c, const std::string& v) {
          auto r = one_of(v, {"every", "capacity", "arrivals"});
          c.scheduler.rounds = r == "every" ? scale_rounds::every : r == "capacity" ? scale_rounds::capacity : scale_rounds::arrivals;

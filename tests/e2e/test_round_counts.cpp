@@ -65,3 +65,61 @@ TEST_CASE("summary.json counts an elastic arrival's round as a starts round when
   CHECK(s.at("starts_rounds") == 1);
   CHECK(s.at("local_rounds") == 1);
 }
+
+namespace {
+
+/// One 8-GPU server: a (rigid, 4 GPUs, 0 to 100 s), e (elastic, 2 to 6 workers, long) and q
+/// (rigid, 8 GPUs, from 10 s, far longer than e, so it never stops e): q waits until e ends.
+/// a's end at 100 frees GPUs e could grow onto while q queues. The run's summary and the
+/// instants at which e scaled out.
+std::pair<nlohmann::json, std::vector<double>> end_under_queue(const std::string& name, double end_period,
+                                                               const std::string& more_rows = "") {
+  config c;
+  c.trace_file = test::write_temp_file("rounds-" + name + ".csv",
+                                       "job_id,submit_s,gpus,duration_s,gpu_type,elastic,min_workers,max_workers\n"
+                                       "a,0,4,100,,0,,\ne,0,2,20000,,1,2,6\nq,10,8,400000,,0,,\n" + more_rows);
+  c.check_invariants = true;
+  c.training.servers = 1;
+  c.inference.servers = 0;
+  c.policy = "aryl";
+  c.scheduler.rescale_cooldown_s = 0;
+  c.scheduler.end_scale_period_s = end_period;
+  c.out_dir = test::temp_dir("rounds-" + name + "-out");
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  std::vector<double> outs;
+  std::istringstream log(test::slurp(c.out_dir + "/events.log"));
+  for (std::string line; std::getline(log, line);)
+    if (line.find(" rescale job-1 ") != std::string::npos && line.find("| scale out") != std::string::npos)
+      outs.push_back(std::stod(line));
+  return {nlohmann::json::parse(test::slurp(c.out_dir + "/summary.json")), outs};
+}
+
+} // namespace
+
+TEST_CASE("a job's end under a queue re-plans sizes only end_scale_period_s after the last full round") {
+  // Rounds: at 0 full (a starts, e starts at 4 workers on the GPUs left); at 10 local (q finds no
+  // room); at 100 local (a ends while q queues: no size changes); at 120 full (the end's
+  // period is up: e grows onto a's GPUs); at e's end local (q starts; no elastic job left).
+  auto [s, outs] = end_under_queue("end-waits", 120);
+  CHECK(s.at("full_rounds") == 2);
+  CHECK(s.at("local_rounds") == 3);
+  CHECK(outs == std::vector<double>{120});
+}
+
+TEST_CASE("with end_scale_period_s 0, a job's end under a queue re-plans sizes at once") {
+  auto [s, outs] = end_under_queue("end-at-once", 0);
+  CHECK(s.at("full_rounds") == 2);  // at 0 and at 100
+  CHECK(s.at("local_rounds") == 2);  // at 10 and at e's end
+  CHECK(outs == std::vector<double>{100});
+}
+
+TEST_CASE("a full round for another cause between a job's end under a queue and its period's end takes the end's place") {
+  // f (elastic, 1 to 2 workers) arrives at 110 with room to grow: a full round there sizes f
+  // and grows e onto a's GPUs. The end's timer at 120 finds nothing waiting: no round. f's end
+  // (e at its maximum) and e's end are local.
+  auto [s, outs] = end_under_queue("end-overtaken", 120, "f,110,1,1000,,1,1,2\n");
+  CHECK(s.at("full_rounds") == 2);   // at 0 and at 110
+  CHECK(s.at("local_rounds") == 4);  // at 10, 100, f's end and e's end
+  CHECK(outs == std::vector<double>{110});
+}
