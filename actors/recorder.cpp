@@ -63,13 +63,16 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
   };
   return {
       [=](event_atom, const event_record& e) { event(e); },
-      [=](roundlog_atom, const std::vector<event_record>& es, const cluster_snapshot& c, int32_t scope) {
+      [=](roundlog_atom, const std::vector<event_record>& es, const cluster_snapshot& c, int32_t scope,
+          int32_t cause) {
         auto& h = self->state.header;
         if (!self->state.status->finished.load()) {
           switch (static_cast<round_scope>(scope)) {
             case round_scope::full:
               ++h.full_rounds;
               h.full_rounds_deciding_nothing += es.empty();
+              if (cause >= 0 && static_cast<size_t>(cause) < h.full_rounds_by_cause.size())
+                ++h.full_rounds_by_cause[static_cast<size_t>(cause)];
               break;
             case round_scope::starts: ++h.starts_rounds; break;
             case round_scope::local: ++h.local_rounds; break;

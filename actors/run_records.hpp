@@ -1,11 +1,20 @@
 #pragma once
 /// What a run produces, as plain records: decision-log lines, one record per finished job,
 /// cluster snapshots. The recorder collects them; outputs.hpp turns them into files.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace aryl {
+
+/// What first asked for a full round's sizes since the previous full round: the run's first
+/// round, a job's arrival (or restore), a job's end (done, failed or cancelled), a loan, a
+/// reclaim, another change of the cluster (a fault, a drain, a server joining or back, the
+/// scheduler back, a worker lost), or a scale period's timer.
+enum class round_cause : int32_t { first, arrival, end, loan, reclaim, cluster, timer };
+inline constexpr std::array<const char*, 7> round_cause_names{"first", "arrival", "end", "loan",
+                                                              "reclaim", "cluster", "timer"};
 
 /// One decision: virtual time, the actor that made it, what, and why.
 struct event_record {
@@ -138,6 +147,8 @@ struct run_summary {
   /// rounds that decided nothing: what the run's scheduling cost is made of, deterministic in
   /// simulated time. Counted by this process (a restarted `aryl serve` from its restart).
   uint64_t full_rounds = 0, full_rounds_deciding_nothing = 0, starts_rounds = 0, local_rounds = 0;
+  /// The full rounds by round_cause.
+  std::array<uint64_t, round_cause_names.size()> full_rounds_by_cause{};
   /// Simulated time only: messages and timers the actors handled (the test coordinator's
   /// count), a measure of the run's cost that the machine's noise does not touch.
   uint64_t actor_activations = 0;

@@ -61,10 +61,13 @@ void send_snapshot(self_ptr self, sim_time now) {
   self->send(self->state.jenv.recorder, snapshot_atom::value, snapshot_at(self->state, now));
 }
 
-void mark_dirty(self_ptr self, replan what) {
-  self->state.wanted = std::max(self->state.wanted, what);
-  if (self->state.round_pending) return;
-  self->state.round_pending = true;
+void mark_dirty(self_ptr self, round_cause why, replan what) {
+  auto& st = self->state;
+  if (what == replan::sizes && st.wanted != replan::sizes) st.sizes_by = why;
+  st.wanted = std::max(st.wanted, what);
+  if (st.round_pending) return;
+  st.round_by = why;
+  st.round_pending = true;
   self->state.round_asked = std::chrono::steady_clock::now();
   // Through the clock even at zero delay: the round runs after every message and timer of
   // this instant, so one round sees all of them.
@@ -207,6 +210,9 @@ void run_round(self_ptr self) {
   const round_scope scope = full                                         ? round_scope::full
                             : on_capacity && st.wanted == replan::starts ? round_scope::starts
                                                                          : round_scope::local;
+  // A full round's cause: what asked for its sizes; else (only ends waited, or every round
+  // is full) what asked for this round.
+  const round_cause cause = st.wanted == replan::sizes ? st.sizes_by : ends ? round_cause::end : st.round_by;
   if (full) {
     st.last_scale_round = now;
     st.wanted = replan::none;
@@ -266,7 +272,7 @@ void run_round(self_ptr self) {
     lines.push_back({now.us, "scheduler", kind_name(d.what), std::move(detail), std::move(d.why)});
   }
   self->send(st.jenv.recorder, roundlog_atom::value, std::move(lines), snapshot_at(st, now),
-             static_cast<int32_t>(scope));
+             static_cast<int32_t>(scope), static_cast<int32_t>(cause));
   note_drained(self, now);
   st.rounds.add(std::chrono::duration<double>(std::chrono::steady_clock::now() - st.round_asked).count());
 }
@@ -455,7 +461,7 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
                      st.setup.planner.rounds != scale_rounds::every && st.setup.planner.end_scale_period_s > 0 &&
                      !st.ledger.queued.empty();
   if (waits) st.ends_waiting = true;
-  mark_dirty(self, resize && !waits ? replan::sizes : replan::none);
+  mark_dirty(self, round_cause::end, resize && !waits ? replan::sizes : replan::none);
 }
 
 } // namespace sched
@@ -590,7 +596,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         // may have come between, for something else).
         const bool ends_only = st.setup.planner.rounds != scale_rounds::every && st.wanted != replan::sizes;
         if (ends_only && !st.ends_waiting) return caf::unit;
-        mark_dirty(self, ends_only ? replan::none : replan::sizes);
+        mark_dirty(self, round_cause::timer, ends_only ? replan::none : replan::sizes);
         return caf::unit;
       },
       [=](loan_atom, const std::vector<int>& ids) -> caf::result<void> {
@@ -604,7 +610,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
           self->send(st.servers[static_cast<size_t>(sid)], mode_atom::value, static_cast<int>(server_mode::loaned));
         }
         log(self, now, "loan", fmt::format("servers={}", ids.size()), "inference demand fell below serving capacity");
-        mark_dirty(self);
+        mark_dirty(self, round_cause::loan);
         return caf::unit;
       },
       [=](reclaim_atom, int count, int64_t deadline_us) -> caf::result<void> {
@@ -616,7 +622,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         st.reclaim_deadline = sim_time::from_us(deadline_us);
         start_reclaim(self, now);
         complete_reclaims(self, now);
-        mark_dirty(self);
+        mark_dirty(self, round_cause::reclaim);
         return caf::unit;
       },
       [=](crash_atom, int server, int64_t down_us) { on_crash(self, server, down_us); },
@@ -648,7 +654,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         auto& st = self->state;
         st.away = false;
         log(self, st.jenv.tb.now(self), "awake", "", "the scheduler is back");
-        mark_dirty(self);
+        mark_dirty(self, round_cause::cluster);
       },
       [=](ckfault_atom, uint32_t job, const checkpoint_fault& f) {
         auto& st = self->state;
@@ -664,7 +670,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         auto& st = self->state;
         if (job >= st.jobs.size() || !st.jobs[job] || st.ledger.jobs[job].workers == 0) return caf::unit;
         recover_job(self, job, -1, st.jenv.tb.now(self), "a worker process died");
-        mark_dirty(self);
+        mark_dirty(self, round_cause::cluster);
         return caf::unit;
       },
       [=](restore_atom, std::vector<saved_job>& rows) -> caf::result<int> {

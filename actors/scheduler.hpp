@@ -75,6 +75,9 @@ struct scheduler_state {
   /// A job's end under a queue asked for sizes since the last full round, and waits for
   /// planner_options::end_scale_period_s.
   bool ends_waiting = false;
+  /// What first asked for sizes since the last full round, and for a round since the last
+  /// round (summary.json's full_rounds_by_cause).
+  round_cause sizes_by = round_cause::first, round_by = round_cause::first;
   /// Wall clock when the pending round was asked for: round latency is measured, never used
   /// in a decision.
   std::chrono::steady_clock::time_point round_asked;

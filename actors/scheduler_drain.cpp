@@ -93,7 +93,7 @@ node_answer on_node_order(self_ptr self, const node_order& o) {
     if (s.mode == server_mode::cordoned) st.ledger.set_mode(sid, server_mode::training);
     log(self, now, "resume", fmt::format("server={}", s.name), why);
     journal_hold(self, sid);
-    mark_dirty(self);
+    mark_dirty(self, round_cause::cluster);
     return {true, fmt::format("{}: resumed: new work may be placed there again", s.name)};
   }
   if (o.action != "cordon" && o.action != "drain")
@@ -105,7 +105,7 @@ node_answer on_node_order(self_ptr self, const node_order& o) {
   size_t moved = o.now ? move_jobs_off(self, sid, now, o.reason) : 0;
   journal_hold(self, sid);
   note_drained(self, now);
-  mark_dirty(self);
+  mark_dirty(self, round_cause::cluster);
   const char* lost = s.mode == server_mode::down ? " (it is lost now; held once its agent is back)" : "";
   if (o.action == "cordon")
     return {true, fmt::format("{}: cordoned: no new work; {}{}", s.name, run_on(there), lost)};
@@ -146,7 +146,7 @@ join_answer on_join(self_ptr self, const node_join& m, server_actor actor) {
   st.holds.emplace_back();
   log(self, now, "join", fmt::format("server={} gpus={} type={}", m.server, m.gpus, m.gpu_type),
       "its agent registered after the run started");
-  mark_dirty(self);
+  mark_dirty(self, round_cause::cluster);
   return {static_cast<int>(st.ledger.servers.size()) - 1, {}};
 }
 

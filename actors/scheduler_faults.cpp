@@ -146,7 +146,7 @@ void on_lost(self_ptr self, int server) {
     inference_server_lost(self, server, was);
     complete_reclaims(self, now);
   }
-  mark_dirty(self);
+  mark_dirty(self, round_cause::cluster);
 }
 
 void on_back(self_ptr self, int server) {
@@ -163,7 +163,7 @@ void on_back(self_ptr self, int server) {
       log(self, now, "rebooted", fmt::format("server={} jobs={}", s.name, ids.size()),
           "its agent registered again without its workers");
       for (auto id : ids) recover_job(self, id, server, now, fmt::format("server {} restarted", s.name));
-      mark_dirty(self);
+      mark_dirty(self, round_cause::cluster);
     }
     t.crashed = false;  // the pending loss finds it alive
     return;
@@ -189,7 +189,7 @@ void on_back(self_ptr self, int server) {
       self->send(inference, rejoin_atom::value, server);
   }
   log(self, now, "back", fmt::format("server={}", s.name), "its agent registered again");
-  mark_dirty(self);
+  mark_dirty(self, round_cause::cluster);
 }
 
 } // namespace aryl::sched

@@ -114,9 +114,10 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
   }
   st.jobs[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
   const bool sized_alone = st.setup.planner.rounds == scale_rounds::capacity;
-  mark_dirty(self, restored != nullptr        ? replan::sizes
-                   : may_grow_at_start(st, j) ? (sized_alone ? replan::starts : replan::sizes)
-                                              : replan::none);
+  mark_dirty(self, round_cause::arrival,
+             restored != nullptr        ? replan::sizes
+             : may_grow_at_start(st, j) ? (sized_alone ? replan::starts : replan::sizes)
+                                        : replan::none);
 }
 
 /// After a restart: starts a restored (queued) job on the workers found still running, in

@@ -19,7 +19,7 @@ std::string job_name(uint32_t id);
 void log(self_ptr self, sim_time now, std::string event, std::string detail, std::string why);
 /// Asks for a round at this instant that re-plans at least `what` (with
 /// scheduler.scale_rounds=every, every round re-plans every size).
-void mark_dirty(self_ptr self, replan what = replan::sizes);
+void mark_dirty(self_ptr self, round_cause why, replan what = replan::sizes);
 /// Sends a decision out. The job acknowledges it if `ack` (a reclaim's own decision) or if a
 /// reclaim in flight waits on the job.
 void dispatch(self_ptr self, const decision& d, bool ack = false);

@@ -476,6 +476,8 @@ std::string summary_json(const run_summary& s) {
   j["events"] = s.events;
   j["full_rounds"] = s.full_rounds;
   j["full_rounds_deciding_nothing"] = s.full_rounds_deciding_nothing;
+  for (size_t k = 0; k < round_cause_names.size(); ++k)
+    j["full_rounds_by_cause"][round_cause_names[k]] = s.full_rounds_by_cause[k];
   j["starts_rounds"] = s.starts_rounds;
   j["local_rounds"] = s.local_rounds;
   j["actor_activations"] = s.actor_activations;

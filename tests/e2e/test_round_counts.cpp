@@ -40,6 +40,9 @@ TEST_CASE("summary.json counts every round as full, and the one that decided not
   auto s = rounds_of("every", scale_rounds::every, two_in_turn);
   CHECK(s.at("full_rounds") == 3);
   CHECK(s.at("full_rounds_deciding_nothing") == 1);  // at 10
+  // Each round full, by what asked for it: the first, b's arrival, a's end.
+  CHECK(s.at("full_rounds_by_cause") == nlohmann::json{{"first", 1}, {"arrival", 1}, {"end", 1}, {"loan", 0},
+                                                        {"reclaim", 0}, {"cluster", 0}, {"timer", 0}});
   CHECK(s.at("starts_rounds") == 0);
   CHECK(s.at("local_rounds") == 0);
 }
@@ -105,6 +108,9 @@ TEST_CASE("a job's end under a queue re-plans sizes only end_scale_period_s afte
   CHECK(s.at("full_rounds") == 2);
   CHECK(s.at("local_rounds") == 3);
   CHECK(outs == std::vector<double>{120});
+  CHECK(s.at("full_rounds_by_cause").at("first") == 1);
+  CHECK(s.at("full_rounds_by_cause").at("end") == 1);  // at 120, its timer's round
+  CHECK(s.at("full_rounds_by_cause").at("timer") == 0);
 }
 
 TEST_CASE("with end_scale_period_s 0, a job's end under a queue re-plans sizes at once") {
@@ -112,6 +118,7 @@ TEST_CASE("with end_scale_period_s 0, a job's end under a queue re-plans sizes a
   CHECK(s.at("full_rounds") == 2);  // at 0 and at 100
   CHECK(s.at("local_rounds") == 2);  // at 10 and at e's end
   CHECK(outs == std::vector<double>{100});
+  CHECK(s.at("full_rounds_by_cause").at("end") == 1);
 }
 
 TEST_CASE("a full round for another cause between a job's end under a queue and its period's end takes the end's place") {
@@ -122,4 +129,6 @@ TEST_CASE("a full round for another cause between a job's end under a queue and 
   CHECK(s.at("full_rounds") == 2);   // at 0 and at 110
   CHECK(s.at("local_rounds") == 4);  // at 10, 100, f's end and e's end
   CHECK(outs == std::vector<double>{110});
+  CHECK(s.at("full_rounds_by_cause").at("arrival") == 1);
+  CHECK(s.at("full_rounds_by_cause").at("end") == 0);
 }
