@@ -68,7 +68,7 @@ void mark_dirty(self_ptr self, round_cause why, replan what) {
   if (st.round_pending) return;
   st.round_by = why;
   st.round_pending = true;
-  self->state.round_asked = std::chrono::steady_clock::now();
+  st.round_asked = std::chrono::steady_clock::now();
   // Through the clock even at zero delay: the round runs after every message and timer of
   // this instant, so one round sees all of them.
   self->delayed_send(self, caf::timespan{0}, round_atom::value);
