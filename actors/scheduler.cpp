@@ -455,11 +455,8 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   // The round at this instant sends the snapshot.
   const bool resize = st.setup.planner.rounds == scale_rounds::every ||
                       freed_may_resize(st.ledger, st.setup.policy, st.setup.planner, before);
-  // (Only policies whose rounds differ by scope: elastic or loaning, not preemptive.)
-  auto& p = st.setup.policy;
-  const bool waits = resize && (p.elastic || p.loaning) && !p.preemptive &&
-                     st.setup.planner.rounds != scale_rounds::every && st.setup.planner.end_scale_period_s > 0 &&
-                     !st.ledger.queued.empty();
+  const bool waits = resize && plans_by_scope(st.setup.policy) && st.setup.planner.rounds != scale_rounds::every &&
+                     st.setup.planner.end_scale_period_s > 0 && !st.ledger.queued.empty();
   if (waits) st.ends_waiting = true;
   mark_dirty(self, round_cause::end, resize && !waits ? replan::sizes : replan::none);
 }

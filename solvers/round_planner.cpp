@@ -369,9 +369,9 @@ std::vector<decision> plan_round(cluster_ledger& l, const policy_spec& p, const 
   // walk_queue knows the orders of the non-preemptive policies only.
   if (!p.preemptive && p.order != queue_order::fifo && p.order != queue_order::sjf)
     throw std::invalid_argument("policy " + p.name + ": a non-preemptive policy must rank by fifo or sjf");
-  if ((p.elastic || p.loaning) && !p.preemptive && scope == round_scope::local)
+  if (plans_by_scope(p) && scope == round_scope::local)
     detail::plan_local(l, p, o, now, out);
-  else if ((p.elastic || p.loaning) && !p.preemptive)
+  else if (plans_by_scope(p))
     detail::plan_elastic(l, p, o, now, out, scope == round_scope::starts);
   else if (p.preemptive)
     place_preemptive(l, p, o, now, out);

@@ -33,6 +33,9 @@ struct decision {
 /// arrives with room to grow (scheduler.scale_rounds=capacity).
 enum class round_scope { full, local, starts };
 
+/// Whether a round's scope changes what `p` plans: elastic or loaning, not preemptive.
+inline bool plans_by_scope(const policy_spec& p) { return (p.elastic || p.loaning) && !p.preemptive; }
+
 /// Runs one round at `now` and returns the decisions in the order they were made.
 std::vector<decision> plan_round(cluster_ledger& ledger, const policy_spec& policy,
                                  const planner_options& opts, sim_time now,
