@@ -207,7 +207,13 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   world.workers.follow_workers = true;
   world.workers.speedup = c.speedup;
   world.workers.command = c.worker_command;
-  world.on_ready = [&net](worker_router r) { net.set_router(std::move(r)); };
+  // The run is said to start once its scheduler answers clients: a status asked right after
+  // that line must find the run, not "no run in progress".
+  world.on_ready = [&net, &log](worker_router r) {
+    const bool answers = r.status || r.status_async;
+    net.set_router(std::move(r));
+    if (answers) log << "[serve] every agent registered; the run starts\n" << std::flush;
+  };
   world.until_stopped = o.until_stopped || o.no_workload;
   world.stop_requested = [] { return told_to_stop.load(); };
 
@@ -259,12 +265,12 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
     throw input_error(fmt::format("serve: workers from before this serve did not exit within {:g} s of their stop: {}",
                                   o.stop_grace_s + 15, names));
   }
-  // Caught before the run is said to start: a stop that follows that line at once (an
-  // operator, a test) ends the run with its outputs, rather than killing serve mid-write.
+  // Caught before the run is said to start (world.on_ready): a stop that follows that line at
+  // once (an operator, a test) ends the run with its outputs, rather than killing serve
+  // mid-write.
   told_to_stop.store(false);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  log << "[serve] every agent registered; the run starts\n" << std::flush;
   begin_serve_state(state, world);
   auto result = run_simulation(c, std::move(inputs), nullptr, &world);
   std::signal(SIGINT, SIG_DFL);
