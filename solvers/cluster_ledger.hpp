@@ -85,7 +85,8 @@ struct job_entry {
   uint64_t generation = 0;
   /// Rate (work units/s) at its requested workers on one server of its home type (its required
   /// type, else the fastest training type): the speed its trace duration was measured at. Set
-  /// at submit; measurement only, no decision reads it.
+  /// at submit; besides measurement, only the starved-job bound reads it
+  /// (planner_options::reserve_stretch: the job's predicted run at its request).
   double requested_rate = 1;
   /// Seconds running with any worker on an inference server; seconds and GPU-seconds running
   /// below `requested_rate` (fewer workers, a slower type, spread over servers, or paying a

@@ -22,6 +22,7 @@
 #include "solvers/backfill_bar.hpp"
 #include "solvers/jct_value.hpp"
 #include "solvers/reason_text.hpp"
+#include "solvers/priorities.hpp"
 #include "solvers/round_state.hpp"
 
 namespace aryl::detail {
@@ -230,7 +231,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
     // held for the rest of the round.
     const uint32_t id = l.reserved_for;
     b.promoted.push_back(id);
-    if (l.queued.count(id) == 0 || find_room(l, p, o, id, view, hard))
+    if (l.queued.count(id) == 0 || find_room(l, p, holder_options(o), id, view, hard))
       l.reserved_servers.clear();  // it started, or left the queue (cancelled)
     for (int sid : l.reserved_servers) hold_server(sid, view, hard);
   }
@@ -268,22 +269,32 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
   b.starts.clear();
   b.victims.clear();
   build_views(p, view, hard);
-  // 1. Base demand in queue order, after the jobs queued past reserve_after_s.
+  // 1. Base demand in queue order, after the jobs queued past reserve_after_s or
+  // reserve_stretch.
   bool queue_cleared = true;
   const bool backfill = backfills(p, o);
   l.reserved_servers.clear();
   double shadow_s = 0;
-  if (o.reserve_after_s > 0)
+  if (o.reserve_after_s > 0 || o.reserve_stretch > 0) {
+    const planner_options holder = holder_options(o);
+    std::optional<long> top_class;
     walk_queue(l, p, [&](uint32_t id) {
-      if (l.jobs[id].waited_s(now) < o.reserve_after_s) return true;
+      if (l.params.priorities) {
+        // Classes come first: a job below the queue's highest class holds no servers.
+        const long c = effective_class(l.jobs[id], l.round_at, l.params.priority_aging_s);
+        if (!top_class) top_class = c;
+        if (c < *top_class) return false;
+      }
+      if (!reserves(l.jobs[id], o, now)) return true;
       b.promoted.push_back(id);
-      if (find_room(l, p, o, id, view, hard)) return true;
+      if (find_room(l, p, holder, id, view, hard)) return true;
       queue_cleared = false;
-      shadow_s = reserve_for(l, p, o, l.jobs[id], view, hard);
+      shadow_s = reserve_for(l, p, holder, l.jobs[id], view, hard);
       l.reserved_for = id;
       for (auto& r : b.reserved) l.reserved_servers.push_back(std::get<0>(r));
       return false;  // one reservation a round: the first such job in queue order
     });
+  }
   auto walk = [&](auto&& may_try) {
     no_room_bar bar(l, p, o);
     walk_queue(l, p, [&](uint32_t id) {

@@ -33,6 +33,12 @@ struct planner_options {
   /// starts rounds, and when it finds no room the free GPUs of the servers that would hold it
   /// soonest are held for it: no start and no growth there until it fits (0: off).
   double reserve_after_s = 0;
+  /// ... and so does a job queued at least this many times its predicted run at its request,
+  /// and at least reserve_stretch_min_s (0: off): a job, most often a short wide one, that
+  /// the jobs backfilling past it starve. The job that holds servers may stop jobs already
+  /// stopped max_preemptions times (docs/design.md, "Starved jobs").
+  double reserve_stretch = 5;
+  double reserve_stretch_min_s = 1800;
   /// While servers are held so, a queued job predicted to end before they would hold the
   /// waiting job (EASY backfilling's shadow time) may start on them.
   bool shadow_backfill = true;

@@ -1,5 +1,6 @@
-// Reservation for a job queued past planner_options::reserve_after_s (docs/design.md,
-// "Backfill"): the servers that would hold it soonest are held for it in step 1.
+// Reservation for a job queued past planner_options::reserve_after_s or reserve_stretch
+// (docs/design.md, "Backfill", "Starved jobs"): the servers that would hold it soonest are
+// held for it in step 1.
 #include <algorithm>
 #include <limits>
 #include <tuple>
@@ -20,8 +21,9 @@ void hold_server(int sid, work_view& view, work_view& hard) {
 
 /// For queued job `j`, which found no room (planner_options::reserve_after_s): holds every GPU
 /// of the training servers of its first type that has enough that would hold it soonest (by
-/// the predicted ends of the jobs there; its extra workers count as free, as for a start),
-/// until they hold its demand. Extra workers there keep their GPUs (release_reserved gives them
+/// the predicted ends of the jobs there; its extra workers count as free, as for a start, and
+/// so do jobs the preemption rule could stop for it, under `o`'s bounds), until they hold its
+/// demand. Extra workers there keep their GPUs (release_reserved gives them
 /// back after step 1); their free GPUs stay free for it. Returns in how many seconds the held
 /// servers are predicted to hold it (the latest of theirs), infinity when one never does.
 double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
@@ -40,6 +42,15 @@ double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_
       }
     if (gpus < demand) continue;
     std::vector<std::tuple<double, int, int>> order;  // (when it has its share free, -free, server)
+    // A job the preemption rule could stop for `j` on this type (queue_preemption.cpp's rule)
+    // counts as room now: once the others on its server end, `j` starts there by stopping it.
+    const double q_run =
+        j.predicted_remaining() / work_rate(l.params.model, j.gpus, demand, base_span(l, type, demand), speed(l, type));
+    auto stoppable = [&](const job_entry& r, double r_time) {
+      return o.preempt_ratio > 0 && !(r.elastic && p.elastic && r.workers > r.min_workers) &&
+             r.preemptions < o.max_preemptions &&
+             r_time > o.preempt_ratio * (q_run + l.params.restart_overhead_s + l.checkpoint_time_s(r.workers));
+    };
     for (auto& s : l.servers) {
       if (s.gpu_type != type || s.mode != server_mode::training || (one && s.gpus < demand)) continue;
       const int need = std::min(demand, s.gpus);
@@ -53,7 +64,8 @@ double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_
         int w = 0;
         for (auto& [sid, n] : b.base)
           if (sid == s.id) w += n;
-        const double end = r.progress.rate > 0 ? r.predicted_remaining() / r.progress.rate : 1e18;
+        double end = r.progress.rate > 0 ? r.predicted_remaining() / r.progress.rate : 1e18;
+        if (end < 1e18 && stoppable(r, end)) end = 0;
         if (w > 0) ends.emplace_back(end, w);
       }
       std::sort(ends.begin(), ends.end());

@@ -296,7 +296,9 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
   if (!l.reserved_servers.empty() && job != l.reserved_for) {
     out = "GPUs held for job ";
     out += std::to_string(l.reserved_for);
-    out += " (queued past scheduler.reserve_after_s) on";
+    const bool after = o.reserve_after_s > 0 && l.jobs.at(l.reserved_for).waited_s(l.round_at) >= o.reserve_after_s;
+    out += after ? " (queued past scheduler.reserve_after_s) on"
+                 : " (queued past scheduler.reserve_stretch x its predicted run) on";
     for (int sid : l.reserved_servers) {
       out += ' ';
       out += l.servers.at(static_cast<size_t>(sid)).name;

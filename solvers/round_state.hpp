@@ -4,6 +4,7 @@
 /// the round's views of free GPUs, its plans and its kept buffers, and the small helpers
 /// every step uses. Internal to solvers/.
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -375,6 +376,22 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
 /// hold it soonest; and after step 1, giving back the held servers' GPUs of extra workers
 /// (they keep them). unhold_all gives every held GPU back for the shadow walk.
 void hold_server(int sid, work_view& view, work_view& hard);
+/// Whether queued job `j` has waited long enough at `now` to go first and hold servers:
+/// planner_options::reserve_after_s in all, or reserve_stretch times its predicted run at its
+/// request (and reserve_stretch_min_s).
+inline bool reserves(const job_entry& j, const planner_options& o, sim_time now) {
+  const double waited = j.waited_s(now);
+  if (o.reserve_after_s > 0 && waited >= o.reserve_after_s) return true;
+  return o.reserve_stretch > 0 &&
+         waited >= std::max(o.reserve_stretch_min_s, o.reserve_stretch * j.predicted_work / j.requested_rate);
+}
+/// The options the job that holds servers is placed with: it may stop jobs already stopped
+/// max_preemptions times (docs/design.md, "Starved jobs").
+inline planner_options holder_options(const planner_options& o) {
+  planner_options h = o;
+  h.max_preemptions = std::numeric_limits<int>::max();
+  return h;
+}
 double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
                    work_view& view, work_view& hard);
 void unhold_all(work_view& view, work_view& hard);

@@ -38,6 +38,8 @@ std::string effective_config_json(const config& c) {
   j["scheduler.consolidate"] = s.consolidate;
   j["scheduler.protect_requested"] = s.protect_requested;
   j["scheduler.reserve_after_s"] = s.reserve_after_s;
+  j["scheduler.reserve_stretch"] = s.reserve_stretch;
+  j["scheduler.reserve_stretch_min_s"] = s.reserve_stretch_min_s;
   j["scheduler.shadow_backfill"] = s.shadow_backfill;
   j["scheduler.preempt_ratio"] = s.preempt_ratio;
   j["scheduler.max_preemptions"] = s.max_preemptions;
