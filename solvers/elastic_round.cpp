@@ -21,8 +21,8 @@
 
 #include "solvers/backfill_bar.hpp"
 #include "solvers/jct_value.hpp"
-#include "solvers/reason_text.hpp"
 #include "solvers/priorities.hpp"
+#include "solvers/reason_text.hpp"
 #include "solvers/round_state.hpp"
 
 namespace aryl::detail {
