@@ -39,8 +39,7 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
   for (int type : types) {
     if (only_type >= 0 && type != only_type) continue;
     const bool one_server = demand <= l.smallest_server(type);
-    const double q_run =
-        q.predicted_remaining() / work_rate(l.params.model, q.gpus, demand, base_span(l, type, demand), speed(l, type));
+    const double q_run = base_run_s(l, q, demand, type);
     if (!rule.possible(q_run)) continue;
     // Per server that can give its share: (victims' GPUs, -GPUs it gives, server), and the
     // victims, in b.server_victims[k].
@@ -159,10 +158,8 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
     const policy_spec& p;
     const planner_options& o;
     uint32_t id;
-    double cost(const job_entry& v) const { return l.params.restart_overhead_s + l.checkpoint_time_s(v.workers); }
-    bool eligible(const job_entry& v, double v_time, double q_run) const {
-      return v.preemptions < o.max_preemptions && v_time > o.preempt_ratio * (q_run + cost(v));
-    }
+    double cost(const job_entry& v) const { return stop_cost_s(l, v); }
+    bool eligible(const job_entry& v, double v_time, double q_run) const { return preempt_eligible(l, o, v, v_time, q_run); }
     // Exact: an eligible victim has v_time <= the longest and cost >= the cheapest, and the
     // rule's sum and product only grow with their operands.
     bool possible(double q_run) const {
@@ -260,7 +257,7 @@ bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const p
     bool eligible(const job_entry& v, double, double) const {
       return priority_may_preempt(l.jobs[id], v, l.params.priority_max_preemptions, left(v), cost(v));
     }
-    double cost(const job_entry& v) const { return l.params.restart_overhead_s + l.checkpoint_time_s(v.workers); }
+    double cost(const job_entry& v) const { return stop_cost_s(l, v); }
     // What is left as of this round (the ledger's mirror is settled at allocation changes
     // only): a victim about to end is told apart from one just started.
     double left(const job_entry& v) const {

@@ -44,12 +44,11 @@ double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_
     std::vector<std::tuple<double, int, int>> order;  // (when it has its share free, -free, server)
     // A job the preemption rule could stop for `j` on this type (queue_preemption.cpp's rule)
     // counts as room now: once the others on its server end, `j` starts there by stopping it.
-    const double q_run =
-        j.predicted_remaining() / work_rate(l.params.model, j.gpus, demand, base_span(l, type, demand), speed(l, type));
+    const double q_run = base_run_s(l, j, demand, type);
     auto stoppable = [&](const job_entry& r, double r_time) {
+      // As preempt_with takes them: extras go first, so a job with extras is not a victim.
       return o.preempt_ratio > 0 && !(r.elastic && p.elastic && r.workers > r.min_workers) &&
-             r.preemptions < o.max_preemptions &&
-             r_time > o.preempt_ratio * (q_run + l.params.restart_overhead_s + l.checkpoint_time_s(r.workers));
+             preempt_eligible(l, o, r, r_time, q_run);
     };
     for (auto& s : l.servers) {
       if (s.gpu_type != type || s.mode != server_mode::training || (one && s.gpus < demand)) continue;

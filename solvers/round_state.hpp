@@ -397,6 +397,24 @@ double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_
 void unhold_all(work_view& view, work_view& hard);
 void release_reserved(work_view& view);
 
+/// Seconds queued job `q` would run at `demand` workers of GPU type `type` (its base on the
+/// fewest servers that hold it): what the preemption rule weighs its victims' time against.
+inline double base_run_s(const cluster_ledger& l, const job_entry& q, int demand, int type) {
+  return q.predicted_remaining() / work_rate(l.params.model, q.gpus, demand, base_span(l, type, demand), speed(l, type));
+}
+/// What stopping running job `v` costs it besides its wait: its restart and checkpoint.
+inline double stop_cost_s(const cluster_ledger& l, const job_entry& v) {
+  return l.params.restart_overhead_s + l.checkpoint_time_s(v.workers);
+}
+/// The preemption rule (queue_preemption.cpp): whether running job `v`, `v_time` seconds from
+/// its end at its rate, may be stopped for a queued job that runs `q_run` seconds: preempted
+/// fewer than max_preemptions times, and with more than preempt_ratio x (q_run + its stop
+/// cost) left.
+inline bool preempt_eligible(const cluster_ledger& l, const planner_options& o, const job_entry& v, double v_time,
+                             double q_run) {
+  return v.preemptions < o.max_preemptions && v_time > o.preempt_ratio * (q_run + stop_cost_s(l, v));
+}
+
 /// Step 1's fallback for a queued job whose base demand fits nowhere (queue_preemption.cpp);
 /// also, restricted to GPU type `only_type` and to victims who lose less than `budget_s` in
 /// all, a queued job's way onto its faster type (planner_options::preempt_for_speed).
