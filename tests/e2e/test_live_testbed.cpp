@@ -189,10 +189,13 @@ TEST_CASE("live: serve with emulated workers makes the simulation's decisions, w
                        " --servers 2 --set cluster.inference.servers=1 --out " + sim_out + " > /dev/null")
                           .c_str()) == 0);
   auto simulated = decisions_by_job(test::slurp(sim_out + "/events.log"));
-  double sim_jct = summary_number(test::slurp(sim_out + "/summary.json"), "mean_jct_s");
+  const auto sim_summary = test::slurp(sim_out + "/summary.json");
+  double sim_jct = summary_number(sim_summary, "mean_jct_s");
+  double sim_rescales = summary_number(sim_summary, "scale_ins") + summary_number(sim_summary, "scale_outs");
   REQUIRE(simulated.size() == 8);
   std::map<std::string, std::vector<std::string>> live;
   double live_jct = 0;
+  std::string live_summary;
   for (int attempt = 1; attempt <= 2; ++attempt) {
     auto live_out = test::temp_dir("same-decisions-live");
     auto r = run_testbed("same-decisions", "--training 2 --inference 1 -- --trace " + trace +
@@ -200,7 +203,8 @@ TEST_CASE("live: serve with emulated workers makes the simulation's decisions, w
     REQUIRE_MESSAGE(r.code == 0, r.output);
     check_cleaned_up(r);
     live = decisions_by_job(test::slurp(live_out + "/events.log"));
-    live_jct = summary_number(test::slurp(live_out + "/summary.json"), "mean_jct_s");
+    live_summary = test::slurp(live_out + "/summary.json");
+    live_jct = summary_number(live_summary, "mean_jct_s");
     std::string differ;
     for (auto& [job, seq] : simulated)
       if (live[job] != seq) differ += " " + job;
@@ -210,6 +214,9 @@ TEST_CASE("live: serve with emulated workers makes the simulation's decisions, w
   }
   for (auto& [job, seq] : simulated) CHECK_MESSAGE(live[job] == seq, job);
   CHECK_MESSAGE(std::abs(live_jct / sim_jct - 1) <= 0.02, "live " << live_jct << " s, simulated " << sim_jct << " s");
+  MESSAGE("rescales (scale-ins + scale-outs) "
+          << summary_number(live_summary, "scale_ins") + summary_number(live_summary, "scale_outs") << " live, "
+          << sim_rescales << " simulated; preemptions " << summary_number(live_summary, "preemptions"));
 }
 
 namespace {
