@@ -178,8 +178,8 @@ TEST_CASE("live: serve with emulated workers makes the simulation's decisions, w
   // jobs at 0 s: both must reach the first round, as in simulated time.
   //
   // The scenario's margin is a few wall seconds: in simulation, job b (or a) ending 10 s (15 s)
-  // later than modelled changes g's decisions, and one of b's workers starting 6 s late (a
-  // wrapper's sleep, measured) puts mean JCT 4.4% over; CI once saw both (g, 5.1%) with the
+  // later than modelled changes g's decisions (scripts/decision_margin.py), and one of b's
+  // workers starting 6 s late (a wrapper's sleep, by hand) puts mean JCT 4.4% over; CI once saw both (g, 5.1%) with the
   // sanitizer build beside the test. Such a run is told apart from a live mode that decides
   // otherwise by running once more: the test fails when two runs in a row miss, and reports
   // the first one's miss.
