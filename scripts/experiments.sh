@@ -7,7 +7,8 @@
 # robustness variants run on the first evaluation window, the design-choice ablations on the
 # tuning window (where they were chosen) and on the first evaluation window.
 #   TUNING=2017-10-14..2017-10-29 EVAL="2017-11-01..2017-11-16 2017-09-15..2017-09-30" scripts/experiments.sh
-# Other settings through the environment: TRAIN, INFER (servers), INFERENCE and
+# Other settings through the environment: SEEDS (the main runs again with seeds 2..SEEDS, default
+# 8; 1: none), TRAIN, INFER (servers), INFERENCE and
 # INFERENCE_FORMAT (demand trace, servegen or canonical),
 # JOBS (runs at a time, default one per core), ARYL (binary), OUT (folder for results.md and plots/),
 # WORK (folder for the runs; TABLES_ONLY=1 reuses its runs), or another trace in the canonical job CSV (one window, the
@@ -90,6 +91,19 @@ printf '%s\n' "${policies[@]}" > "$work/policies.txt"
 
 for i in "${!windows[@]}"; do
   for p in "${policies[@]}"; do queue "main-w$i-$p $(policy_args "$p") $(window_args "w$i")"; done
+done
+
+# The same main runs with seeds 2..SEEDS (seed 1 is main-*): the seed draws which jobs are
+# elastic and the checkpoint times, and a window's p95 JCT is decided by a few long jobs, so a
+# target's ratio is also reported over seeds. The policies the targets compare aryl with.
+SEEDS=${SEEDS:-8}
+[[ $SEEDS =~ ^[1-9][0-9]{0,2}$ ]] || { echo "experiments: SEEDS='$SEEDS' is not a whole number from 1 to 999" >&2; exit 1; }
+seed_policies=(aryl baseline sjf-backfill fifo fifo-backfill srtf las)
+echo "$SEEDS" > "$work/seeds.txt"
+for i in "${!windows[@]}"; do
+  for s in $(seq 2 "$SEEDS"); do
+    for p in "${seed_policies[@]}"; do queue "seed-w$i-$s-$p $(policy_args "$p") $(window_args "w$i") --set seed=$s"; done
+  done
 done
 
 # Sweeps on the first evaluation window.

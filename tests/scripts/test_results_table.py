@@ -61,7 +61,29 @@ def a_main_run_with_other_settings_is_refused_by_name(tmp):
            f"the error should name the run and the key:\n{r.stderr[-2000:]}")
 
 
-TESTS = [results_md_prints_the_runs_settings, a_main_run_with_other_settings_is_refused_by_name]
+def a_seed_run_with_other_settings_is_refused_by_name(tmp):
+    # The seed table compares each seed's runs with the main runs' setup: a seed run that differs
+    # in anything but its seed is refused, and the table names the seeds it was given.
+    work, text = experiments(tmp, TRAIN="2", INFER="1", SEEDS="3")
+    expect("seeds 1 to 3" in text and "| whole trace (evaluation) |" in text,
+           "results.md lacks the seed table of SEEDS=3:\n" + text[-3000:])
+    path = os.path.join(work, "seed-w0-3-srtf", "config.json")
+    cfg = json.load(open(path))
+    cfg["jobs.restart_overhead_s"] += 1
+    json.dump(cfg, open(path, "w"))
+    r = subprocess.run([sys.executable, os.path.join(ARGS.source, "scripts", "results_table.py"), work,
+                        os.path.join(tmp, "again.md")], capture_output=True, text=True)
+    expect(r.returncode != 0, "results_table.py accepted a seed run with a different restart overhead")
+    expect("seed-w0-3-srtf" in r.stderr and "jobs.restart_overhead_s" in r.stderr,
+           f"the error should name the run and the key:\n{r.stderr[-2000:]}")
+    r = subprocess.run(["bash", os.path.join(ARGS.source, "scripts", "experiments.sh")], cwd=ARGS.source,
+                       env=dict(os.environ, ARYL=ARGS.aryl, SEEDS="0", WORK=os.path.join(tmp, "w0"), OUT=tmp),
+                       capture_output=True, text=True)
+    expect(r.returncode != 0 and "SEEDS='0'" in r.stderr, f"SEEDS=0 should be refused by name:\n{r.stderr[-2000:]}")
+
+
+TESTS = [results_md_prints_the_runs_settings, a_main_run_with_other_settings_is_refused_by_name,
+         a_seed_run_with_other_settings_is_refused_by_name]
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
