@@ -3,24 +3,30 @@
 # windows: aryl against SJF, SJF + backfill, SRTF, 2D-LAS and FIFO + backfill on the tuning
 # window and three more Philly windows (2017-10-01..14, 11-16..30, 12-01..16), in
 # docs/results.md's setup with one setting changed at a time (training servers, inference
-# trace and servers, elastic fraction). Per variant: the geometric means over the windows of
+# trace and servers, elastic fraction). Per variant: the geometric means over the windows (and seeds) of
 # aryl's mean JCT, of its p95 JCT over the best baseline's and of its mean slowdown over the
 # best baseline's, and the largest of each ratio (above 1: a baseline beats aryl there).
 #   scripts/variants.sh                                   # the defaults
 #   ARGS="--set scheduler.reserve_stretch=0" NAME=off scripts/variants.sh
 #   VARIANTS="s40 s48" scripts/variants.sh                # some variants only
+#   SEEDS=4 scripts/variants.sh                           # each window with seeds 1..4
 # Environment: ARYL (build/aryl), JOBS (runs at a time, default 2), WORK (folder for the runs,
-# default /tmp/aryl-variants; baseline runs found there are reused), NAME (aryl's runs' folder).
-# About 30 runs per variant, 1-5 s each.
+# default /tmp/aryl-variants; baseline runs found there are reused), NAME (aryl's runs' folder),
+# SEEDS (default 1: the seed draws which jobs are elastic and the checkpoint times; the means
+# and largest ratios are then over every window and seed, each seed against its own baselines).
+# About 24 runs per variant and seed, under a second to a few seconds each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ARYL=${ARYL:-build/aryl}
 [ -x "$ARYL" ] || { echo "variants: $ARYL is not built (scripts/setup.sh, or set ARYL)" >&2; exit 1; }
-exec /usr/bin/python3 - "$ARYL" "${JOBS:-2}" "${WORK:-/tmp/aryl-variants}" "${NAME:-aryl}" "${ARGS:-}" "${VARIANTS:-}" <<'PY'
+SEEDS=${SEEDS:-1}
+[[ $SEEDS =~ ^[1-9][0-9]{0,2}$ ]] || { echo "variants: SEEDS='$SEEDS' is not a whole number from 1 to 999" >&2; exit 1; }
+exec /usr/bin/python3 - "$ARYL" "${JOBS:-2}" "${WORK:-/tmp/aryl-variants}" "${NAME:-aryl}" "${ARGS:-}" "${VARIANTS:-}" "$SEEDS" <<'PY'
 import json, math, os, shlex, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 
 aryl, jobs, work, name, extra, chosen = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], shlex.split(sys.argv[5]), sys.argv[6].split()
+seeds = range(1, int(sys.argv[7]) + 1)
 windows = [("2017-10-14", "2017-10-29"), ("2017-10-01", "2017-10-14"), ("2017-11-16", "2017-11-30"), ("2017-12-01", "2017-12-16")]
 sg = "../shared/traces/servegen/derived/"
 variants = {
@@ -44,8 +50,11 @@ baselines = {"sjf": ["--policy", "baseline"], "sjf-backfill": ["--policy", "base
              "srtf": ["--policy", "srtf"], "las": ["--policy", "las"],
              "fifo-backfill": ["--policy", "fifo", "--set", "scheduler.backfill=true"]}
 
-def command(out, policy, window, variant):
-    return [aryl, "simulate", "--trace", "../shared/traces/philly-sia/philly.csv", "--trace-format", "philly",
+def run_dir(folder, v, run, i, seed):  # seed 1 keeps the folder names of runs made before seeds
+    return f"{work}/{folder}/{v}/{run}-{i}" + ("" if seed == 1 else f"-s{seed}")
+
+def command(out, policy, window, variant, seed):
+    return [aryl, "simulate", "--seed", str(seed), "--trace", "../shared/traces/philly-sia/philly.csv", "--trace-format", "philly",
             "--placement", "consolidated", "--servers", "64", "--gpus-per-server", "8", "--out", out, "--quiet",
             "--set", "cluster.inference.servers=64", "--set", "cluster.inference.gpu_type=T4",
             "--set", "inference.format=servegen", "--set", f"inference.trace={sg}language_m-small_total_rate.csv",
@@ -54,12 +63,13 @@ def command(out, policy, window, variant):
 runs = []
 for v in variants:
     for i, w in enumerate(windows):
-        for b, policy in baselines.items():
-            out = f"{work}/base/{v}/{b}-{i}"
-            if not os.path.exists(f"{out}/summary.json"):
-                runs.append((out, command(out, policy, w, v)))
-        out = f"{work}/{name}/{v}/aryl-{i}"
-        runs.append((out, command(out, ["--policy", "aryl"] + extra, w, v)))
+        for seed in seeds:
+            for b, policy in baselines.items():
+                out = run_dir("base", v, b, i, seed)
+                if not os.path.exists(f"{out}/summary.json"):
+                    runs.append((out, command(out, policy, w, v, seed)))
+            out = run_dir(name, v, "aryl", i, seed)
+            runs.append((out, command(out, ["--policy", "aryl"] + extra, w, v, seed)))
 
 def run(r):
     out, cmd = r
@@ -86,10 +96,11 @@ print("|---|---:|---:|---:|---:|---:|")
 for v in variants:
     jct, p95, slow = [], [], []
     for i in range(len(windows)):
-        a = summary(f"{work}/{name}/{v}/aryl-{i}")
-        bs = [summary(f"{work}/base/{v}/{b}-{i}") for b in baselines]
-        jct.append(a["mean_jct_s"])
-        p95.append(a["p95_jct_s"] / min(b["p95_jct_s"] for b in bs))
-        slow.append(a["mean_slowdown"] / min(b["mean_slowdown"] for b in bs))
+        for seed in seeds:
+            a = summary(run_dir(name, v, "aryl", i, seed))
+            bs = [summary(run_dir("base", v, b, i, seed)) for b in baselines]
+            jct.append(a["mean_jct_s"])
+            p95.append(a["p95_jct_s"] / min(b["p95_jct_s"] for b in bs))
+            slow.append(a["mean_slowdown"] / min(b["mean_slowdown"] for b in bs))
     print(f"| {v} | {gmean(jct):,.0f} | {gmean(p95):.3f} | {gmean(slow):.3f} | {max(p95):.3f} | {max(slow):.3f} |")
 PY
