@@ -471,7 +471,7 @@ def main(work, out):
         w("")
 
     if seeds > 1:
-        seed_rivals = [p for p in others if p in policies]
+        seed_rivals = others
 
         def seed_run(wid, s, p):
             return f"main-{wid}-{p}" if s == 1 else f"seed-{wid}-{s}-{p}"
