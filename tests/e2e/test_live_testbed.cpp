@@ -179,10 +179,10 @@ TEST_CASE("live: serve with emulated workers makes the simulation's decisions, w
   //
   // The scenario's margin is a few wall seconds: in simulation, job b (or a) ending 10 s (15 s)
   // later than modelled changes g's decisions (scripts/decision_margin.py), and one of b's
-  // workers starting 6 s late (a wrapper's sleep, by hand) puts mean JCT 4.4% over; CI once saw both (g, 5.1%) with the
-  // sanitizer build beside the test. Such a run is told apart from a live mode that decides
-  // otherwise by running once more: the test fails when two runs in a row miss, and reports
-  // the first one's miss.
+  // workers starting 6 s late (a wrapper's sleep, by hand) puts mean JCT 4.4% over; CI once saw
+  // both (g, 5.1%) with the sanitizer build beside the test. Such a run is told apart from a
+  // live mode that decides otherwise by running once more: the test fails when two runs in a
+  // row miss, and reports each miss.
   auto trace = std::string(ARYL_SOURCE_DIR) + "/tests/e2e/data/small.csv";
   auto sim_out = test::temp_dir("same-decisions-sim");
   REQUIRE(std::system((std::string(ARYL_BINARY) + " simulate --quiet --trace " + trace +

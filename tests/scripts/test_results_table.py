@@ -46,19 +46,23 @@ def results_md_prints_the_runs_settings(tmp):
             expect(w in text, f"results.md of TRAIN={train} INFER={infer} EXTRA={extra!r} lacks {w!r}")
 
 
+def expect_refused_by_name(tmp, work, run, key):
+    """Changes `key` in run `run`'s config.json; results_table.py must then refuse the runs, naming both."""
+    path = os.path.join(work, run, "config.json")
+    cfg = json.load(open(path))
+    cfg[key] += 1
+    json.dump(cfg, open(path, "w"))
+    r = subprocess.run([sys.executable, os.path.join(ARGS.source, "scripts", "results_table.py"), work,
+                        os.path.join(tmp, "again.md")], capture_output=True, text=True)
+    expect(r.returncode != 0, f"results_table.py accepted {run} with a different {key}")
+    expect(run in r.stderr and key in r.stderr, f"the error should name the run and the key:\n{r.stderr[-2000:]}")
+
+
 def a_main_run_with_other_settings_is_refused_by_name(tmp):
     # Parameters are printed once per window: a run that ran with different settings would make
     # them false for it, so the table refuses to mix it in.
     work, _ = experiments(tmp, TRAIN="2", INFER="1")
-    path = os.path.join(work, "main-w0-fifo", "config.json")
-    cfg = json.load(open(path))
-    cfg["jobs.scale_overhead_s"] += 1
-    json.dump(cfg, open(path, "w"))
-    r = subprocess.run([sys.executable, os.path.join(ARGS.source, "scripts", "results_table.py"), work,
-                        os.path.join(tmp, "again.md")], capture_output=True, text=True)
-    expect(r.returncode != 0, "results_table.py accepted a main run with a different scale overhead")
-    expect("main-w0-fifo" in r.stderr and "jobs.scale_overhead_s" in r.stderr,
-           f"the error should name the run and the key:\n{r.stderr[-2000:]}")
+    expect_refused_by_name(tmp, work, "main-w0-fifo", "jobs.scale_overhead_s")
 
 
 def a_seed_run_with_other_settings_is_refused_by_name(tmp):
@@ -67,15 +71,7 @@ def a_seed_run_with_other_settings_is_refused_by_name(tmp):
     work, text = experiments(tmp, TRAIN="2", INFER="1", SEEDS="3")
     expect("seeds 1 to 3" in text and "| whole trace (evaluation) |" in text,
            "results.md lacks the seed table of SEEDS=3:\n" + text[-3000:])
-    path = os.path.join(work, "seed-w0-3-srtf", "config.json")
-    cfg = json.load(open(path))
-    cfg["jobs.restart_overhead_s"] += 1
-    json.dump(cfg, open(path, "w"))
-    r = subprocess.run([sys.executable, os.path.join(ARGS.source, "scripts", "results_table.py"), work,
-                        os.path.join(tmp, "again.md")], capture_output=True, text=True)
-    expect(r.returncode != 0, "results_table.py accepted a seed run with a different restart overhead")
-    expect("seed-w0-3-srtf" in r.stderr and "jobs.restart_overhead_s" in r.stderr,
-           f"the error should name the run and the key:\n{r.stderr[-2000:]}")
+    expect_refused_by_name(tmp, work, "seed-w0-3-srtf", "jobs.restart_overhead_s")
     r = subprocess.run(["bash", os.path.join(ARGS.source, "scripts", "experiments.sh")], cwd=ARGS.source,
                        env=dict(os.environ, ARYL=ARGS.aryl, SEEDS="0", WORK=os.path.join(tmp, "w0"), OUT=tmp),
                        capture_output=True, text=True)
