@@ -54,7 +54,8 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
   // away (a crash; a live restart submitting the trace jobs it missed).
   j.submit = std::min(now, spec.submit);
   j.gpus = spec.gpus;
-  j.min_workers = spec.min_workers;
+  j.min_workers = spec.elastic ? floor_workers(spec.min_workers, spec.gpus, spec.max_workers, st.setup.planner)
+                               : spec.min_workers;
   j.max_workers = spec.max_workers;
   j.elastic = spec.elastic;
   j.gpu_type = -1;

@@ -14,6 +14,12 @@ enum class scale_horizon {
   end,   ///< the JCT it saves if kept until the job ends (every round re-decides)
 };
 
+/// The fewest workers an elastic job runs with (docs/design.md, "The floor of an elastic job").
+enum class elastic_floor {
+  request,  ///< its requested size: it starts there and is never shrunk below it
+  min,      ///< its min_workers: it may start there and be shrunk to it (the paper's base)
+};
+
 /// Which rounds re-plan elastic sizes (docs/design.md, "Scale rounds").
 enum class scale_rounds {
   every,     ///< every round (the knapsack over every running elastic job)
@@ -70,6 +76,7 @@ struct planner_options {
   /// docs/design.md, "Ends under a queue").
   double end_scale_period_s = 120;
   scale_rounds rounds = scale_rounds::arrivals;
+  elastic_floor floor = elastic_floor::request;
   scale_horizon horizon = scale_horizon::hold;
   /// A change of an elastic job's size must gain this many seconds of predicted JCT beyond
   /// its full cost.
@@ -134,6 +141,14 @@ inline planner_options myopic_scaling(planner_options o) {
   o.consolidate = false;
   o.backfill = false;
   return o;
+}
+
+/// The fewest workers the scheduler gives elastic job (min_workers, gpus, max_workers) under `o`:
+/// every step that reads a job's minimum (its base demand, its extra workers, how far a
+/// reclaim, queued demand or a fault may shrink it) reads this one.
+inline int floor_workers(int min_workers, int gpus, int max_workers, const planner_options& o) {
+  if (o.floor == elastic_floor::min) return min_workers;
+  return gpus < min_workers ? min_workers : gpus > max_workers ? max_workers : gpus;
 }
 
 /// Whether policy `p` backfills under `o` (planner_options::backfill).

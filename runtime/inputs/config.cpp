@@ -121,6 +121,9 @@ const std::map<std::string, setter>& setters() {
       {"scheduler.scale_horizon", [](config& c, const std::string& v) {
          c.scheduler.horizon = one_of(v, {"hold", "end"}) == "end" ? scale_horizon::end : scale_horizon::hold;
        }},
+      {"scheduler.elastic_floor", [](config& c, const std::string& v) {
+         c.scheduler.floor = one_of(v, {"request", "min"}) == "min" ? elastic_floor::min : elastic_floor::request;
+       }},
       {"scheduler.rescale_margin_s", [](config& c, const std::string& v) { c.scheduler.rescale_margin_s = seconds(v); }},
       {"scheduler.rescale_cooldown_s", [](config& c, const std::string& v) { c.scheduler.rescale_cooldown_s = seconds(v); }},
       {"scheduler.min_extra_efficiency", [](config& c, const std::string& v) { c.scheduler.min_extra_efficiency = fraction(to_double(v)); }},

@@ -29,6 +29,7 @@ std::string effective_config_json(const config& c) {
   j["scheduler.scale_rounds"] = s.rounds == scale_rounds::every      ? "every"
                                 : s.rounds == scale_rounds::capacity ? "capacity"
                                                                      : "arrivals";
+  j["scheduler.elastic_floor"] = s.floor == elastic_floor::min ? "min" : "request";
   j["scheduler.scale_horizon"] = s.horizon == scale_horizon::end ? "end" : "hold";
   j["scheduler.rescale_margin_s"] = s.rescale_margin_s;
   j["scheduler.rescale_cooldown_s"] = s.rescale_cooldown_s;

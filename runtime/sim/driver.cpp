@@ -119,7 +119,8 @@ void check_runnable(const config& c, const scheduler_setup& s, const job_spec& j
                                   "class (policies that do: {}); give it priority 0 or choose one of those",
                                   label, j.priority, s.policy.name, those));
   }
-  int base = (s.policy.elastic && j.elastic) ? j.min_workers : j.gpus;
+  bool scales = s.policy.elastic && j.elastic;
+  int base = scales ? floor_workers(j.min_workers, j.gpus, j.max_workers, s.planner) : j.gpus;
   bool may_loan = s.policy.loaning && (j.elastic || c.scheduler.inelastic_on_loaned);
   // A job's workers share one GPU type, so only same-type servers add up.
   std::map<std::string, int64_t> capacity;
@@ -134,6 +135,10 @@ void check_runnable(const config& c, const scheduler_setup& s, const job_spec& j
     most = std::max(most, gpus);
     if (gpus >= base && (slowest == 0 || c.gpu_speed.at(type) < slowest)) slowest = c.gpu_speed.at(type);
   }
+  if (base > most && scales && j.min_workers <= most)
+    throw input_error(fmt::format("{} needs {} GPUs{} at its request; the cluster it may use has {}: set "
+                                  "scheduler.elastic_floor=min to run it at its minimum of {}",
+                                  label, base, j.gpu_type.empty() ? "" : " of type " + j.gpu_type, most, j.min_workers));
   if (base > most)
     throw input_error(fmt::format("{} needs {} GPUs{}; the cluster it may use has {}", label, base,
                                   j.gpu_type.empty() ? "" : " of type " + j.gpu_type, most));

@@ -12,12 +12,12 @@ using namespace aryl;
 
 namespace {
 
-void check_golden(config c, const std::string& golden) {
+void check_golden(config c, const std::string& golden, const std::string& name) {
   c.trace_file = "tests/e2e/data/small.csv";
   c.check_invariants = true;
   // The logs were made without a cross-server cost, as the peer simulators they mirror run.
   c.cross_server_eff = 1;
-  c.out_dir = test::temp_dir("golden-" + c.policy);
+  c.out_dir = test::temp_dir("golden-" + name);
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
   CHECK(out.summary.jobs_completed == 8);
@@ -35,10 +35,10 @@ TEST_CASE("strict fifo on a small trace makes exactly the checked-in decisions")
   c.policy = "fifo";
   c.training.servers = 2;
   c.inference.servers = 0;
-  check_golden(c, "tests/e2e/data/small.fifo.events.log");
+  check_golden(c, "tests/e2e/data/small.fifo.events.log", "fifo");
 }
 
-TEST_CASE("aryl with loaning and elasticity on a small trace makes exactly the checked-in decisions") {
+static config small_aryl() {
   config c;
   c.policy = "aryl";
   c.training.servers = 2;
@@ -48,5 +48,17 @@ TEST_CASE("aryl with loaning and elasticity on a small trace makes exactly the c
   c.inference_grace_s = 10;
   c.inference_headroom = 0;
   c.elastic_fraction = 0.5;
-  check_golden(c, "tests/e2e/data/small.aryl.events.log");
+  return c;
+}
+
+TEST_CASE("aryl with loaning and elasticity on a small trace makes exactly the checked-in decisions") {
+  check_golden(small_aryl(), "tests/e2e/data/small.aryl.events.log", "aryl");
+}
+
+// At the minimum floor (the paper's base) elastic jobs start at their minimum and reclaims
+// scale them in: the decisions aryl made by default before the floor was the request.
+TEST_CASE("aryl at the minimum floor on a small trace makes exactly the checked-in decisions") {
+  config c = small_aryl();
+  c.scheduler.floor = elastic_floor::min;
+  check_golden(c, "tests/e2e/data/small.aryl-min.events.log", "aryl-min");
 }
