@@ -173,6 +173,7 @@ ablations=(
   "reserve_after_s=43200 (a job queued 12 h goes first, with servers held for it; jobs ending before they free may use them)|--set scheduler.reserve_after_s=43200"
   "end_scale_period_s=0 (a job's end under a queue re-plans sizes at once)|--set scheduler.end_scale_period_s=0"
   "reserve_stretch=0 (no job goes first for having queued 5 times its predicted run)|--set scheduler.reserve_stretch=0"
+  "elastic_floor=request (elastic jobs start at their request and never shrink below it)|--set scheduler.elastic_floor=request"
 )
 small="--set cluster.training.servers=6 --set cluster.inference.servers=6"
 [ "$FORMAT" = philly ] && small+=" --set trace.vc=6214e9 --set trace.from=2017-11-01 --set trace.to=2017-11-16"

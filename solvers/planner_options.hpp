@@ -76,7 +76,7 @@ struct planner_options {
   /// docs/design.md, "Ends under a queue").
   double end_scale_period_s = 120;
   scale_rounds rounds = scale_rounds::arrivals;
-  elastic_floor floor = elastic_floor::request;
+  elastic_floor floor = elastic_floor::min;
   scale_horizon horizon = scale_horizon::hold;
   /// A change of an elastic job's size must gain this many seconds of predicted JCT beyond
   /// its full cost.

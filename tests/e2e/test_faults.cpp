@@ -308,11 +308,8 @@ TEST_CASE("a slow periodic checkpoint protects the work only once it is written"
 
 TEST_CASE("a slow stop checkpoint delays the reclaim waiting for it by its extra time") {
   // As the reclaim test above: every stop's checkpoint takes 30 s; the job on the reclaimed
-  // server is told to stop at 120 and its checkpoint now takes 50 s more. At the minimum floor
-  // that job is scaled in and runs on past the checkpoint; at its request it would be stopped
-  // whole and end its work 45 s into the slower checkpoint, which ends the wait too.
+  // server is told to stop at 120 and its checkpoint now takes 50 s more.
   auto c = small_run("reclaim-slow");
-  c.scheduler.floor = elastic_floor::min;
   c.inference_trace = test::write_temp_file(tmp + "demand-slow.csv", "t_s,servers_needed\n0,0\n100,1\n");
   c.inference_interval_s = 30;
   c.inference_grace_s = 0;

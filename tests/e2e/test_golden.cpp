@@ -55,10 +55,10 @@ TEST_CASE("aryl with loaning and elasticity on a small trace makes exactly the c
   check_golden(small_aryl(), "tests/e2e/data/small.aryl.events.log", "aryl");
 }
 
-// At the minimum floor (the paper's base) elastic jobs start at their minimum and reclaims
-// scale them in: the decisions aryl made by default before the floor was the request.
-TEST_CASE("aryl at the minimum floor on a small trace makes exactly the checked-in decisions") {
+// At the request floor elastic jobs start at their request, wait for it, and are never
+// shrunk below it: a reclaim stops them whole.
+TEST_CASE("aryl at the request floor on a small trace makes exactly the checked-in decisions") {
   config c = small_aryl();
-  c.scheduler.floor = elastic_floor::min;
-  check_golden(c, "tests/e2e/data/small.aryl-min.events.log", "aryl-min");
+  c.scheduler.floor = elastic_floor::request;
+  check_golden(c, "tests/e2e/data/small.aryl-request.events.log", "aryl-request");
 }

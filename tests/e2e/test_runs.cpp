@@ -132,3 +132,31 @@ TEST_CASE("with scale rounds on capacity events, rounds where no size could chan
   MESSAGE("mean JCT capacity " << a.summary.mean_jct_s << " every " << b.summary.mean_jct_s << "; local starts "
                                << local_starts(capacity));
 }
+
+TEST_CASE("at the request floor an elastic job waits for its request, and at the minimum floor it starts at its minimum") {
+  // One 8-GPU server: a rigid 4-GPU job runs for 1000 s, and an elastic 8-GPU job (minimum 4)
+  // arrives at 10 s. Its minimum fits at once; its request only when the rigid job ends.
+  config c;
+  c.trace_file = test::write_temp_file("floor.csv", "job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\n"
+                                                    "rigid,0,4,1000,0,4,4\nwide,10,8,500,1,4,8\n");
+  c.training.servers = 1;
+  c.inference.servers = 0;
+  c.check_invariants = true;
+  c.scheduler.floor = elastic_floor::request;
+  c.out_dir = test::temp_dir("floor-request");
+  auto at_request = test::run(c);
+  REQUIRE_MESSAGE(at_request.ok, at_request.error);
+  auto starts = test::lines_with(test::slurp(c.out_dir + "/events.log"), "scheduler start job-1 ");
+  REQUIRE(starts.size() == 1);
+  CHECK(std::stod(starts[0]) >= 1000);
+  CHECK(starts[0].find(" workers=8 ") != std::string::npos);
+
+  c.scheduler.floor = elastic_floor::min;
+  c.out_dir = test::temp_dir("floor-min");
+  auto at_min = test::run(c);
+  REQUIRE_MESSAGE(at_min.ok, at_min.error);
+  starts = test::lines_with(test::slurp(c.out_dir + "/events.log"), "scheduler start job-1 ");
+  REQUIRE(starts.size() == 1);
+  CHECK(std::stod(starts[0]) == doctest::Approx(10));
+  CHECK(starts[0].find(" workers=4 ") != std::string::npos);
+}

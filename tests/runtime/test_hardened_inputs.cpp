@@ -169,3 +169,12 @@ TEST_CASE("a job with a class under a policy that does not preempt for classes i
   auto r = run_trace("class-aryl.csv", csv, "--policy aryl");
   CHECK_MESSAGE(r.code == 0, r.output);
 }
+
+TEST_CASE("at the request floor an elastic job whose request exceeds the cluster but whose minimum fits is refused, naming the floor key") {
+  const std::string csv = "job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\nwide,0,16,100,1,8,16\n";
+  check_one_line_error(run_trace("floor.csv", csv, "--servers 1 --gpus-per-server 8 --set scheduler.elastic_floor=request"),
+                       "job 0 (wide) needs 16 GPUs at its request; the cluster it may use has 8: set "
+                       "scheduler.elastic_floor=min to run it at its minimum of 8");
+  auto at_min = run_trace("floor-min.csv", csv, "--servers 1 --gpus-per-server 8");
+  CHECK_MESSAGE(at_min.code == 0, at_min.output);
+}
