@@ -456,7 +456,8 @@ def main(work, out):
                 if eo > 1:
                     w(f"  Without loaning (`elastic-only`) the ratio is {eo:.3f}, so loaned GPUs do not cause it: elastic")
                     w("  jobs run at their minimum while queued base demand takes every freed GPU, the trade-off of")
-                    w("  base demand first that buys the mean queuing and JCT above.")
+                    w("  base demand first that buys the mean queuing and JCT above. The floor that removes this tail,")
+                    w("  and the GPU-hours it costs: docs/design.md, \"The floor of an elastic job\".")
                 else:
                     w(f"  Without loaning (`elastic-only`) the ratio is {eo:.3f}: the loaned GPUs' lower speed is the cause.")
             if seeds > 1:
