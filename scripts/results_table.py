@@ -472,21 +472,20 @@ def main(work, out):
         w("")
 
     if seeds > 1:
-        seed_rivals = others
-
         def seed_run(wid, s, p):
             return f"main-{wid}-{p}" if s == 1 else f"seed-{wid}-{s}-{p}"
         SS = {}
         for wid in order:
             for s in range(1, seeds + 1):
-                for p in ["aryl"] + seed_rivals:
+                for p in ["aryl"] + others:
                     run = seed_run(wid, s, p)
                     if s > 1:  # the main run's settings but for the seed
+                        mine = config(d.run(run))
                         ref = {k: v for k, v in config(d.run(f"main-{wid}-{p}")).items() if k not in ("seed", "run.out")}
-                        c = {k: v for k, v in config(d.run(run)).items() if k not in ("seed", "run.out")}
+                        c = {k: v for k, v in mine.items() if k not in ("seed", "run.out")}
                         assert c == ref, f"{run} differs from main-{wid}-{p} in " + \
                             ", ".join(k for k in set(c) | set(ref) if c.get(k) != ref.get(k))
-                        assert config(d.run(run)).get("seed") == s, f"{run} did not run with seed {s}"
+                        assert mine.get("seed") == s, f"{run} did not run with seed {s}"
                     SS[(wid, s, p)] = summary(d.run(run))
                     assert SS[(wid, s, p)]["jobs_completed"] == SS[(wid, s, p)]["jobs_submitted"], run
 
@@ -500,17 +499,17 @@ def main(work, out):
         w("baselines; min / median / max over the seeds, and how many seeds miss the target.")
         w("")
         w("| window | p95 JCT: aryl / best baseline | seeds above 1 | mean slowdown: aryl / best baseline | seeds above 1 |"
-          + (" mean JCT vs SJF (>= 1.30x) |" if "baseline" in seed_rivals else "")
-          + (" mean JCT vs SRTF (>= 1.15x) |" if "srtf" in seed_rivals else ""))
-        w("|---|---|---|---|---|" + "---|" * sum(p in seed_rivals for p in ("baseline", "srtf")))
+          + (" mean JCT vs SJF (>= 1.30x) |" if "baseline" in others else "")
+          + (" mean JCT vs SRTF (>= 1.15x) |" if "srtf" in others else ""))
+        w("|---|---|---|---|---|" + "---|" * sum(p in others for p in ("baseline", "srtf")))
         for wid in order:
             cells = []
             for key in ("p95_jct_s", "mean_slowdown"):
-                rs = [SS[(wid, s, "aryl")][key] / min(SS[(wid, s, p)][key] for p in seed_rivals)
+                rs = [SS[(wid, s, "aryl")][key] / min(SS[(wid, s, p)][key] for p in others)
                       for s in range(1, seeds + 1)]
                 cells += [spread(rs, lambda v: f"{v:.3f}"), f"{sum(r > 1 for r in rs)} of {seeds}"]
             for rival, t in (("baseline", 1.30), ("srtf", 1.15)):
-                if rival in seed_rivals:
+                if rival in others:
                     rs = [ratio(SS[(wid, s, rival)]["mean_jct_s"], SS[(wid, s, "aryl")]["mean_jct_s"])
                           for s in range(1, seeds + 1)]
                     cells.append(spread(rs, fmt_r) + f" ({sum(r < t for r in rs)} below)")

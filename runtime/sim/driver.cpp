@@ -135,13 +135,16 @@ void check_runnable(const config& c, const scheduler_setup& s, const job_spec& j
     most = std::max(most, gpus);
     if (gpus >= base && (slowest == 0 || c.gpu_speed.at(type) < slowest)) slowest = c.gpu_speed.at(type);
   }
-  if (base > most && scales && j.min_workers <= most)
-    throw input_error(fmt::format("{} needs {} GPUs{} at its request; the cluster it may use has {}: set "
-                                  "scheduler.elastic_floor=min to run it at its minimum of {}",
-                                  label, base, j.gpu_type.empty() ? "" : " of type " + j.gpu_type, most, j.min_workers));
-  if (base > most)
-    throw input_error(fmt::format("{} needs {} GPUs{}; the cluster it may use has {}", label, base,
-                                  j.gpu_type.empty() ? "" : " of type " + j.gpu_type, most));
+  if (base > most) {
+    // At the request floor (base above the minimum) a job whose minimum fits is told the key.
+    const bool at_min_fits = base > j.min_workers && j.min_workers <= most;
+    throw input_error(fmt::format("{} needs {} GPUs{}{}; the cluster it may use has {}{}", label, base,
+                                  j.gpu_type.empty() ? "" : " of type " + j.gpu_type,
+                                  at_min_fits ? " at its request" : "", most,
+                                  at_min_fits ? fmt::format(": set scheduler.elastic_floor=min to run it at its "
+                                                            "minimum of {}", j.min_workers)
+                                              : ""));
+  }
   // Half the horizon leaves room for the waits, restarts and rescales of a busy cluster.
   double alone_s = j.duration_s / work_rate(s.params.model, j.gpus, base, 1, slowest) + c.restart_overhead_s;
   if (j.submit.seconds() + alone_s > sim_time::horizon().seconds() / 2)
