@@ -56,6 +56,7 @@ void cluster_ledger::count(const server_entry& s, bool add) const {
     const size_t loaned = s.mode == server_mode::loaned ? 1 : 0;
     c.free[loaned] += k * s.free;
     c.room[loaned] += k * (s.free + s.extra);
+    c.gpus[loaned] += k * s.gpus;
   }
 }
 
@@ -135,6 +136,13 @@ long cluster_ledger::capacity(int type, bool loaned, bool with_extras) const {
   auto& c = capacity_[static_cast<size_t>(type)];
   auto& v = with_extras ? c.room : c.free;
   return v[0] + (loaned ? v[1] : 0);
+}
+
+long cluster_ledger::type_gpus(int type, bool loaned) const {
+  ensure_indexed();
+  if (type < 0 || static_cast<size_t>(type) >= capacity_.size()) return 0;
+  auto& c = capacity_[static_cast<size_t>(type)];
+  return c.gpus[0] + (loaned ? c.gpus[1] : 0);
 }
 
 int cluster_ledger::smallest_server(int type) const {

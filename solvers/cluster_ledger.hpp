@@ -257,6 +257,8 @@ public:
   /// Free GPUs of `type` on the servers best_fit looks at (with `with_extras`, counting extra
   /// workers' GPUs free): no placement there can take more.
   long capacity(int type, bool loaned, bool with_extras) const;
+  /// GPUs of `type` on servers that run training now (with `loaned`, loaned ones too), held or not.
+  long type_gpus(int type, bool loaned) const;
   /// The smallest server of `type` (0 if none).
   int smallest_server(int type) const;
   const server_totals& totals() const;
@@ -346,6 +348,7 @@ private:
   struct type_capacity {
     long free[2] = {};
     long room[2] = {};
+    long gpus[2] = {};
   };
   mutable std::vector<type_capacity> capacity_;
   mutable server_totals totals_;

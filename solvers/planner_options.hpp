@@ -65,6 +65,10 @@ struct planner_options {
   bool free_gpus_first = true;
   /// Elastic jobs predicted shorter than this start on the slowest GPU type that fits.
   double short_job_s = 0;
+  /// Elastic jobs predicted to run at least this long start only on their fastest GPU type,
+  /// when its servers can hold them: on a slower one they would lose more than they wait
+  /// (docs/design.md, "Long jobs on their fastest type"). 0: off.
+  double long_job_s = 0;
   /// Rounds with elastic scaling or loaning re-plan elastic jobs' sizes and moves (the
   /// knapsack, over every running elastic job) at most this often, in seconds; the rounds in
   /// between only start queued jobs at their base demand on free GPUs. 0: every round

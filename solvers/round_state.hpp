@@ -330,10 +330,15 @@ inline void base_of(const job_entry& j, const policy_spec& p, allocation& out) {
 }
 
 /// The GPU types a queued job tries, in order, into `types`: fastest first, or slowest first
-/// for a short elastic job (sum of JCTs is least when the longest jobs run fastest).
+/// for a short elastic job (sum of JCTs is least when the longest jobs run fastest), or the
+/// fastest alone for a long one whose request that type's servers hold (planner_options::long_job_s).
 inline void types_for(const cluster_ledger& l, const job_entry& j, const planner_options& o, std::vector<int>& types) {
   types_by_speed(l, j.gpu_type, types);
-  if (j.elastic && j.predicted_remaining() < o.short_job_s) std::reverse(types.begin(), types.end());
+  if (!j.elastic || types.size() < 2) return;
+  const double left = j.predicted_remaining();
+  if (left < o.short_job_s) std::reverse(types.begin(), types.end());
+  else if (o.long_job_s > 0 && left >= o.long_job_s && l.type_gpus(types.front(), true) >= std::max(j.gpus, j.min_workers))
+    types.erase(types.begin() + 1, types.end());
 }
 
 /// The servers of `type` a base demand of `demand` workers spans at least: one if it fits the

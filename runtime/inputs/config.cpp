@@ -145,6 +145,7 @@ const std::map<std::string, setter>& setters() {
       {"scheduler.hold_prior_s", [](config& c, const std::string& v) { c.scheduler.hold_prior_s = seconds(v, 1.0); }},
       {"scheduler.hold_halflife_s", [](config& c, const std::string& v) { c.scheduler.hold_halflife_s = seconds(v); }},
       {"scheduler.short_job_s", [](config& c, const std::string& v) { c.scheduler.short_job_s = seconds(v); }},
+      {"scheduler.long_job_s", [](config& c, const std::string& v) { c.scheduler.long_job_s = seconds(v); }},
       {"scheduler.inelastic_on_loaned", [](config& c, const std::string& v) { c.scheduler.inelastic_on_loaned = to_bool(v); }},
       {"scheduler.reclaim", [](config& c, const std::string& v) { c.reclaim_method = one_of(v, {"greedy", "exact"}); }},
       {"scheduler.unestimated_prior_s", [](config& c, const std::string& v) { c.scheduler.unestimated_prior_s = seconds(v, 1.0); }},

@@ -24,6 +24,7 @@ std::string effective_config_json(const config& c) {
   j["scheduler.migrate_onto_extras"] = s.migrate_onto_extras;
   j["scheduler.free_gpus_first"] = s.free_gpus_first;
   j["scheduler.short_job_s"] = s.short_job_s;
+  j["scheduler.long_job_s"] = s.long_job_s;
   j["scheduler.scale_period_s"] = s.scale_period_s;
   j["scheduler.end_scale_period_s"] = s.end_scale_period_s;
   j["scheduler.scale_rounds"] = s.rounds == scale_rounds::every      ? "every"
