@@ -150,7 +150,7 @@ done
 # window and one VC alone. label|settings
 ablations=(
   "defaults|"
-  "free_gpus_first=false|--set scheduler.free_gpus_first=false"
+  "free_gpus_first=true (a queued job takes free slower GPUs before extra workers' GPUs of its fastest type)|--set scheduler.free_gpus_first=true"
   "migrate_onto_extras=true|--set scheduler.migrate_onto_extras=true"
   "migrate=false|--set scheduler.migrate=false"
   "inelastic_on_loaned=true|--set scheduler.inelastic_on_loaned=true"
@@ -161,7 +161,8 @@ ablations=(
   "min_extra_efficiency=0|--set scheduler.min_extra_efficiency=0"
   "preempt_ratio=0 (no preemption for queued jobs)|--set scheduler.preempt_ratio=0"
   "preempt_for_speed=false (a job that fits only on slower GPUs never preempts for its fastest type)|--set scheduler.preempt_for_speed=false"
-  "max_preemptions=2 (the earlier bound)|--set scheduler.max_preemptions=2"
+  "max_preemptions=2 (the first bound)|--set scheduler.max_preemptions=2"
+  "max_preemptions=6 (the bound before)|--set scheduler.max_preemptions=6"
   "base_room_to_grow=false|--set scheduler.base_room_to_grow=false"
   "move_with_size=false|--set scheduler.move_with_size=false"
   "consolidate=false|--set scheduler.consolidate=false"
@@ -173,7 +174,9 @@ ablations=(
   "reserve_after_s=43200 (a job queued 12 h goes first, with servers held for it; jobs ending before they free may use them)|--set scheduler.reserve_after_s=43200"
   "end_scale_period_s=0 (a job's end under a queue re-plans sizes at once)|--set scheduler.end_scale_period_s=0"
   "reserve_stretch=0 (no job goes first for having queued 5 times its predicted run)|--set scheduler.reserve_stretch=0"
-  "elastic_floor=request (elastic jobs start at their request and never shrink below it)|--set scheduler.elastic_floor=request"
+  "long_job_s=0 (long elastic jobs may start on slower loaned GPUs)|--set scheduler.long_job_s=0"
+  "elastic_floor=min (elastic jobs may start at their minimum and shrink to it: the paper's base)|--set scheduler.elastic_floor=min"
+  "elastic_floor=min, long_job_s=0, free_gpus_first=true, max_preemptions=6 (the defaults before these four)|--set scheduler.elastic_floor=min --set scheduler.long_job_s=0 --set scheduler.free_gpus_first=true --set scheduler.max_preemptions=6"
 )
 small="--set cluster.training.servers=6 --set cluster.inference.servers=6"
 [ "$FORMAT" = philly ] && small+=" --set trace.vc=6214e9 --set trace.from=2017-11-01 --set trace.to=2017-11-16"

@@ -62,13 +62,13 @@ struct planner_options {
   /// Moves may also take GPUs held by other elastic jobs' extra workers.
   bool migrate_onto_extras = false;
   /// Place base demand on free GPUs of any type before shrinking elastic jobs' extra workers.
-  bool free_gpus_first = true;
+  bool free_gpus_first = false;
   /// Elastic jobs predicted shorter than this start on the slowest GPU type that fits.
   double short_job_s = 0;
   /// Elastic jobs predicted to run at least this long start only on their fastest GPU type,
   /// when its servers can hold them: on a slower one they would lose more than they wait
   /// (docs/design.md, "Long jobs on their fastest type"). 0: off.
-  double long_job_s = 0;
+  double long_job_s = 100000;
   /// Rounds with elastic scaling or loaning re-plan elastic jobs' sizes and moves (the
   /// knapsack, over every running elastic job) at most this often, in seconds; the rounds in
   /// between only start queued jobs at their base demand on free GPUs. 0: every round
@@ -80,7 +80,7 @@ struct planner_options {
   /// docs/design.md, "Ends under a queue").
   double end_scale_period_s = 120;
   scale_rounds rounds = scale_rounds::arrivals;
-  elastic_floor floor = elastic_floor::min;
+  elastic_floor floor = elastic_floor::request;
   scale_horizon horizon = scale_horizon::hold;
   /// A change of an elastic job's size must gain this many seconds of predicted JCT beyond
   /// its full cost.
@@ -108,7 +108,7 @@ struct planner_options {
   /// job's predicted run plus the victim's restart and checkpoint (0: off).
   double preempt_ratio = 4;
   /// ... but never a job already preempted this many times (no job starves).
-  int max_preemptions = 6;
+  int max_preemptions = 10;
   /// A queued job whose base demand fits only on a slower GPU type (loaned servers) may
   /// preempt on its fastest type by the rule above when the time it saves there exceeds what
   /// its victims lose (their wait for its run, their restarts and checkpoints).

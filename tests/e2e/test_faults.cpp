@@ -91,6 +91,7 @@ TEST_CASE("a job whose workers keep dying ends as failed after faults.max_retrie
 
 TEST_CASE("a reclaim waits for the stopped jobs' checkpoints, and a late one counts as an SLO miss with its lateness") {
   auto c = small_run("reclaim");
+  c.scheduler.free_gpus_first = true;  // jobs on the lent server for the reclaim to stop
   c.inference_trace = test::write_temp_file(tmp + "demand.csv", "t_s,servers_needed\n0,0\n100,1\n");
   c.inference_interval_s = 30;
   c.inference_grace_s = 0;  // any checkpoint time is late
@@ -308,8 +309,10 @@ TEST_CASE("a slow periodic checkpoint protects the work only once it is written"
 
 TEST_CASE("a slow stop checkpoint delays the reclaim waiting for it by its extra time") {
   // As the reclaim test above: every stop's checkpoint takes 30 s; the job on the reclaimed
-  // server is told to stop at 120 and its checkpoint now takes 50 s more.
+  // server is told to stop at 120 and its checkpoint now takes 50 s more. At the minimum floor
+  // the reclaim scales jobs in, each stop one checkpoint.
   auto c = small_run("reclaim-slow");
+  c.scheduler.floor = elastic_floor::min;
   c.inference_trace = test::write_temp_file(tmp + "demand-slow.csv", "t_s,servers_needed\n0,0\n100,1\n");
   c.inference_interval_s = 30;
   c.inference_grace_s = 0;

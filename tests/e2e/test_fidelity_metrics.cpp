@@ -80,8 +80,10 @@ config small_run(const std::string& policy, int inference_servers) {
   c.inference_grace_s = 10;
   c.inference_headroom = 0;
   c.out_dir = test::temp_dir("fidelity-" + policy + "-" + std::to_string(inference_servers));
-  // Extras on every free GPU, loaned ones included: the measures need jobs there.
+  // Extras on every free GPU, loaned ones included, and queued jobs on free loaned GPUs first:
+  // the measures need jobs there.
   c.scheduler = myopic_scaling(c.scheduler);
+  c.scheduler.free_gpus_first = true;
   return c;
 }
 

@@ -35,8 +35,9 @@ config run_with(const std::string& name, int inference, const std::string& deman
   c.check_invariants = true;
   c.faults_file = test::write_temp_file(tmp + name + ".yaml", "faults:\n" + plan);
   c.out_dir = test::temp_dir("infer-faults-out-" + name);
-  // Extras on every free GPU: lent servers get jobs to lose.
+  // Extras on every free GPU, and queued jobs on free lent GPUs first: lent servers get jobs to lose.
   c.scheduler = myopic_scaling(c.scheduler);
+  c.scheduler.free_gpus_first = true;
   return c;
 }
 

@@ -106,6 +106,7 @@ TEST_CASE("a job on loaned T4 GPUs counts 0.35 of a V100 second per GPU-second w
   auto c = free_changes("loaned", "job_id,submit_s,gpus,duration_s,gpu_type,elastic,min_workers,max_workers\n"
                                   "a,0,8,1000,,0,,\nb,10,4,100,,1,4,4\n", 1, 1);
   c.policy = "aryl";
+  c.scheduler.free_gpus_first = true;  // b goes on the free T4s, not on a's V100s by a stop
   c.inference_trace = test::write_temp_file("eff-loaned-demand.csv", "t_s,servers_needed\n0,0\n");
   c.inference_interval_s = 30;
   c.inference_headroom = 0;

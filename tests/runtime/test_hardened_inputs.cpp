@@ -175,6 +175,6 @@ TEST_CASE("at the request floor an elastic job whose request exceeds the cluster
   check_one_line_error(run_trace("floor.csv", csv, "--servers 1 --gpus-per-server 8 --set scheduler.elastic_floor=request"),
                        "job 0 (wide) needs 16 GPUs at its request; the cluster it may use has 8: set "
                        "scheduler.elastic_floor=min to run it at its minimum of 8");
-  auto at_min = run_trace("floor-min.csv", csv, "--servers 1 --gpus-per-server 8");
+  auto at_min = run_trace("floor-min.csv", csv, "--servers 1 --gpus-per-server 8 --set scheduler.elastic_floor=min");
   CHECK_MESSAGE(at_min.code == 0, at_min.output);
 }
