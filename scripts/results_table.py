@@ -236,6 +236,14 @@ def main(work, out):
           f" {c0['scheduler.min_extra_efficiency']:g} of a GPU's work at the minimum; a queued job preempts jobs whose"
           f" remaining time is above {c0['scheduler.preempt_ratio']:g}x its run plus their restart"
           f" (at most {c0['scheduler.max_preemptions']} preemptions a job).")
+        floor = c0.get("scheduler.elastic_floor", "min")
+        long_s = c0.get("scheduler.long_job_s", 0)
+        w(f"- Elastic jobs start at their {'request' if floor == 'request' else 'minimum'} (`elastic_floor={floor}`, docs/design.md,"
+          " \"The floor of an elastic job\")"
+          + (f"; those predicted to run {long_s:,.0f} s or more start only on their fastest GPU type (`long_job_s`)"
+             if long_s > 0 else "")
+          + ("; a queued job takes extra workers' GPUs of a type before free GPUs of a slower one (`free_gpus_first=false`)."
+             if not c0.get("scheduler.free_gpus_first", True) else "; a queued job takes free GPUs of any type before extra workers' GPUs."))
     w(f"- Checkpoints: every {c0['jobs.checkpoint_interval_s']:g} s of a job's run and at every stop; a stop's"
       f" checkpoint takes {c0['jobs.checkpoint_s']:g} s + {c0['jobs.checkpoint_per_gpu_s']:g} s per worker"
       f" (+-{100 * c0['jobs.checkpoint_jitter']:.0f}%), and a reclaimed server returns only once every job on it"
@@ -343,7 +351,8 @@ def main(work, out):
         w("SRTF and LAS preempt running jobs for any shorter (SRTF) or less-served (LAS) one, so a short")
         w("job rarely waits behind a long one; aryl preempts for a queued job only past its ratio and at most")
         w("a set number of times per job (docs/design.md, \"Preemption for short jobs\"), and starts elastic")
-        w("jobs at their minimum, on loaned inference GPUs (slower) when the training GPUs are full: what")
+        w(f"jobs at their {'request' if c0.get('scheduler.elastic_floor', 'min') == 'request' else 'minimum'},"
+          " on loaned inference GPUs (slower) when the training GPUs are full: what")
         w("slowdown it keeps is from running, not from queuing. Per window, aryl against the policy with the")
         w("lowest mean slowdown:")
         w("")
