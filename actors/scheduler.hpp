@@ -1,6 +1,7 @@
 #pragma once
 /// The scheduler actor: holds the cluster ledger and the queue, runs one round per instant
 /// (after every message of that instant), and negotiates reclaims with job actors.
+#include <array>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -59,6 +60,9 @@ struct scheduler_state {
   std::vector<double> durations;
   /// By job: 1 when its duration is the default estimate (job_spec::predicted false).
   std::vector<char> unpredicted;
+  /// By GPU type id: GPUs of the configured training and inference servers (floor_cap's, built
+  /// on first use).
+  std::vector<std::array<long, 2>> pool_gpus;
   std::vector<server_actor> servers;
   job_env jenv;
   /// Learnt from the first loan offer. Weak: the inference-load actor holds the scheduler, and

@@ -24,6 +24,22 @@ bool may_grow_at_start(const scheduler_state& st, const job_entry& j) {
   return free > j.min_workers;
 }
 
+/// The most GPUs of one type an elastic job needing `gpu_type` (empty: any) may hold in the
+/// configured cluster: training servers, and inference ones when the policy loans (0: none).
+long floor_cap(scheduler_state& st, const std::string& gpu_type) {
+  if (st.pool_gpus.empty()) {
+    st.pool_gpus.assign(st.setup.type_names.size(), {0, 0});
+    for (auto& s : st.setup.servers)
+      if (s.gpu_type >= 0 && static_cast<size_t>(s.gpu_type) < st.pool_gpus.size())
+        st.pool_gpus[static_cast<size_t>(s.gpu_type)][s.home == server_home::inference ? 1 : 0] += s.gpus;
+  }
+  long most = 0;
+  for (size_t t = 0; t < st.pool_gpus.size(); ++t)
+    if (gpu_type.empty() || st.setup.type_names[t] == gpu_type)
+      most = std::max(most, st.pool_gpus[t][0] + (st.setup.policy.loaning ? st.pool_gpus[t][1] : 0));
+  return most;
+}
+
 } // namespace
 
 /// Takes a submitted job into the queue and spawns its actor. `restored`: the job as the
@@ -54,7 +70,8 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
   // away (a crash; a live restart submitting the trace jobs it missed).
   j.submit = std::min(now, spec.submit);
   j.gpus = spec.gpus;
-  j.min_workers = spec.elastic ? floor_workers(spec.min_workers, spec.gpus, spec.max_workers, st.setup.planner)
+  j.min_workers = spec.elastic ? floor_workers(spec.min_workers, spec.gpus, spec.max_workers, st.setup.planner,
+                                               floor_cap(st, spec.gpu_type))
                                : spec.min_workers;
   j.max_workers = spec.max_workers;
   j.elastic = spec.elastic;

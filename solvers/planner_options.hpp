@@ -1,5 +1,6 @@
 #pragma once
 /// How the scheduler's rounds behave: the `scheduler.*` config keys (docs/design.md).
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -149,10 +150,14 @@ inline planner_options myopic_scaling(planner_options o) {
 
 /// The fewest workers the scheduler gives elastic job (min_workers, gpus, max_workers) under `o`:
 /// every step that reads a job's minimum (its base demand, its extra workers, how far a
-/// reclaim, queued demand or a fault may shrink it) reads this one.
-inline int floor_workers(int min_workers, int gpus, int max_workers, const planner_options& o) {
+/// reclaim, queued demand or a fault may shrink it) reads this one. `cap`: the most GPUs of one
+/// type the cluster has for the job (0: unknown); a request above it is floored there, never
+/// below the minimum, so a job the cluster can hold at its minimum runs.
+inline int floor_workers(int min_workers, int gpus, int max_workers, const planner_options& o, long cap = 0) {
   if (o.floor == elastic_floor::min) return min_workers;
-  return gpus < min_workers ? min_workers : gpus > max_workers ? max_workers : gpus;
+  int f = gpus < min_workers ? min_workers : gpus > max_workers ? max_workers : gpus;
+  if (cap > 0 && f > cap) f = static_cast<int>(std::max<long>(min_workers, cap));
+  return f;
 }
 
 /// Whether policy `p` backfills under `o` (planner_options::backfill).

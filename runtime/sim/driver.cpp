@@ -120,7 +120,6 @@ void check_runnable(const config& c, const scheduler_setup& s, const job_spec& j
                                   label, j.priority, s.policy.name, those));
   }
   bool scales = s.policy.elastic && j.elastic;
-  int base = scales ? floor_workers(j.min_workers, j.gpus, j.max_workers, s.planner) : j.gpus;
   bool may_loan = s.policy.loaning && (j.elastic || c.scheduler.inelastic_on_loaned);
   // A job's workers share one GPU type, so only same-type servers add up.
   std::map<std::string, int64_t> capacity;
@@ -130,21 +129,15 @@ void check_runnable(const config& c, const scheduler_setup& s, const job_spec& j
     capacity[p.cluster->gpu_type] += int64_t{p.cluster->servers} * p.cluster->gpus_per_server;
   }
   int64_t most = 0;
+  for (auto& [type, gpus] : capacity) most = std::max(most, gpus);
+  // The scheduler floors a request the cluster cannot hold at what it can (floor_workers).
+  int base = scales ? floor_workers(j.min_workers, j.gpus, j.max_workers, s.planner, static_cast<long>(most)) : j.gpus;
   double slowest = 0;
-  for (auto& [type, gpus] : capacity) {
-    most = std::max(most, gpus);
+  for (auto& [type, gpus] : capacity)
     if (gpus >= base && (slowest == 0 || c.gpu_speed.at(type) < slowest)) slowest = c.gpu_speed.at(type);
-  }
-  if (base > most) {
-    // At the request floor (base above the minimum) a job whose minimum fits is told the key.
-    const bool at_min_fits = base > j.min_workers && j.min_workers <= most;
-    throw input_error(fmt::format("{} needs {} GPUs{}{}; the cluster it may use has {}{}", label, base,
-                                  j.gpu_type.empty() ? "" : " of type " + j.gpu_type,
-                                  at_min_fits ? " at its request" : "", most,
-                                  at_min_fits ? fmt::format(": set scheduler.elastic_floor=min to run it at its "
-                                                            "minimum of {}", j.min_workers)
-                                              : ""));
-  }
+  if (base > most)
+    throw input_error(fmt::format("{} needs {} GPUs{}; the cluster it may use has {}", label, base,
+                                  j.gpu_type.empty() ? "" : " of type " + j.gpu_type, most));
   // Half the horizon leaves room for the waits, restarts and rescales of a busy cluster.
   double alone_s = j.duration_s / work_rate(s.params.model, j.gpus, base, 1, slowest) + c.restart_overhead_s;
   if (j.submit.seconds() + alone_s > sim_time::horizon().seconds() / 2)

@@ -170,11 +170,23 @@ TEST_CASE("a job with a class under a policy that does not preempt for classes i
   CHECK_MESSAGE(r.code == 0, r.output);
 }
 
-TEST_CASE("at the request floor an elastic job whose request exceeds the cluster but whose minimum fits is refused, naming the floor key") {
-  const std::string csv = "job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\nwide,0,16,100,1,8,16\n";
-  check_one_line_error(run_trace("floor.csv", csv, "--servers 1 --gpus-per-server 8 --set scheduler.elastic_floor=request"),
-                       "job 0 (wide) needs 16 GPUs at its request; the cluster it may use has 8: set "
-                       "scheduler.elastic_floor=min to run it at its minimum of 8");
+TEST_CASE("at the request floor an elastic job whose request exceeds the cluster runs at the most the cluster holds, and one whose minimum exceeds it is refused") {
+  // b (4 GPUs) arrives while wide runs: at a floor of 8 it waits for wide's end; at wide's
+  // minimum of 4 it would take 4 of wide's workers.
+  const std::string csv = "job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\n"
+                          "wide,0,16,100,1,4,16\nb,10,4,10,0,,\n";
+  auto r = run_trace("floor.csv", csv, "--servers 1 --gpus-per-server 8 --set scheduler.elastic_floor=request");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  auto log = read_file("/tmp/aryl-cli-out-floor.csv/events.log");
+  CHECK(log.find("start job-0 workers=8 ") != std::string::npos);
+  REQUIRE(log.find("start job-1") != std::string::npos);
+  CHECK(log.find("finish job-0") < log.find("start job-1"));
   auto at_min = run_trace("floor-min.csv", csv, "--servers 1 --gpus-per-server 8 --set scheduler.elastic_floor=min");
-  CHECK_MESSAGE(at_min.code == 0, at_min.output);
+  REQUIRE_MESSAGE(at_min.code == 0, at_min.output);
+  auto min_log = read_file("/tmp/aryl-cli-out-floor-min.csv/events.log");
+  CHECK(min_log.find("start job-1") < min_log.find("finish job-0"));
+  check_one_line_error(run_trace("floor-over.csv", "job_id,submit_s,gpus,duration_s,elastic,min_workers,max_workers\n"
+                                                  "wide,0,16,100,1,12,16\n",
+                                 "--servers 1 --gpus-per-server 8 --set scheduler.elastic_floor=request"),
+                       "job 0 (wide) needs 12 GPUs; the cluster it may use has 8");
 }
