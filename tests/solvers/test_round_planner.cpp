@@ -356,9 +356,13 @@ TEST_CASE("over random full and local rounds, the ledger's extra-worker counts, 
             for (auto& s : l.servers)
               if (s.gpu_type == type && (s.mode == server_mode::training || (loaned && s.mode == server_mode::loaned)))
                 slots.push_back({s.id, s.gpu_type, s.gpus, s.free + (with_extras ? s.extra : 0)});
-            long capacity = 0;
-            for (auto& slot : slots) capacity += slot.free;
+            long capacity = 0, gpus = 0;
+            for (auto& slot : slots) {
+              capacity += slot.free;
+              gpus += slot.gpus;
+            }
             CHECK(l.capacity(type, loaned, with_extras) == capacity);
+            CHECK(l.type_gpus(type, loaned) == gpus);
             auto a = place_one(placement_mode::consolidated, slots, {0, g, type, {}});
             CHECK(l.best_fit(type, g, loaned, with_extras) == (a ? a->front().first : -1));
           }
