@@ -236,36 +236,31 @@ TEST_CASE("loaning: only elastic jobs use loaned servers, and a long one moves t
 }
 
 TEST_CASE("a long elastic job waits for its fastest type instead of starting on slower loaned GPUs, unless that type cannot hold it") {
-  // t0 (V100) is full with job-0, too short for either to stop it; the loaned T4 server is free. Then elastic job-1, predicted to
-  // run 200,000 s (past long_job_s), and elastic job-2, 5,000 s, arrive.
+  // t0 (V100) is full with job-0, too short for any later job to stop it; the loaned T4 server
+  // is free. Then elastic jobs arrive at 10 s: `long_s` is a job predicted to run 200,000 s, past
+  // long_job_s.
   planner_options o;
+  auto arrive = [&](std::vector<std::pair<int, double>> jobs) {
+    auto l = make_ledger(1, 1);
+    add_job(l, 8, 15000);
+    plan_round(l, *find_policy("aryl"), o, at(0));
+    for (auto [gpus, work] : jobs) add_job(l, gpus, work, 10, true);
+    plan_round(l, *find_policy("aryl"), o, at(10));
+    return l;
+  };
+  const double long_s = 200000;
   o.long_job_s = 100000;
-  auto l = make_ledger(1, 1);
-  add_job(l, 8, 15000);
-  plan_round(l, *find_policy("aryl"), o, at(0));
-  add_job(l, 4, 200000, 10, true);
-  add_job(l, 4, 5000, 10, true);
-  plan_round(l, *find_policy("aryl"), o, at(10));
-  CHECK(l.jobs[0].alloc == allocation{{0, 8}});
-  CHECK(l.jobs[1].status == job_status::queued);
-  CHECK(l.jobs[2].alloc.front().first == 1);
+  auto on = arrive({{4, long_s}, {4, 5000}});
+  CHECK(on.jobs[0].alloc == allocation{{0, 8}});
+  CHECK(on.jobs[1].status == job_status::queued);
+  CHECK(on.jobs[2].alloc.front().first == 1);
+  // A long job of 16 GPUs (minimum 8) that the one V100 server cannot hold may use the T4s.
+  CHECK(arrive({{16, long_s}}).jobs[1].alloc == allocation{{1, 8}});
   // Off, the long job starts on the T4s too.
   o.long_job_s = 0;
-  auto off = make_ledger(1, 1);
-  add_job(off, 8, 15000);
-  plan_round(off, *find_policy("aryl"), o, at(0));
-  add_job(off, 4, 200000, 10, true);
-  plan_round(off, *find_policy("aryl"), o, at(10));
+  auto off = arrive({{4, long_s}});
   CHECK(off.jobs[1].status == job_status::running);
   CHECK(off.jobs[1].alloc.front().first == 1);
-  // A long job of 16 GPUs (minimum 8) that the one V100 server cannot hold may use the T4s.
-  o.long_job_s = 100000;
-  auto wide = make_ledger(1, 1);
-  add_job(wide, 8, 15000);
-  plan_round(wide, *find_policy("aryl"), o, at(0));
-  add_job(wide, 16, 200000, 10, true);
-  plan_round(wide, *find_policy("aryl"), o, at(10));
-  CHECK(wide.jobs[1].alloc == allocation{{1, 8}});
 }
 
 TEST_CASE("a local round starts queued jobs, on extra workers' GPUs if it must, and grows or moves no job") {
