@@ -45,6 +45,10 @@ struct gateway_options {
   /// has its server reported lost through the router; when it registers again, the server is
   /// reported back, after the workers it still runs are reconciled (worker_router).
   double loss_grace_s = 30;
+  /// A connected agent heard within this long holds its server's name: another agent that
+  /// registers under it is refused, naming the conflict. One silent for longer is replaced (a
+  /// machine redialling over a connection that died without a close), and its connection closed.
+  double name_held_s = 3;
   /// Workers an agent lists at its first registration with this gateway are from before it
   /// started (a scheduler restarted, or an earlier serve): none of them is the run's, so each
   /// is stopped (see wait_for_found_workers).

@@ -51,8 +51,8 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
     std::vector<wire::message> backlog;
     /// Workers listed at its first registration and told to stop, until their exits.
     std::set<std::pair<uint32_t, uint32_t>> found;
-    /// hold_found_workers: the ones listed and not exited since, until settled; then the
-    /// adopted ones, until a router takes their reports.
+    /// hold_found_workers: the ones listed (those that exited, listed so or since, with their
+    /// exit code), until settled; then the adopted ones, until a router takes their reports.
     std::vector<wire::running_worker> listed;
     std::set<std::pair<uint32_t, uint32_t>> held;
   };

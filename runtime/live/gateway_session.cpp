@@ -9,10 +9,12 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <deque>
 
 #include "runtime/live/client_replies.hpp"
+#include "runtime/live/registration_checks.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/wire/codec.hpp"
 
@@ -137,6 +139,20 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   const std::string& peer() const { return peer_; }
+
+  /// The peer closed or reset the connection, and its read has not seen it yet (an agent
+  /// restarted at once redials before its old connection's end is read).
+  bool peer_closed() {
+    if (closing_ || !stream_->socket().is_open()) return true;
+    char byte;
+    auto n = ::recv(stream_->socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+
+  /// Seconds since a frame (or the connection's start) was last heard from the peer.
+  double silent_for_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - last_heard_).count();
+  }
   gateway::impl* gateway_state() const { return g_; }
 
  private:
@@ -425,6 +441,7 @@ class session : public std::enable_shared_from_this<session> {
     if (!r) return close(fmt::format("expected register after hello, got '{}'", wire::type_of(msg)));
     if (find_control(r->server) != std::string::npos)
       return close("register: server '" + r->server + "' holds " + describe_control(r->server));
+    if (auto why = registration_problem(*r); !why.empty()) return close("register: " + why);
     auto now = g_->join_late(shared_from_this(), *r);
     if (!now) {  // a machine joining: registers once the scheduler has taken it
       awaiting_answer_ = true;
@@ -465,6 +482,11 @@ class session : public std::enable_shared_from_this<session> {
                                  slot.gpus, slot.gpu_type, pool_name(slot.pool), r->gpus, r->gpu_type,
                                  pool_name(r->pool)));
       replaced = slot.agent.lock();
+      if (replaced && replaced.get() != this && replaced->silent_for_s() < g_->opts.name_held_s &&
+          !replaced->peer_closed())
+        return close(fmt::format("server '{}' is held by a connected agent ({}, heard {:.1f} s ago): a second agent "
+                                 "may not register under its name",
+                                 r->server, replaced->peer(), replaced->silent_for_s()));
       slot.agent = shared_from_this();
       returning = slot.registered;
       slot.registered = true;
@@ -475,6 +497,7 @@ class session : public std::enable_shared_from_this<session> {
       if (!returning && g_->opts.hold_found_workers) slot.listed = r->workers;
       else if (!returning && g_->opts.stop_found_workers)
         for (auto& w : r->workers) {
+          if (w.exit_code) continue;  // nothing to stop: its exit follows
           slot.found.emplace(static_cast<uint32_t>(w.job_id), w.rank);
           stop_jobs.insert(static_cast<uint32_t>(w.job_id));
         }
@@ -483,7 +506,8 @@ class session : public std::enable_shared_from_this<session> {
     // the exits the agent kept while away have been passed on (it sends them before).
     if (returning) {
       reconcile_ = std::vector<std::pair<uint32_t, uint32_t>>{};
-      for (auto& w : r->workers) reconcile_->emplace_back(static_cast<uint32_t>(w.job_id), w.rank);
+      for (auto& w : r->workers)
+        if (!w.exit_code) reconcile_->emplace_back(static_cast<uint32_t>(w.job_id), w.rank);
       for (auto& m : backlog)
         if (auto* l = std::get_if<wire::launch>(&m)) reconcile_->emplace_back(static_cast<uint32_t>(l->job_id), l->rank);
     }
@@ -529,9 +553,15 @@ class session : public std::enable_shared_from_this<session> {
         auto& slot = g_->slots.at(name_);
         std::pair<uint32_t, uint32_t> worker{static_cast<uint32_t>(e->job_id), e->rank};
         if (slot.found.erase(worker) && slot.found.empty()) g_->registered_cv.notify_all();
-        bool was_listed = std::erase_if(slot.listed, [&](const wire::running_worker& w) {
-                            return w.job_id == e->job_id && w.rank == e->rank;
-                          }) > 0;
+        // Still listed, as exited: a job whose workers all ended while the scheduler was away
+        // is adopted and its exits passed on (plan_adoption), not run again.
+        bool was_listed = false;
+        for (auto& w : slot.listed)
+          if (w.job_id == e->job_id && w.rank == e->rank) {
+            w.exit_code = e->code;
+            w.exit_signal = e->signal;
+            was_listed = true;
+          }
         if (g_->router.exit) {
           g_->router.exit(server_id_, worker.first, worker.second, e->code, static_cast<int>(e->signal));
           routed = true;

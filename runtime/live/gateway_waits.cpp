@@ -61,7 +61,7 @@ void gateway::settle_found_workers(const std::set<uint32_t>& adopted) {
         std::pair<uint32_t, uint32_t> worker{static_cast<uint32_t>(w.job_id), w.rank};
         if (adopted.count(worker.first)) {
           s.held.insert(worker);
-        } else {
+        } else if (!w.exit_code) {  // one that exited has nothing left to stop
           s.found.insert(worker);
           stop[name].insert(worker.first);
         }

@@ -13,7 +13,7 @@ target_link_libraries(aryl_state_journal PUBLIC aryl_io PRIVATE SQLite::SQLite3 
 add_library(aryl_gateway STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_waits.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_session.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_status.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_orders.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/gateway_nodes.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/gateway_nodes.cpp ${CMAKE_CURRENT_LIST_DIR}/registration_checks.cpp
             ${CMAKE_CURRENT_LIST_DIR}/job_book.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client_replies.cpp ${CMAKE_CURRENT_LIST_DIR}/log_relay.cpp
             ${CMAKE_CURRENT_LIST_DIR}/token.cpp)

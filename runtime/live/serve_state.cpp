@@ -121,6 +121,10 @@ std::set<uint32_t> plan_adoption(serve_state& s, live_world& world,
     for (auto& w : workers) {
       auto job = static_cast<uint32_t>(w.job_id);
       if (w.job_id > UINT32_MAX || !listed[job].emplace(w.rank, std::pair{server, w.gpus}).second) doubtful.insert(job);
+      // A worker that ended while the scheduler was away counts as where it ran if it
+      // succeeded (its exit, passed on once the run resumes, ends the job once); one that
+      // failed or was killed leaves its job to restart from its checkpoint, as a missing one does.
+      if (w.exit_code && (*w.exit_code != 0 || w.exit_signal.value_or(0) != 0)) doubtful.insert(job);
     }
   std::set<uint32_t> adopted;
   std::map<std::string, std::set<uint32_t>> gpus_taken;

@@ -349,14 +349,14 @@ class agent {
     if (w.pending) emit(*std::exchange(w.pending, std::nullopt));
     say("exit " + worker_label(w.job_id, w.rank) + ": code " + std::to_string(w.status->code) +
         " signal " + std::to_string(w.status->signal));
-    emit(wire::exit_{w.job_id, w.rank, w.status->code, w.status->signal});
+    report_exit(w.job_id, w.rank, w.gpus, w.status->code, w.status->signal);
     const std::pair<uint64_t, uint32_t> key{w.job_id, w.rank};
     workers_.erase(it);
     if (auto d = deferred_.find(key); d != deferred_.end()) {
       auto later = std::move(d->second);
       deferred_.erase(d);
       // Stopped before it could start: it ends as a stopped worker would.
-      if (later.stopped) emit(wire::exit_{later.launch.job_id, later.launch.rank, 0, SIGTERM});
+      if (later.stopped) report_exit(later.launch.job_id, later.launch.rank, later.launch.gpus, 0, SIGTERM);
       else on_launch(later.launch);
     }
     reschedule();  // the last worker gone: a stopping agent can finish
@@ -395,6 +395,14 @@ class agent {
   // ---- connection ----------------------------------------------------------------------
 
   bool registered() const { return conn_ && conn_->state == connection::phase::registered; }
+
+  /// A worker's end, sent now or kept for the next registration, which then lists the worker
+  /// as exited: a scheduler restarted meanwhile learns that the job's worker ran and ended,
+  /// rather than missing it and running the job again.
+  void report_exit(uint64_t job_id, uint32_t rank, const std::vector<uint32_t>& gpus, int32_t code, uint32_t signal) {
+    if (!registered()) exited_away_.push_back({job_id, rank, gpus, std::nullopt, code, signal});
+    emit(wire::exit_{job_id, rank, code, signal});
+  }
 
   /// Sends now when registered, else keeps it for the next registration.
   void emit(wire::message m) {
@@ -441,7 +449,10 @@ class agent {
     wire::register_ r{o_.name, o_.gpu_type, o_.gpus, o_.pool, {}};
     for (auto& [id, w] : workers_)
       if (!w->status)
-        r.workers.push_back({w->job_id, w->rank, w->gpus, static_cast<uint32_t>(w->proc.pid())});
+        r.workers.push_back({w->job_id, w->rank, w->gpus, static_cast<uint32_t>(w->proc.pid()), std::nullopt, std::nullopt});
+    // Their exits are in the backlog sent below.
+    for (auto& w : exited_away_) r.workers.push_back(w);
+    exited_away_.clear();
     send(c, r);
     c->state = connection::phase::registered;
     const auto now = clock_type::now();
@@ -565,7 +576,7 @@ class agent {
 
   void start_failed(const wire::launch& l, const std::string& reason) {
     say("launch " + worker_label(l.job_id, l.rank) + " failed: " + reason);
-    emit(wire::exit_{l.job_id, l.rank, 127, 0});
+    report_exit(l.job_id, l.rank, l.gpus, 127, 0);
   }
 
   std::vector<std::string> worker_environment(const wire::launch& l, const std::string& ckpt) const {
@@ -738,6 +749,8 @@ class agent {
   uint64_t next_worker_id_ = 1;
   /// Progress and exits that happened while not registered, in order.
   std::deque<wire::message> backlog_;
+  /// Workers whose exit reports are in backlog_, listed as exited at the next registration.
+  std::vector<wire::running_worker> exited_away_;
   std::mt19937_64 rng_;
   unsigned failures_ = 0;
   time_point next_connect_{};

@@ -29,6 +29,8 @@ void fields(A& a, T& m) {
   a("rank", m.rank);
   a("gpus", m.gpus);
   a("pid", m.pid);
+  a("exit_code", m.exit_code);
+  a("exit_signal", m.exit_signal);
 }
 
 template <class A, is<register_> T>

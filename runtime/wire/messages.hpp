@@ -70,6 +70,12 @@ struct running_worker {
   std::vector<uint32_t> gpus;
   /// OS process id, when the agent knows it.
   std::optional<uint32_t> pid;
+  /// Set when it exited while the agent was away from the scheduler (its `exit` report, with
+  /// the same code and signal, follows the register): listed so that a restarted scheduler
+  /// sees every worker of a job that ended unheard, and adopts the job instead of running it
+  /// again.
+  std::optional<int32_t> exit_code;
+  std::optional<uint32_t> exit_signal;
   bool operator==(const running_worker&) const = default;
 };
 

@@ -23,7 +23,7 @@ saved_job job(uint32_t index, const std::string& status, const std::string& allo
 /// (job, rank, gpu) listed by one agent.
 std::vector<wire::running_worker> listed(std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> ws) {
   std::vector<wire::running_worker> out;
-  for (auto& [j, r, g] : ws) out.push_back({j, r, {g}, std::nullopt});
+  for (auto& [j, r, g] : ws) out.push_back({j, r, {g}, std::nullopt, std::nullopt, std::nullopt});
   return out;
 }
 
@@ -89,5 +89,28 @@ TEST_CASE("a restarted scheduler adopts no job whose rank two agents list") {
                                                                   {"t1", listed({{1, 1, 0}})}};
   std::ostringstream log;
   CHECK(plan_adoption(s, w, found, c, log).empty());
+  CHECK(w.restarted_jobs == 1);
+}
+
+TEST_CASE("a restarted scheduler adopts a job whose workers ended with 0 while it was away, not one whose worker failed") {
+  config c;
+  serve_state s;
+  live_world w;
+  w.restored = {job(1, "running", "t0:2", 2),   // both ranks exited 0 unheard: adopted, ends once
+                job(2, "running", "t1:2", 2),   // rank 1 exited 0, rank 0 still runs: adopted
+                job(3, "running", "t2:2", 2)};  // rank 1 killed by a signal: restarts
+  s.was_running = 3;
+  auto ended = [](uint64_t j, uint32_t r, uint32_t g, int32_t code, uint32_t sig) {
+    return wire::running_worker{j, r, {g}, std::nullopt, code, sig};
+  };
+  std::map<std::string, std::vector<wire::running_worker>> found{
+      {"t0", {ended(1, 0, 0, 0, 0), ended(1, 1, 1, 0, 0)}},
+      {"t1", {listed({{2, 0, 0}})[0], ended(2, 1, 1, 0, 0)}},
+      {"t2", {listed({{3, 0, 0}})[0], ended(3, 1, 1, 0, 9)}}};
+  std::ostringstream log;
+  CHECK(plan_adoption(s, w, found, c, log) == std::set<uint32_t>{1, 2});
+  CHECK(w.restored[0].adopt.size() == 2);
+  CHECK(w.restored[1].adopt.size() == 2);
+  CHECK(w.restored[2].adopt.empty());
   CHECK(w.restarted_jobs == 1);
 }

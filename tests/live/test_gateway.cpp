@@ -216,7 +216,7 @@ TEST_CASE("gateway: a returning agent's workers are reconciled at its first hear
   peer again(f.g->port());
   again.hello_as_agent("t1");
   wire::register_ r{"t1", "V100", 8, wire::pool_kind::training, {}};
-  r.workers.push_back({7, 3, {4}, std::nullopt});  // still running from before
+  r.workers.push_back({7, 3, {4}, std::nullopt, std::nullopt, std::nullopt});  // still running from before
   again.send(r);
   again.send(wire::exit_{5, 0, 0, 0});  // kept while away: passed on before the reconcile
   again.send(wire::heartbeat{1});
@@ -624,7 +624,7 @@ struct waiting_gateway {
 wire::register_ listing(const std::string& server, std::vector<std::pair<uint64_t, uint32_t>> workers) {
   wire::register_ r{server, "V100", 8, wire::pool_kind::training, {}};
   uint32_t gpu = 0;
-  for (auto& [job, rank] : workers) r.workers.push_back({job, rank, {gpu++}, std::nullopt});
+  for (auto& [job, rank] : workers) r.workers.push_back({job, rank, {gpu++}, std::nullopt, std::nullopt, std::nullopt});
   return r;
 }
 
@@ -703,4 +703,64 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: each agent heartbeat is answered wi
     REQUIRE(h);
     CHECK(h->seq == seq);
   }
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a second agent under a connected agent's name is refused, and the first keeps its launches") {
+  peer first(g->port());
+  first.register_as("t0");
+  REQUIRE(connected(1));
+  first.send(wire::heartbeat{1});
+  REQUIRE(first.receive());  // its heartbeat's answer: registered and heard
+  peer second(g->port());
+  second.register_as("t0");
+  auto why = second.refusal();
+  CHECK_MESSAGE(why.find("server 't0' is held by a connected agent") == 0, why);
+  t0->launch(node_launch{4, "j4", 1, 0, 1, {2}, 100, 1, 0, {}});
+  auto m = first.receive();
+  REQUIRE(m);
+  auto* l = std::get_if<wire::launch>(&*m);
+  REQUIRE(l);
+  CHECK(l->job_id == 4);
+  CHECK(g->agents_connected() == 1);
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: an agent that closed its connection is replaced at once by its next registration") {
+  {
+    peer first(g->port());
+    first.register_as("t0");
+    REQUIRE(connected(1));
+  }  // closed; the gateway may not have read the close yet
+  peer again(g->port());
+  again.register_as("t0");
+  again.send(wire::heartbeat{1});
+  auto m = again.receive();
+  REQUIRE(m);
+  CHECK(std::holds_alternative<wire::heartbeat>(*m));
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a registration beyond the limits is refused to that agent only, naming the field") {
+  peer agent(g->port());
+  agent.register_as("t1");
+  REQUIRE(connected(1));
+  auto refused = [&](wire::register_ r) {
+    peer p(g->port());
+    p.hello_as_agent("x");
+    p.send(r);
+    return p.refusal();
+  };
+  CHECK(refused({"t0", "V100", 4294967295u, wire::pool_kind::training, {}}) ==
+        "register: server 't0': 4294967295 GPUs; a machine registers 1 to 1024");
+  CHECK(refused({"t0", "V100", 0, wire::pool_kind::training, {}}) ==
+        "register: server 't0': 0 GPUs; a machine registers 1 to 1024");
+  CHECK(refused({"", "V100", 8, wire::pool_kind::training, {}}) == "register: server name is empty");
+  CHECK(refused({std::string(64, 'x'), "V100", 8, wire::pool_kind::training, {}}) ==
+        "register: server name is 64 bytes, at most 63 are allowed");
+  CHECK(refused({"t 0", "V100", 8, wire::pool_kind::training, {}}) ==
+        "register: server name holds byte 0x20 at byte 1: letters, digits, '.', '_' and '-' only");
+  CHECK(refused({"t0", "", 8, wire::pool_kind::training, {}}) == "register: server 't0': gpu_type is empty");
+  wire::register_ listed{"t0", "V100", 8, wire::pool_kind::training, {}};
+  listed.workers.push_back({3, 0, {8}, std::nullopt, std::nullopt, std::nullopt});
+  CHECK(refused(listed) == "register: server 't0': job 3 rank 0 is listed on GPU 8, beyond its 8 GPUs");
+  agent.send(wire::progress{7, 0, 2.5, 3});
+  CHECK(saw("progress server=1 job=7 rank=0 2.5"));
 }

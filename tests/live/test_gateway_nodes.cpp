@@ -165,3 +165,14 @@ TEST_CASE("metrics: a held server's GPUs are counted held, and each held server 
   CHECK(text.find("aryl_server_held{server=\"t1\",hold=\"drained\"} 1\n") != std::string::npos);
   CHECK(text.find("aryl_server_held{server=\"t0\"") == std::string::npos);
 }
+
+TEST_CASE_FIXTURE(nodes_fixture, "gateway: a joining agent with a GPU count beyond the limit is refused before the scheduler hears of it") {
+  peer huge(g->port());
+  huge.register_as("x1", "V100", 4294967295u);
+  CHECK(huge.refusal() == "register: server 'x1': 4294967295 GPUs; a machine registers 1 to 1024");
+  peer fine(g->port());
+  fine.register_as("x2", "V100", 4);
+  CHECK(saw("join x2 4xV100"));
+  std::lock_guard lock(m);
+  for (auto& s : seen) CHECK(s.find("join x1") == std::string::npos);
+}
