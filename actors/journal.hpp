@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "actors/journal_protocol.hpp"
 
@@ -20,12 +23,23 @@ struct journal_state {
   bool flush_armed = false;
   uint32_t compact_every = 0;           ///< 0: never while running
   uint32_t ended_since_compact = 0;
+  /// While writes fail: what is still to be written, the latest of each kind (a job's later row
+  /// replaces its earlier one), and the retry timer.
+  bool failing = false;
+  bool retry_armed = false;
+  std::vector<std::pair<saved_job, uint32_t>> unwritten_admits;
+  std::map<uint32_t, saved_job> unwritten_jobs;
+  std::map<std::string, std::string> unwritten_servers;
+  std::optional<run_measures> unwritten_measures;
+  std::optional<std::vector<saved_tenant>> unwritten_tenants;
   static inline const char* name = "journal";
 };
 
-/// A write that fails (disk full, file removed) ends the run with the journal's message
-/// (through the recorder), rather than carrying on with a journal that no longer tells the
-/// truth.
+/// A write that fails (disk full, the file's folder unwritable) stops no work: the journal
+/// keeps what it could not write (in memory, the latest row per job and per server), tells the
+/// sink (state_sink::trouble), refuses clients' submits (jadmit answers an error), and tries
+/// again every `progress_every` until everything kept is written, in order: admitted jobs,
+/// job rows, servers, measures, tenants, progress. Compaction waits until then.
 journal_actor::behavior_type journal_behavior(journal_actor::stateful_pointer<journal_state> self,
                                               std::shared_ptr<state_sink> sink, recorder_actor recorder,
                                               std::chrono::milliseconds progress_every, uint32_t compact_every);

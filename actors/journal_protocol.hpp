@@ -19,6 +19,7 @@ using jflush_atom = caf::atom_constant<caf::atom("jflush")>;
 using jadmit_atom = caf::atom_constant<caf::atom("jadmit")>;
 using jmeasures_atom = caf::atom_constant<caf::atom("jmeasures")>;
 using jtenants_atom = caf::atom_constant<caf::atom("jtenants")>;
+using jretry_atom = caf::atom_constant<caf::atom("jretry")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, saved_tenant& x) {
@@ -47,13 +48,14 @@ typename Inspector::result_type inspect(Inspector& f, saved_job& x) {
 /// inference server lent, reclaiming or serving again. jflush: its own timer. jadmit(row, next): a job a client submitted and the next free
 /// index, committed durably in one transaction; replies the job's index once they are, so
 /// that the scheduler answers the client only then. jmeasures(m): the run's measures so far,
-/// from the recorder. jtenants(t): every tenant's decayed usage, at a round's end.
+/// from the recorder. jtenants(t): every tenant's decayed usage, at a round's end. jretry: its
+/// own timer, while writes fail.
 using journal_actor = caf::typed_actor<caf::reacts_to<jjob_atom, saved_job>,
                                        caf::replies_to<jadmit_atom, saved_job, uint32_t>::with<uint32_t>,
                                        caf::reacts_to<jprogress_atom, uint32_t, double>,
                                        caf::reacts_to<jserver_atom, std::string, std::string>,
                                        caf::reacts_to<jmeasures_atom, run_measures>,
                                        caf::reacts_to<jtenants_atom, std::vector<saved_tenant>>,
-                                       caf::reacts_to<jflush_atom>>;
+                                       caf::reacts_to<jflush_atom>, caf::reacts_to<jretry_atom>>;
 
 } // namespace aryl

@@ -535,7 +535,12 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         self->request(st.setup.journal, caf::infinite, jadmit_atom::value,
                       journal_row(self, index, st.jenv.tb.now(self)), st.next_index)
             .then([=](uint32_t) mutable { answer.deliver(static_cast<int64_t>(index)); },
-                  [=](caf::error&) mutable { answer.deliver(int64_t{-3}); });
+                  [=](caf::error&) mutable {
+                    // Refused, so not run: the client is told it has no job.
+                    if (index < self->state.jobs.size() && self->state.jobs[index])
+                      end_job(self, index, "cancelled", "its submit could not be journaled");
+                    answer.deliver(int64_t{-3});
+                  });
         return answer;
       },
       [=](cancel_atom, uint32_t job) -> caf::result<std::string> {

@@ -93,6 +93,13 @@ struct state_sink {
   virtual void put_measures(const run_measures& m) = 0;
   /// Every tenant's decayed usage, replacing the last ones.
   virtual void put_tenants(const std::vector<saved_tenant>& t) = 0;
+  /// A write failed (`what`: the error): the journal actor keeps what it could not write and
+  /// tries again; the sink says so where an operator looks (a log line, a metric).
+  virtual void trouble(const std::string& what) { (void)what; }
+  /// Everything kept while writes failed is written.
+  virtual void recovered() {}
+  /// Empty while writes succeed, else the last failed write's error (any thread may ask).
+  virtual std::string current_trouble() const { return {}; }
 };
 
 } // namespace aryl

@@ -124,6 +124,11 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   family("aryl_agents", "gauge", "Node agents configured and connected now.");
   out += fmt::format("aryl_agents{{state=\"configured\"}} {}\naryl_agents{{state=\"connected\"}} {}\n",
                      f.agents_configured, f.agents_connected);
+  family("aryl_journal_failing", "gauge",
+         "1 while writes to the --state journal fail (running jobs go on, submits are refused).");
+  out += fmt::format("aryl_journal_failing {}\n", f.journal_failing ? 1 : 0);
+  family("aryl_journal_write_failures_total", "counter", "Failed writes to the --state journal, retries included.");
+  out += fmt::format("aryl_journal_write_failures_total {}\n", f.journal_write_failures);
   return out;
 }
 

@@ -15,6 +15,8 @@ namespace aryl::live {
 struct front_counts {
   int agents_configured = 0;
   int agents_connected = 0;
+  bool journal_failing = false;        ///< `--state`: its writes fail now
+  uint64_t journal_write_failures = 0;  ///< `--state`: failed writes so far
 };
 
 /// The exposition text: jobs by state, jobs finished, GPUs by pool, GPU type and use, servers

@@ -190,6 +190,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.book = book;
   gateway net(g, log);
 
+  if (state.journal) state.journal->watch_troubles(log);
   auto publish = [&, done = false]() mutable {
     if (std::exchange(done, true)) return;
     log << fmt::format("[serve] listening on {}:{}{}\n", o.bind, net.port(),
@@ -226,11 +227,16 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
     using outcome = gateway::status_answer::outcome;
     metrics = std::make_unique<metrics_endpoint>(
         o.metrics_bind, static_cast<uint16_t>(o.metrics_port),
-        [&net, configured] {
+        [&net, configured, journal = state.journal] {
           auto s = net.status_within(metrics_wait);
           if (s.what == outcome::late)
             return health{false, fmt::format("the scheduler did not answer within {:g} s", metrics_wait.count() / 1e3)};
-          return health{true, render_metrics(s.status, {configured, net.agents_connected()})};
+          front_counts f{configured, net.agents_connected()};
+          if (journal) {
+            f.journal_failing = !journal->current_trouble().empty();
+            f.journal_write_failures = journal->write_failures();
+          }
+          return health{true, render_metrics(s.status, f)};
         },
         log,
         [&net, configured] {
@@ -280,8 +286,10 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   // For good: the agents stop their (already stopped) workers and exit rather than wait
   // for a scheduler that is not coming back. A killed serve sends nothing, so its agents
   // reconnect to the one started again on its --state.
-  net.send_shutdown(told_to_stop.load() ? "serve was told to stop" : result.ok ? "the run is over" : "the run failed",
-                    std::chrono::seconds(2));
+  // A run that failed sends nothing either: a scheduler's trouble never stops running work, and
+  // the agents keep their workers for a serve started again on the same --state.
+  if (told_to_stop.load() || result.ok)
+    net.send_shutdown(told_to_stop.load() ? "serve was told to stop" : "the run is over", std::chrono::seconds(2));
   net.close();
   if (!result.ok) {
     log << "aryl: " << (result.exit_code == 3 ? "run stopped: " : "") << result.error << '\n';

@@ -618,4 +618,37 @@ std::string cluster_mismatch(const std::vector<std::string>& saved, const std::v
   return {};
 }
 
+void state_journal::trouble(const std::string& what) {
+  uint64_t failures;
+  {
+    std::lock_guard lock(trouble_m_);
+    trouble_ = what;
+    failures = ++write_failures_;
+  }
+  if (log_ && failures % 30 == 1)
+    *log_ << fmt::format("[serve] state {}: cannot write ({}): running jobs go on, submits are refused, the "
+                         "changes are kept and written once it can be; retrying ({} failed writes so far)\n",
+                         path_, what, failures)
+          << std::flush;
+}
+
+void state_journal::recovered() {
+  {
+    std::lock_guard lock(trouble_m_);
+    trouble_.clear();
+  }
+  if (log_) *log_ << fmt::format("[serve] state {}: written again: every change kept meanwhile is journaled\n", path_)
+                  << std::flush;
+}
+
+std::string state_journal::current_trouble() const {
+  std::lock_guard lock(trouble_m_);
+  return trouble_;
+}
+
+uint64_t state_journal::write_failures() const {
+  std::lock_guard lock(trouble_m_);
+  return write_failures_;
+}
+
 } // namespace aryl::live

@@ -3,7 +3,10 @@
 /// scheduler killed mid-run can be started again on the same file and carry the run on
 /// (docs/live.md, "Scheduler restart"). Plain structs in and out; no CAF.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <ostream>
 #include <string>
 
 #include "actors/state_records.hpp"
@@ -57,6 +60,17 @@ class state_journal : public state_sink {
   void put_measures(const run_measures& m) override;
   void put_tenants(const std::vector<saved_tenant>& t) override;
 
+  /// Writes failing: the first failure, and every 30th while they go on, is logged to the
+  /// stream given to watch_troubles; current_trouble() says why until recovered().
+  void trouble(const std::string& what) override;
+  void recovered() override;
+  /// Where trouble and recovery are logged (serve's log); none by default.
+  void watch_troubles(std::ostream& log) { log_ = &log; }
+  /// Empty while writes succeed; else the last write's error. Safe from any thread.
+  std::string current_trouble() const override;
+  /// Failed writes since the file was opened (retries included). Safe from any thread.
+  uint64_t write_failures() const;
+
  private:
   void exec(const char* sql) const;
   // Inside a transaction of the caller's.
@@ -67,6 +81,10 @@ class state_journal : public state_sink {
   [[noreturn]] void fail(const std::string& what) const;
   std::string path_;
   sqlite3* db_ = nullptr;
+  std::ostream* log_ = nullptr;
+  mutable std::mutex trouble_m_;  ///< the journal actor writes, clients' threads read
+  std::string trouble_;
+  uint64_t write_failures_ = 0;
 };
 
 /// The first difference between the cluster a state file was written for and this one's,

@@ -336,9 +336,10 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         [inference](int servers) {
           if (inference) caf::anon_send(inference, push_atom::value, servers);
         },
-        [tasks, &sys, scheduler, tb, &c, &plan](job_spec job, std::function<void(submit_result)> reply) {
+        [tasks, &sys, scheduler, tb, &c, &plan, journal = live->journal](job_spec job,
+                                                                         std::function<void(submit_result)> reply) {
           // Checked and asked on the driver's thread: the network thread waits for neither.
-          tasks->post([&sys, scheduler, tb, &c, &plan, job = std::move(job), reply]() mutable {
+          tasks->post([&sys, scheduler, tb, &c, &plan, journal, job = std::move(job), reply]() mutable {
             try {
               // For the horizon check only: the scheduler stamps the job when it takes it.
               job.submit = tb.at(sys.clock().now());
@@ -346,11 +347,15 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
             } catch (const input_error& e) {
               return reply(submit_result{-1, e.what()});
             }
+            if (auto trouble = journal ? journal->current_trouble() : std::string(); !trouble.empty())
+              return reply(submit_result{-1, fmt::format("job '{}': the state file cannot be written ({}); submits "
+                                                         "are refused until it can, running jobs go on",
+                                                         job.name, trouble)});
             auto outcome = [name = job.name](int64_t index) {
               if (index >= 0) return submit_result{index, {}};
               return submit_result{-1, fmt::format("job '{}': {}", name,
                                                    index == -1   ? "the run is stopping"
-                                                   : index == -3 ? "the state file could not record it"
+                                                   : index == -3 ? "the state file cannot be written (see serve's log); submits are refused until it can, running jobs go on"
                                                                  : "the scheduler did not answer")};
             };
             sys.spawn([=](caf::event_based_actor* self, int) {

@@ -128,6 +128,7 @@ TEST_CASE_FIXTURE(journal_fixture, "a submitted job is scheduled while its journ
         [](jmeasures_atom, const run_measures&) {},
         [](jtenants_atom, const std::vector<saved_tenant>&) {},
         [](jflush_atom) {},
+        [](jretry_atom) {},
     };
   }, 0);
   auto s = spawn_scheduler(silent, 0);
@@ -183,19 +184,78 @@ TEST_CASE_FIXTURE(journal_fixture, "with a compaction interval of 0 the journal 
 
 namespace {
 
-struct failing_sink : recording_sink {
-  void put_admitted(const saved_job&, uint32_t) override { throw input_error("state.db: disk I/O error"); }
+/// Fails every write while `failing` is set, as a full disk does; remembers the troubles told.
+struct flaky_sink : recording_sink {
+  bool failing = true;
+  std::vector<std::string> troubles;
+  int recoveries = 0;
+  void check() const {
+    if (failing) throw input_error("state.db: database or disk is full");
+  }
+  void put_job(const saved_job& j) override {
+    check();
+    recording_sink::put_job(j);
+  }
+  void put_admitted(const saved_job& j, uint32_t next) override {
+    check();
+    recording_sink::put_admitted(j, next);
+  }
+  void put_server_mode(const std::string& server, const std::string& mode) override {
+    check();
+    calls.push_back("server " + server + " " + mode);
+  }
+  void trouble(const std::string& what) override { troubles.push_back(what); }
+  void recovered() override { ++recoveries; }
 };
 
 } // namespace
 
-TEST_CASE_FIXTURE(journal_fixture, "a submit the journal cannot record gets no id, and the run ends with the journal's error") {
-  sink = std::make_shared<failing_sink>();
+TEST_CASE_FIXTURE(journal_fixture, "a submit the journal cannot record is refused and its job cancelled, and the run goes on") {
+  auto flaky = std::make_shared<flaky_sink>();
+  sink = flaky;
   auto s = spawn_scheduler(spawn_journal(0), 0);
   auto got = submit(s);
   drain();
   CHECK(got->id == -3);
-  REQUIRE(rec->failures.size() == 1);
-  CHECK(rec->failures[0].first == "state.db: disk I/O error");
-  CHECK(rec->failures[0].second == 2);
+  CHECK(rec->failures.empty());
+  REQUIRE(!flaky->troubles.empty());
+  CHECK(flaky->troubles[0] == "state.db: database or disk is full");
+  // Space returns: the admitted row (the id counter past it) and the job's cancelled end are
+  // written, in that order, at the next retry.
+  flaky->failing = false;
+  for (int i = 0; i < 20 && flaky->recoveries == 0 && step(); ++i) {}
+  CHECK(flaky->recoveries == 1);
+  CHECK(flaky->next_index == 1);
+  REQUIRE(flaky->rows.count(0) == 1);
+  CHECK(flaky->rows[0].status == "ended");
+  CHECK(rec->failures.empty());
+}
+
+TEST_CASE_FIXTURE(journal_fixture, "while journal writes fail, every change is kept, the latest per job and server, and written once they succeed") {
+  auto flaky = std::make_shared<flaky_sink>();
+  sink = flaky;
+  auto journal = spawn_journal(2);
+  saved_job running;
+  running.spec.index = 4;
+  running.status = "running";
+  caf::anon_send(journal, jjob_atom::value, running);
+  caf::anon_send(journal, jserver_atom::value, std::string("i0"), std::string("loaned"));
+  caf::anon_send(journal, jjob_atom::value, ended(4));  // replaces job 4's running row
+  caf::anon_send(journal, jjob_atom::value, ended(5));
+  caf::anon_send(journal, jserver_atom::value, std::string("i0"), std::string("reclaiming"));
+  drain();
+  CHECK(flaky->calls.empty());
+  REQUIRE(step());  // a retry, still failing
+  CHECK(flaky->calls.empty());
+  CHECK(flaky->troubles.size() >= 2);
+  CHECK(flaky->recoveries == 0);
+  flaky->failing = false;
+  REQUIRE(step());
+  CHECK(flaky->calls == std::vector<std::string>{"job 4 ended", "job 5 ended", "server i0 reclaiming"});
+  CHECK(flaky->recoveries == 1);
+  CHECK(rec->failures.empty());
+  // Written as they come again.
+  caf::anon_send(journal, jjob_atom::value, ended(6));
+  drain();
+  CHECK(flaky->calls.back() == "job 6 ended");
 }

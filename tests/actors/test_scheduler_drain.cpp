@@ -24,6 +24,7 @@ journal_actor::behavior_type recording_journal(journal_actor::pointer,
       [=](jmeasures_atom, const run_measures&) {},
       [=](jtenants_atom, const std::vector<saved_tenant>&) {},
       [=](jflush_atom) {},
+      [=](jretry_atom) {},
   };
 }
 
