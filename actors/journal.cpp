@@ -12,6 +12,10 @@ using journal_self = journal_actor::stateful_pointer<journal_state>;
 /// Writes everything kept while writes failed, oldest kind first; each item leaves the store
 /// once written. Throws the sink's error at the first write that fails again.
 void write_unwritten(journal_state& st) {
+  while (!st.unwritten_joins.empty()) {
+    st.sink->put_joined(st.unwritten_joins.front());
+    st.unwritten_joins.erase(st.unwritten_joins.begin());
+  }
   while (!st.unwritten_admits.empty()) {
     auto& [row, next] = st.unwritten_admits.front();
     st.sink->put_admitted(row, next);
@@ -110,6 +114,11 @@ journal_actor::behavior_type journal_behavior(journal_self self, std::shared_ptr
       [=](jtenants_atom, const std::vector<saved_tenant>& t) {
         auto& st = self->state;
         if (!try_write(self, progress_every, [&] { st.sink->put_tenants(t); })) st.unwritten_tenants = t;
+      },
+      [=](jjoined_atom, const saved_machine& m) {
+        auto& st = self->state;
+        // After any kept before it: the order of joins is the order of server ids.
+        if (!try_write(self, progress_every, [&] { st.sink->put_joined(m); })) st.unwritten_joins.push_back(m);
       },
       [=](jflush_atom) {
         self->state.flush_armed = false;

@@ -32,14 +32,15 @@ struct journal_state {
   std::map<std::string, std::string> unwritten_servers;
   std::optional<run_measures> unwritten_measures;
   std::optional<std::vector<saved_tenant>> unwritten_tenants;
+  std::vector<saved_machine> unwritten_joins;
   static inline const char* name = "journal";
 };
 
 /// A write that fails (disk full, the file's folder unwritable) stops no work: the journal
 /// keeps what it could not write (in memory, the latest row per job and per server), tells the
 /// sink (state_sink::trouble), refuses clients' submits (jadmit answers an error), and tries
-/// again every `progress_every` until everything kept is written, in order: admitted jobs,
-/// job rows, servers, measures, tenants, progress. Compaction waits until then.
+/// again every `progress_every` until everything kept is written, in order: joined machines,
+/// admitted jobs, job rows, servers, measures, tenants, progress. Compaction waits until then.
 journal_actor::behavior_type journal_behavior(journal_actor::stateful_pointer<journal_state> self,
                                               std::shared_ptr<state_sink> sink, recorder_actor recorder,
                                               std::chrono::milliseconds progress_every, uint32_t compact_every);

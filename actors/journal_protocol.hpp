@@ -20,6 +20,12 @@ using jadmit_atom = caf::atom_constant<caf::atom("jadmit")>;
 using jmeasures_atom = caf::atom_constant<caf::atom("jmeasures")>;
 using jtenants_atom = caf::atom_constant<caf::atom("jtenants")>;
 using jretry_atom = caf::atom_constant<caf::atom("jretry")>;
+using jjoined_atom = caf::atom_constant<caf::atom("jjoined")>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, saved_machine& x) {
+  return f(caf::meta::type_name("saved_machine"), x.name, x.gpu_type, x.gpus);
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, saved_tenant& x) {
@@ -49,13 +55,14 @@ typename Inspector::result_type inspect(Inspector& f, saved_job& x) {
 /// index, committed durably in one transaction; replies the job's index once they are, so
 /// that the scheduler answers the client only then. jmeasures(m): the run's measures so far,
 /// from the recorder. jtenants(t): every tenant's decayed usage, at a round's end. jretry: its
-/// own timer, while writes fail.
+/// own timer, while writes fail. jjoined(m): a machine that joined the running cluster.
 using journal_actor = caf::typed_actor<caf::reacts_to<jjob_atom, saved_job>,
                                        caf::replies_to<jadmit_atom, saved_job, uint32_t>::with<uint32_t>,
                                        caf::reacts_to<jprogress_atom, uint32_t, double>,
                                        caf::reacts_to<jserver_atom, std::string, std::string>,
                                        caf::reacts_to<jmeasures_atom, run_measures>,
                                        caf::reacts_to<jtenants_atom, std::vector<saved_tenant>>,
-                                       caf::reacts_to<jflush_atom>, caf::reacts_to<jretry_atom>>;
+                                       caf::reacts_to<jflush_atom>, caf::reacts_to<jretry_atom>,
+                                       caf::reacts_to<jjoined_atom, saved_machine>>;
 
 } // namespace aryl

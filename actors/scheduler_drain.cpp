@@ -146,6 +146,8 @@ join_answer on_join(self_ptr self, const node_join& m, server_actor actor) {
   st.holds.emplace_back();
   log(self, now, "join", fmt::format("server={} gpus={} type={}", m.server, m.gpus, m.gpu_type),
       "its agent registered after the run started");
+  // A restarted scheduler has it again, under the same id.
+  if (st.setup.journal) self->send(st.setup.journal, jjoined_atom::value, saved_machine{m.server, m.gpu_type, m.gpus});
   mark_dirty(self, round_cause::cluster);
   return {static_cast<int>(st.ledger.servers.size()) - 1, {}};
 }

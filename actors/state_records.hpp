@@ -65,8 +65,18 @@ struct saved_tenant {
   int64_t at_us = 0;
 };
 
+/// A training machine that joined the run after it started (its agent registered a name the
+/// cluster lacked): a restarted scheduler has it in its cluster again, with the same id.
+struct saved_machine {
+  std::string name;
+  std::string gpu_type;
+  int gpus = 0;
+  friend bool operator==(const saved_machine&, const saved_machine&) = default;
+};
+
 struct saved_state {
   saved_run run;
+  std::vector<saved_machine> joined;  ///< in the order they joined
   std::vector<saved_job> jobs;                                   ///< by index
   std::vector<std::pair<std::string, std::string>> server_modes; ///< inference servers not serving
   run_measures measures;  ///< as last journaled
@@ -93,6 +103,8 @@ struct state_sink {
   virtual void put_measures(const run_measures& m) = 0;
   /// Every tenant's decayed usage, replacing the last ones.
   virtual void put_tenants(const std::vector<saved_tenant>& t) = 0;
+  /// A machine that joined the running cluster, after those that joined before it.
+  virtual void put_joined(const saved_machine& m) = 0;
   /// A write failed (`what`: the error): the journal actor keeps what it could not write and
   /// tries again; the sink says so where an operator looks (a log line, a metric).
   virtual void trouble(const std::string& what) { (void)what; }

@@ -42,6 +42,15 @@ struct config {
   // --- clusters
   cluster_config training{16, 8, "V100", {}};
   cluster_config inference{16, 8, "T4", {}};
+  /// Training machines that joined a live run after it started, after the configured ones
+  /// (ids follow theirs): restored from `aryl serve --state`, never read from a config file.
+  struct joined_server {
+    std::string name;
+    std::string gpu_type;
+    int gpus = 0;
+    friend bool operator==(const joined_server&, const joined_server&) = default;
+  };
+  std::vector<joined_server> joined_servers;
   std::map<std::string, double> gpu_speed{{"V100", 1.0}, {"T4", 0.35}, {"A100", 2.0}};
   double eff_exponent = -0.05;
   /// Per-worker efficiency of a job spanning 2+ servers; 1 = no cross-server cost.

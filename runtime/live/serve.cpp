@@ -129,9 +129,6 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   if (!o.tls_ca_file.empty() && o.tls_cert_file.empty())
     throw input_error("serve: --tls-ca asks agents and clients for certificates over TLS: give --tls-cert and --tls-key");
   if (o.join < 0) throw input_error(fmt::format("serve: --join {}: not a number of agents", o.join));
-  // A restart must find the cluster its journal was written for, which a live inventory
-  // only knows once the agents are back.
-  if (o.join > 0 && !o.state_file.empty()) throw input_error("serve: --join and --state together are not supported yet");
   c.mode = "wallclock";
   std::string note;
   run_inputs inputs;
@@ -142,7 +139,9 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
 
   live_world world;
   serve_state state;
-  if (!o.state_file.empty()) state = open_serve_state(o.state_file, c, inputs, world, log);
+  // --join on a file that holds a run: the cluster is the journaled one, not a new inventory.
+  if (!o.state_file.empty()) state = open_serve_state(o.state_file, c, inputs, world, log, o.join > 0);
+  const bool take_new_inventory = o.join > 0 && !state.restoring;
 
   std::error_code ec;
   // Job ids start at 0 every new run: a previous run's checkpoints would be resumed by
@@ -175,7 +174,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.max_before_hello_per_address = static_cast<size_t>(c.max_before_hello_per_address);
   g.pre_hello_closes_per_s = c.pre_hello_closes_per_s;
   g.max_connections = connection_cap(c.max_connections, log);
-  g.join = o.join > 0;
+  g.join = take_new_inventory;
   // What clients may ask of any job, ended ones included (`aryl show`, `status --all`).
   auto book = std::make_shared<job_book>();
   for (auto& j : inputs.jobs) book->spec(j);
@@ -198,9 +197,10 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
     write_port_file(o.port_file, net.port());
   };
   // A live inventory is whoever comes: the address is published before the cluster is known.
-  if (o.join > 0) {
+  if (take_new_inventory) {
     publish();
     take_inventory(c, net, o, log);
+    state.run.cluster = cluster_fingerprint(c);  // journaled when the run starts
   }
   for (auto& m : cluster_machines(c))
     world.nodes.push_back(net.add_server(m.id, m.name, m.gpu_type, m.gpus,

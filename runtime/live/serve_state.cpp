@@ -10,6 +10,8 @@
 
 #include "solvers/input_error.hpp"
 #include "runtime/live/node_holds.hpp"
+#include "runtime/live/registration_checks.hpp"
+#include "solvers/control_chars.hpp"
 #include "runtime/live/state_checks.hpp"
 
 namespace aryl::live {
@@ -18,6 +20,26 @@ namespace {
 int64_t unix_us_now() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+/// Machines that joined the run mid-way, checked as their registrations were: a name the
+/// cluster lacks, of one of the run's GPU types, within the registration limits.
+void take_joined(config& c, const std::vector<saved_machine>& joined, const std::string& path, std::ostream& log) {
+  std::set<std::string> names;
+  for (auto& m : cluster_machines(c)) names.insert(m.name);
+  std::string listed;
+  for (auto& m : joined) {
+    auto why = registration_problem(wire::register_{m.name, m.gpu_type, static_cast<uint32_t>(std::max(m.gpus, 0)),
+                                                    wire::pool_kind::training, {}});
+    if (why.empty() && !names.insert(m.name).second) why = fmt::format("server '{}' is in the cluster already", m.name);
+    if (why.empty() && m.gpu_type != c.training.gpu_type && !(c.inference.servers > 0 && m.gpu_type == c.inference.gpu_type))
+      why = fmt::format("server '{}': GPU type {} is none of this run's", m.name, m.gpu_type);
+    if (!why.empty()) throw input_error(fmt::format("{}: a machine that joined the run: {}", path, why));
+    c.joined_servers.push_back({m.name, m.gpu_type, m.gpus});
+    listed += fmt::format("{}{} ({} x {})", listed.empty() ? "" : ", ", m.name, m.gpus, m.gpu_type);
+  }
+  if (!listed.empty())
+    log << fmt::format("[serve] state {}: machines that joined the run are in its cluster again: {}\n", path, listed);
 }
 
 } // namespace
@@ -29,11 +51,44 @@ std::vector<std::string> cluster_fingerprint(const config& c) {
   return out;
 }
 
-serve_state open_serve_state(const std::string& path, const config& c, run_inputs& inputs, live_world& world,
-                             std::ostream& log) {
+void take_fingerprint(config& c, const std::vector<std::string>& cluster, const std::string& path) {
+  for (auto* pool : {&c.training, &c.inference}) {
+    pool->servers = 0;
+    pool->names.clear();
+  }
+  for (auto& line : cluster) {
+    // "t0 V100x4 training"
+    std::istringstream in(line);
+    std::string name, size, pool;
+    in >> name >> size >> pool;
+    auto x = size.rfind('x');
+    int gpus = x == std::string::npos ? 0 : std::atoi(size.c_str() + x + 1);
+    auto* cl = pool == "training" ? &c.training : pool == "inference" ? &c.inference : nullptr;
+    if (!cl || gpus <= 0 || name.empty())
+      throw input_error(fmt::format("{}: the run's cluster: machine '{}' is not 'NAME TYPExGPUS POOL'", path,
+                                    escape_control(line)));
+    auto type = size.substr(0, x);
+    if (cl->servers > 0 && (cl->gpu_type != type || cl->gpus_per_server != gpus))
+      throw input_error(fmt::format("{}: the run's cluster: machine '{}' differs from the rest of its pool", path,
+                                    escape_control(line)));
+    cl->gpu_type = type;
+    cl->gpus_per_server = gpus;
+    cl->names.push_back(name);
+    ++cl->servers;
+  }
+  validate_config(c);
+}
+
+serve_state open_serve_state(const std::string& path, config& c, run_inputs& inputs, live_world& world,
+                             std::ostream& log, bool inventory_from_file) {
   serve_state s;
   s.journal = std::make_shared<state_journal>(path);
   world.journal = s.journal;
+  if (inventory_from_file && !s.journal->fresh()) {
+    take_fingerprint(c, s.journal->load().run.cluster, path);
+    log << fmt::format("[serve] state {}: --join: the cluster is the run's, as journaled ({} training, {} inference)\n",
+                       path, c.training.servers, c.inference.servers);
+  }
   s.run.cluster = cluster_fingerprint(c);
   s.run.trace_jobs = static_cast<uint32_t>(inputs.jobs.size());
   s.run.speedup = c.speedup;
@@ -55,6 +110,7 @@ serve_state open_serve_state(const std::string& path, const config& c, run_input
     refuse(fmt::format("it ran at --speedup {:g}, this one at {:g}", saved.run.speedup, s.run.speedup));
 
   check_saved_state(saved, s.run.trace_jobs, path);
+  take_joined(c, saved.joined, path, log);
   std::vector<job_spec> active;
   for (auto& j : saved.jobs)
     if (j.status != "ended") active.push_back(j.spec);

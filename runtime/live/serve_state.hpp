@@ -26,9 +26,17 @@ struct serve_state {
 /// written for this cluster, workload size and speedup (else input_error naming the file and
 /// the difference), folds its ended jobs' rows (state_journal::compact), takes the jobs it
 /// has out of `inputs.jobs` and puts them in `world.restored`, with the next free index and
-/// the restart counters. Logs what it carries on. Throws input_error naming the file for one it cannot read.
-serve_state open_serve_state(const std::string& path, const config& c, run_inputs& inputs, live_world& world,
-                             std::ostream& log);
+/// the restart counters, and puts the machines that joined the run mid-way in
+/// `c.joined_servers` (checked as a registration is). `inventory_from_file` (`--join`): the
+/// cluster is the one the file's run had, which replaces `c`'s pools. Logs what it carries
+/// on. Throws input_error naming the file for one it cannot read.
+serve_state open_serve_state(const std::string& path, config& c, run_inputs& inputs, live_world& world,
+                             std::ostream& log, bool inventory_from_file = false);
+
+/// The pools of `c` as a journaled cluster (cluster_fingerprint's lines) has them: each pool
+/// one GPU type and count, as `aryl serve --join` makes them. Throws input_error naming `path`
+/// for a line it cannot read.
+void take_fingerprint(config& c, const std::vector<std::string>& cluster, const std::string& path);
 
 /// Restoring, once every agent has registered: which jobs the journal has running keep
 /// running, adopted. One whose workers, as the agents listed them (`found`, by server

@@ -368,6 +368,22 @@ saved_state state_journal::load() const {
       }
     }
   }
+  {
+    statement s(db_, "SELECT value FROM meta WHERE key = 'joined'");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    if (s.step() == SQLITE_ROW) {
+      // Names and sizes are checked where the restarted serve takes them (as a registration).
+      try {
+        for (auto& r : json::parse(s.text(0)))
+          out.joined.push_back({r.at("name").get<std::string>(), r.at("gpu_type").get<std::string>(),
+                                whole_at<int>(r, "gpus")});
+      } catch (const input_error&) {
+        throw;
+      } catch (const std::exception& e) {
+        fail(fmt::format("unreadable joined machines: {}", e.what()));
+      }
+    }
+  }
   statement s(db_, "SELECT idx, status, generation, workers, alloc, retries, work_done, spec, record FROM jobs "
                    "ORDER BY idx");
   if (!s.ok()) fail(sqlite3_errmsg(db_));
@@ -506,6 +522,23 @@ void state_journal::put_tenants(const std::vector<saved_tenant>& t) {
   json rows = json::array();
   for (auto& e : t) rows.push_back({{"name", e.name}, {"usage_gpu_s", e.usage_gpu_s}, {"at_us", e.at_us}});
   put_meta("tenants", rows.dump());
+}
+
+void state_journal::put_joined(const saved_machine& m) {
+  auto failer = [this](const std::string& w) { fail(w); };
+  in_transaction(db_, [&] {
+    json all = json::array();
+    {
+      statement s(db_, "SELECT value FROM meta WHERE key = 'joined'");
+      if (!s.ok()) fail(sqlite3_errmsg(db_));
+      if (s.step() == SQLITE_ROW) all = json::parse(s.text(0));
+    }
+    all.push_back({{"name", m.name}, {"gpu_type", m.gpu_type}, {"gpus", m.gpus}});
+    statement s(db_, "INSERT INTO meta VALUES ('joined', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    s.bind(1, all.dump());
+    if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  }, failer);
 }
 
 void state_journal::put_meta(const char* key, const std::string& value) {

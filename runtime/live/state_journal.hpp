@@ -59,6 +59,8 @@ class state_journal : public state_sink {
   /// Kept in the meta table (key 'measures') as one JSON object, replaced each time.
   void put_measures(const run_measures& m) override;
   void put_tenants(const std::vector<saved_tenant>& t) override;
+  /// Appended to meta 'joined' (a JSON array), read and written in one transaction.
+  void put_joined(const saved_machine& m) override;
 
   /// Writes failing: the first failure, and every 30th while they go on, is logged to the
   /// stream given to watch_troubles; current_trouble() says why until recovered().

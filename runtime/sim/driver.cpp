@@ -74,7 +74,8 @@ cluster_plan plan_cluster(const config& c) {
     server_entry e;
     e.id = m.id;
     e.name = m.name;
-    e.gpu_type = m.inference ? infer_type : train_type;
+    // A joined machine has one of the run's types (checked where it joined, and on restore).
+    e.gpu_type = m.inference || m.gpu_type != c.training.gpu_type ? infer_type : train_type;
     e.gpus = e.free = m.gpus;
     e.home = m.inference ? server_home::inference : server_home::training;
     e.mode = m.inference ? server_mode::serving : server_mode::training;
@@ -94,6 +95,7 @@ std::vector<machine> cluster_machines(const config& c) {
                      static_cast<size_t>(i) < cl->names.size() ? cl->names[static_cast<size_t>(i)]
                                                                : fmt::format("{}{}", prefix, i),
                      cl->gpu_type, cl->gpus_per_server, inference});
+  for (auto& j : c.joined_servers) out.push_back({static_cast<int>(out.size()), j.name, j.gpu_type, j.gpus, false});
   return out;
 }
 

@@ -28,7 +28,8 @@ struct run_inputs {
 };
 
 /// One machine of the configured cluster. Ids are dense: training servers t0.. first, then
-/// inference servers i0..; the same ids every run of one config.
+/// inference servers i0.., then the machines that joined a live run (config::joined_servers);
+/// the same ids every run of one config.
 struct machine {
   int id = 0;
   std::string name;

@@ -40,6 +40,7 @@ struct recording_sink : state_sink {
   void put_next_index(uint32_t next) override { next_index = next; }
   void put_measures(const run_measures&) override {}
   void put_tenants(const std::vector<saved_tenant>&) override {}
+  void put_joined(const saved_machine& m) override { calls.push_back("joined " + m.name); }
 };
 
 /// What a client learnt, and what the journal held when it learnt it.
@@ -129,6 +130,7 @@ TEST_CASE_FIXTURE(journal_fixture, "a submitted job is scheduled while its journ
         [](jtenants_atom, const std::vector<saved_tenant>&) {},
         [](jflush_atom) {},
         [](jretry_atom) {},
+        [](jjoined_atom, const saved_machine&) {},
     };
   }, 0);
   auto s = spawn_scheduler(silent, 0);

@@ -25,6 +25,7 @@ journal_actor::behavior_type recording_journal(journal_actor::pointer,
       [=](jtenants_atom, const std::vector<saved_tenant>&) {},
       [=](jflush_atom) {},
       [=](jretry_atom) {},
+      [=](jjoined_atom, const saved_machine&) {},
   };
 }
 

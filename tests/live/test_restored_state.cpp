@@ -79,7 +79,8 @@ std::string restore(const std::string& path) {
   live_world world;
   std::ostringstream log;
   try {
-    auto s = open_serve_state(path, small_cluster(), inputs, world, log);
+    auto c = small_cluster();
+    auto s = open_serve_state(path, c, inputs, world, log);
     return s.restoring ? "(carried on)" : "(a new run)";
   } catch (const input_error& e) {
     return e.what();
@@ -187,7 +188,8 @@ TEST_CASE("restored state: servers an operator held stay held, a hold on a serve
   run_inputs inputs;
   live_world world;
   std::ostringstream log;
-  auto st = open_serve_state(path, small_cluster(), inputs, world, log);
+  auto c = small_cluster();
+  auto st = open_serve_state(path, c, inputs, world, log);
   REQUIRE(st.restoring);
   REQUIRE(world.holds.size() == 2);
   CHECK(world.holds[0].server == "t0");
@@ -207,4 +209,72 @@ TEST_CASE("restored state: servers an operator held stay held, a hold on a serve
   auto rows = j.load().server_modes;
   REQUIRE(rows.size() == 1);
   CHECK(rows[0] == std::pair<std::string, std::string>{"t1", "drain:disk swap"});
+}
+
+TEST_CASE("restored state: machines that joined the run are in the restarted cluster after the configured ones, a bad one refused naming the file") {
+  scratch s;
+  auto path = s.file("state.db");
+  write_run(path);
+  {
+    state_journal j(path);
+    j.put_joined({"x1", "V100", 2});
+    j.put_joined({"x2", "V100", 8});
+  }
+  run_inputs inputs;
+  live_world world;
+  std::ostringstream log;
+  auto c = small_cluster();
+  auto st = open_serve_state(path, c, inputs, world, log);
+  REQUIRE(st.restoring);
+  auto machines = cluster_machines(c);
+  REQUIRE(machines.size() == 4);
+  CHECK(machines[2].name == "x1");
+  CHECK(machines[2].id == 2);
+  CHECK(machines[2].gpus == 2);
+  CHECK(machines[3].name == "x2");
+  CHECK(machines[3].gpus == 8);
+  CHECK(log.str().find("machines that joined the run are in its cluster again: x1 (2 x V100), x2 (8 x V100)") !=
+        std::string::npos);
+  st.journal.reset();
+  {
+    state_journal j(path);
+    j.put_joined({"x 3", "V100", 2});
+  }
+  CHECK(restore(path) == path + ": a machine that joined the run: server name holds byte 0x20 at byte 1: letters, "
+                                "digits, '.', '_' and '-' only");
+}
+
+TEST_CASE("restored state: a machine that joined the run with a GPU type the run lacks is refused naming the file") {
+  scratch s;
+  auto path = s.file("state.db");
+  write_run(path);
+  {
+    state_journal j(path);
+    j.put_joined({"x1", "H100", 2});
+  }
+  CHECK(restore(path) == path + ": a machine that joined the run: server 'x1': GPU type H100 is none of this run's");
+}
+
+TEST_CASE("restored state: --join takes the cluster the file's run had, not a new inventory") {
+  scratch s;
+  auto path = s.file("state.db");
+  {
+    state_journal j(path);
+    saved_run r;
+    r.cluster = {"a0 V100x2 training", "a1 V100x2 training", "b0 T4x4 inference"};
+    r.speedup = 10;
+    r.start_unix_us = 1;
+    j.put_run(r);
+  }
+  run_inputs inputs;
+  live_world world;
+  std::ostringstream log;
+  auto c = small_cluster();
+  auto st = open_serve_state(path, c, inputs, world, log, true);
+  REQUIRE(st.restoring);
+  CHECK(c.training.names == std::vector<std::string>{"a0", "a1"});
+  CHECK(c.training.gpus_per_server == 2);
+  CHECK(c.inference.names == std::vector<std::string>{"b0"});
+  CHECK(c.inference.gpu_type == "T4");
+  CHECK(cluster_fingerprint(c) == st.run.cluster);
 }
