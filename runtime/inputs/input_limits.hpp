@@ -32,6 +32,12 @@ inline constexpr int64_t max_synthetic_jobs = 10'000'000;
 inline constexpr size_t max_csv_columns = 1000;
 inline constexpr size_t max_input_line_bytes = size_t{1} << 20;
 inline constexpr uint64_t max_input_file_bytes = uint64_t{1} << 30;
+/// Small files an operator names, read whole (runtime/inputs/small_file.hpp): a client config
+/// or a job file of a few lines, a TLS certificate, key or CA bundle (Debian's bundle of every
+/// public CA is about 200 KB).
+inline constexpr uint64_t max_client_config_bytes = uint64_t{1} << 20;
+inline constexpr uint64_t max_job_file_bytes = uint64_t{1} << 20;
+inline constexpr uint64_t max_tls_file_bytes = uint64_t{1} << 20;
 /// YAML inputs (config, fault plans, job files): nesting and values after aliases expand.
 inline constexpr int max_yaml_depth = 64;
 inline constexpr uint64_t max_yaml_nodes = 1'000'000;

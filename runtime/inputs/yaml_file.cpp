@@ -85,13 +85,17 @@ YAML::Node load_yaml_file(const std::string& path, const std::string& what) {
   if (!in) throw input_error(path + ": cannot open " + what);
   std::stringstream text;
   text << in.rdbuf();
+  return parse_yaml(path, text.str(), what);
+}
+
+YAML::Node parse_yaml(const std::string& path, const std::string& text, const std::string& what) {
   YAML::Node first;
   document_marks marks;
   try {
-    first = YAML::Load(text.str());
+    first = YAML::Load(text);
     // yaml-cpp's LoadAll never returns on some malformed streams (it finds document after
     // document): the parser is asked for two documents at most, to know whether there is one.
-    std::istringstream again(text.str());
+    std::istringstream again(text);
     YAML::Parser parser(again);
     while (marks.documents < 2 && parser.HandleNextDocument(marks)) {
     }

@@ -16,4 +16,8 @@ std::string yaml_where(const std::string& path, const YAML::Mark& m);
 /// input_limits.hpp.
 YAML::Node load_yaml_file(const std::string& path, const std::string& what);
 
+/// The YAML `text`, read from `path` (which names it in errors), checked as load_yaml_file
+/// checks a file's: for callers that read the file themselves (read_small_file).
+YAML::Node parse_yaml(const std::string& path, const std::string& text, const std::string& what);
+
 } // namespace aryl

@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include "solvers/input_error.hpp"
+#include "runtime/inputs/input_limits.hpp"
+#include "runtime/inputs/small_file.hpp"
 #include "runtime/inputs/yaml_file.hpp"
 
 namespace aryl::live {
@@ -22,12 +24,30 @@ bool is_host_port(const std::string& a) {
   return p >= 1 && p <= 65535;
 }
 
+/// The file says where the token goes (addr) and which CA to trust: whoever may write it, or
+/// replace it in its folder, may take the token. The token file's rule, for writers.
+void refuse_writable_by_others(const std::string& path, const struct stat& st) {
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    throw input_error(path + ": client config file may be written by its group or others (mode " +
+                      mode_text(st.st_mode) + "); it says where the token is sent: chmod go-w " + path);
+  auto folder = std::filesystem::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  struct stat dir {};
+  if (::stat(folder.c_str(), &dir) == 0 && (dir.st_mode & S_IWOTH) != 0 && (dir.st_mode & S_ISVTX) == 0)
+    throw input_error(path + ": client config file is in " + folder.string() +
+                      ", a folder anyone may write without the sticky bit (mode " + mode_text(dir.st_mode) +
+                      "), where anyone could replace it: chmod o-w " + folder.string());
+}
+
 } // namespace
 
 client_config read_client_config(const std::string& path) {
   client_config c;
   c.path = path;
-  auto root = load_yaml_file(path, "client config file");
+  auto root = parse_yaml(path,
+                         read_small_file(path, "client config file", max_client_config_bytes,
+                                         [&](const struct stat& st) { refuse_writable_by_others(path, st); }),
+                         "client config file");
   if (!root || root.IsNull()) return c;  // an empty file sets nothing
   if (!root.IsMap())
     throw input_error(yaml_where(path, root.Mark()) +

@@ -25,7 +25,9 @@ struct client_config {
 };
 
 /// The file at `path`. Throws aryl::input_error naming the file (and line and key) when it
-/// cannot be read or parsed, is not a map, holds a key other than the five above, a value
+/// cannot be read or parsed, is not a regular file, is larger than max_client_config_bytes,
+/// may be written by its group or others, lies in a folder anyone may write without the
+/// sticky bit (naming the mode and the chmod that fixes it), is not a map, holds a key other than the five above, a value
 /// that is not a single string, or an addr that is not HOST:PORT with a port in 1..65535.
 client_config read_client_config(const std::string& path);
 

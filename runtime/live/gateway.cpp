@@ -74,8 +74,11 @@ struct remote_node : node_link {
 
 gateway::gateway(gateway_options o, std::ostream& log) : impl_(std::make_shared<impl>(std::move(o), log)) {
   auto& i = *impl_;
-  if (!i.opts.tls_cert_file.empty() || !i.opts.tls_key_file.empty())
+  if (!i.opts.tls_cert_file.empty() || !i.opts.tls_key_file.empty()) {
     i.tls = net::tls_server_context(i.opts.tls_cert_file, i.opts.tls_key_file, i.opts.tls_client_ca_file);
+    // Served all the same: the operator may be renewing it, and a client's check says why.
+    if (auto why = net::certificate_validity_problem(*i.tls); !why.empty()) i.log("warning: " + why);
+  }
   boost::system::error_code ec;
   auto address = asio::ip::make_address(i.opts.bind, ec);
   if (ec) throw input_error(fmt::format("--bind {}: not an IP address", i.opts.bind));

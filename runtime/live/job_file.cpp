@@ -7,12 +7,14 @@
 
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
+#include "runtime/inputs/input_limits.hpp"
+#include "runtime/inputs/small_file.hpp"
 #include "runtime/inputs/yaml_file.hpp"
 
 namespace aryl::live {
 
 void read_job_file(const std::string& path, wire::submit& job) {
-  auto root = load_yaml_file(path, "job file");
+  auto root = parse_yaml(path, read_small_file(path, "job file", max_job_file_bytes), "job file");
   if (!root.IsMap()) throw input_error(path + ": expected a map of job keys (name, gpus, ...)");
   for (const auto& kv : root) {
     auto at = yaml_where(path, kv.first.Mark());

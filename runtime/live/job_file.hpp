@@ -9,7 +9,8 @@
 namespace aryl::live {
 
 /// Fills `job` from the file's keys (the ones absent keep their values). Throws
-/// aryl::input_error naming the file, the line and the key for an unreadable file, an
+/// aryl::input_error naming the file, the line and the key for an unreadable file, one that
+/// is not a regular file or is larger than max_job_file_bytes (naming the limit), an
 /// unknown or repeated key, a value of the wrong type or range, a name or GPU type holding a
 /// control character, or text after the job's map.
 void read_job_file(const std::string& path, wire::submit& job);

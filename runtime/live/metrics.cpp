@@ -7,6 +7,8 @@
 #include <boost/beast/http.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <thread>
 #include <tuple>
@@ -132,68 +134,145 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   return out;
 }
 
+namespace {
+
+/// Out of descriptors or kernel memory: the peer waits in the backlog until one is freed.
+bool out_of_resources(const boost::system::error_code& ec) {
+  return ec == asio::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system ||
+         ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+}
+
+constexpr std::chrono::milliseconds first_backoff{10}, last_backoff{1000};
+
+} // namespace
+
 struct metrics_endpoint::impl {
+  /// One connection: its request is read and answered within the deadline, or it is closed.
+  struct connection {
+    connection(tcp::socket s, size_t max_bytes)
+        : socket(std::move(s)), deadline(socket.get_executor()), buffer(max_bytes) {}
+    tcp::socket socket;
+    asio::steady_timer deadline;
+    beast::flat_buffer buffer;
+    http::request_parser<http::empty_body> parser;
+  };
+
   asio::io_context io;
   tcp::acceptor acceptor{io};
+  asio::steady_timer accept_retry{io};
+  std::chrono::milliseconds accept_backoff{0};
+  std::chrono::steady_clock::time_point accept_error_logged{};
+  uint64_t accept_errors = 0;
   std::function<health()> render;
   std::function<health()> check;
   std::ostream& log;
+  metrics_limits limits;
+  /// Open connections by arrival: the first is the oldest.
+  std::map<uint64_t, std::shared_ptr<connection>> open;
+  uint64_t next_id = 0;
   std::thread thread;
 
-  impl(std::function<health()> r, std::function<health()> c, std::ostream& l)
-      : render(std::move(r)), check(std::move(c)), log(l) {}
+  impl(std::function<health()> r, std::function<health()> c, std::ostream& l, metrics_limits m)
+      : render(std::move(r)), check(std::move(c)), log(l), limits(m) {}
 
   void accept() {
     acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
-      if (ec) return;
-      serve(std::make_shared<tcp::socket>(std::move(s)));
-      accept();
+      if (!acceptor.is_open() || ec == asio::error::operation_aborted) return;  // closed
+      if (!ec) {
+        accept_backoff = std::chrono::milliseconds{0};
+        serve(std::move(s));
+        return accept();
+      }
+      // Never give up (out of descriptors, the peer waits in the backlog): try again after a
+      // back-off that doubles while the errors last, 1 s at most, logged once a second.
+      accept_backoff = out_of_resources(ec) ? std::clamp(accept_backoff * 2, first_backoff, last_backoff)
+                                            : std::chrono::milliseconds{0};
+      ++accept_errors;
+      auto now = std::chrono::steady_clock::now();
+      if (now - accept_error_logged >= std::chrono::seconds(1)) {
+        accept_error_logged = now;
+        log << fmt::format("[serve] metrics: accept failed: {} ({} time{} since the last such line); accepting "
+                           "again in {} ms\n",
+                           ec.message(), accept_errors, accept_errors == 1 ? "" : "s", accept_backoff.count())
+            << std::flush;
+        accept_errors = 0;
+      }
+      accept_retry.expires_after(accept_backoff);
+      accept_retry.async_wait([this](boost::system::error_code e) {
+        if (!e) accept();
+      });
     });
   }
 
-  /// One request, one answer, then the connection closes.
-  void serve(std::shared_ptr<tcp::socket> socket) {
-    auto buffer = std::make_shared<beast::flat_buffer>();
-    auto request = std::make_shared<http::request<http::string_body>>();
-    http::async_read(*socket, *buffer, *request, [this, socket, buffer, request](beast::error_code ec, size_t) {
-      if (ec) return;
-      auto response = std::make_shared<http::response<http::string_body>>();
-      response->version(request->version());
-      response->keep_alive(false);
-      if (request->method() == http::verb::get && request->target() == "/metrics") {
-        auto page = render();
-        if (page.ok) {
-          response->result(http::status::ok);
-          response->set(http::field::content_type, "text/plain; version=0.0.4");
-          response->body() = std::move(page.text);
-        } else {
-          log << fmt::format("[serve] GET /metrics answered 503: {}\n", escape_control(page.text)) << std::flush;
-          response->result(http::status::service_unavailable);
-          response->set(http::field::content_type, "text/plain");
-          response->body() = page.text + "\n";
-        }
-      } else if (request->method() == http::verb::get && request->target() == "/healthz") {
-        auto h = check ? check() : health{};
-        response->result(h.ok ? http::status::ok : http::status::service_unavailable);
-        response->set(http::field::content_type, "text/plain");
-        response->body() = h.text + "\n";
-      } else {
-        response->result(http::status::not_found);
-        response->set(http::field::content_type, "text/plain");
-        response->body() = "only GET /metrics and GET /healthz are served here\n";
-      }
-      response->prepare_payload();
-      http::async_write(*socket, *response, [socket, response](beast::error_code, size_t) {
-        beast::error_code ignored;
-        socket->shutdown(tcp::socket::shutdown_both, ignored);
-      });
+  void close(uint64_t id) {
+    auto it = open.find(id);
+    if (it == open.end()) return;
+    beast::error_code ignored;
+    it->second->deadline.cancel();
+    it->second->socket.shutdown(tcp::socket::shutdown_both, ignored);
+    it->second->socket.close(ignored);
+    open.erase(it);
+  }
+
+  /// One request, one answer, then the connection closes. At the cap the oldest connection
+  /// gives way: a scraper sends its request at once, so the oldest is the likeliest idle.
+  void serve(tcp::socket socket) {
+    while (open.size() >= limits.max_connections && !open.empty()) close(open.begin()->first);
+    auto id = next_id++;
+    auto c = std::make_shared<connection>(std::move(socket), limits.max_request_bytes);
+    open.emplace(id, c);
+    c->parser.header_limit(static_cast<uint32_t>(limits.max_request_bytes));
+    c->parser.body_limit(0);
+    c->deadline.expires_after(limits.request_deadline);
+    c->deadline.async_wait([this, id](boost::system::error_code ec) {
+      if (!ec) close(id);
     });
+    http::async_read(c->socket, c->buffer, c->parser, [this, id, c](beast::error_code ec, size_t) {
+      if (ec || !open.count(id)) return close(id);
+      answer(id, c);
+    });
+  }
+
+  void answer(uint64_t id, const std::shared_ptr<connection>& c) {
+    const auto& request = c->parser.get();
+    auto response = std::make_shared<http::response<http::string_body>>();
+    response->version(request.version());
+    response->keep_alive(false);
+    if (request.method() == http::verb::get && request.target() == "/metrics") {
+      auto page = render();
+      if (page.ok) {
+        response->result(http::status::ok);
+        response->set(http::field::content_type, "text/plain; version=0.0.4");
+        response->body() = std::move(page.text);
+      } else {
+        log << fmt::format("[serve] GET /metrics answered 503: {}\n", escape_control(page.text)) << std::flush;
+        response->result(http::status::service_unavailable);
+        response->set(http::field::content_type, "text/plain");
+        response->body() = page.text + "\n";
+      }
+    } else if (request.method() == http::verb::get && request.target() == "/healthz") {
+      auto h = check ? check() : health{};
+      response->result(h.ok ? http::status::ok : http::status::service_unavailable);
+      response->set(http::field::content_type, "text/plain");
+      response->body() = h.text + "\n";
+    } else {
+      response->result(http::status::not_found);
+      response->set(http::field::content_type, "text/plain");
+      response->body() = "only GET /metrics and GET /healthz are served here\n";
+    }
+    response->prepare_payload();
+    // The answer has a deadline of its own: a peer that never reads it is closed.
+    c->deadline.expires_after(limits.request_deadline);
+    c->deadline.async_wait([this, id](boost::system::error_code ec) {
+      if (!ec) close(id);
+    });
+    http::async_write(c->socket, *response, [this, id, c, response](beast::error_code, size_t) { close(id); });
   }
 };
 
 metrics_endpoint::metrics_endpoint(const std::string& bind, uint16_t port, std::function<health()> render,
-                                   std::ostream& log, std::function<health()> check)
-    : impl_(std::make_unique<impl>(std::move(render), std::move(check), log)) {
+                                   std::ostream& log, std::function<health()> check, metrics_limits limits)
+    : impl_(std::make_unique<impl>(std::move(render), std::move(check), log, limits)) {
   boost::system::error_code ec;
   auto address = asio::ip::make_address(bind, ec);
   if (ec) throw input_error(fmt::format("--metrics-bind {}: not an IP address", bind));
@@ -211,6 +290,8 @@ metrics_endpoint::~metrics_endpoint() {
   asio::post(impl_->io, [i = impl_.get()] {
     boost::system::error_code ec;
     i->acceptor.close(ec);
+    i->accept_retry.cancel();
+    while (!i->open.empty()) i->close(i->open.begin()->first);
     i->io.stop();
   });
   impl_->thread.join();

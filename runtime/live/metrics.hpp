@@ -1,6 +1,8 @@
 #pragma once
 /// Live mode's metrics: Prometheus text exposition (format 0.0.4) of the scheduler's status,
 /// served over HTTP (Boost.Beast) on `GET /metrics`, loopback by default.
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,15 +33,27 @@ struct health {
   std::string text = "ok";
 };
 
+/// What the metrics listener holds: a peer that opens many connections, or sends its request
+/// a byte at a time, costs it a bounded number of descriptors and never stops its answers.
+struct metrics_limits {
+  /// Connections open at once; a new one beyond it closes the oldest.
+  size_t max_connections = 64;
+  /// To send the request head, then again to read the answer; closed after either.
+  std::chrono::milliseconds request_deadline{5000};
+  /// A request head longer than this, or a request with a body, is closed unanswered.
+  size_t max_request_bytes = 8192;
+};
+
 /// An HTTP listener on its own thread: `GET /metrics` answers `render()` (a 503 is logged
 /// with its reason), `GET /healthz` answers `check()` (always ok if unset), anything else
 /// 404. Each call may block its thread: bound them (serve waits at most 1.5 s for the
-/// scheduler).
+/// scheduler). Holds `limits`; keeps accepting after an accept error (out of descriptors: after
+/// a back-off, logged once a second).
 class metrics_endpoint {
  public:
   /// Throws aryl::input_error naming the address if it cannot listen.
   metrics_endpoint(const std::string& bind, uint16_t port, std::function<health()> render, std::ostream& log,
-                   std::function<health()> check = {});
+                   std::function<health()> check = {}, metrics_limits limits = {});
   ~metrics_endpoint();
   metrics_endpoint(const metrics_endpoint&) = delete;
   metrics_endpoint& operator=(const metrics_endpoint&) = delete;

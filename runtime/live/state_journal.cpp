@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -198,6 +199,15 @@ constexpr const char* create_ended =
 } // namespace
 
 state_journal::state_journal(std::string path) : path_(std::move(path)) {
+  // SQLite would open a device or a FIFO as well, and write its journal beside it
+  // (/dev/null-journal), or wait for ever on a FIFO's first read.
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw input_error(fmt::format("{}: the state file is not a regular file (a {}); give a file's path, "
+                                  "which is created if missing",
+                                  path_, S_ISDIR(st.st_mode) ? "directory" : S_ISFIFO(st.st_mode) ? "FIFO"
+                                         : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)              ? "device"
+                                                                                                   : "socket or other"));
   if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
     std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";

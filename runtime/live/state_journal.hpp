@@ -26,7 +26,8 @@ inline constexpr size_t ended_records_per_row = 256;
 class state_journal : public state_sink {
  public:
   /// Opens `path`, creating it if missing (WAL mode), and holds it exclusively until
-  /// destroyed. Throws aryl::input_error naming the file if it is not an aryl state file
+  /// destroyed. Throws aryl::input_error naming the file if it exists and is not a regular
+  /// file (a device, a FIFO, a directory), if it is not an aryl state file
   /// (corrupt, another program's database), of another format version, or in use by another
   /// process or journal.
   explicit state_journal(std::string path);

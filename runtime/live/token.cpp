@@ -1,43 +1,26 @@
 #include "runtime/live/token.hpp"
 
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "solvers/input_error.hpp"
+#include "runtime/inputs/small_file.hpp"
+#include "runtime/wire/codec.hpp"
 
 namespace aryl::live {
 
 std::string read_token_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw input_error(path + ": cannot read token file: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw input_error(path + ": token file is not a regular file");
-  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    throw input_error(path + ": token file is open to its group or others (mode " + mode +
-                      "); make it readable by its owner only: chmod 600 " + path);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(path + ": cannot read token file: " + std::strerror(errno));
-  std::string text;
-  char buf[1024];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > max_token_file_bytes)
-      throw input_error(path + ": token file is larger than " +
-                        std::to_string(max_token_file_bytes) + " bytes");
-  }
-  if (in.bad()) throw input_error(path + ": cannot read token file");
+  auto text = read_small_file(path, "token file", max_token_file_bytes,
+                              [&](const struct stat& st) { refuse_open_to_others(path, "token file", st); });
   while (!text.empty() && std::strchr(" \t\r\n", text.back()) != nullptr) text.pop_back();
   if (text.empty()) throw input_error(path + ": token file is empty");
   if (text.size() < min_token_bytes)
     throw input_error(path + ": token is " + std::to_string(text.size()) + " bytes; at least " +
                       std::to_string(min_token_bytes) + " are required (e.g. head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \\n')");
+  // A hello's token is a msgpack str, which must be UTF-8: any other token would pass here
+  // and then have every hello refused.
+  if (!wire::valid_utf8(text))
+    throw input_error(path + ": token is not valid UTF-8 text (e.g. head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \\n' "
+                      "makes one of hex digits)");
   return text;
 }
 

@@ -15,7 +15,7 @@ inline constexpr size_t min_token_bytes = 16;
 /// newline, CR, spaces, tabs) removed. Throws aryl::input_error naming the file when it
 /// cannot be read, is not a regular file, can be read or written by its group or others
 /// (as ssh refuses such keys), is larger than max_token_file_bytes, or holds a token shorter
-/// than min_token_bytes.
+/// than min_token_bytes or one that is not UTF-8 (a hello's token is a msgpack str).
 std::string read_token_file(const std::string& path);
 
 /// True when `a` and `b` are the same bytes. Takes time that depends only on the length of

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct need_more {
 using body_result = std::variant<message, decode_error>;
 /// The outcome of frame_decoder::next().
 using decode_step = std::variant<need_more, message, decode_error>;
+
+/// True when `s` is strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF),
+/// as Python's decoder requires: what every msgpack str on the wire must be.
+bool valid_utf8(std::string_view s);
 
 /// The msgpack map of `m`, with "v" and "type" first, then its fields; optional fields
 /// that are absent (and an empty launch.env) are left out.

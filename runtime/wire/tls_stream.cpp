@@ -11,6 +11,8 @@
 #include <cstdio>
 
 #include "solvers/input_error.hpp"
+#include "runtime/inputs/input_limits.hpp"
+#include "runtime/inputs/small_file.hpp"
 
 namespace aryl::net {
 
@@ -21,6 +23,7 @@ using tcp = asio::ip::tcp;
 struct tls_context {
   explicit tls_context(ssl::context::method m) : ctx(m) {}
   ssl::context ctx;
+  std::string cert_file;  ///< of the certificate it presents; empty: none
 };
 
 void byte_stream::close() {
@@ -156,21 +159,34 @@ class tls final : public byte_stream {
 
 namespace {
 
-void use_certificate(ssl::context& c, const std::string& cert_file, const std::string& key_file) {
+/// The PEM file a flag names, read whole: a FIFO or a device would hang or never end the
+/// loader, and a key its group or others may read is no secret (the token file's rule).
+std::string read_pem(const std::string& path, const std::string& flag, bool secret) {
+  return read_small_file(path, flag + " file", max_tls_file_bytes, [&](const struct stat& st) {
+    if (secret) refuse_open_to_others(path, flag + " file (a private key)", st);
+  });
+}
+
+void use_certificate(tls_context& t, const std::string& cert_file, const std::string& key_file) {
+  auto& c = t.ctx;
   boost::system::error_code ec;
-  c.use_certificate_chain_file(cert_file, ec);
+  auto cert = read_pem(cert_file, "--tls-cert", false);
+  c.use_certificate_chain(asio::buffer(cert), ec);
   if (ec) throw input_error(cert_file + ": --tls-cert: cannot use it as a PEM certificate chain: " + openssl_reason(ec));
-  c.use_private_key_file(key_file, ssl::context::pem, ec);
+  auto key = read_pem(key_file, "--tls-key", true);
+  c.use_private_key(asio::buffer(key), ssl::context::pem, ec);
+  OPENSSL_cleanse(key.data(), key.size());
   if (ec) throw input_error(key_file + ": --tls-key: cannot use it as a PEM private key: " + openssl_reason(ec));
   if (SSL_CTX_check_private_key(c.native_handle()) != 1) {
     ERR_clear_error();
     throw input_error(key_file + ": --tls-key: does not match the certificate in " + cert_file);
   }
+  t.cert_file = cert_file;
 }
 
 void trust(ssl::context& c, const std::string& ca_file) {
   boost::system::error_code ec;
-  c.load_verify_file(ca_file, ec);
+  c.add_certificate_authority(asio::buffer(read_pem(ca_file, "--tls-ca", false)), ec);
   if (ec) throw input_error(ca_file + ": --tls-ca: cannot load it as PEM CA certificates: " + openssl_reason(ec));
 }
 
@@ -180,7 +196,7 @@ std::shared_ptr<tls_context> tls_server_context(const std::string& cert_file, co
                                                 const std::string& client_ca_file) {
   auto c = std::make_shared<tls_context>(ssl::context::tls_server);
   modern_only(c->ctx);
-  use_certificate(c->ctx, cert_file, key_file);
+  use_certificate(*c, cert_file, key_file);
   if (!client_ca_file.empty()) {
     trust(c->ctx, client_ca_file);
     c->ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
@@ -194,7 +210,7 @@ std::shared_ptr<tls_context> tls_client_context(const std::string& ca_file, cons
   modern_only(c->ctx);
   trust(c->ctx, ca_file);
   c->ctx.set_verify_mode(ssl::verify_peer);
-  if (!cert_file.empty() || !key_file.empty()) use_certificate(c->ctx, cert_file, key_file);
+  if (!cert_file.empty() || !key_file.empty()) use_certificate(*c, cert_file, key_file);
   return c;
 }
 
@@ -215,6 +231,29 @@ std::unique_ptr<byte_stream> tls_client_stream(asio::io_context& io, std::shared
 std::unique_ptr<byte_stream> client_stream(asio::io_context& io, const std::shared_ptr<tls_context>& ctx,
                                            const std::string& server_name) {
   return ctx ? tls_client_stream(io, ctx, server_name) : plain_stream(io);
+}
+
+std::string certificate_validity_problem(const tls_context& t) {
+  // Asio's native_handle() is not const, though reading the certificate changes nothing.
+  X509* cert = SSL_CTX_get0_certificate(const_cast<ssl::context&>(t.ctx).native_handle());
+  if (!cert) return "";
+  const bool early = X509_cmp_current_time(X509_get0_notBefore(cert)) > 0;
+  const ASN1_TIME* end = X509_get0_notAfter(cert);
+  const bool expired = X509_cmp_current_time(end) < 0;
+  if (!early && !expired) return "";
+  const ASN1_TIME* when = early ? X509_get0_notBefore(cert) : end;
+  std::string date = "?";
+  if (BIO* b = BIO_new(BIO_s_mem())) {
+    if (ASN1_TIME_print(b, when) == 1) {
+      char* text = nullptr;
+      long n = BIO_get_mem_data(b, &text);
+      if (n > 0) date.assign(text, static_cast<size_t>(n));
+    }
+    BIO_free(b);
+  }
+  ERR_clear_error();
+  return t.cert_file + ": --tls-cert: the certificate " + (early ? "is not valid before " : "expired on ") + date +
+         ": peers that check it will refuse the handshake";
 }
 
 } // namespace aryl::net

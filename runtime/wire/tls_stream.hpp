@@ -47,15 +47,22 @@ struct tls_context;
 
 /// The context of a TLS listener. With `client_ca_file`, every peer must present a
 /// certificate that chains to a CA in it (mutual TLS). Throws aryl::input_error naming the
-/// file that cannot be read or holds no usable certificate or key, or a key that does not
-/// match the certificate.
+/// file that cannot be read, is not a regular file or is larger than max_tls_file_bytes, holds
+/// no usable certificate or key, a key its group or others may read or write (naming the
+/// chmod that fixes it), or a key that does not match the certificate.
 std::shared_ptr<tls_context> tls_server_context(const std::string& cert_file, const std::string& key_file,
                                                 const std::string& client_ca_file = "");
 /// The context of a client that trusts the CA (or self-signed certificate) in `ca_file`
 /// (PEM) and nothing else; with `cert_file` and `key_file`, it presents that certificate
-/// when the server asks for one. Throws aryl::input_error naming the file.
+/// when the server asks for one. Throws aryl::input_error naming the file, as
+/// tls_server_context does.
 std::shared_ptr<tls_context> tls_client_context(const std::string& ca_file, const std::string& cert_file = "",
                                                 const std::string& key_file = "");
+
+/// Why the certificate `ctx` presents is outside its validity period now (expired, or not
+/// valid yet), naming its file and the date, for a warning at start; empty when it is valid
+/// or the context presents none.
+std::string certificate_validity_problem(const tls_context& ctx);
 
 /// A plain TCP stream over an accepted socket, or a new socket on `io` to connect.
 std::unique_ptr<byte_stream> plain_stream(boost::asio::ip::tcp::socket s);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -145,6 +146,37 @@ TEST_CASE("live token: a token file open to its group or others, or a token unde
     CHECK(msg.find("token is 6 bytes; at least 16") != std::string::npos);
   }
   CHECK_THROWS_AS(read_token_file(dir.path().string()), aryl::input_error);  // a folder
+}
+
+TEST_CASE("live token: a token that is not UTF-8 is refused at read time naming the file, as every hello would be") {
+  scratch_dir dir;
+  const auto latin1 = dir.path() / "token-latin1";
+  write_private(latin1, "s3cret-0123456789-caf\xe9\n");
+  try {
+    read_token_file(latin1.string());
+    FAIL("a token that is not UTF-8 was accepted");
+  } catch (const aryl::input_error& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find(latin1.string() + ": token is not valid UTF-8") != std::string::npos);
+  }
+  // UTF-8 beyond ASCII is a token like any other.
+  write_private(latin1, "s3cret-0123456789-caf\xc3\xa9\n");
+  CHECK(read_token_file(latin1.string()) == "s3cret-0123456789-caf\xc3\xa9");
+}
+
+TEST_CASE("live token: a FIFO or a device as the token file is refused naming the file, without waiting for a writer") {
+  scratch_dir dir;
+  const auto fifo = dir.path() / "token-fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (const std::string& path : {fifo.string(), std::string("/dev/zero")}) {
+    try {
+      read_token_file(path);
+      FAIL("no error for " << path);
+    } catch (const aryl::input_error& e) {
+      const std::string msg = e.what();
+      CHECK_MESSAGE(msg.find(path + ": token file is not a regular file") != std::string::npos, msg);
+    }
+  }
 }
 
 TEST_CASE("live agent: progress lines are parsed, and other lines are not progress") {

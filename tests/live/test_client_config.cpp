@@ -1,18 +1,29 @@
 // Where client commands find the scheduler (runtime/live/client_config: flags, then the
-// environment, then the file), what serve may listen on (runtime/live/listen_policy), and the
-// TLS contexts' errors naming their files (runtime/wire/tls_stream).
+// environment, then the file), the checks on the files a client reads (client config, job
+// file), what serve may listen on (runtime/live/listen_policy), and the TLS contexts' errors
+// naming their files (runtime/wire/tls_stream).
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
+#include <memory>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "solvers/input_error.hpp"
 #include "runtime/live/client.hpp"
 #include "runtime/live/client_config.hpp"
+#include "runtime/live/job_file.hpp"
+#include "runtime/inputs/input_limits.hpp"
 #include "runtime/live/listen_policy.hpp"
 #include "runtime/wire/tls_stream.hpp"
 
@@ -52,6 +63,17 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "";
+}
+
+/// error_of(f) run on a thread of its own: "(still running after 5 s)" when `f` hangs (a
+/// FIFO's open waits for a writer), so that the test fails instead of hanging with it.
+template <class F>
+std::string error_within(F f) {
+  auto done = std::make_shared<std::promise<std::string>>();
+  auto result = done->get_future();
+  std::thread([f, done] { done->set_value(error_of(f)); }).detach();
+  if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) return "(still running after 5 s)";
+  return result.get();
 }
 
 } // namespace
@@ -138,6 +160,57 @@ TEST_CASE("client config: ARYL_CONFIG names the file (missing: an error naming i
   (void)xdg_file;
 }
 
+TEST_CASE("client config: a file its group or others may write, or in a folder anyone may write without the sticky "
+          "bit, is refused naming the mode and the chmod") {
+  temp_folder dir;
+  fs::permissions(dir.path, fs::perms(0755));
+  auto path = dir.write("client.yaml", "addr: 127.0.0.1:7000\n");
+  for (auto mode : {0666, 0620, 0602}) {
+    fs::permissions(path, fs::perms(mode));
+    auto msg = error_of([&] { live::read_client_config(path); });
+    char shown[8];
+    std::snprintf(shown, sizeof shown, "%04o", mode);
+    CHECK_MESSAGE(msg.find(path + ": client config file may be written by its group or others (mode " + shown) !=
+                      std::string::npos,
+                  msg);
+    CHECK_MESSAGE(msg.find("chmod go-w " + path) != std::string::npos, msg);
+  }
+  fs::permissions(path, fs::perms(0644));
+  CHECK(live::read_client_config(path).addr == "127.0.0.1:7000");
+  // A folder anyone may write: anyone could put another file in its place.
+  fs::permissions(dir.path, fs::perms(0777));
+  auto msg = error_of([&] { live::read_client_config(path); });
+  CHECK_MESSAGE(msg.find("a folder anyone may write without the sticky bit (mode 0777)") != std::string::npos, msg);
+  CHECK_MESSAGE(msg.find("chmod o-w " + dir.path.string()) != std::string::npos, msg);
+  // With the sticky bit (as /tmp) only the file's owner may replace it.
+  fs::permissions(dir.path, fs::perms(01777));
+  CHECK(live::read_client_config(path).addr == "127.0.0.1:7000");
+  fs::permissions(dir.path, fs::perms(0755));
+}
+
+TEST_CASE("client config and job files: a device, a FIFO or a file over 1 MiB is refused naming the file, without "
+          "waiting or reading it all") {
+  temp_folder dir;
+  fs::permissions(dir.path, fs::perms(0755));
+  auto fifo = (dir.path / "fifo.yaml").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto big = dir.write("big.yaml", "name: " + std::string(max_client_config_bytes, 'x') + "\n");
+  static_assert(max_client_config_bytes == max_job_file_bytes);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/dev/zero", "is not a regular file (a character device)"},
+      {fifo, "is not a regular file (a FIFO)"},
+      {big, "is larger than 1048576 bytes"}};
+  for (const auto& [path, why] : cases) {
+    auto msg = error_within([path = path] { live::read_client_config(path); });
+    CHECK_MESSAGE(msg.find(path + ": client config file " + why) != std::string::npos, msg);
+    msg = error_within([path = path] {
+      wire::submit job;
+      live::read_job_file(path, job);
+    });
+    CHECK_MESSAGE(msg.find(path + ": job file " + why) != std::string::npos, msg);
+  }
+}
+
 TEST_CASE("listen policy: plain TCP only on loopback unless insecure, TLS anywhere, cert and key go together") {
   CHECK_NOTHROW(live::check_listen_policy("127.0.0.1", "", "", false));
   CHECK_NOTHROW(live::check_listen_policy("127.0.0.2", "", "", false));
@@ -162,7 +235,7 @@ TEST_CASE("tls contexts: a file that is missing or not PEM is an error naming th
   temp_folder dir;
   auto garbage = dir.write("garbage.pem", "not a certificate\n");
   auto msg = error_of([] { net::tls_client_context("/nonexistent/ca.pem"); });
-  CHECK_MESSAGE(msg.find("/nonexistent/ca.pem: --tls-ca: cannot load") != std::string::npos, msg);
+  CHECK_MESSAGE(msg.find("/nonexistent/ca.pem: cannot read --tls-ca file") != std::string::npos, msg);
   msg = error_of([&] { net::tls_client_context(garbage); });
   CHECK_MESSAGE(msg.find(garbage + ": --tls-ca") != std::string::npos, msg);
   msg = error_of([&] { net::tls_server_context(garbage, "/nonexistent/key.pem"); });

@@ -3,6 +3,7 @@
 // refused naming the file; a config of another cluster is told apart by its first difference.
 #include <doctest/doctest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -149,6 +150,20 @@ TEST_CASE("state journal: a file that is not a database is refused naming the fi
   std::ifstream in(path, std::ios::binary);
   std::string after((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(after == bytes);
+}
+
+TEST_CASE("state journal: a path that exists and is not a regular file (a device, a FIFO) is refused naming it, "
+          "and nothing is written beside it") {
+  scratch s;
+  // Never opened: SQLite would write its journal beside a device (/dev/null-journal).
+  auto why = refusal("/dev/null");
+  CHECK_MESSAGE(why.find("/dev/null: the state file is not a regular file (a device)") == 0, why);
+  auto fifo = s.file("state.fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  why = refusal(fifo);
+  CHECK_MESSAGE(why.find(fifo + ": the state file is not a regular file (a FIFO)") == 0, why);
+  for (const char* suffix : {"-journal", "-wal", "-shm"})
+    CHECK_FALSE(std::filesystem::exists(fifo + suffix));
 }
 
 TEST_CASE("state journal: another program's database and another format version are refused naming the file") {

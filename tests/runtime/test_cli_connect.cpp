@@ -50,8 +50,8 @@ TEST_CASE("serve --tls-ca without --tls-cert, or a client's --tls-cert without -
 TEST_CASE("a --tls-ca or ARYL_TLS_CA file that cannot be loaded is a one-line error naming it") {
   auto token = private_token();
   check_one_line_error(run("status --port 9 --token-file " + token + " --tls-ca /nonexistent/ca.pem", no_env),
-                       "/nonexistent/ca.pem: --tls-ca: cannot load");
+                       "/nonexistent/ca.pem: cannot read --tls-ca file");
   check_one_line_error(run("agent --port 9 --name t0 --work-dir /tmp/aryl-cli-agent --token-file " + token,
                            no_env + "ARYL_TLS_CA=/nonexistent/agent-ca.pem "),
-                       "/nonexistent/agent-ca.pem: --tls-ca: cannot load");
+                       "/nonexistent/agent-ca.pem: cannot read --tls-ca file");
 }
