@@ -375,7 +375,8 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
       int moved_workers = 0;
       for (size_t t = 0; t < l.params.type_speed.size() && !a; ++t) {
         int type = static_cast<int>(t);
-        if (speed(l, type) <= speed(l, e.type)) continue;
+        // A job pinned to a GPU type (its gpu_type) never moves off it, however fast another is.
+        if (speed(l, type) <= speed(l, e.type) || (j.gpu_type >= 0 && type != j.gpu_type)) continue;
         // Only onto GPUs that are really free: a move never takes GPUs from other jobs.
         auto& target = o.migrate_onto_extras ? view : hard;
         auto& target_free = o.migrate_onto_extras ? view_type_free : hard_type_free;

@@ -9,6 +9,7 @@ namespace aryl {
 namespace detail {
 
 bool usable_for(const server_entry& s, const job_entry& j, const policy_spec& p, const planner_options& o) {
+  if (tenant_books.loaned_only == static_cast<int64_t>(j.index) && s.mode != server_mode::loaned) return false;
   if (s.mode == server_mode::training) return true;
   return s.mode == server_mode::loaned && p.loaning && (j.elastic || o.inelastic_on_loaned);
 }
@@ -304,6 +305,22 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
       out += l.servers.at(static_cast<size_t>(sid)).name;
     }
     return out;
+  }
+  if (l.params.quotas) {
+    // The admission the round's queue walk applies (walk_tenants), on the same books.
+    detail::begin_tenant_round(l, p);
+    if (!detail::quota_admits(l, j, static_cast<int>(base))) {
+      auto t = static_cast<size_t>(j.tenant);
+      auto& e = l.tenants[t];
+      out = e.name.empty() ? std::string("quota: no tenant") : "quota: tenant " + e.name;
+      out += e.quota > 0 ? " holds " + std::to_string(detail::tenant_books.held[t]) + " of its quota " + std::to_string(e.quota)
+                         : " has no quota";
+      out += e.borrow ? ", and " + std::to_string(std::max(0L, detail::tenant_books.lendable)) +
+                            " GPUs are free to borrow (needs " + std::to_string(base) + ")"
+                      : " and may not borrow";
+      if (p.loaning && may_loan) out += "; no loaned server has room for it";
+      return out;
+    }
   }
   if (p.preemptive) {
     out = "ranked behind the running jobs (";

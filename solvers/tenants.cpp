@@ -220,8 +220,11 @@ void begin_tenant_round(const cluster_ledger& l, const policy_spec& p) {
         grown[static_cast<size_t>(j.tenant)] += std::max(0L, std::min(j.workers, j.gpus) - base_held(j, p));
     }
   long pool = 0, held = 0, kept = 0;
+  // A held (cordoned or drained) server's busy GPUs are in the pool, as its jobs' base GPUs
+  // are in `held`; its free ones are not lent: otherwise its jobs would count twice.
   for (auto& s : l.servers)
     if (s.home == server_home::training && s.mode == server_mode::training) pool += s.gpus;
+    else if (s.home == server_home::training && s.mode == server_mode::cordoned) pool += s.gpus - s.free;
   for (size_t t = 0; t < n; ++t) {
     auto& e = l.tenants[t];
     const long own = e.quota > 0 ? std::min(grown[t], std::max(0L, e.quota - b.held[t])) : 0;
@@ -246,6 +249,12 @@ bool quota_admits(const cluster_ledger& l, const job_entry& j, int demand) {
   long own = std::min<long>(demand, b.reserve[t]);
   if (own >= demand) return true;
   return e.borrow && demand - own <= b.lendable;
+}
+
+bool loaned_gpus_free(const cluster_ledger& l) {
+  for (auto& s : l.servers)
+    if (s.mode == server_mode::loaned && s.free > 0) return true;
+  return false;
 }
 
 void quota_took(const cluster_ledger& l, const job_entry& j, int demand) {

@@ -51,6 +51,9 @@ inline constexpr record_field record_fields[] = {
     {"loaned_needed_gpu_s", &job_record::loaned_needed_gpu_s},
     // Journals from before it lack it (read as true).
     {"predicted", &job_record::predicted},
+    // Journals from before these lack them (read as estimated, no tenant).
+    {"estimated", &job_record::estimated},
+    {"tenant", &job_record::tenant},
 };
 
 /// Fields every journal has: the first 19; a record may lack the ones after (see above),

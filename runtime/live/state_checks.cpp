@@ -1,5 +1,7 @@
 #include "runtime/live/state_checks.hpp"
 
+#include "solvers/control_chars.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -33,6 +35,10 @@ std::string record_problem(const job_record& r) {
   for (auto& f : record_fields)
     if (auto* v = field_of<int64_t>(r, f); v && (*v < -1 || *v > sim_time::horizon().us))
       return fmt::format("record: {} {} is not in -1..{}", f.key, *v, sim_time::horizon().us);
+  // Shown in status, show and logs, one line each.
+  for (auto& f : record_fields)
+    if (auto* v = field_of<std::string>(r, f); v && find_control(*v) != std::string::npos)
+      return fmt::format("record: {} holds {}", f.key, describe_control(*v));
   return {};
 }
 
@@ -44,6 +50,8 @@ job_spec spec_of(const job_record& r) {
   s.gpus = s.min_workers = s.max_workers = r.gpus;
   s.duration_s = r.duration_s;
   s.submit = sim_time::from_us(r.submit_us);
+  s.tenant = r.tenant;
+  s.estimated = r.estimated;
   return s;
 }
 

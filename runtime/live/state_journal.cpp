@@ -151,9 +151,10 @@ json compact_json(const job_record& r) {
 }
 
 job_record record_from_compact(const json& a) {
-  // 19 fields before the work-efficiency ones (read as 0), 26 since, 27 with `predicted`.
-  if (!a.is_array() || (a.size() != 19 && a.size() != 26 && a.size() != 27))
-    throw std::runtime_error("an ended job's record is not an array of 19, 26 or 27 fields");
+  // 19 fields before the work-efficiency ones (read as 0), 26 since, 27 with `predicted`, 29
+  // with `estimated` and `tenant`.
+  if (!a.is_array() || (a.size() != 19 && a.size() != 26 && a.size() != 27 && a.size() != 29))
+    throw std::runtime_error("an ended job's record is not an array of 19, 26, 27 or 29 fields");
   job_record r;
   for (size_t i = 0; i < a.size(); ++i) read_field(r, record_fields[i], a[i], fmt::format("field {}", i));
   return r;
@@ -168,6 +169,8 @@ saved_job ended_job(job_record r) {
   j.spec.elastic = r.elastic;
   j.spec.submit = sim_time::from_us(r.submit_us);
   j.spec.duration_s = r.duration_s;
+  j.spec.tenant = r.tenant;
+  j.spec.estimated = r.estimated;
   j.status = "ended";
   j.workers = r.last_workers;
   j.record = std::move(r);

@@ -243,6 +243,8 @@ saved_job job_at(uint32_t index, const std::string& status) {
   j.record.training_gpu_s = index * 0.5;
   j.record.loaned_needed_gpu_s = 1.0 / (index + 3);  // must read back exactly
   if (status == "ended") {
+    j.record.tenant = index % 2 == 0 ? "prod" : "";
+    j.record.estimated = index % 5 != 0;
     j.record.needed_gpu_s = index * 2.0;
     j.record.outcome = index % 3 == 0 ? "cancelled" : "done";
     j.record.end_us = 1'000'000 + index;
@@ -342,6 +344,10 @@ TEST_CASE("state journal: compaction keeps the file's rows bounded over many end
     CHECK(got.record.slowdown == want.record.slowdown);
     CHECK(got.record.first_start_us == want.record.first_start_us);
     CHECK(got.record.preemptions == want.record.preemptions);
+    // The tenant and the estimate survive the fold: status --all, show and jobs.csv keep them.
+    CHECK(got.record.tenant == want.record.tenant);
+    CHECK(got.spec.tenant == want.record.tenant);
+    CHECK(got.record.estimated == want.record.estimated);
   }
 }
 

@@ -235,6 +235,28 @@ TEST_CASE("loaning: only elastic jobs use loaned servers, and a long one moves t
   CHECK(l.jobs[1].migrations == 1);
 }
 
+TEST_CASE("a job pinned to a GPU type is never moved to faster GPUs of another type") {
+  // As above, but job-1 asks for T4 (type 1): when t0 (V100) frees, it stays on the T4 server.
+  auto l = make_ledger(1, 1);
+  add_job(l, 8, 100);
+  job_entry pinned;
+  pinned.index = 1;
+  pinned.gpus = 8;
+  pinned.min_workers = 4;
+  pinned.max_workers = 16;
+  pinned.elastic = true;
+  pinned.gpu_type = 1;
+  pinned.predicted_work = 50000;
+  l.jobs.push_back(pinned);
+  l.submit(1, at(0));
+  plan_round(l, *find_policy("aryl"), options(), at(0));
+  REQUIRE(l.jobs[1].alloc == allocation{{1, 8}});
+  l.finish(0, at(100));
+  plan_round(l, *find_policy("aryl"), options(), at(100));
+  CHECK(l.jobs[1].alloc == allocation{{1, 8}});
+  CHECK(l.jobs[1].migrations == 0);
+}
+
 TEST_CASE("a long elastic job waits for its fastest type instead of starting on slower loaned GPUs, unless that type cannot hold it") {
   // t0 (V100) is full with job-0, too short for any later job to stop it; the loaned T4 server
   // is free. Then elastic jobs arrive at 10 s: `long_s` is a job predicted to run 200,000 s, past

@@ -446,3 +446,50 @@ TEST_CASE("quota growth: a tenant within its quota is not stopped, and without q
   CHECK(count(ds, decision::kind::preempt) == 0);
   CHECK(free_for_all.jobs[a].workers == 4);
 }
+
+TEST_CASE("quota: a job its quota does not admit starts on an idle loaned server, outside every quota") {
+  auto l = make_ledger(2, 1);  // t0, t1: 8 V100 each; i2: 8 T4 loaned
+  l.params.quotas = true;
+  l.tenants = {tenant_entry{}, tenant("a", 8, 1), tenant("b", 8, 1)};
+  l.tenants[1].borrow = false;
+  auto first = add_tenant_job(l, 1, 8, 10000, 0);
+  round(l, "aryl", 0);
+  // ledger: a's first job 8 GPUs on a training server (its whole quota)
+  REQUIRE(l.jobs[first].status == job_status::running);
+  auto second = add_tenant_job(l, 1, 4, 10000, 10, /*elastic=*/true);  // 2..8 workers
+  round(l, "aryl", 10);
+  // ledger: a's second job on the loaned server only; a's quota holds 8 as before
+  REQUIRE(l.jobs[second].status == job_status::running);
+  for (auto& [server, gpus] : l.jobs[second].alloc) CHECK(l.servers[static_cast<size_t>(server)].mode == server_mode::loaned);
+  CHECK(l.tenants[1].held_base == 8);
+}
+
+TEST_CASE("quota: without an idle loaned server a job its quota does not admit waits, as before") {
+  auto l = make_ledger(2);
+  l.params.quotas = true;
+  l.tenants = {tenant_entry{}, tenant("a", 8, 1), tenant("b", 8, 1)};
+  l.tenants[1].borrow = false;
+  add_tenant_job(l, 1, 8, 10000, 0);
+  round(l, "aryl", 0);
+  auto second = add_tenant_job(l, 1, 4, 10000, 10, /*elastic=*/true);
+  round(l, "aryl", 10);
+  // ledger: a 8 GPUs, its second job queued; b's 8 idle
+  CHECK(l.jobs[second].status == job_status::queued);
+  // Status gives the reason the round applied, not "fits now".
+  CHECK(queue_wait_reason(l, *find_policy("aryl"), planner_options{}, second, {"V100", "T4"}) ==
+        "quota: tenant a holds 8 of its quota 8 and may not borrow");
+}
+
+TEST_CASE("quota: a cordoned server's jobs are counted once, so a job borrows the other, idle server") {
+  auto l = make_ledger(2);  // t0, t1: 8 V100 each
+  l.params.quotas = true;
+  l.tenants = {tenant_entry{}, tenant("a", 8, 1), tenant("b", 8, 1)};
+  auto first = add_tenant_job(l, 1, 8, 10000, 0);
+  round(l, "baseline", 0);
+  REQUIRE(l.jobs[first].status == job_status::running);
+  l.set_mode(l.jobs[first].alloc.front().first, server_mode::cordoned);
+  // ledger: a 8 GPUs on a cordoned server; the other server's 8 idle; b queues nothing
+  auto second = add_tenant_job(l, 0, 4, 10000, 10);  // no tenant: borrows only
+  round(l, "baseline", 10);
+  CHECK(l.jobs[second].status == job_status::running);
+}
