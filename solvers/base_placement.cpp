@@ -156,6 +156,30 @@ void unprotect(work_view& view) {
 
 /// Step 1 for queued job `id`: room for its base demand, by placing it, reclaiming its
 /// tenant's quota, or preempting; false if none.
+void place_on_loaned(const cluster_ledger& l, const policy_spec& p, const planner_options& o, work_view& view,
+                     work_view& hard) {
+  auto& books = tenant_books;
+  thread_local std::vector<int> types;
+  for (size_t i = 0; i < books.passed.size(); ++i) {
+    const uint32_t id = books.passed[i];
+    auto& j = l.jobs[id];
+    // Once per job: a round may walk the queue more than once.
+    if (std::find(books.passed.begin(), books.passed.begin() + static_cast<long>(i), id) !=
+            books.passed.begin() + static_cast<long>(i) ||
+        !(j.elastic || o.inelastic_on_loaned))
+      continue;
+    const int demand = base_workers(j, p);
+    types_for(l, j, o, types);
+    std::optional<allocation> a;
+    books.loaned_only = j.index;  // usable_for: loaned servers only
+    for (int t : types)
+      if ((a = place_one(o.placement, hard.slots(j, p, o, t, buffers.slots), {static_cast<int>(j.index), demand, t, {}})))
+        break;
+    books.loaned_only = -1;
+    if (a) start_on(l, p, id, std::move(*a), view, hard);
+  }
+}
+
 bool find_room(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id, work_view& view,
                work_view& hard) {
   return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||

@@ -310,6 +310,7 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     });
   };
   walk([](uint32_t) { return true; });
+  if (l.params.quotas && p.loaning) place_on_loaned(l, p, o, view, hard);
   if (backfill && o.shadow_backfill && !l.reserved_servers.empty() && shadow_s > 0 &&
       shadow_s < std::numeric_limits<double>::infinity()) {
     // EASY's shadow time: a job that found no room may still start on the held servers if it

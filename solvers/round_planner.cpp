@@ -318,7 +318,9 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
       out += e.borrow ? ", and " + std::to_string(std::max(0L, detail::tenant_books.lendable)) +
                             " GPUs are free to borrow (needs " + std::to_string(base) + ")"
                       : " and may not borrow";
-      if (p.loaning && may_loan) out += "; no loaned server has room for it";
+      if (p.loaning && may_loan &&
+          std::any_of(l.servers.begin(), l.servers.end(), [](auto& s) { return s.mode == server_mode::loaned; }))
+        out += "; no loaned server has room for it";
       return out;
     }
   }

@@ -365,6 +365,11 @@ bool find_room(const cluster_ledger& l, const policy_spec& p, const planner_opti
 std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l, const policy_spec& p,
                                                         const planner_options& o, const job_entry& j);
 void unprotect(work_view& view);
+/// With quotas and loaning, after step 1's walk: each queued job the walk passed over because
+/// its quota does not admit it (tenant_books.passed, in walk order) starts at its base on free
+/// GPUs of loaned servers alone, which lie outside every quota; booked against no quota.
+void place_on_loaned(const cluster_ledger& l, const policy_spec& p, const planner_options& o, work_view& view,
+                     work_view& hard);
 
 /// Step 2b of a full round: spread running elastic jobs move onto fewer servers when that
 /// pays (consolidation.cpp).

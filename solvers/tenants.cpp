@@ -186,6 +186,7 @@ namespace detail {
 void begin_tenant_round(const cluster_ledger& l, const policy_spec& p) {
   auto& b = tenant_books;
   const size_t n = l.tenants.size();
+  b.passed.clear();
   b.held.assign(n, 0);
   b.reserve.assign(n, 0);
   b.key.assign(n, 0);
@@ -249,12 +250,6 @@ bool quota_admits(const cluster_ledger& l, const job_entry& j, int demand) {
   long own = std::min<long>(demand, b.reserve[t]);
   if (own >= demand) return true;
   return e.borrow && demand - own <= b.lendable;
-}
-
-bool loaned_gpus_free(const cluster_ledger& l) {
-  for (auto& s : l.servers)
-    if (s.mode == server_mode::loaned && s.free > 0) return true;
-  return false;
 }
 
 void quota_took(const cluster_ledger& l, const job_entry& j, int demand) {

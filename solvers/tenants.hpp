@@ -69,8 +69,10 @@ struct tenant_round {
   std::vector<double> key;    ///< fair-share key: (usage + held x mean life) / weight
   long lendable = 0;          ///< training GPUs no tenant holds as base or keeps
   double mean_life_s = 0;     ///< the usage decay's mean life (half-life / ln 2)
-  /// The job the walk offers loaned servers only (their GPUs lie outside every quota), while
-  /// it is offered; -1: none. usable_for reads it.
+  /// Queued jobs the walk passed over because quotas do not admit them, in walk order (with
+  /// loaning, place_on_loaned offers them the loaned servers, outside every quota).
+  std::vector<uint32_t> passed;
+  /// The job offered loaned servers only, while it is offered; -1: none. usable_for reads it.
   int64_t loaned_only = -1;
 };
 inline thread_local tenant_round tenant_books;
@@ -87,8 +89,6 @@ void begin_tenant_round(const cluster_ledger& l, const policy_spec& p);
 bool quota_admits(const cluster_ledger& l, const job_entry& j, int demand);
 /// Whether `demand` is within the unused quota of `j`'s tenant: a reclaim may make room.
 bool quota_entitled(const cluster_ledger& l, const job_entry& j, int demand);
-/// Whether a loaned server has a free GPU.
-bool loaned_gpus_free(const cluster_ledger& l);
 /// Books `demand` GPUs of `j` as started this round.
 void quota_took(const cluster_ledger& l, const job_entry& j, int demand);
 /// By tenant, base GPUs held beyond quota this round (<= 0: not borrowing).
@@ -107,12 +107,7 @@ void walk_tenants(const cluster_ledger& l, const policy_spec& p, const Index& in
     auto& j = l.jobs[id];
     const int demand = base_demand(j, p);
     if (l.params.quotas && !quota_admits(l, j, demand)) {
-      // Loaned inference servers lie outside every quota: a job its quota does not admit may
-      // start there (only there, and unbooked), and is passed over as before if it does not.
-      if (!p.loaning || !loaned_gpus_free(l)) return true;
-      books.loaned_only = j.index;
-      f(id);
-      books.loaned_only = -1;
+      if (p.loaning) books.passed.push_back(id);
       return true;
     }
     if (!f(id)) return false;

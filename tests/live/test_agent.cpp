@@ -399,7 +399,11 @@ TEST_CASE("live agent: an exit while disconnected is reported after re-registeri
   s.send(wire::hello_ok{});
   const auto reg = s.receive_a<wire::register_>();
   REQUIRE(reg);
-  CHECK(reg->workers.empty());
+  // Listed as exited, with its code, so that a restarted scheduler counts it where it ran.
+  REQUIRE(reg->workers.size() == 1);
+  CHECK(reg->workers[0].job_id == 12);
+  CHECK(reg->workers[0].exit_code == std::optional<int32_t>{5});
+  CHECK(reg->workers[0].exit_signal == std::optional<uint32_t>{0});
   const auto exit = s.receive_a<wire::exit_>();
   REQUIRE(exit);
   CHECK(*exit == wire::exit_{12, 0, 5, 0});

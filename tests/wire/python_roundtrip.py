@@ -30,7 +30,7 @@ EXPECTED = [
     {"type": "hello_ok"},
     {"type": "register", "server": "node-07", "gpu_type": "a100", "gpus": 8, "pool": "inference",
      "workers": [{"job_id": 42, "rank": 3, "gpus": [0, 1], "pid": 12345},
-                 {"job_id": 43, "rank": 0, "gpus": [7]}]},
+                 {"job_id": 43, "rank": 0, "gpus": [7], "exit_code": 0, "exit_signal": 9}]},
     {"type": "heartbeat", "seq": 1 << 40},
     {"type": "launch", "job_id": 9000000000, "rank": 2, "world_size": 4, "gpus": [4, 5],
      "checkpoint_dir": "/ckpt/job-9", "rendezvous": "10.0.0.7:29500",
@@ -102,7 +102,8 @@ def python_way(msg):
             value = int(value)
         out[key] = value
     if msg["type"] == "register":
-        out["workers"] = [dict(w, pid=w.get("pid")) for w in msg["workers"]]
+        out["workers"] = [dict(w, pid=w.get("pid"), exit_code=w.get("exit_code"), exit_signal=w.get("exit_signal"))
+                          for w in msg["workers"]]
     return out
 
 
