@@ -236,6 +236,7 @@ TEST_CASE("restored state: machines that joined the run are in the restarted clu
   CHECK(log.str().find("machines that joined the run are in its cluster again: x1 (2 x V100), x2 (8 x V100)") !=
         std::string::npos);
   st.journal.reset();
+  world.journal.reset();  // the file is opened again below: no handle may be left on it
   {
     state_journal j(path);
     j.put_joined({"x 3", "V100", 2});
