@@ -556,6 +556,12 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
     out.summary.actor_activations = activations;
     out.summary.sim_wall_s = std::chrono::duration<double>(wall::now() - start_wall).count();
     out.summary.max_timer_lag_s = static_cast<double>(status->max_lag_us.load()) / 1e6;
+    // A run carried on after scheduler restarts began with its first serve, not this one.
+    if (live && live->run_start_unix_us > 0) {
+      auto since_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count() - live->run_start_unix_us;
+      out.summary.sim_wall_s = std::max(out.summary.sim_wall_s, static_cast<double>(since_us) / 1e6);
+    }
   }
   return out;
 }
