@@ -113,6 +113,9 @@ struct run_summary {
   double window_gpu_usage = 0;  ///< all clusters, first submit to last submit
   double training_gpu_usage = 0;
   double inference_gpu_usage = 0;
+  /// Sums of jobs.csv's columns over every job, whatever its outcome: a preemption is a stop
+  /// of a running job that queues it again (for another job, a reclaim, a drain, a lost server,
+  /// a scheduler restart that could not adopt it).
   uint64_t preemptions = 0, scale_ins = 0, scale_outs = 0;
   double loaned_server_hours = 0;
   /// Completed jobs' slowdown (job_record::slowdown), and GPU-hours below requested speed.
@@ -152,6 +155,8 @@ struct run_summary {
   /// Simulated time only: messages and timers the actors handled (the test coordinator's
   /// count), a measure of the run's cost that the machine's noise does not touch.
   uint64_t actor_activations = 0;
+  /// Wall seconds of the run: the process's run; live with --state, from the run's first start
+  /// (saved_run::start_unix_us), the time before scheduler restarts included.
   double sim_wall_s = 0;
   /// Wall clock only: how late (simulated seconds) the latest job completion timer fired.
   /// Large values mean the machine could not keep up with the speedup.

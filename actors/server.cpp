@@ -9,6 +9,7 @@
 #include "actors/end_run_on_exception.hpp"
 
 #include "solvers/cluster_ledger.hpp"
+#include "solvers/plural.hpp"
 
 namespace aryl {
 
@@ -67,7 +68,7 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
   auto place = [=](uint32_t job, int n) {
     auto& st = self->state;
     if (st.used + n > st.gpus)
-      violation(fmt::format("job {} placed on {} GPUs with only {} free", job, n, st.gpus - st.used));
+      violation(fmt::format("job {} placed on {} with only {} free", job, gpus_text(n), st.gpus - st.used));
     if (st.mode == static_cast<int>(server_mode::serving))
       violation(fmt::format("job {} placed while the server serves inference", job));
     st.used += n;
@@ -106,9 +107,9 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
       [=](mode_atom, int m) {
         auto& st = self->state;
         if (m == static_cast<int>(server_mode::serving) && st.used > 0)
-          violation(fmt::format("returned to inference with {} GPUs still in training use", st.used));
+          violation(fmt::format("returned to inference with {} still in training use", gpus_text(st.used)));
         if (m == static_cast<int>(server_mode::down) && st.used > 0)
-          violation(fmt::format("marked lost with {} GPUs still held by jobs", st.used));
+          violation(fmt::format("marked lost with {} still held by jobs", gpus_text(st.used)));
         st.mode = m;
         if (m != static_cast<int>(server_mode::down)) return;
         // A lost machine's workers report nothing more: their jobs stop waiting for them.
@@ -143,7 +144,7 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
           job_actor owner) {
         auto& st = self->state;
         int n = static_cast<int>(ranks.size());
-        if (st.used + n > st.gpus) violation(fmt::format("job {} adopted on {} GPUs with only {} free", job, n, st.gpus - st.used));
+        if (st.used + n > st.gpus) violation(fmt::format("job {} adopted on {} with only {} free", job, gpus_text(n), st.gpus - st.used));
         st.used += n;
         st.workers[job] += n;
         if (!st.node) return;

@@ -29,11 +29,14 @@ printf '#!/bin/sh\necho $(( ($(date +%%s%%N) - ARYL_DECIDED_UNIX_NS) / 1000 )) >
   "$PWD/build/aryl" > "$work/worker.sh"
 chmod +x "$work/worker.sh"
 
-# "p50 / p99 (n=N)" of numbers, one per line, divided by $1.
+# "p50 / p99 (n=N)" of numbers, one per line, divided by $1; percentiles linear between the
+# closest ranks (numpy's default, as summary.json).
 quantiles() {
-  sort -n | awk -v d="$1" '{v[NR] = $1} END {
+  sort -n | awk -v d="$1" 'function q(p,  h, lo) { h = p * (NR - 1); lo = int(h) + 1
+      return lo >= NR ? v[NR] : v[lo] + (h - (lo - 1)) * (v[lo + 1] - v[lo]) }
+    {v[NR] = $1} END {
     if (NR == 0) { print "none"; exit }
-    printf "%.1f / %.1f (n=%d)", v[int(0.50 * NR + 0.999)] / d, v[int(0.99 * NR + 0.999)] / d, NR }'
+    printf "%.1f / %.1f (n=%d)", q(0.50) / d, q(0.99) / d, NR }'
 }
 # The upper bounds (ms) of the round-latency buckets that hold the p50 and the p99.
 round_quantiles() {  # metrics port

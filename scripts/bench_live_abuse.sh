@@ -254,9 +254,12 @@ bed=""
 # p50 / p99 / max in ms, and the count, of a file of microseconds (lines that are not numbers
 # are failures, counted apart; a number may be followed by the time it was taken).
 percentiles() {
-  awk '$1 ~ /^[0-9]+$/ {print $1}' "$1" | sort -n | awk '{v[NR] = $1} END {
+  # Linear between the closest ranks (numpy's default, as summary.json).
+  awk '$1 ~ /^[0-9]+$/ {print $1}' "$1" | sort -n | awk 'function q(p,  h, lo) { h = p * (NR - 1); lo = int(h) + 1
+      return lo >= NR ? v[NR] : v[lo] + (h - (lo - 1)) * (v[lo + 1] - v[lo]) }
+    {v[NR] = $1} END {
     if (NR == 0) { print "- - - 0"; exit }
-    printf "%.1f %.1f %.1f %d\n", v[int(0.50 * NR + 0.999)] / 1000, v[int(0.99 * NR + 0.999)] / 1000, v[NR] / 1000, NR }'
+    printf "%.1f %.1f %.1f %d\n", q(0.50) / 1000, q(0.99) / 1000, v[NR] / 1000, NR }'
 }
 read -r p50 p99 max n < <(percentiles "$work/status_ms")
 read -r s50 s99 smax sn < <(percentiles "$work/start_ms")

@@ -33,7 +33,10 @@ def main(argv):
         time.sleep(interval)
     sock.sendall(wire.encode_frame({"type": "bye"}))
     rtts.sort()
-    pick = lambda q: rtts[min(len(rtts) - 1, int(q * len(rtts)))]
+    def pick(q):  # numpy.percentile's default, linear between the closest ranks: summary.json's definition
+        h = q * (len(rtts) - 1)
+        lo = int(h)
+        return rtts[lo] if lo + 1 >= len(rtts) else rtts[lo] + (h - lo) * (rtts[lo + 1] - rtts[lo])
     print(f"status_rtt_ms p50 {pick(0.5):.2f} p99 {pick(0.99):.2f} max {rtts[-1]:.2f} n {len(rtts)}")
 
 

@@ -250,6 +250,8 @@ def main(work, out):
       " has checkpointed: reclaims take time and can miss their deadline.")
     w(f"- Throughput: eff(w) = w^{c0['model.eff_exponent']:g}, times {c0['model.cross_server_eff']:g} when a job's"
       f" workers span two or more servers (docs/throughput_model.md); {c0['placement']} placement; seed {c0['seed']}.")
+    w("- Percentiles (p95, p99) are summary.json's: linear between the closest ranks, numpy's default")
+    w("  (docs/design.md, \"Measures\").")
     w("- JCT = end - submit; queuing = total time queued (including after preemptions). **Slowdown** = JCT")
     w("  over the job's duration at its requested workers on one server of its home type (the trace's")
     w("  duration / that type's speed): queuing plus running slower than asked (fewer workers, loaned")

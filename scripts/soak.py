@@ -91,10 +91,13 @@ def run_one(aryl, workload, seed, base, kinds):
 
 
 def quantile(values, q):
+    """numpy.percentile(values, 100 * q), method "linear": summary.json's definition."""
     if not values:
         return 0.0
     v = sorted(values)
-    return v[min(len(v) - 1, int(q * (len(v) - 1)))]
+    h = q * (len(v) - 1)
+    lo = int(h)
+    return v[lo] if lo + 1 >= len(v) else v[lo] + (h - lo) * (v[lo + 1] - v[lo])
 
 
 def main():

@@ -7,6 +7,7 @@
 #include "solvers/jct_value.hpp"
 #include "solvers/reason_text.hpp"
 #include "solvers/round_state.hpp"
+#include "solvers/plural.hpp"
 
 namespace aryl::detail {
 namespace {
@@ -28,7 +29,7 @@ std::string why(const cluster_ledger& l, uint32_t victim, uint32_t id, long borr
   auto& q = l.jobs[id];
   return reason_text("quota reclaim for job ", id, " of tenant ", l.tenants[static_cast<size_t>(q.tenant)].name,
                      " to grow to its requested ", q.gpus, " workers: tenant ", l.tenants[static_cast<size_t>(v.tenant)].name,
-                     " borrows ", borrowed, " GPUs beyond its quota");
+                     " borrows ", borrowed, gpus_word(borrowed), " beyond its quota");
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 // possible (choose_quota_victims), after the GPUs of extra workers, which it takes first.
 #include "solvers/reason_text.hpp"
 #include "solvers/round_state.hpp"
+#include "solvers/plural.hpp"
 
 namespace aryl::detail {
 namespace {
@@ -73,9 +74,10 @@ std::optional<quota_site> best_site(const cluster_ledger& l, const planner_optio
 std::string why(const cluster_ledger& l, uint32_t victim, uint32_t id) {
   auto& v = l.jobs[victim];
   auto& q = l.jobs[id];
+  const long borrowed = borrowed_now(l)[static_cast<size_t>(v.tenant)];
   return reason_text("quota reclaim for job ", id, " of tenant ", l.tenants[static_cast<size_t>(q.tenant)].name,
-                     ": tenant ", l.tenants[static_cast<size_t>(v.tenant)].name, " borrows ",
-                     borrowed_now(l)[static_cast<size_t>(v.tenant)], " GPUs beyond its quota");
+                     ": tenant ", l.tenants[static_cast<size_t>(v.tenant)].name, " borrows ", borrowed,
+                     gpus_word(borrowed), " beyond its quota");
 }
 
 /// The round's books: a victim's tenant holds its base GPUs no more.

@@ -6,6 +6,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "solvers/plural.hpp"
+
 namespace aryl {
 namespace {
 
@@ -109,7 +111,7 @@ struct reclaim_state {
     for (size_t s = 0; s < n; ++s)
       if (busy[s] > in.loaned[s].gpus)
         fail("workers on server " + std::to_string(in.loaned[s].id) + " need more than its " +
-             std::to_string(in.loaned[s].gpus) + " GPUs");
+             gpus_text(in.loaned[s].gpus));
     // Transpose the job -> server lists into server -> job lists.
     for (size_t s = 0; s < n; ++s) per_server[s + 1] += per_server[s];
     server_begin = per_server;

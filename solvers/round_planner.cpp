@@ -4,6 +4,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "solvers/plural.hpp"
+
 namespace aryl {
 
 namespace detail {
@@ -199,8 +201,7 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
   auto needs = [&](const char* head) {
     out += head;
     out += ": needs ";
-    out += std::to_string(base);
-    out += " GPUs";
+    out += gpus_text(base);
     if (j.gpu_type >= 0) {
       out += " of type ";
       out += type_names.at(static_cast<size_t>(j.gpu_type));
@@ -290,8 +291,8 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
   if (!p.elastic && !try_place(l, j, p, o)) {
     out = no_fit;
     out += ": ";
-    out += std::to_string(room);
-    out += " GPUs free, not placeable together";
+    out += gpus_text(room);
+    out += " free, not placeable together";
     return out;
   }
   if (!l.reserved_servers.empty() && job != l.reserved_for) {

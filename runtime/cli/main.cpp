@@ -255,9 +255,14 @@ int main(int argc, char** argv) {
   client_flags(show_cmd);
   show_cmd->add_option("job", show_job, "job id")->required();
   show_cmd->add_flag("--json", show_json, "one JSON object instead of text");
-  auto* demand_cmd = app.add_subcommand("demand", "live mode: set the inference servers needed from now on");
+  auto* demand_cmd = app.add_subcommand(
+      "demand", "live mode: set the inference demand from now on; serve keeps ceil(N x (1 + inference.headroom)) "
+                "inference servers serving (headroom 0.1 by default: 10% more, at most every inference server)");
   client_flags(demand_cmd);
-  demand_cmd->add_option("servers", demand_servers, "inference servers needed (before headroom)")->required();
+  demand_cmd
+      ->add_option("servers", demand_servers,
+                   "inference servers needed, before serve adds inference.headroom (0.1 by default: 10%)")
+      ->required();
 
   aryl::wire::submit job;
   std::string job_file;

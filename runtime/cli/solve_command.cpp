@@ -15,6 +15,7 @@
 #include "solvers/mckp.hpp"
 #include "solvers/placement.hpp"
 #include "solvers/reclaim.hpp"
+#include "solvers/plural.hpp"
 
 namespace aryl {
 namespace {
@@ -174,7 +175,7 @@ ordered solve_reclaim_json(const json& in, bool exact) {
         room[server] -= static_cast<long>(workers) * j.gpus_per_worker;
         if (room[server] < 0)
           bad(wp, "workers on loaned server \"" + it.key() + "\" need more than its " +
-                      std::to_string(p.loaned[server].gpus) + " GPUs");
+                      gpus_text(p.loaned[server].gpus));
       }
       j.placement.emplace_back(server, workers);
     }

@@ -84,6 +84,11 @@ struct gateway_options {
   /// A live inventory: an agent of any name registers with what it has (GPU type, count,
   /// pool) until join_agents fixes the cluster; then only those names may register again.
   bool join = false;
+  /// join: why an agent's machine may not be in the cluster ("" if it may), asked of each agent
+  /// of a new name before it is taken (a GPU type the config has no speed for). A refused agent
+  /// is told why and left out; the others join. The reason names the agent. Unset: every
+  /// agent may.
+  std::function<std::string(const std::string& name, const std::string& gpu_type)> join_problem;
   /// Every job's spec, history and end, for `show` and `status --all`; null: only active
   /// jobs are known (the scheduler's status), and `show` is refused.
   std::shared_ptr<job_book> book;
@@ -113,9 +118,12 @@ class gateway {
   std::shared_ptr<node_link> add_server(int id, const std::string& server, const std::string& gpu_type, int gpus,
                                         wire::pool_kind pool);
 
-  /// join: waits until `count` agents have registered (at most `timeout`), then takes no new
-  /// names; returns the machines that joined, in the order they registered.
+  /// join: waits until `count` agents have registered or been refused (join_problem), at most
+  /// `timeout`, then takes no new names; returns the machines that joined, in the order they
+  /// registered.
   std::vector<joined_machine> join_agents(size_t count, std::chrono::milliseconds timeout);
+  /// join: why join_problem refused each agent it refused so far, once per name.
+  std::vector<std::string> refused_joins();
 
   /// Waits until every added server's agent has registered; returns the names still missing
   /// after `timeout`.
@@ -149,6 +157,9 @@ class gateway {
   status_answer status_within(std::chrono::milliseconds limit);
   /// Agents registered and connected now.
   int agents_connected();
+  /// Machines in the cluster now: the configured ones and those that joined since, counted
+  /// once the scheduler has taken them (a machine still joining is not).
+  int agents_configured();
 
   /// Tells every connected agent that the scheduler shuts down for good (`shutdown` with
   /// `reason`: they stop their workers and exit), and waits until those frames are written,

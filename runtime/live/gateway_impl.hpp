@@ -151,6 +151,8 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   /// (join_agents), in the order they registered.
   bool joining = false;
   std::vector<std::string> join_order;
+  /// Agents gateway_options::join_problem refused while joining, by name: why.
+  std::map<std::string, std::string> join_refused;
 
   /// Calls `f` with the router, holding the lock: set_router waits for calls in progress.
   template <class F>

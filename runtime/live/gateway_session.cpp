@@ -461,6 +461,13 @@ class session : public std::enable_shared_from_this<session> {
       std::lock_guard lock(g_->m);
       auto it = g_->slots.find(r->server);
       if (it == g_->slots.end() && g_->joining) {
+        // An agent the cluster cannot take is told why and left out: the others still join.
+        if (auto why = g_->opts.join_problem ? g_->opts.join_problem(r->server, r->gpu_type) : std::string{};
+            !why.empty()) {
+          g_->join_refused[r->server] = why;
+          g_->registered_cv.notify_all();
+          return close("may not join: " + why);
+        }
         // A live inventory: the machine joins with what it has; its id comes at the start.
         gateway::impl::server_slot joined;
         joined.id = -1;

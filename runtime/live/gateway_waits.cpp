@@ -10,13 +10,21 @@ namespace aryl::live {
 
 std::vector<joined_machine> gateway::join_agents(size_t count, std::chrono::milliseconds timeout) {
   std::unique_lock lock(impl_->m);
-  impl_->registered_cv.wait_for(lock, timeout, [&] { return impl_->join_order.size() >= count; });
+  impl_->registered_cv.wait_for(lock, timeout,
+                               [&] { return impl_->join_order.size() + impl_->join_refused.size() >= count; });
   impl_->joining = false;
   std::vector<joined_machine> out;
   for (auto& name : impl_->join_order) {
     auto& s = impl_->slots.at(name);
     out.push_back({name, s.gpu_type, s.gpus, s.pool});
   }
+  return out;
+}
+
+std::vector<std::string> gateway::refused_joins() {
+  std::lock_guard lock(impl_->m);
+  std::vector<std::string> out;
+  for (auto& [name, why] : impl_->join_refused) out.push_back(why);
   return out;
 }
 
@@ -126,6 +134,14 @@ int gateway::agents_connected() {
   std::lock_guard lock(impl_->m);
   int n = 0;
   for (auto& [name, s] : impl_->slots) n += s.agent.lock() ? 1 : 0;
+  return n;
+}
+
+int gateway::agents_configured() {
+  std::lock_guard lock(impl_->m);
+  int n = 0;
+  // A joining machine's id is -1 until the scheduler (or, with --join, the inventory) takes it.
+  for (auto& [name, s] : impl_->slots) n += s.id >= 0 ? 1 : 0;
   return n;
 }
 

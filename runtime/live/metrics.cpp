@@ -113,15 +113,29 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   out += fmt::format("aryl_round_latency_seconds_sum {}\naryl_round_latency_seconds_count {}\n", s.rounds.sum_s,
                      s.rounds.count);
   if (!s.tenants.empty()) {
+    // Jobs without a tenant have no tenant label, not an empty one; a tenant without a quota
+    // has no quota series, not a -1.
+    auto tenant = [](const tenant_report& t) {
+      return t.name.empty() ? std::string{} : fmt::format("tenant=\"{}\"", label(t.name));
+    };
     family("aryl_tenant_gpus", "gauge",
-           "A tenant's GPUs of training servers: quota (-1: none), in use by its base demand, borrowed beyond its "
-           "quota, and idle quota lent to others.");
+           "A tenant's GPUs of training servers: quota (no series for a tenant without one), in use by its base "
+           "demand, borrowed beyond its quota, and idle quota lent to others. Jobs without a tenant: the series "
+           "without a tenant label.");
     for (auto& t : s.tenants)
       for (auto [kind, n] : {std::pair{"quota", t.quota}, std::pair{"in_use", t.in_use},
-                             std::pair{"borrowed", t.borrowed}, std::pair{"lent", t.lent}})
-        out += fmt::format("aryl_tenant_gpus{{tenant=\"{}\",kind=\"{}\"}} {}\n", label(t.name), kind, n);
-    family("aryl_tenant_queued_jobs", "gauge", "A tenant's queued jobs.");
-    for (auto& t : s.tenants) out += fmt::format("aryl_tenant_queued_jobs{{tenant=\"{}\"}} {}\n", label(t.name), t.queued);
+                             std::pair{"borrowed", t.borrowed}, std::pair{"lent", t.lent}}) {
+        if (n < 0) continue;  // no quota
+        auto who = tenant(t);
+        out += fmt::format("aryl_tenant_gpus{{{}{}kind=\"{}\"}} {}\n", who, who.empty() ? "" : ",", kind, n);
+      }
+    family("aryl_tenant_queued_jobs", "gauge",
+           "A tenant's queued jobs. Jobs without a tenant: the series without a tenant label.");
+    for (auto& t : s.tenants) {
+      auto who = tenant(t);
+      out += who.empty() ? fmt::format("aryl_tenant_queued_jobs {}\n", t.queued)
+                         : fmt::format("aryl_tenant_queued_jobs{{{}}} {}\n", who, t.queued);
+    }
   }
   family("aryl_agents", "gauge", "Node agents configured and connected now.");
   out += fmt::format("aryl_agents{{state=\"configured\"}} {}\naryl_agents{{state=\"connected\"}} {}\n",

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "solvers/control_chars.hpp"
+#include "solvers/plural.hpp"
 
 namespace aryl::live {
 namespace {
@@ -38,8 +39,8 @@ std::string registration_problem(const wire::register_& r) {
   for (auto& w : r.workers)
     for (auto g : w.gpus)
       if (g >= r.gpus)
-        return fmt::format("server '{}': job {} rank {} is listed on GPU {}, beyond its {} GPUs", r.server, w.job_id,
-                           w.rank, g, r.gpus);
+        return fmt::format("server '{}': job {} rank {} is listed on GPU {}, beyond its {}", r.server, w.job_id,
+                           w.rank, g, gpus_text(r.gpus));
   return "";
 }
 

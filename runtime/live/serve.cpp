@@ -83,7 +83,9 @@ size_t connection_cap(int configured, std::ostream& log) {
 /// scheduler's model of a pool); their names replace t0.., i0...
 void take_inventory(config& c, gateway& net, const serve_options& o, std::ostream& log) {
   auto joined = net.join_agents(static_cast<size_t>(o.join), std::chrono::milliseconds(static_cast<int64_t>(o.agent_wait_s * 1000)));
-  if (joined.size() < static_cast<size_t>(o.join))
+  auto refused = net.refused_joins();
+  for (auto& why : refused) log << "[serve] --join: refused: " << why << "; the run goes on without it\n";
+  if (joined.size() + refused.size() < static_cast<size_t>(o.join))
     throw input_error(fmt::format("serve: --join {}: only {} agent{} registered within {:g} s", o.join, joined.size(),
                                   joined.size() == 1 ? "" : "s", o.agent_wait_s));
   for (auto [cluster, pool] : {std::pair{&c.training, wire::pool_kind::training},
@@ -175,6 +177,13 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.pre_hello_closes_per_s = c.pre_hello_closes_per_s;
   g.max_connections = connection_cap(c.max_connections, log);
   g.join = take_new_inventory;
+  // A machine of a GPU type the config has no speed for cannot be modelled: its agent is
+  // refused naming the key to set, and the cluster is the other agents'.
+  g.join_problem = [speeds = c.gpu_speed](const std::string& name, const std::string& type) {
+    if (speeds.count(type)) return std::string{};
+    return fmt::format("agent {} reports GPU type {}, which the config has no speed for: set gpu_speed.{}", name,
+                       type, type);
+  };
   // What clients may ask of any job, ended ones included (`aryl show`, `status --all`).
   auto book = std::make_shared<job_book>();
   for (auto& j : inputs.jobs) book->spec(j);
@@ -221,17 +230,17 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   std::unique_ptr<metrics_endpoint> metrics;
   if (o.metrics_port >= 0) {
     if (o.metrics_port > 65535) throw input_error(fmt::format("--metrics-port {}: not a port", o.metrics_port));
-    int configured = static_cast<int>(world.nodes.size());
     // Asked without the gateway's lock, at most 1.5 s: a stuck scheduler makes /metrics and
     // /healthz answer 503 saying so, not hang (or, as zeros, lie), and is asked once at a time.
     using outcome = gateway::status_answer::outcome;
     metrics = std::make_unique<metrics_endpoint>(
         o.metrics_bind, static_cast<uint16_t>(o.metrics_port),
-        [&net, configured, journal = state.journal] {
+        [&net, journal = state.journal] {
           auto s = net.status_within(metrics_wait);
           if (s.what == outcome::late)
             return health{false, fmt::format("the scheduler did not answer within {:g} s", metrics_wait.count() / 1e3)};
-          front_counts f{configured, net.agents_connected()};
+          // Machines that joined mid-run count as configured from then on.
+          front_counts f{net.agents_configured(), net.agents_connected()};
           if (journal) {
             f.journal_failing = !journal->current_trouble().empty();
             f.journal_write_failures = journal->write_failures();
@@ -239,9 +248,10 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
           return health{true, render_metrics(s.status, f)};
         },
         log,
-        [&net, configured] {
+        [&net] {
           // Healthy while a run is in progress: the scheduler answers its status.
           int connected = net.agents_connected();
+          int configured = net.agents_configured();
           auto s = net.status_within(metrics_wait);
           if (s.what == outcome::no_run)
             return health{false, fmt::format("no run in progress: {} of {} agents connected", connected, configured)};

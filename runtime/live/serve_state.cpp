@@ -232,8 +232,10 @@ void begin_serve_state(serve_state& s, live_world& world) {
   if (!s.journal) return;
   auto now = unix_us_now();
   if (!s.restoring) s.run.start_unix_us = now;
-  else world.start_at_us = static_cast<int64_t>(static_cast<double>(std::max<int64_t>(0, now - s.run.start_unix_us)) *
-                                                s.run.speedup);
+  world.run_start_unix_us = s.run.start_unix_us;
+  if (s.restoring)
+    world.start_at_us =
+        static_cast<int64_t>(static_cast<double>(std::max<int64_t>(0, now - s.run.start_unix_us)) * s.run.speedup);
   s.journal->put_run(s.run);
 }
 

@@ -48,8 +48,9 @@ std::set<uint32_t> plan_adoption(serve_state& s, live_world& world,
                                  const std::map<std::string, std::vector<wire::running_worker>>& found,
                                  const config& c, std::ostream& log);
 
-/// Right before the run starts: journals the run's record, and for a run carried on sets the
-/// simulated time it starts at (wall time since the first start, times the speedup).
+/// Right before the run starts: journals the run's record, gives `world` the run's first start
+/// (for summary.json's wall time), and for a run carried on sets the simulated time it starts at
+/// (wall time since the first start, times the speedup).
 void begin_serve_state(serve_state& s, live_world& world);
 
 /// This config's machines as the journal names them ("t0 V100x4 training").

@@ -15,6 +15,7 @@
 
 #include "solvers/control_chars.hpp"
 #include "runtime/inputs/csv_field.hpp"
+#include "runtime/outputs/percentile.hpp"
 #include "solvers/input_error.hpp"
 
 namespace aryl {
@@ -34,14 +35,6 @@ std::FILE* open_for_write(const std::string& path) {
 void append_seconds(std::string& out, int64_t us) {
   if (us >= 0) fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}.{:06}"), us / 1000000, us % 1000000);
   else fmt::format_to(std::back_inserter(out), FMT_COMPILE("{:.6f}"), static_cast<double>(us) / 1e6);
-}
-
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  // Nearest-rank on the sorted sample, the convention of numpy's "lower" interpolation.
-  auto i = static_cast<size_t>(q * static_cast<double>(v.size() - 1));
-  return v[i];
 }
 
 double mean(const std::vector<double>& v) {
@@ -310,6 +303,11 @@ run_summary run_writer::finish(run_summary s) {
   for (auto& j : jobs_) {
     last_end = std::max(last_end, j.end_us);
     first = std::min(first, j.submit_us);
+    // Stops and size changes happened whatever the job's end: summed over every job, as
+    // jobs.csv's columns are.
+    s.preemptions += static_cast<uint64_t>(j.preemptions);
+    s.scale_ins += static_cast<uint64_t>(j.scale_ins);
+    s.scale_outs += static_cast<uint64_t>(j.scale_outs);
     // A cancelled job's times say when it was given up, not how well it was served.
     if (j.outcome != "done") {
       ++(j.outcome == "failed" ? s.jobs_failed : s.jobs_cancelled);
@@ -327,9 +325,6 @@ run_summary run_writer::finish(run_summary s) {
     needed += j.needed_gpu_s;
     needed_training += j.training_needed_gpu_s;
     needed_loaned += j.loaned_needed_gpu_s;
-    s.preemptions += static_cast<uint64_t>(j.preemptions);
-    s.scale_ins += static_cast<uint64_t>(j.scale_ins);
-    s.scale_outs += static_cast<uint64_t>(j.scale_outs);
     if (!j.estimated) {
       ++s.jobs_without_estimate;
       s.mean_jct_without_estimate_s += jct.back();

@@ -25,6 +25,7 @@
 #include "runtime/inputs/job_checks.hpp"
 #include "runtime/outputs/outputs.hpp"
 #include "runtime/inputs/tenant_plan.hpp"
+#include "solvers/plural.hpp"
 
 namespace aryl {
 namespace {
@@ -138,7 +139,7 @@ void check_runnable(const config& c, const scheduler_setup& s, const job_spec& j
   for (auto& [type, gpus] : capacity)
     if (gpus >= base && (slowest == 0 || c.gpu_speed.at(type) < slowest)) slowest = c.gpu_speed.at(type);
   if (base > most)
-    throw input_error(fmt::format("{} needs {} GPUs{}; the cluster it may use has {}", label, base,
+    throw input_error(fmt::format("{} needs {}{}; the cluster it may use has {}", label, gpus_text(base),
                                   j.gpu_type.empty() ? "" : " of type " + j.gpu_type, most));
   // Half the horizon leaves room for the waits, restarts and rescales of a busy cluster.
   double alone_s = j.duration_s / work_rate(s.params.model, j.gpus, base, 1, slowest) + c.restart_overhead_s;
@@ -555,6 +556,12 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
     out.summary = status->summary;
     out.summary.actor_activations = activations;
     out.summary.sim_wall_s = std::chrono::duration<double>(wall::now() - start_wall).count();
+    // A run carried on after scheduler restarts began with its first serve, not this one.
+    if (live && live->run_start_unix_us > 0) {
+      auto since_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count() - live->run_start_unix_us;
+      out.summary.sim_wall_s = std::max(out.summary.sim_wall_s, static_cast<double>(since_us) / 1e6);
+    }
     out.summary.max_timer_lag_s = static_cast<double>(status->max_lag_us.load()) / 1e6;
   }
   return out;

@@ -108,6 +108,9 @@ struct live_world {
   /// Servers an operator cordoned or drained, as the journal had them: held still.
   std::vector<node_hold> holds;
   int64_t start_at_us = 0;
+  /// `--state`: when the run first started (unix microseconds, as journaled); summary.json's
+  /// sim_wall_s counts from it. 0: from this process's start of the run.
+  int64_t run_start_unix_us = 0;
   uint32_t first_free_index = 0;
   uint32_t scheduler_restarts = 0;
   uint64_t restarted_jobs = 0;

@@ -31,6 +31,33 @@ TEST_CASE("the default synthetic run under aryl completes every job with no inva
                       << " preemptions " << out.summary.preemptions);
 }
 
+TEST_CASE("summary.json's preemptions are the sum of jobs.csv's preemptions column, failed jobs' included") {
+  // A contended cluster under srtf (it preempts for shorter jobs) whose workers and servers
+  // crash: jobs are stopped, and some fail after their restarts.
+  auto c = small_default("preemptions");
+  c.policy = "srtf";
+  c.training.servers = 4;
+  c.random_faults.server_crash_per_day = 4;
+  c.random_faults.worker_crash_per_day = 200;
+  c.random_faults.mean_down_s = 1800;
+  auto out = test::run(c);
+  REQUIRE_MESSAGE(out.ok, out.error);
+  uint64_t column = 0;
+  std::istringstream rows(test::slurp(c.out_dir + "/jobs.csv"));
+  std::string row;
+  std::getline(rows, row);
+  REQUIRE(row.find(",preemptions,") != std::string::npos);
+  while (std::getline(rows, row)) {
+    std::istringstream fields(row);
+    std::string f;
+    for (int i = 0; i < 12; ++i) std::getline(fields, f, ',');  // job names here hold no comma
+    column += std::stoull(f);
+  }
+  CHECK(column > 0);
+  CHECK(out.summary.jobs_failed > 0);
+  CHECK(out.summary.preemptions == column);
+}
+
 TEST_CASE("the same seed gives byte-identical events.log and jobs.csv") {
   auto a = small_default("seed-a");
   auto b = small_default("seed-b");

@@ -524,9 +524,19 @@ TEST_CASE("metrics: per tenant, quota, GPUs in use, borrowed and lent, and queue
   for (auto* line : {"aryl_tenant_gpus{tenant=\"vc \\\"a\\\"\",kind=\"quota\"} 8",
                      "aryl_tenant_gpus{tenant=\"vc \\\"a\\\"\",kind=\"borrowed\"} 4",
                      "aryl_tenant_gpus{tenant=\"b\",kind=\"in_use\"} 4", "aryl_tenant_gpus{tenant=\"b\",kind=\"lent\"} 4",
-                     "aryl_tenant_gpus{tenant=\"\",kind=\"quota\"} -1",
                      "aryl_tenant_queued_jobs{tenant=\"vc \\\"a\\\"\"} 2"})
     CHECK_MESSAGE(text.find(std::string(line) + "\n") != std::string::npos, line);
+}
+
+TEST_CASE("metrics: jobs without a tenant have series without a tenant label, and no quota means no quota series") {
+  auto text = live::render_metrics(sample_status(), {8, 7});
+  for (auto* line : {"aryl_tenant_gpus{kind=\"in_use\"} 0", "aryl_tenant_gpus{kind=\"borrowed\"} 0",
+                     "aryl_tenant_queued_jobs 0"})
+    CHECK_MESSAGE(text.find(std::string(line) + "\n") != std::string::npos, line);
+  CHECK(text.find("tenant=\"\"") == std::string::npos);
+  CHECK(text.find("aryl_tenant_gpus{kind=\"quota\"}") == std::string::npos);
+  CHECK(text.find(" -1\n") == std::string::npos);
+  CHECK(text.find("no series for a tenant without one") != std::string::npos);  // said in HELP
 }
 
 TEST_CASE("metrics: every series exists from the start at zero, before any job or server is known") {

@@ -176,3 +176,47 @@ TEST_CASE_FIXTURE(nodes_fixture, "gateway: a joining agent with a GPU count beyo
   std::lock_guard lock(m);
   for (auto& s : seen) CHECK(s.find("join x1") == std::string::npos);
 }
+
+TEST_CASE_FIXTURE(nodes_fixture, "gateway: a machine that joined a running cluster counts as configured from then on") {
+  CHECK(g->agents_configured() == 1);  // t0
+  peer odd(g->port());
+  odd.register_as("t6", "A100", 4);
+  CHECK(odd.refusal() == "server 't6': no such type");
+  CHECK(g->agents_configured() == 1);  // a refused join is not in the cluster
+  peer late(g->port());
+  late.register_as("t5", "V100", 4);
+  late.send(wire::heartbeat{1});
+  auto answer = late.receive();
+  REQUIRE(answer);
+  REQUIRE(std::holds_alternative<wire::heartbeat>(*answer));  // joined and registered
+  CHECK(g->agents_configured() == 2);
+  CHECK(g->agents_connected() == 1);  // t0's agent never came: connected counts t5 only
+}
+
+TEST_CASE("gateway: with --join, an agent the cluster cannot take is refused with its reason and the others join") {
+  std::ostringstream log;
+  live::gateway_options o;
+  o.token = "secret";
+  o.checkpoint_root = "/tmp/aryl-gateway-nodes-test";
+  o.join = true;
+  o.join_problem = [](const std::string& name, const std::string& type) {
+    return type == "H100" ? "agent " + name + " reports GPU type H100, which the config has no speed for: set gpu_speed.H100"
+                          : std::string{};
+  };
+  live::gateway g(o, log);
+  peer odd(g.port());
+  odd.register_as("gpu-x", "H100", 4);
+  CHECK(odd.refusal() ==
+        "may not join: agent gpu-x reports GPU type H100, which the config has no speed for: set gpu_speed.H100");
+  peer a(g.port());
+  a.register_as("gpu-a", "V100", 4);
+  // Two agents came, one refused: the inventory is taken at once, not after the timeout.
+  auto start = std::chrono::steady_clock::now();
+  auto joined = g.join_agents(2, 10s);
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  REQUIRE(joined.size() == 1);
+  CHECK(joined[0].name == "gpu-a");
+  REQUIRE(g.refused_joins().size() == 1);
+  CHECK(g.refused_joins()[0].find("set gpu_speed.H100") != std::string::npos);
+  g.close();
+}

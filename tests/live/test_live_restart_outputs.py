@@ -15,7 +15,8 @@ SIGTERM.
 Checks: events.log has the first serve's submit and lost lines (once each), the second serve's
 restore, and one finish of the job; its times never go back; `aryl show` of the job in the
 second serve has its history from the first serve's submit to its finish; no line appears twice; summary.json
-counts its lines as events, 1 scheduler restart and 1 recovery; timeline.csv has one header and
+counts its lines as events, 1 scheduler restart and 1 recovery, its wall time covers both serves
+and its preemptions are jobs.csv's; timeline.csv has one header and
 starts at the run's start, before the kill, its times never going back. No process is left, no
 port bound.
 """
@@ -25,6 +26,7 @@ import json
 import os
 import re
 import sys
+import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from live_harness import check, main, read, wait_for  # noqa: E402
@@ -53,6 +55,7 @@ def run(a, work, procs):
     bed.agent("t1", 4)
     if not bed.run_starts():
         return [bed.port]
+    run_started = time.time()
     if not check(bed.submit("--name", "long", "--gpus", "4", "--duration", "150") == 0, "long gets id 0"):
         return [bed.port]
 
@@ -95,6 +98,7 @@ def run(a, work, procs):
     history = [h["event"] for h in json.loads(shown.stdout).get("history", [])] if shown.returncode == 0 else []
     check(history[:2] == ["submit", "start"] and "restore" in history and history[-1] == "finish",
           f"aryl show after the restart has the job's whole history, from the first serve's submit ({history})")
+    before_stop = time.time()
     if not bed.stop(serve2, "the second serve"):
         return [bed.port]
 
@@ -116,6 +120,12 @@ def run(a, work, procs):
                                           f"for {len(events)})")
     check(s.get("scheduler_restarts") == 1, f"summary.json counts 1 scheduler restart ({s.get('scheduler_restarts')})")
     check(s.get("recoveries") == 1, f"summary.json counts the recovery from before the restart ({s.get('recoveries')})")
+    whole = before_stop - run_started
+    check(s.get("sim_wall_s", 0) >= whole - 0.5,
+          f"summary.json's sim_wall_s covers the whole run, both serves ({s.get('sim_wall_s')} s for {whole:.1f} s)")
+    preempted = sum(int(r["preemptions"]) for r in bed.rows("jobs.csv"))
+    check(s.get("preemptions") == preempted,
+          f"summary.json's preemptions are jobs.csv's, restored ones included ({s.get('preemptions')} for {preempted})")
 
     timeline = read(os.path.join(bed.out, "timeline.csv")).splitlines()
     check(sum(line.startswith("t_s,") for line in timeline) == 1, "timeline.csv has one header")

@@ -236,6 +236,7 @@ TEST_CASE("restored state: machines that joined the run are in the restarted clu
   CHECK(log.str().find("machines that joined the run are in its cluster again: x1 (2 x V100), x2 (8 x V100)") !=
         std::string::npos);
   st.journal.reset();
+  world.journal.reset();  // the file is opened again below: no handle may be left on it
   {
     state_journal j(path);
     j.put_joined({"x 3", "V100", 2});
@@ -277,4 +278,27 @@ TEST_CASE("restored state: --join takes the cluster the file's run had, not a ne
   CHECK(c.inference.names == std::vector<std::string>{"b0"});
   CHECK(c.inference.gpu_type == "T4");
   CHECK(cluster_fingerprint(c) == st.run.cluster);
+}
+
+TEST_CASE("restored state: a run carried on after a restart counts its wall time from the run's first start") {
+  scratch s;
+  auto path = s.file("state.db");
+  write_run(path);  // the run first started at unix time 1 us
+  auto c = small_cluster();
+  run_inputs inputs;
+  live_world world;
+  std::ostringstream log;
+  auto state = open_serve_state(path, c, inputs, world, log);
+  REQUIRE(state.restoring);
+  begin_serve_state(state, world);
+  CHECK(world.run_start_unix_us == 1);  // not this serve's start: summary.json's sim_wall_s spans the run
+
+  auto fresh_path = s.file("fresh.db");
+  auto fresh_c = small_cluster();
+  run_inputs fresh_inputs;
+  live_world fresh;
+  auto first = open_serve_state(fresh_path, fresh_c, fresh_inputs, fresh, log);
+  begin_serve_state(first, fresh);
+  CHECK(fresh.run_start_unix_us == first.run.start_unix_us);
+  CHECK(fresh.run_start_unix_us > 1);
 }

@@ -84,3 +84,15 @@ TEST_CASE("serve above the speedup measured faithful warns, naming the limit and
   auto quiet_serve = run("serve --no-workload --speedup 20 --token-file /nonexistent/aryl-token --out /tmp/aryl-cli-out");
   CHECK_MESSAGE(quiet_serve.output.find("warning") == std::string::npos, quiet_serve.output);
 }
+
+TEST_CASE("aryl demand --help says that serve adds inference.headroom to the servers asked for") {
+  auto r = run("demand --help");
+  CHECK(r.code == 0);
+  CHECK_MESSAGE(r.output.find("inference.headroom") != std::string::npos, r.output);
+  CHECK_MESSAGE(r.output.find("10%") != std::string::npos, r.output);
+}
+
+TEST_CASE("a one-GPU job the cluster cannot hold is said to need 1 GPU, not 1 GPUs") {
+  auto path = write_temp("one.csv", "job_id,submit_s,gpus,duration_s,gpu_type,elastic\na,0,1,100,T4,0\n");
+  check_one_line_error(run("simulate --trace " + path + quiet), "job 0 (a) needs 1 GPU of type T4; the cluster it may use has 0");
+}

@@ -5,10 +5,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "solvers/input_error.hpp"
 #include "runtime/outputs/outputs.hpp"
+#include "runtime/outputs/percentile.hpp"
 #include "tests/runtime/cli_support.hpp"
 
 using namespace aryl;
@@ -90,6 +92,85 @@ TEST_CASE("outputs: work efficiency sums completed jobs only, and a pool with no
   auto summary = read_file(dir + "/summary.json");
   CHECK(summary.find("\"work_efficiency\": 1.5,") != std::string::npos);
   CHECK(summary.find("\"work_efficiency_loaned\": 0.0,") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("outputs: summary.json's preemptions, scale-ins and scale-outs are jobs.csv's columns summed over every job, "
+          "cancelled and failed ones too") {
+  // a (done) was preempted twice, b (cancelled when serve was stopped) three times, c (failed) once.
+  auto dir = (std::filesystem::temp_directory_path() / ("aryl-test-outputs-preemptions-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(dir);
+  run_summary s;
+  {
+    run_writer w(dir);
+    int index = 0;
+    for (auto [outcome, preemptions] : {std::pair{"done", 2}, std::pair{"cancelled", 3}, std::pair{"failed", 1}}) {
+      job_record j;
+      j.index = static_cast<uint32_t>(index);
+      j.name = "j" + std::to_string(index++);
+      j.gpus = 1;
+      j.end_us = 1000000;
+      j.outcome = outcome;
+      j.preemptions = preemptions;
+      j.scale_ins = preemptions;
+      j.scale_outs = 1;
+      w.job(j);
+    }
+    s = w.finish(s);
+    w.commit(s);
+  }
+  // The preemptions column (12th) of jobs.csv, summed.
+  uint64_t column = 0;
+  std::istringstream rows(read_file(dir + "/jobs.csv"));
+  std::string row;
+  std::getline(rows, row);  // header
+  while (std::getline(rows, row)) {
+    std::istringstream fields(row);
+    std::string f;
+    for (int i = 0; i < 12; ++i) std::getline(fields, f, ',');
+    column += std::stoull(f);
+  }
+  CHECK(column == 6);
+  CHECK(s.preemptions == column);
+  CHECK(s.scale_ins == 6);
+  CHECK(s.scale_outs == 3);
+  CHECK(read_file(dir + "/summary.json").find("\"preemptions\": 6,") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("outputs: percentiles interpolate linearly between the closest ranks, as numpy.percentile's default") {
+  CHECK(percentile({}, 0.99) == 0);
+  CHECK(percentile({7}, 0.95) == 7);
+  // p99 of two reclaims is not the smaller one: numpy.percentile([10, 20], 99) = 19.9.
+  CHECK(percentile({20, 10}, 0.99) == doctest::Approx(19.9));
+  CHECK(percentile({1, 2, 3, 4}, 0.5) == doctest::Approx(2.5));
+  CHECK(percentile({1, 2, 3, 4}, 1.0) == 4);
+  CHECK(percentile({1, 2, 3, 4}, 0.0) == 1);
+
+  // One job in eleven waited 353 s: the queue p95 (numpy: 176.5) is not 0.
+  auto dir = (std::filesystem::temp_directory_path() / ("aryl-test-outputs-percentiles-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(dir);
+  run_summary s;
+  {
+    run_writer w(dir);
+    for (uint32_t i = 0; i < 11; ++i) {
+      job_record j;
+      j.index = i;
+      j.name = "j" + std::to_string(i);
+      j.gpus = 1;
+      j.queued_s = i == 3 ? 353 : 0;
+      j.end_us = 1000000;
+      w.job(j);
+    }
+    w.reclaim_done(10, 0);
+    w.reclaim_done(20, 0);
+    s = w.finish(s);
+    w.commit(s);
+  }
+  CHECK(s.p95_queue_s == doctest::Approx(176.5));
+  CHECK(s.p50_queue_s == 0);
+  CHECK(s.reclaim_latency_p99_s == doctest::Approx(19.9));
+  CHECK(s.reclaim_latency_p50_s == doctest::Approx(15));
   std::filesystem::remove_all(dir);
 }
 

@@ -74,3 +74,15 @@ TEST_CASE("queue reason: a job whose GPU type has too few GPUs free says which t
   INFO(why);
   CHECK(has(why, "needs 4 GPUs of type V100, 2 free"));
 }
+
+TEST_CASE("queue reason: a one-GPU job needs 1 GPU, not 1 GPUs") {
+  // t0 of 8: job 0 runs on all 8. Queue: job 1 (1 GPU).
+  auto l = make_ledger(1);
+  add_job(l, 8, 100);
+  add_job(l, 1, 100, 1);
+  l.start(0, {{0, 8}}, 0, at(0));
+  auto why = queue_wait_reason(l, policy("fifo"), {}, 1, types);
+  INFO(why);
+  CHECK(has(why, "needs 1 GPU, 0 free"));
+  CHECK_FALSE(has(why, "1 GPUs"));
+}
