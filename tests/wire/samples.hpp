@@ -9,8 +9,8 @@ namespace aryl::wire::test {
 
 inline std::vector<message> sample_messages() {
   register_ reg{.server = "node-07", .gpu_type = "a100", .gpus = 8, .pool = pool_kind::inference,
-                .workers = {{.job_id = 42, .rank = 3, .gpus = {0, 1}, .pid = 12345},
-                            {.job_id = 43, .rank = 0, .gpus = {7}, .pid = std::nullopt}}};
+                .workers = {{.job_id = 42, .rank = 3, .gpus = {0, 1}, .pid = 12345, .exit_code = {}, .exit_signal = {}},
+                            {.job_id = 43, .rank = 0, .gpus = {7}, .pid = std::nullopt, .exit_code = {}, .exit_signal = {}}}};
   launch go{.job_id = 9'000'000'000,
             .rank = 2,
             .world_size = 4,
