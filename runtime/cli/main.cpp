@@ -208,6 +208,7 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--tls-ca", agent_tls_ca, "TLS: verify serve against this PEM CA (default: ARYL_TLS_CA)");
   agent_cmd->add_option("--tls-cert", agent_tls_cert, "TLS: present this certificate (default: ARYL_TLS_CERT)");
   agent_cmd->add_option("--tls-key", agent_tls_key, "TLS: its private key (default: ARYL_TLS_KEY)");
+  agent_cmd->add_flag("--insecure", ao.insecure, "without TLS, send the token in plain text to a non-loopback address too");
   agent_cmd->add_option("--name", ao.name, "this machine's server name (as in the scheduler's config)")->required();
   agent_cmd->add_option("--gpu-type", ao.gpu_type, "GPU type (default: nvidia-smi's, else V100)");
   agent_cmd->add_option("--gpus", ao.gpus, "GPUs (default: nvidia-smi's count, else 8)");
@@ -235,6 +236,7 @@ int main(int argc, char** argv) {
     c->add_option("--tls-ca", co.tls_ca_file, "TLS: verify serve against this PEM CA (default: ARYL_TLS_CA)");
     c->add_option("--tls-cert", co.tls_cert_file, "TLS: present this certificate (default: ARYL_TLS_CERT)");
     c->add_option("--tls-key", co.tls_key_file, "TLS: its private key (default: ARYL_TLS_KEY)");
+    c->add_flag("--insecure", co.insecure, "without TLS, send the token in plain text to a non-loopback address too");
   };
   bool status_all = false;
   auto* status_cmd = app.add_subcommand("status", "live mode: queued and running jobs, servers and loans");

@@ -12,6 +12,7 @@
 
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
+#include "runtime/wire/plain_text.hpp"
 #include "runtime/wire/tls_stream.hpp"
 #include "runtime/wire/codec.hpp"
 
@@ -21,6 +22,20 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 namespace {
+
+/// The frame of `m`, or input_error when its body is over the protocol's limit: the scheduler
+/// would refuse it and close while it is still being sent.
+std::vector<uint8_t> checked_frame(const wire::message& m) {
+  auto frame = wire::encode_frame(m);
+  if (frame.size() - 4 <= wire::default_max_frame_bytes) return frame;
+  throw input_error(fmt::format("{}: the request is {} bytes, over the protocol's {}-byte ({} MiB) frame limit{}",
+                                wire::type_of(m), frame.size() - 4, wire::default_max_frame_bytes,
+                                wire::default_max_frame_bytes >> 20,
+                                std::holds_alternative<wire::submit>(m)
+                                    ? ": shrink the job's command (its arguments) and name, or have the command "
+                                      "read what it needs from a file"
+                                    : ""));
+}
 
 /// One blocking connection with a deadline for every read.
 class connection {
@@ -33,6 +48,9 @@ class connection {
     boost::system::error_code ec;
     auto address = asio::ip::make_address(o.host, ec);
     if (ec) throw input_error(fmt::format("--host {}: not an IP address", o.host));
+    // The hello carries the token: refused here, before a byte leaves.
+    if (o.tls_ca_file.empty())
+      if (auto why = net::plain_text_refusal(o.host, o.port, {address}, o.insecure); !why.empty()) throw input_error(why);
     stream_->socket().connect(tcp::endpoint{address, o.port}, ec);
     if (ec) throw input_error(where_ + ": cannot connect: " + ec.message());
     std::optional<std::string> failed;  // plain: answered at once
@@ -43,12 +61,17 @@ class connection {
   }
 
   void send(const wire::message& m) {
-    auto frame = wire::encode_frame(m);
+    auto frame = checked_frame(m);
     boost::system::error_code result = asio::error::would_block;
     stream_->async_write(asio::buffer(frame), [&](const boost::system::error_code& ec, size_t) { result = ec; });
     run();
     if (result == asio::error::would_block) throw input_error(fmt::format("{}: cannot send within {:g} s", where_, o_.timeout_s));
-    if (result) throw input_error(where_ + ": cannot send: " + result.message());
+    // The scheduler writes why before it closes on a frame it refuses: that is the news, not
+    // the broken pipe it leaves.
+    if (result) {
+      if (auto why = refusal_after_close()) throw input_error(where_ + ": refused: " + *why);
+      throw input_error(where_ + ": cannot send: " + result.message());
+    }
   }
 
   wire::message receive() {
@@ -65,6 +88,25 @@ class connection {
   }
 
  private:
+  /// The error frame among what the scheduler wrote before it closed, if any: what is left
+  /// of a closed connection reads at once, so this takes no more than the timeout.
+  std::optional<std::string> refusal_after_close() {
+    try {
+      for (;;) {
+        auto step = decoder_.next();
+        if (auto* m = std::get_if<wire::message>(&step)) {
+          if (auto* e = std::get_if<wire::error>(m)) return e->reason;
+          continue;
+        }
+        if (std::holds_alternative<wire::decode_error>(step)) return std::nullopt;
+        size_t n = read_some();
+        decoder_.feed(buf_.data(), n);
+      }
+    } catch (const input_error&) {
+      return std::nullopt;  // closed, reset or silent: nothing said
+    }
+  }
+
   size_t read_some() {
     boost::system::error_code result = asio::error::would_block;
     size_t n = 0;
@@ -213,6 +255,7 @@ endpoint resolve_endpoint(const std::string& command, const std::string& host, s
 }
 
 std::optional<wire::message> ask(const client_options& o, const wire::message& request, bool expect_reply) {
+  checked_frame(request);  // before connecting: nothing to send there
   connection c(o);
   greet(c, o);
   c.send(request);

@@ -17,8 +17,11 @@ struct client_options {
   std::string token;
   double timeout_s = 10;
   /// Speak TLS and trust only the CA (PEM) in this file; the server's certificate must name
-  /// `host`. Empty: plain TCP.
+  /// `host`. Empty: plain TCP, to a loopback address only unless `insecure`.
   std::string tls_ca_file;
+  /// Plain TCP to an address that is not loopback too (--insecure): the token crosses the
+  /// network in the clear.
+  bool insecure = false;
   /// With TLS: the certificate and key (PEM) presented to a serve that asks for one.
   std::string tls_cert_file, tls_key_file;
 };
@@ -38,7 +41,10 @@ endpoint resolve_endpoint(const std::string& command, const std::string& host, s
 
 /// Sends `request` and returns the reply, or nothing when none is expected (`demand`).
 /// Throws aryl::input_error naming the scheduler's address for a refused connection, a
-/// refusal (the scheduler's reason), a timeout or a malformed answer.
+/// refusal (the scheduler's reason, also when it closed the connection while the request was
+/// being sent), a timeout or a malformed answer. Throws before connecting when plain TCP is
+/// not allowed (net::plain_text_refusal) or when the request's frame is over the protocol's
+/// limit (wire::default_max_frame_bytes; the message names the limit and what to shrink).
 std::optional<wire::message> ask(const client_options& o, const wire::message& request, bool expect_reply);
 
 /// Cancels a job and returns what it did, one line ("cancelled job 7 (train): it was running

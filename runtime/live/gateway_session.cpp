@@ -185,11 +185,14 @@ class session : public std::enable_shared_from_this<session> {
     });
   }
 
-  /// A client waits for the answer to a status, show, submit or cancel, or has more replies
-  /// unread than client_queue_bytes: its next requests stay unread (in the decoder, then in
-  /// the socket) until that clears, so one client holds at most one ask and a bounded queue.
+  /// A client waits for the answer to a status, show, submit or cancel, or for
+  /// log_relay::max_requests_per_client logs answers, or has more replies unread than
+  /// client_queue_bytes: its next requests stay unread (in the decoder, then in the socket)
+  /// until that clears, so one client holds at most one ask, a few log fetches and a bounded
+  /// queue.
   bool paused() const {
-    return silent_ || awaiting_answer_ || (stage_ == stage::client && queued_bytes_ > g_->opts.client_queue_bytes);
+    return silent_ || awaiting_answer_ || logs_asked_ >= log_relay::max_requests_per_client ||
+           (stage_ == stage::client && queued_bytes_ > g_->opts.client_queue_bytes);
   }
 
   /// Handles the complete frames buffered, then reads more unless paused or closing.
@@ -661,19 +664,31 @@ class session : public std::enable_shared_from_this<session> {
       agent = g_->slots.at(server).agent.lock();
     }
     if (!agent) return close(what + ": its log is on " + server + ", whose agent is not connected");
-    std::weak_ptr<session> me = shared_from_this();
-    agent->send(g_->logs.ask(q, server,
-                             {[me](const wire::message& m) {
-                                if (auto s = me.lock()) s->send(m);
-                              },
-                              [me](const std::string& why) {
-                                if (auto s = me.lock()) s->close(why);
-                              }}));
+    // Held by its request, as a status wait holds its asker: a client paused for its answers
+    // has no read pending to hold it.
+    auto me = shared_from_this();
+    ++logs_asked_;
+    auto fetch = g_->logs.ask(q, server,
+                              {[me](const wire::message& m) { me->log_answered(m); },
+                               [me](const std::string& why) { me->close(why); },
+                               [me] { return !me->closing_; }});
+    if (fetch) agent->send(*fetch);  // else it waits for one of that agent's to be answered
   }
 
-  /// An agent's answer to a log_fetch, passed on to the client that asked (if still there).
+  /// A logs reply for this client: one request fewer in flight, so it is read again.
+  void log_answered(const wire::message& m) {
+    send(m);
+    if (logs_asked_-- < log_relay::max_requests_per_client) return;
+    // Not from within the agent's handler that answers: the client's frames are handled on
+    // their own turn.
+    asio::post(g_->io, [self = shared_from_this()] { self->drain(); });
+  }
+
+  /// An agent's answer to a log_fetch, passed on to the client that asked (if still there);
+  /// the fetch waiting next for this agent goes out in its place.
   void relay_log(const wire::log_chunk& c) {
-    g_->logs.answered(c, [book = g_->opts.book](uint32_t job) { return !(book && book->has_ended(job)); });
+    auto next = g_->logs.answered(name_, c, [book = g_->opts.book](uint32_t job) { return !(book && book->has_ended(job)); });
+    if (next) send(*next);
   }
 
   std::unique_ptr<net::byte_stream> stream_;  ///< plain TCP, or TLS over it
@@ -696,6 +711,7 @@ class session : public std::enable_shared_from_this<session> {
   std::chrono::steady_clock::time_point connected_ = std::chrono::steady_clock::now();
   bool handshaking_ = false;  ///< TLS handshake in progress (plain: never)
   bool awaiting_answer_ = false;
+  size_t logs_asked_ = 0;  ///< logs requests of this client not answered yet
   bool ended_ = false;  ///< counted out of the gateway's connections
   std::string peer_, name_;
   stage stage_ = stage::hello;

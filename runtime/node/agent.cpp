@@ -28,6 +28,7 @@
 #include "solvers/control_chars.hpp"
 #include "runtime/node/processes.hpp"
 #include "runtime/node/worker_log.hpp"
+#include "runtime/wire/plain_text.hpp"
 #include "runtime/wire/tls_stream.hpp"
 #include "runtime/wire/codec.hpp"
 
@@ -52,7 +53,8 @@ constexpr auto stop_poll_period = std::chrono::milliseconds(100);
 /// A worker without a pidfd (a kernel before Linux 5.3, or poll_worker_exits) is polled with
 /// waitid this often. Short, because its exit is reported when seen and a rescale waits for it.
 constexpr auto reap_poll_period = std::chrono::milliseconds(5);
-/// A worker output line longer than this is cut (and not parsed).
+/// A worker output line is held (to parse it as progress) up to this long; a longer one is
+/// written through to the log in pieces, whole, and not parsed.
 constexpr size_t max_line_bytes = 64 * 1024;
 /// After a worker was reaped, how long its stdout may stay open (held by a process that
 /// left its group) before the exit is reported anyway.
@@ -103,6 +105,9 @@ struct worker {
   std::unique_ptr<asio::posix::stream_descriptor> ended;
   std::shared_ptr<std::array<char, 4096>> buf = std::make_shared<std::array<char, 4096>>();
   std::string partial;  ///< output after the last newline
+  /// The line in progress was longer than max_line_bytes: written through so far, its end
+  /// still to come.
+  bool overlong = false;
   int log_fd = -1;      ///< logs/<job>-<rank>.log, append-only
   std::optional<wire::progress> pending;  ///< latest progress not yet sent
   time_point last_sent{};
@@ -127,6 +132,7 @@ struct connection {
   wire::frame_decoder decoder;
   std::array<uint8_t, 64 * 1024> read_buf{};
   std::deque<std::vector<uint8_t>> out;
+  size_t out_bytes = 0;  ///< in `out`
   bool writing = false;
   phase state = phase::connecting;
   /// The scheduler has sent something other than an error since register: it took it.
@@ -145,6 +151,10 @@ class agent {
   int run() {
     if (std::string bad = invalid_options(); !bad.empty()) {
       say("invalid options: " + bad);
+      return 2;
+    }
+    if (std::string why = plain_text_refusal_now(); !why.empty()) {
+      say("refused to connect: " + why);
       return 2;
     }
     std::error_code ec;
@@ -188,6 +198,24 @@ class agent {
     if (!(o_.fence_after_s >= 0) || !std::isfinite(o_.fence_after_s)) return "fence_after_s must be >= 0";
     if (!(o_.give_up_after_s >= 0) || !std::isfinite(o_.give_up_after_s)) return "give_up_after_s must be >= 0";
     return {};
+  }
+
+  /// Plain TCP's rule (net::plain_text_refusal) on what the scheduler's name resolves to at
+  /// the start: a name that does not resolve yet is left to the dial, which checks each
+  /// resolution.
+  std::string plain_text_refusal_now() {
+    if (o_.tls || o_.insecure) return {};
+    boost::system::error_code ec;
+    tcp::resolver resolver(io_);
+    auto results = resolver.resolve(o_.host, std::to_string(o_.port), ec);
+    if (ec) return {};
+    return net::plain_text_refusal(o_.host, o_.port, addresses_of(results), false);
+  }
+
+  static std::vector<asio::ip::address> addresses_of(const tcp::resolver::results_type& results) {
+    std::vector<asio::ip::address> out;
+    for (const auto& r : results) out.push_back(r.endpoint().address());
+    return out;
   }
 
   void say(const std::string& text) { log_ << escape_control("agent " + o_.name + ": " + text) << std::endl; }
@@ -345,7 +373,7 @@ class agent {
     auto it = workers_.find(id);
     if (it == workers_.end()) return;
     worker& w = *it->second;
-    if (!w.partial.empty()) handle_line(w, std::exchange(w.partial, {}));
+    if (!w.partial.empty() || w.overlong) handle_line(w, std::exchange(w.partial, {}));
     if (w.pending) emit(*std::exchange(w.pending, std::nullopt));
     say("exit " + worker_label(w.job_id, w.rank) + ": code " + std::to_string(w.status->code) +
         " signal " + std::to_string(w.status->signal));
@@ -419,6 +447,9 @@ class agent {
         [this, c](const boost::system::error_code& ec, const tcp::resolver::results_type& results) {
           if (c != conn_) return;
           if (ec) return drop("cannot resolve " + o_.host + ": " + ec.message());
+          if (!o_.tls)  // the hello carries the token
+            if (auto why = net::plain_text_refusal(o_.host, o_.port, addresses_of(results), o_.insecure); !why.empty())
+              return drop("not dialled: " + why);
           asio::async_connect(c->stream->socket(), results,
                               [this, c](const boost::system::error_code& ec2, const tcp::endpoint& ep) {
                                 if (c != conn_) return;
@@ -495,6 +526,7 @@ class agent {
   void send(std::shared_ptr<connection> c, const wire::message& m) {
     if (c->out.size() >= max_queued_frames) return drop("the scheduler is not reading");
     c->out.push_back(wire::encode_frame(m));
+    c->out_bytes += c->out.back().size();
     if (!c->writing) start_write(c);
   }
 
@@ -504,6 +536,7 @@ class agent {
                       [this, c](const boost::system::error_code& ec, size_t) {
                         if (c != conn_) return;
                         if (ec) return drop("write failed: " + ec.message());
+                        c->out_bytes -= c->out.front().size();
                         c->out.pop_front();
                         if (!c->out.empty()) return start_write(c);
                         c->writing = false;
@@ -548,7 +581,7 @@ class agent {
     std::visit(overloaded{
                    [&](const wire::launch& l) { on_launch(l); },
                    [&](const wire::stop& s) { on_stop(s); },
-                   [&](const wire::log_fetch& f) { send(c, read_worker_log(o_.work_dir, o_.name, f)); },
+                   [&](const wire::log_fetch& f) { send(c, answer_log_fetch(o_.work_dir, o_.name, f, c->out_bytes)); },
                    [&](const wire::error& e) { drop("scheduler error: " + e.reason); },
                    [&](const wire::bye&) { drop("scheduler said bye"); },
                    [&](const wire::shutdown& s) {
@@ -687,7 +720,7 @@ class agent {
                              worker& w = *it->second;
                              take_output(w, std::string_view(buf->data(), n));
                              if (ec) {
-                               if (!w.partial.empty()) handle_line(w, std::exchange(w.partial, {}));
+                               if (!w.partial.empty() || w.overlong) handle_line(w, std::exchange(w.partial, {}));
                                w.out.reset();
                                if (w.status) finish_worker(id);
                                return;
@@ -700,22 +733,33 @@ class agent {
   void take_output(worker& w, std::string_view data) {
     while (!data.empty()) {
       const auto nl = data.find('\n');
-      if (nl == std::string_view::npos) {
-        w.partial.append(data);
-        if (w.partial.size() >= max_line_bytes) handle_line(w, std::exchange(w.partial, {}));
-        return;
+      const auto piece = data.substr(0, nl);
+      if (w.overlong) {
+        write_log(w, piece);
+      } else {
+        w.partial.append(piece);
+        // Too long to be progress: the log gets it whole, in pieces, and memory stays bounded.
+        if (w.partial.size() >= max_line_bytes) {
+          write_log(w, std::exchange(w.partial, {}));
+          w.overlong = true;
+        }
       }
-      w.partial.append(data.substr(0, nl));
+      if (nl == std::string_view::npos) return;
       data.remove_prefix(nl + 1);
       handle_line(w, std::exchange(w.partial, {}));
     }
   }
 
+  void write_log(worker& w, std::string_view bytes) {
+    if (w.log_fd >= 0) [[maybe_unused]] auto n = ::write(w.log_fd, bytes.data(), bytes.size());
+  }
+
+  /// A line ended (or the output did): logged with its newline, and sent on if progress.
   void handle_line(worker& w, std::string line) {
     wire::progress p;
-    const bool is_progress = line.size() < max_line_bytes && parse_progress_line(line, p);
+    const bool is_progress = !std::exchange(w.overlong, false) && parse_progress_line(line, p);
     line += '\n';
-    if (w.log_fd >= 0) [[maybe_unused]] auto n = ::write(w.log_fd, line.data(), line.size());
+    write_log(w, line);
     if (!is_progress) return;
     p.job_id = w.job_id;
     p.rank = w.rank;

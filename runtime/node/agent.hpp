@@ -23,8 +23,13 @@ struct agent_options {
   std::string host = "127.0.0.1";
   uint16_t port = 0;
   /// TLS to the scheduler, verifying its certificate against this client context's CA and
-  /// `host` (net::tls_client_context); null: plain TCP.
+  /// `host` (net::tls_client_context); null: plain TCP, only where `host` resolves to
+  /// loopback addresses alone unless `insecure` (net::plain_text_refusal): otherwise
+  /// run_agent logs why and returns 2 before connecting, and a later resolution that is not
+  /// loopback is not dialled (logged, retried).
   std::shared_ptr<net::tls_context> tls;
+  /// Plain TCP to an address that is not loopback too (--insecure).
+  bool insecure = false;
   /// The cluster token, sent in hello (the caller reads it with read_token_file).
   std::string token;
   /// This machine as registered: server name (not empty), GPU type, GPU count, pool.
@@ -92,7 +97,8 @@ struct agent_options {
 /// ARYL_CHECKPOINT_DIR (launch.checkpoint_dir if absolute, else
 /// work_dir/checkpoints/<job_id>; created), ARYL_RENDEZVOUS, ARYL_WORK_S and ARYL_RATE
 /// (when given), then launch.env (which wins). stdout lines and stderr go to the worker's
-/// log file; stdout lines parse_progress_line accepts become `progress` (at most one per
+/// log file, each line whole however long (one over 64 KiB is written through in pieces and
+/// not parsed); stdout lines parse_progress_line accepts become `progress` (at most one per
 /// progress_interval_s per worker, the latest always sent, the last one before the exit).
 /// A program that cannot be executed (or a checkpoint folder or log file that cannot be
 /// created) gives `exit` with code 127.
@@ -115,7 +121,7 @@ struct agent_options {
 /// Logs one line per notable event to `log` (used from this thread only). Resets SIGCHLD
 /// to its default if it is ignored (exit statuses would be lost). Returns 0 after a stop
 /// (its own or the scheduler's shutdown), 3 after giving up (give_up_after_s), 2 for
-/// invalid options (logged), 1 after an unexpected error (logged).
+/// invalid options or a plain-text dial it may not make (logged), 1 after an unexpected error (logged).
 int run_agent(const agent_options& options, const std::atomic<bool>& stop_flag,
               std::ostream& log);
 

@@ -72,4 +72,15 @@ wire::log_chunk read_worker_log(const std::string& work_dir, const std::string& 
   return out;
 }
 
+wire::log_chunk answer_log_fetch(const std::string& work_dir, const std::string& server, const wire::log_fetch& f,
+                                 size_t unsent_bytes) {
+  if (unsent_bytes <= max_unsent_bytes_for_logs) return read_worker_log(work_dir, server, f);
+  wire::log_chunk busy;
+  busy.request = f.request;
+  busy.error = "job " + std::to_string(f.job_id) + " rank " + std::to_string(f.rank) + ": the agent of " + server +
+               " holds more than " + std::to_string(max_unsent_bytes_for_logs >> 20) +
+               " MiB unsent to the scheduler; ask again";
+  return busy;
+}
+
 } // namespace aryl::live

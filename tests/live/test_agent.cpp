@@ -25,6 +25,7 @@
 #include "runtime/live/token.hpp"
 #include "runtime/node/worker.hpp"
 #include "tests/live/fake_scheduler.hpp"
+#include "tests/live/local_listener.hpp"
 
 using namespace aryl::live;
 using namespace aryl::live::test;
@@ -551,6 +552,67 @@ TEST_CASE("live agent: a worker's log is read from an offset, non-UTF-8 bytes ma
   auto missing = read_worker_log(dir.path().string(), "node-a", wire::log_fetch{4, 7, 2, 0, 1000});
   CHECK(missing.error == std::optional<std::string>("job 7 rank 2: no log on node-a"));
   CHECK(utf8_or_marks("\xed\xa0\x80ok\xc0\xaf") == "???ok??");  // a surrogate, an overlong '/'
+}
+
+TEST_CASE("live agent: a log fetch is answered with an error naming the limit while too much is unsent to the scheduler") {
+  scratch_dir dir;
+  std::filesystem::create_directories(dir.path() / "logs");
+  std::ofstream(dir.path() / "logs" / "7-1.log", std::ios::binary) << "step=1\n";
+  const wire::log_fetch f{5, 7, 1, 0, 1'000'000};
+  auto piece = answer_log_fetch(dir.path().string(), "node-a", f, max_unsent_bytes_for_logs);
+  CHECK(piece.text == "step=1\n");
+  auto busy = answer_log_fetch(dir.path().string(), "node-a", f, max_unsent_bytes_for_logs + 1);
+  CHECK(busy.request == 5);
+  CHECK(busy.text.empty());
+  CHECK(busy.error == std::optional<std::string>("job 7 rank 1: the agent of node-a holds more than 2 MiB unsent to the scheduler; ask again"));
+  // However much is asked, a piece fits a frame.
+  std::ofstream(dir.path() / "logs" / "7-2.log", std::ios::binary) << std::string(300'000, 'x');
+  CHECK(read_worker_log(dir.path().string(), "node-a", wire::log_fetch{6, 7, 2, 0, 1'000'000}).text.size() <
+        wire::max_string_bytes);
+}
+
+TEST_CASE("live agent: a worker's output line over 64 KiB is stored whole, without newlines added") {
+  fake_scheduler s;
+  scratch_dir dir;
+  const auto o = test_options(s, dir);
+  agent_runner agent(o);
+  REQUIRE(s.accept_agent());
+  // 200 KiB in one line, a short line, then 70 KiB that the end of the output ends.
+  s.send(shell_launch(11, "head -c 204800 /dev/zero | tr '\\0' x; echo; echo short; head -c 71680 /dev/zero | tr '\\0' y"));
+  REQUIRE(s.receive_a<wire::exit_>());
+  const auto stored = read_file(std::filesystem::path(o.work_dir) / "logs" / "11-0.log");
+  const auto expected = std::string(204800, 'x') + "\nshort\n" + std::string(71680, 'y') + "\n";
+  CHECK_MESSAGE(stored == expected, "stored " << stored.size() << " bytes, " << std::count(stored.begin(), stored.end(), '\n')
+                                              << " newlines; expected " << expected.size() << " bytes, 3 newlines");
+  CHECK(agent.stop() == 0);
+}
+
+TEST_CASE("live agent: without TLS it dials no scheduler off loopback and returns 2 naming the ways out, and with insecure it dials") {
+  fake_scheduler s;
+  scratch_dir dir;
+  auto o = test_options(s, dir);
+  auto address = aryl::test::non_loopback_address();
+  if (!address) {
+    MESSAGE("skipped: this machine has no address but loopback");
+    return;
+  }
+  aryl::test::listener away(*address);
+  REQUIRE(away.ok());
+  o.host = *address;
+  o.port = away.port();
+  o.give_up_after_s = 1;  // a dial that is not refused ends in 3
+  const std::atomic<bool> stop{false};
+  std::ostringstream log;
+  CHECK(run_agent(o, stop, log) == 2);
+  CHECK_FALSE(away.dialled());
+  CHECK_MESSAGE(log.str().find(*address + ":" + std::to_string(o.port) + " is not a loopback address") != std::string::npos,
+                log.str());
+  CHECK_MESSAGE(log.str().find("--tls-ca FILE") != std::string::npos, log.str());
+  CHECK_MESSAGE(log.str().find("--insecure") != std::string::npos, log.str());
+  o.insecure = true;
+  agent_runner dialling(o);
+  CHECK(eventually([&] { return away.dialled(); }));
+  dialling.stop();
 }
 
 TEST_CASE("live agent: invalid options return 2 with the reason logged") {
