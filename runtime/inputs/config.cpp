@@ -232,6 +232,10 @@ const std::map<std::string, setter>& setters() {
       {"live.max_before_hello_per_address", [](config& c, const std::string& v) { c.max_before_hello_per_address = count(v, 1, 1000000); }},
       {"live.pre_hello_closes_per_s", [](config& c, const std::string& v) { c.pre_hello_closes_per_s = within(to_double(v), 0.1, 1e6); }},
       {"live.default_estimate_s", [](config& c, const std::string& v) { c.default_estimate_s = seconds(v, 1.0); }},
+      {"live.max_active_submits", [](config& c, const std::string& v) { c.max_active_submits = count(v, 1, 10000000); }},
+      {"live.max_active_submits_per_address", [](config& c, const std::string& v) { c.max_active_submits_per_address = count(v, 1, 10000000); }},
+      {"live.max_submit_bytes", [](config& c, const std::string& v) { c.max_submit_bytes = count(v, 64, 1000000); }},
+      {"live.submits_per_s", [](config& c, const std::string& v) { c.submits_per_s = within(to_double(v), 0.01, 1e6); }},
   };
   return table;
 }

@@ -141,6 +141,13 @@ struct config {
   /// A submitted job without a run-time estimate gets this one (seconds at its requested
   /// workers) and is marked unpredicted.
   double default_estimate_s = 3600;
+  /// serve's bounds on clients' submits (docs/live.md, "Connections"): jobs clients keep
+  /// queued or running, in all and per client address; bytes of a submit's name, command and
+  /// tenant; submits a second per address (bursts of twice that).
+  int max_active_submits = 10000;
+  int max_active_submits_per_address = 1000;
+  int max_submit_bytes = 65536;
+  double submits_per_s = 20;
 
   friend bool operator==(const config&, const config&) = default;
 };

@@ -20,6 +20,7 @@
 #include "actors/node_link.hpp"
 #include "runtime/sim/driver.hpp"
 #include "runtime/live/job_book.hpp"
+#include "runtime/live/submit_limits.hpp"
 #include "runtime/wire/messages.hpp"
 
 namespace aryl::live {
@@ -81,6 +82,8 @@ struct gateway_options {
   size_t client_queue_bytes = 256 * 1024;
   /// The run-time estimate of a submitted job that gives none (live.default_estimate_s).
   double default_estimate_s = 3600;
+  /// Bounds on clients' submits (live.max_active_submits and the keys beside it).
+  submit_limit_options submit_limits;
   /// A live inventory: an agent of any name registers with what it has (GPU type, count,
   /// pool) until join_agents fixes the cluster; then only those names may register again.
   bool join = false;

@@ -27,6 +27,7 @@
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/log_relay.hpp"
 #include "runtime/wire/tls_stream.hpp"
+#include "runtime/live/submit_limits.hpp"
 #include "runtime/wire/messages.hpp"
 
 namespace aryl::live {
@@ -132,6 +133,8 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   // is in progress to hold them.
   std::map<uint64_t, std::shared_ptr<session>> orders_waiting;
   uint64_t order_asks = 0;
+  /// Clients' jobs active, sizes and rates (submit_limits.hpp); network thread only.
+  submit_limits limits{opts.submit_limits};
   /// The connection waiting on `ask`, no longer held here; null if it was answered already.
   std::shared_ptr<session> take_waiting(uint64_t ask);
 
@@ -248,6 +251,8 @@ void answer_request(session& s, const std::shared_ptr<const std::vector<uint8_t>
 void join_answered(session& s, const wire::register_& r);
 /// `s`'s peer as its log lines name it.
 const std::string& peer_of(const session& s);
+/// `s`'s peer IP address.
+const std::string& address_of(const session& s);
 /// Tells an agent's connection that the scheduler shuts down for good, counting it in
 /// farewells until written and closed; false if it is closing already.
 bool bid_farewell(session& s, const std::string& reason);

@@ -21,6 +21,12 @@ std::shared_ptr<const std::vector<uint8_t>> frame_of(const wire::message& m) {
 } // namespace
 
 void gateway::impl::submit_for(const std::shared_ptr<session>& who, job_spec spec) {
+  auto ended = [book = opts.book](uint32_t job) { return book && book->has_ended(job); };
+  if (auto why = limits.admit(address_of(*who), spec, std::chrono::steady_clock::now(), ended); !why.empty()) {
+    why = fmt::format("job '{}': {}", escape_control(spec.name), why);
+    log(fmt::format("{}: submit refused: {}", peer_of(*who), why));
+    return answer_request(*who, nullptr, why);
+  }
   auto ask = ++order_asks;
   bool asked = false;
   // Under the lock: the router asked is the one set now, and one that ends after is told to
@@ -41,6 +47,7 @@ void gateway::impl::submit_for(const std::shared_ptr<session>& who, job_spec spe
           return;
         }
         g->log(fmt::format("{}: submitted job {} ({})", peer, result.job, spec.name));
+        g->limits.taken(address_of(*asker), static_cast<uint32_t>(result.job));
         if (g->opts.book) {
           auto booked = spec;
           booked.index = static_cast<uint32_t>(result.job);

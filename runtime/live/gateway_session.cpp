@@ -139,6 +139,7 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   const std::string& peer() const { return peer_; }
+  const std::string& address() const { return address_; }
 
   /// The peer closed or reset the connection, and its read has not seen it yet (an agent
   /// restarted at once redials before its old connection's end is read).
@@ -745,6 +746,8 @@ void answer_request(session& s, const std::shared_ptr<const std::vector<uint8_t>
 void join_answered(session& s, const wire::register_& r) { s.joined(r); }
 
 const std::string& peer_of(const session& s) { return s.peer(); }
+
+const std::string& address_of(const session& s) { return s.address(); }
 
 bool bid_farewell(session& s, const std::string& reason) {
   if (s.is_closing()) return false;

@@ -14,6 +14,7 @@ add_library(aryl_gateway STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CU
             ${CMAKE_CURRENT_LIST_DIR}/gateway_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_session.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_status.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_orders.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_nodes.cpp ${CMAKE_CURRENT_LIST_DIR}/registration_checks.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/submit_limits.cpp
             ${CMAKE_CURRENT_LIST_DIR}/job_book.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client_replies.cpp ${CMAKE_CURRENT_LIST_DIR}/log_relay.cpp
             ${CMAKE_CURRENT_LIST_DIR}/token.cpp)

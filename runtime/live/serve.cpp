@@ -164,6 +164,8 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.checkpoint_root = checkpoints.string();
   g.stop_grace_s = o.stop_grace_s;
   g.default_estimate_s = c.default_estimate_s;
+  g.submit_limits = {static_cast<size_t>(c.max_active_submits), static_cast<size_t>(c.max_active_submits_per_address),
+                     static_cast<size_t>(c.max_submit_bytes), c.submits_per_s};
   // The simulation's detection delay (faults.heartbeat_s x faults.missed_heartbeats simulated
   // seconds), so that a fault plays out at the same simulated times in both clocks; at least
   // five of the agents' 1 s heartbeats, or a busy machine would lose agents that are alive.

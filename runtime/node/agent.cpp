@@ -172,6 +172,11 @@ class agent {
       ::sigaction(SIGCHLD, &chld, nullptr);
       say("SIGCHLD was ignored: reset to the default so worker exits can be reported");
     }
+    // Workers' children that a killed run of this agent left would run beside the launches
+    // the scheduler sends now: one (job, rank) alive twice.
+    marker_ = o_.name + "@" + fs::absolute(o_.work_dir, ec).string();
+    if (int left = kill_marked_processes(marker_); left > 0)
+      say("killed " + std::to_string(left) + " worker process(es) an earlier run of this agent left");
     worker_program_ = o_.worker_program;
     if (worker_program_.empty()) worker_program_ = fs::read_symlink("/proc/self/exe", ec).string();
     say("starting: scheduler " + o_.host + ":" + std::to_string(o_.port) + ", work dir " +
@@ -618,6 +623,7 @@ class agent {
       const auto eq = kv.find('=');
       if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
+    env[agent_marker_variable] = marker_;
     env["ARYL_JOB_ID"] = std::to_string(l.job_id);
     env["ARYL_RANK"] = std::to_string(l.rank);
     env["ARYL_WORLD_SIZE"] = std::to_string(l.world_size);
@@ -793,6 +799,7 @@ class agent {
   uint64_t next_worker_id_ = 1;
   /// Progress and exits that happened while not registered, in order.
   std::deque<wire::message> backlog_;
+  std::string marker_;  ///< agent_marker_variable's value for this agent's workers
   /// Workers whose exit reports are in backlog_, listed as exited at the next registration.
   std::vector<wire::running_worker> exited_away_;
   std::mt19937_64 rng_;

@@ -1,5 +1,6 @@
 #include "runtime/node/processes.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -8,7 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <system_error>
 #include <utility>
 
@@ -189,6 +192,29 @@ std::optional<exit_status> child_process::reap(bool block) {
   while (w < 0 && errno == EINTR);
   status_ = w == pid_ ? decode_wait_status(status) : exit_status{-1, 0};
   return status_;
+}
+
+int kill_marked_processes(const std::string& marker) {
+  const std::string wanted = std::string(agent_marker_variable) + "=" + marker;
+  int killed = 0;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return 0;
+  while (auto* e = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (!end || *end != '\0' || pid <= 1 || pid == ::getpid()) continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/environ", std::ios::binary);
+    std::string entry;
+    bool ours = false;
+    while (!ours && std::getline(in, entry, '\0')) ours = entry == wanted;
+    if (!ours) continue;
+    const pid_t group = ::getpgid(static_cast<pid_t>(pid));
+    if (group > 1 && group != ::getpgrp()) ::kill(-group, SIGKILL);
+    ::kill(static_cast<pid_t>(pid), SIGKILL);
+    ++killed;
+  }
+  ::closedir(proc);
+  return killed;
 }
 
 } // namespace aryl::live

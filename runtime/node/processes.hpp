@@ -93,4 +93,14 @@ exit_status decode_wait_status(int status);
 /// Our own environment (environ) as "KEY=VALUE" entries.
 std::vector<std::string> current_environment();
 
+/// The variable an agent puts in its workers' environment, naming the agent instance's home
+/// ("NAME@WORK_DIR"), so that a restarted agent finds what its last run left.
+inline constexpr const char* agent_marker_variable = "ARYL_AGENT";
+
+/// SIGKILLs every process (and its process group) whose environment holds
+/// agent_marker_variable=`marker`, but this process: workers a killed agent left (a worker's
+/// children outlive it, as the kernel kills only the direct child of a dying parent). Returns
+/// how many processes it signalled. Reads /proc; one it cannot read is skipped.
+int kill_marked_processes(const std::string& marker);
+
 } // namespace aryl::live

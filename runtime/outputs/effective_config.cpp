@@ -141,6 +141,10 @@ std::string effective_config_json(const config& c) {
   j["live.max_before_hello_per_address"] = c.max_before_hello_per_address;
   j["live.pre_hello_closes_per_s"] = c.pre_hello_closes_per_s;
   j["live.default_estimate_s"] = c.default_estimate_s;
+  j["live.max_active_submits"] = c.max_active_submits;
+  j["live.max_active_submits_per_address"] = c.max_active_submits_per_address;
+  j["live.max_submit_bytes"] = c.max_submit_bytes;
+  j["live.submits_per_s"] = c.submits_per_s;
   return j.dump(2);
 }
 

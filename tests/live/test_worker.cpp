@@ -5,8 +5,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -242,4 +244,39 @@ TEST_CASE("live worker: a corrupt checkpoint exits 2 naming the file") {
   worker_process w(job_vars(dir.path(), 1.0, 1.0), dir.path());
   CHECK(w.proc().wait() == exit_status{worker_usage_exit, 0});
   CHECK(w.stderr_text().find(emulated_checkpoint_name) != std::string::npos);
+}
+
+TEST_CASE("processes: the processes a killed agent's workers left are found by its marker and killed, and no others") {
+  // A worker's child outlives the worker when the agent dies (the kernel kills only the direct
+  // child): a restarted agent kills what carries its marker.
+  const std::string mine = "t0@/tmp/aryl-marker-test-" + std::to_string(::getpid());
+  auto start = [](const std::string& marker) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      const std::string var = std::string(aryl::live::agent_marker_variable) + "=" + marker;
+      char* env[] = {const_cast<char*>(var.c_str()), nullptr};
+      char* argv[] = {const_cast<char*>("/bin/sleep"), const_cast<char*>("30"), nullptr};
+      ::execve("/bin/sleep", argv, env);
+      ::_exit(127);
+    }
+    return pid;
+  };
+  const pid_t left = start(mine), other = start(mine + "-other");
+  // Until both have exec'd, their environment is this process's.
+  for (int i = 0; i < 200; ++i) {
+    std::string env;
+    std::ifstream in("/proc/" + std::to_string(left) + "/environ");
+    std::getline(in, env, '\0');
+    if (env.rfind(aryl::live::agent_marker_variable, 0) == 0) break;
+    ::usleep(10000);
+  }
+  CHECK(aryl::live::kill_marked_processes(mine) == 1);
+  int status = 0;
+  REQUIRE(::waitpid(left, &status, 0) == left);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
+  CHECK(::waitpid(other, &status, WNOHANG) == 0);  // another agent's: still running
+  ::kill(other, SIGKILL);
+  ::waitpid(other, &status, 0);
 }
