@@ -389,6 +389,7 @@ int main(int argc, char** argv) {
       auto* ok = std::get_if<aryl::wire::submit_ok>(&*reply);
       if (!ok) throw aryl::input_error("submit: the scheduler answered '" + std::string(aryl::wire::type_of(*reply)) + "'");
       std::cout << ok->job_id << '\n';
+      if (ok->note) std::cerr << "aryl: job " << ok->job_id << ": " << aryl::escape_control(*ok->note) << '\n';
       return 0;
     }
     if (*cancel_cmd) {

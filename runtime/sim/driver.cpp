@@ -348,18 +348,27 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
               job.submit = tb.at(sys.clock().now());
               check_submitted(c, plan.setup, job);
             } catch (const input_error& e) {
-              return reply(submit_result{-1, e.what()});
+              return reply(submit_result{-1, e.what(), {}});
             }
             if (auto trouble = journal ? journal->current_trouble() : std::string(); !trouble.empty())
               return reply(submit_result{-1, fmt::format("job '{}': the state file cannot be written ({}); submits "
                                                          "are refused until it can, running jobs go on",
-                                                         job.name, trouble)});
-            auto outcome = [name = job.name](int64_t index) {
-              if (index >= 0) return submit_result{index, {}};
+                                                         job.name, trouble),
+                                         {}});
+            // The floor the scheduler applies (floor_workers), said to the submitter.
+            std::string note;
+            if (job.elastic && plan.setup.planner.floor == elastic_floor::request && job.min_workers < job.gpus)
+              note = fmt::format("runs on at least {} workers, its request: scheduler.elastic_floor=request raises "
+                                 "min-workers {} (set it to min for the minimum)",
+                                 floor_workers(job.min_workers, job.gpus, job.max_workers, plan.setup.planner),
+                                 job.min_workers);
+            auto outcome = [name = job.name, note](int64_t index) {
+              if (index >= 0) return submit_result{index, {}, note};
               return submit_result{-1, fmt::format("job '{}': {}", name,
                                                    index == -1   ? "the run is stopping"
                                                    : index == -3 ? "the state file cannot be written (see serve's log); submits are refused until it can, running jobs go on"
-                                                                 : "the scheduler did not answer")};
+                                                                 : "the scheduler did not answer"),
+                                  {}};
             };
             sys.spawn([=](caf::event_based_actor* self, int) {
               self->request(scheduler, std::chrono::seconds(2), admit_atom::value, job)

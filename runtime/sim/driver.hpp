@@ -42,6 +42,7 @@ std::vector<machine> cluster_machines(const config& c);
 struct submit_result {
   int64_t job = -1;    ///< the submitted job's index, -1 if refused
   std::string error;   ///< why it was refused, naming the job
+  std::string note;    ///< taken, but the config overrides part of it: what and why (else empty)
 };
 
 /// Routes what a machine's workers report to the actor of that server; callable from any

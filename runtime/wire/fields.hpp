@@ -99,6 +99,7 @@ void fields(A& a, T& m) {
 template <class A, is<submit_ok> T>
 void fields(A& a, T& m) {
   a("job_id", m.job_id);
+  a("note", m.note);
 }
 
 template <class A, is<cancel> T>

@@ -182,6 +182,9 @@ struct submit {
 struct submit_ok {
   static constexpr std::string_view type = "submit_ok";
   uint64_t job_id = 0;
+  /// Where the cluster's config overrides what the submit asked (e.g. its minimum workers
+  /// under scheduler.elastic_floor=request), said in words; absent when nothing is.
+  std::optional<std::string> note;
   bool operator==(const submit_ok&) const = default;
 };
 

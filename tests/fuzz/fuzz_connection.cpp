@@ -71,7 +71,7 @@ struct world {
     };
     r.demand = [](int) {};
     r.submit = [](job_spec j, std::function<void(submit_result)> reply) {
-      reply(j.gpus > 8 ? submit_result{-1, "job too large"} : submit_result{7, ""});
+      reply(j.gpus > 8 ? submit_result{-1, "job too large", {}} : submit_result{7, "", {}});
     };
     r.cancel = [](uint32_t job, std::function<void(std::string)> reply) {
       reply(job == 7 ? std::string() : "job " + std::to_string(job) + ": no such job");

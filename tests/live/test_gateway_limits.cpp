@@ -74,11 +74,11 @@ struct limits_fixture {
     r.submit = [this](job_spec, std::function<void(submit_result)> reply) {
       int64_t job = next_job++;
       std::lock_guard lock(held_mutex);
-      if (hold_submits) return held.push_back([reply, job] { reply(submit_result{job, ""}); });
+      if (hold_submits) return held.push_back([reply, job] { reply(submit_result{job, "", {}}); });
       auto delay = std::chrono::milliseconds(std::max<int64_t>(0, 50 - 10 * (job - 100)));
       std::thread([reply, job, delay] {
         std::this_thread::sleep_for(delay);
-        reply(submit_result{job, ""});
+        reply(submit_result{job, "", {}});
       }).detach();
     };
     r.cancel = [this](uint32_t job, std::function<void(std::string)> reply) {

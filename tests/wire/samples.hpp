@@ -86,7 +86,7 @@ inline std::vector<message> sample_messages() {
       progress{.job_id = 77, .rank = 1, .work_done = 1234.75, .step = 5000},
       exit_{.job_id = 77, .rank = 1, .code = -2, .signal = 9},
       job,
-      submit_ok{.job_id = 123},
+      submit_ok{.job_id = 123, .note = "runs on at least 4 workers"},
       cancel{.job_id = 124},
       status_request{.all = true},
       status,
