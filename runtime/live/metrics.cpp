@@ -62,9 +62,12 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
     for (const char* mode : {"training", "serving", "loaned", "reclaiming", "down", "cordoned"}) servers[{pool, mode}] = 0;
   for (auto& v : s.servers) {
     std::string pool = v.inference ? "inference" : "training";
-    for (const char* use : {"busy", "free", "lost", "held"}) gpus[{pool, v.gpu_type, use}] += 0;
+    for (const char* use : {"busy", "free", "lost", "held", "serving"}) gpus[{pool, v.gpu_type, use}] += 0;
     if (v.mode == "down") {
       gpus[{pool, v.gpu_type, "lost"}] += v.gpus;
+    } else if (v.mode == "serving") {
+      // An inference server not lent: its GPUs serve inference, none is free for training.
+      gpus[{pool, v.gpu_type, "serving"}] += v.gpus;
     } else if (v.mode == "cordoned") {
       gpus[{pool, v.gpu_type, "held"}] += v.gpus;
     } else {
@@ -74,8 +77,8 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
     ++servers[{pool, v.mode}];
   }
   family("aryl_gpus", "gauge",
-         "GPUs by home pool, GPU type and use (busy: held by training workers; lost: on a lost server; held: on "
-         "a server an operator cordoned or drained, busy or not).");
+         "GPUs by home pool, GPU type and use (busy: held by training workers; serving: on an inference server "
+         "not lent; lost: on a lost server; held: on a server an operator cordoned or drained, busy or not).");
   for (auto& [k, n] : gpus)
     out += fmt::format("aryl_gpus{{pool=\"{}\",gpu_type=\"{}\",use=\"{}\"}} {}\n", std::get<0>(k), std::get<1>(k),
                        std::get<2>(k), n);

@@ -510,7 +510,9 @@ TEST_CASE("metrics: the exposition counts jobs, GPUs by pool and use, servers by
                      "aryl_jobs_finished_total{outcome=\"cancelled\"} 2",
                      "aryl_gpus{pool=\"training\",gpu_type=\"V100\",use=\"busy\"} 4",
                      "aryl_gpus{pool=\"inference\",gpu_type=\"T4\",use=\"busy\"} 6",
-                     "aryl_gpus{pool=\"inference\",gpu_type=\"T4\",use=\"free\"} 10",
+                     // i1 serves inference: its GPUs are serving, not free for training.
+                     "aryl_gpus{pool=\"inference\",gpu_type=\"T4\",use=\"free\"} 2",
+                     "aryl_gpus{pool=\"inference\",gpu_type=\"T4\",use=\"serving\"} 8",
                      "aryl_servers{pool=\"inference\",mode=\"loaned\"} 1",
                      "aryl_reclaim_latency_seconds_bucket{le=\"1\"} 1",
                      "aryl_reclaim_latency_seconds_bucket{le=\"30\"} 2",
