@@ -4,7 +4,8 @@ that every job runs exactly once and that the outputs agree.
 
     live_chaos.py --aryl BUILD/aryl [--seeds N] [--first-seed S] [--window SECONDS] [--dir DIR]
 
-Per seed: `aryl serve --state` (speedup 1, --no-workload, two tenants with quotas, metrics on),
+Per seed: `aryl serve --state` (speedup 1, --no-workload, two tenants with quotas, metrics on,
+no modelled restart overhead),
 training agents t0..t2 and inference agent i0 of 2 GPUs each. During the window (30 s by
 default) it submits jobs at random times (emulated workers, some elastic, some `/bin/sh` jobs
 that cannot checkpoint, each of tenant a or b) and, at random times drawn from the seed, kills
@@ -145,6 +146,8 @@ class Bed:
                 "--no-workload", "--servers", "3", "--set", "cluster.training.gpus_per_server=2",
                 "--set", "cluster.inference.servers=1", "--set", "cluster.inference.gpus_per_server=2",
                 "--set", "tenants.a.quota=2", "--set", "tenants.b.quota=2", "--speedup", "1", "--out", self.out,
+                # A relaunch's modelled start-up (60 s by default) would only lengthen each seed.
+                "--set", "jobs.restart_overhead_s=0", "--set", "jobs.scale_overhead_s=0",
                 "--stop-grace", "2", "--agent-wait", "60", "--metrics-port", str(self.metrics_port),
                 "--metrics-port-file", os.path.join(self.work, "metrics-port")]
         self.serve = self.start("serve", argv, os.path.join(self.work, "serve.log"))
