@@ -30,8 +30,9 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
   st.header = std::move(header);
   // Once every job has finished the outputs are closed; later messages (the last snapshot, a
   // final round) change nothing in them.
-  auto event = [=](const event_record& e) {
+  auto event = [=](event_record e) {
     if (self->state.status->finished.load()) return;
+    e.t_us = self->state.last_event_us = std::max(self->state.last_event_us, e.t_us);
     self->state.writer->event(e);
     self->state.status->now_us.store(e.t_us, std::memory_order_relaxed);
     if (e.actor == "scheduler" && e.event != "loan" && e.event != "reclaim" && e.event != "return")

@@ -2,6 +2,7 @@
 /// The recorder actor: subscribes to decisions, finished jobs and cluster snapshots and
 /// writes the run's outputs. It ends the run when every expected job has finished (unless
 /// kept open, in live mode, until told to stop), or at the first invariant violation.
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct recorder_state {
   bool keep_open = false;
   /// Where the measures are journaled (a journal_actor), if anywhere.
   caf::actor journal;
+  /// The last event's time: a later one stamped earlier (live mode: actors on other threads
+  /// read the wall clock a little apart) is written at this time, so events.log never goes back.
+  int64_t last_event_us = INT64_MIN;
   static inline const char* name = "recorder";
 };
 

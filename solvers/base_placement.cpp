@@ -154,8 +154,6 @@ void unprotect(work_view& view) {
   for (auto& [id, sid, r] : buffers.protected_gpus) view.at_mut(sid) += r;
 }
 
-/// Step 1 for queued job `id`: room for its base demand, by placing it, reclaiming its
-/// tenant's quota, or preempting; false if none.
 void place_on_loaned(const cluster_ledger& l, const policy_spec& p, const planner_options& o, work_view& view,
                      work_view& hard) {
   auto& books = tenant_books;
@@ -180,6 +178,8 @@ void place_on_loaned(const cluster_ledger& l, const policy_spec& p, const planne
   }
 }
 
+/// Step 1 for queued job `id`: room for its base demand, by placing it, reclaiming its
+/// tenant's quota, or preempting; false if none.
 bool find_room(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id, work_view& view,
                work_view& hard) {
   return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||

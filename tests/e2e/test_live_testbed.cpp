@@ -358,7 +358,9 @@ TEST_CASE("live: jobs submitted and cancelled by clients, and a stop signal, end
   CHECK_MESSAGE(long_job.code == 0, long_job.output);
   CHECK_MESSAGE(stays.code == 0, stays.output);
   CHECK(short_job.output == "0\n");
-  CHECK(long_job.output == "1\n");
+  // Its minimum (2) is below its request: the default floor's note follows its id.
+  CHECK(long_job.output == "1\naryl: job 1: runs on at least 4 workers, its request: scheduler.elastic_floor=request "
+                           "raises min-workers 2 (set it to min for the minimum)\n");
   CHECK(stays.output == "2\n");
   CHECK(too_big.code == 2);
   CHECK_MESSAGE(too_big.output.find("job 'too-big'") != std::string::npos, too_big.output);
