@@ -71,8 +71,12 @@ template <class F>
 std::string error_within(F f) {
   auto done = std::make_shared<std::promise<std::string>>();
   auto result = done->get_future();
-  std::thread([f, done] { done->set_value(error_of(f)); }).detach();
-  if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) return "(still running after 5 s)";
+  std::thread t([f, done] { done->set_value(error_of(f)); });
+  if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    t.detach();  // hung: the check fails; the process ends with it
+    return "(still running after 5 s)";
+  }
+  t.join();  // no thread outlives its test (thread-local state freed before exit)
   return result.get();
 }
 

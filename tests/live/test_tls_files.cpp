@@ -39,15 +39,21 @@ template <class F>
 std::string error_within(F f) {
   auto done = std::make_shared<std::promise<std::string>>();
   auto result = done->get_future();
-  std::thread([f, done] {
+  std::thread t([f, done] {
     try {
       f();
       done->set_value("");
     } catch (const input_error& e) {
       done->set_value(e.what());
     }
-  }).detach();
-  if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) return "(still running after 5 s)";
+  });
+  if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    t.detach();  // hung: the check fails; the process ends with it
+    return "(still running after 5 s)";
+  }
+  // Joined, not left to end on its own: its OpenSSL thread state must be freed before the
+  // process's own cleanup at exit (a double free under AddressSanitizer otherwise).
+  t.join();
   return result.get();
 }
 
