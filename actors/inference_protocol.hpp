@@ -1,5 +1,5 @@
 #pragma once
-/// Inference-load actor <-> scheduler protocol (DESIGN.md section 2).
+/// Inference-load actor <-> scheduler protocol (docs/design.md, "Loaning").
 #include <caf/all.hpp>
 
 #include <cstdint>

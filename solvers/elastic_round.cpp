@@ -1,4 +1,4 @@
-// Rounds of policies with elastic scaling (DESIGN.md section 3), planned on a working copy of
+// Rounds of policies with elastic scaling (docs/design.md, "Rounds"), planned on a working copy of
 // the free GPUs in which every elastic job's workers above its minimum count as free:
 //  1. base demand of queued jobs in queue order (min workers for elastic jobs), so a queued
 //     job never waits for GPUs that only extend an elastic job;

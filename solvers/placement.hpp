@@ -1,5 +1,5 @@
 #pragma once
-/// Worker placement over heterogeneous servers (DESIGN.md section 3).
+/// Worker placement over heterogeneous servers (docs/design.md, "Rounds").
 /// Pure: mutates only the free-GPU counts of the servers it is given.
 #include <optional>
 #include <utility>

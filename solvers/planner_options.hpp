@@ -49,7 +49,7 @@ struct planner_options {
   /// While servers are held so, a queued job predicted to end before they would hold the
   /// waiting job (EASY backfilling's shadow time) may start on them.
   bool shadow_backfill = true;
-  /// Inelastic jobs may run on loaned inference servers (DESIGN.md 3 choice: no).
+  /// Inelastic jobs may run on loaned inference servers (no by default: a reclaim can then scale a job in instead of preempting it).
   bool inelastic_on_loaned = false;
   /// Move elastic jobs off slower GPU types (loaned servers) onto faster free ones when the
   /// move pays for its restart overhead.

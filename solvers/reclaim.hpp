@@ -1,5 +1,5 @@
 #pragma once
-/// Choosing which loaned servers to give back to inference (DESIGN.md section 4).
+/// Choosing which loaned servers to give back to inference (docs/solvers.md).
 ///
 /// Returning a set S of loaned servers removes every worker on them. A job that loses
 /// workers and keeps fewer than min_workers is preempted (all its GPUs, on every server,

@@ -1,5 +1,5 @@
 #pragma once
-/// Throughput model of a data-parallel training job (DESIGN.md section 1,
+/// Throughput model of a data-parallel training job (docs/throughput_model.md,
 /// docs/throughput_model.md). speed(w, s, type) = w * type_speed * eff(w) * loc(s) for w
 /// workers spanning s servers; eff from a table or a power law, loc(1) = 1 and
 /// loc(s >= 2) = cross_server_eff.

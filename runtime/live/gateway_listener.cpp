@@ -1,5 +1,6 @@
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
 
+#include "runtime/live/accept_errors.hpp"
 #include "runtime/live/gateway_impl.hpp"
 
 #include <algorithm>
@@ -12,19 +13,6 @@
 #include "runtime/wire/codec.hpp"
 
 namespace aryl::live {
-namespace {
-
-/// Out of descriptors or kernel memory: the pending connection stays in the backlog until
-/// one is freed. Any other error is the peer's (it left before it was accepted).
-bool out_of_resources(const boost::system::error_code& ec) {
-  return ec == asio::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system ||
-         ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
-}
-
-constexpr std::chrono::milliseconds first_backoff{10}, last_backoff{1000};
-
-} // namespace
-
 void gateway::impl::accept() {
   acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
     if (!acceptor.is_open() || ec == asio::error::operation_aborted) return;  // closed
@@ -51,7 +39,7 @@ void gateway::impl::accept() {
       }
       reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     }
-    accept_backoff = refused ? first_backoff : std::clamp(accept_backoff * 2, first_backoff, last_backoff);
+    accept_backoff = refused ? accept_first_backoff : std::clamp(accept_backoff * 2, accept_first_backoff, accept_last_backoff);
     ++accept_errors;
     auto now = std::chrono::steady_clock::now();
     if (now - accept_error_logged >= std::chrono::seconds(1)) {

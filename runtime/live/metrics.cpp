@@ -7,6 +7,8 @@
 #include <boost/beast/http.hpp>
 #include <fmt/format.h>
 
+#include "runtime/live/accept_errors.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -151,18 +153,6 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   return out;
 }
 
-namespace {
-
-/// Out of descriptors or kernel memory: the peer waits in the backlog until one is freed.
-bool out_of_resources(const boost::system::error_code& ec) {
-  return ec == asio::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system ||
-         ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
-}
-
-constexpr std::chrono::milliseconds first_backoff{10}, last_backoff{1000};
-
-} // namespace
-
 struct metrics_endpoint::impl {
   /// One connection: its request is read and answered within the deadline, or it is closed.
   struct connection {
@@ -202,7 +192,7 @@ struct metrics_endpoint::impl {
       }
       // Never give up (out of descriptors, the peer waits in the backlog): try again after a
       // back-off that doubles while the errors last, 1 s at most, logged once a second.
-      accept_backoff = out_of_resources(ec) ? std::clamp(accept_backoff * 2, first_backoff, last_backoff)
+      accept_backoff = out_of_resources(ec) ? std::clamp(accept_backoff * 2, accept_first_backoff, accept_last_backoff)
                                             : std::chrono::milliseconds{0};
       ++accept_errors;
       auto now = std::chrono::steady_clock::now();

@@ -1,5 +1,5 @@
 #pragma once
-/// Writes a run's outputs into one folder (DESIGN.md section 6): events.log and timeline.csv
+/// Writes a run's outputs into one folder (README, "Outputs"): events.log and timeline.csv
 /// as the run goes, jobs.csv and summary.json at the end. Each is written under a `.partial`
 /// name and renamed only when the run succeeds, so a folder never mixes two runs' outputs.
 #include <cstdio>
