@@ -21,7 +21,10 @@ void fields(A& a, T& m) {
 }
 
 template <class A, is<hello_ok> T>
-void fields(A&, T&) {}
+void fields(A& a, T& m) {
+  a("identity", m.identity);
+  a("role", m.role);
+}
 
 template <class A, is<running_worker> T>
 void fields(A& a, T& m) {
@@ -59,6 +62,7 @@ void fields(A& a, T& m) {
   a("env", m.env);
   a("work_s", m.work_s);
   a("rate", m.rate);
+  a("user", m.user);
 }
 
 template <class A, is<stop> T>
@@ -253,6 +257,21 @@ template <class A, is<node_reply> T>
 void fields(A& a, T& m) {
   a("server", m.server);
   a("text", m.text);
+}
+
+template <class A, is<token_request> T>
+void fields(A& a, T& m) {
+  a("action", m.action);
+  a("name", m.name);
+  a("role", m.role);
+  a("gpu_type", m.gpu_type);
+  a("pool", m.pool);
+}
+
+template <class A, is<token_reply> T>
+void fields(A& a, T& m) {
+  a("text", m.text);
+  a("token", m.token);
 }
 
 /// Wire names of enum values, indexed by the enum's value.

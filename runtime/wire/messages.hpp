@@ -59,6 +59,10 @@ struct hello {
 /// Scheduler -> agent or client: hello accepted.
 struct hello_ok {
   static constexpr std::string_view type = "hello_ok";
+  /// Who the scheduler took the peer for, and its role (admin, user, agent, reader); absent
+  /// in cluster-token mode (docs/security.md).
+  std::optional<std::string> identity;
+  std::optional<std::string> role;
   bool operator==(const hello_ok&) const = default;
 };
 
@@ -119,6 +123,9 @@ struct launch {
   std::optional<double> work_s;
   /// Emulated workers only: work-seconds this worker group completes per second.
   std::optional<double> rate;
+  /// The Unix user the worker runs as (the identity that submitted the job); absent: the
+  /// agent's own user (cluster-token mode).
+  std::optional<std::string> user;
   bool operator==(const launch&) const = default;
 };
 
@@ -409,6 +416,28 @@ struct node_reply {
   bool operator==(const node_reply&) const = default;
 };
 
+/// Client -> scheduler: an admin's change to the identities (`aryl token`): `create` makes a
+/// credential for `name` with `role` and answers its token once; `revoke` removes it; `list`
+/// answers every identity (names, roles, enrolment; never a token or its hash).
+struct token_request {
+  static constexpr std::string_view type = "token_request";
+  std::string action;
+  std::string name;
+  std::optional<std::string> role;
+  /// create, role agent: the GPU type and pool the node may register with (absent: any).
+  std::optional<std::string> gpu_type;
+  std::optional<std::string> pool;
+  bool operator==(const token_request&) const = default;
+};
+
+/// Scheduler -> client: what a token_request did, in words, and a created token.
+struct token_reply {
+  static constexpr std::string_view type = "token_reply";
+  std::string text;
+  std::optional<std::string> token;
+  bool operator==(const token_reply&) const = default;
+};
+
 /// Either side: why the sender is closing the connection (one line, for the peer's log).
 struct error {
   static constexpr std::string_view type = "error";
@@ -426,7 +455,8 @@ struct bye {
 using message = std::variant<hello, hello_ok, register_, heartbeat, launch, stop, progress, exit_,
                              submit, submit_ok, cancel, status_request, status_reply, demand,
                              error, bye, show_request, show_reply, shutdown, logs_request, log_fetch,
-                             log_chunk, logs_reply, node_request, node_reply>;
+                             log_chunk, logs_reply, node_request, node_reply, token_request,
+                             token_reply>;
 
 /// The wire type of `m` ("hello", "register", ...).
 std::string_view type_of(const message& m);

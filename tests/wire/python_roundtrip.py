@@ -27,7 +27,7 @@ from python_agent import FrameDecoder, encode_frame  # noqa: E402
 # Keep in step with tests/wire/samples.hpp, message for message.
 EXPECTED = [
     {"type": "hello", "role": "client", "token": "s3cr3t-token", "name": "cli-\u03bb"},
-    {"type": "hello_ok"},
+    {"type": "hello_ok", "identity": "alice", "role": "user"},
     {"type": "register", "server": "node-07", "gpu_type": "a100", "gpus": 8, "pool": "inference",
      "workers": [{"job_id": 42, "rank": 3, "gpus": [0, 1], "pid": 12345},
                  {"job_id": 43, "rank": 0, "gpus": [7], "exit_code": 0, "exit_signal": 9}]},
@@ -35,7 +35,7 @@ EXPECTED = [
     {"type": "launch", "job_id": 9000000000, "rank": 2, "world_size": 4, "gpus": [4, 5],
      "checkpoint_dir": "/ckpt/job-9", "rendezvous": "10.0.0.7:29500",
      "command": ["python3", "train.py", "--lr=0.1"],
-     "env": {"ARYL_JOB": "9", "NCCL_DEBUG": "INFO"}, "work_s": 3600.0, "rate": 1.25},
+     "env": {"ARYL_JOB": "9", "NCCL_DEBUG": "INFO"}, "work_s": 3600.0, "rate": 1.25, "user": "alice"},
     {"type": "stop", "job_id": 77, "grace_s": 30.5},
     {"type": "progress", "job_id": 77, "rank": 1, "work_done": 1234.75, "step": 5000},
     {"type": "exit", "job_id": 77, "rank": 1, "code": -2, "signal": 9},
@@ -78,6 +78,9 @@ EXPECTED = [
     {"type": "node_request", "server": "node-03", "action": "drain", "reason": "disk swap", "now": True},
     {"type": "node_reply", "server": "node-03",
      "text": "node-03: draining: no new work; 1 job runs on there until it ends"},
+    {"type": "token_request", "action": "create", "name": "node-07", "role": "agent", "gpu_type": "a100",
+     "pool": "training"},
+    {"type": "token_reply", "text": "created node-07 (agent)", "token": "aryl_0123456789abcdef"},
 ]
 
 

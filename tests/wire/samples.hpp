@@ -22,7 +22,8 @@ inline std::vector<message> sample_messages() {
             .command = {"python3", "train.py", "--lr=0.1"},
             .env = {{"NCCL_DEBUG", "INFO"}, {"ARYL_JOB", "9"}},
             .work_s = 3600.0,
-            .rate = 1.25};
+            .rate = 1.25,
+            .user = "alice"};
   submit job{.name = "r\u00e9sum\u00e9-\u03bb",
              .gpus = 8,
              .min_workers = 2,
@@ -78,7 +79,7 @@ inline std::vector<message> sample_messages() {
   show.job.predicted = true;
   return {
       hello{.role = peer_role::client, .token = "s3cr3t-token", .name = "cli-\u03bb"},
-      hello_ok{},
+      hello_ok{.identity = "alice", .role = "user"},
       reg,
       heartbeat{.seq = uint64_t{1} << 40},
       go,
@@ -103,6 +104,8 @@ inline std::vector<message> sample_messages() {
                  .size = 4113, .active = true},
       node_request{.server = "node-03", .action = "drain", .reason = "disk swap", .now = true},
       node_reply{.server = "node-03", .text = "node-03: draining: no new work; 1 job runs on there until it ends"},
+      token_request{.action = "create", .name = "node-07", .role = "agent", .gpu_type = "a100", .pool = "training"},
+      token_reply{.text = "created node-07 (agent)", .token = "aryl_0123456789abcdef"},
   };
 }
 
