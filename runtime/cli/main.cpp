@@ -19,6 +19,7 @@
 #include "solvers/input_error.hpp"
 #include "runtime/inputs/load_inputs.hpp"
 #include "runtime/outputs/outputs.hpp"
+#include "runtime/live/client_tokens.hpp"
 #include "runtime/node/agent.hpp"
 #include "runtime/live/client.hpp"
 #include "runtime/live/client_config.hpp"
@@ -181,7 +182,10 @@ int main(int argc, char** argv) {
   serve->add_flag("--insecure", so.insecure, "listen in plain text on a non-loopback --bind");
   serve->add_option("--port", so.port, "port (default 0: the OS chooses)");
   serve->add_option("--port-file", so.port_file, "write the port here once listening");
-  serve->add_option("--token-file", so.token_file, "file holding the cluster token")->required();
+  serve->add_option("--token-file", so.token_file,
+                    "cluster-token mode, loopback only: every peer presenting this file's token may do everything");
+  serve->add_option("--identities", so.identities_file,
+                    "a credential and role per user, node and operator (docs/security.md; `aryl token` manages it)");
   serve->add_option("--agent-wait", so.agent_wait_s, "seconds to wait for every agent (default 60)");
   serve->add_option("--work-dir", so.work_dir, "folder for the jobs' checkpoints (default live/)");
   serve->add_option("--state", so.state_file,
@@ -304,6 +308,26 @@ int main(int argc, char** argv) {
     if (c != resume_cmd) c->add_option("--reason", node_reason, "why, shown in `aryl status` and logged");
   }
   drain_cmd->add_flag("--now", node_now, "stop its jobs now (they checkpoint) and queue them again elsewhere");
+  // An admin's identities (docs/security.md, "Enrolling").
+  aryl::wire::token_request token_order;
+  std::string token_role, token_gpu_type, token_pool, token_store;
+  bool token_cert = false;
+  auto* token_cmd = app.add_subcommand("token", "live mode: create, revoke or list identities (admin)");
+  token_cmd->require_subcommand(1);
+  auto* token_create = token_cmd->add_subcommand("create", "a new identity; prints its token once");
+  auto* token_revoke = token_cmd->add_subcommand("revoke", "refuse an identity from its next request on");
+  auto* token_list = token_cmd->add_subcommand("list", "every identity: name, role, credential kind, enrolment");
+  for (auto* c : {token_create, token_revoke, token_list}) {
+    client_flags(c);
+    c->add_option("--identities", token_store,
+                  "change this identities file directly instead of asking serve (with serve stopped: the first admin)");
+  }
+  for (auto* c : {token_create, token_revoke}) c->add_option("name", token_order.name, "the identity's name")->required();
+  token_create->add_option("--role", token_role, "admin | user | agent | reader")->required();
+  token_create->add_option("--gpu-type", token_gpu_type, "agent: the GPU type its node must register with");
+  token_create->add_option("--pool", token_pool, "agent: the pool its node must register in (training | inference)");
+  token_create->add_flag("--cert", token_cert,
+                         "with --identities: no token; the identity presents a TLS client certificate whose CN is its name");
 
   try {
     app.parse(argc, argv);
@@ -405,6 +429,26 @@ int main(int argc, char** argv) {
       if (node_now) node_order.now = true;
       connect_to(c);
       std::cout << aryl::live::order_node(co, node_order) << '\n';
+      return 0;
+    }
+    if (*token_cmd) {
+      auto* c = *token_create ? token_create : *token_revoke ? token_revoke : token_list;
+      token_order.action = c->get_name();
+      if (!token_role.empty()) token_order.role = token_role;
+      if (!token_gpu_type.empty()) token_order.gpu_type = token_gpu_type;
+      if (!token_pool.empty()) token_order.pool = token_pool;
+      if (!token_store.empty()) {
+        std::cout << aryl::live::change_identities(token_store, token_order, token_cert);
+        return 0;
+      }
+      if (token_cert) throw aryl::input_error("token create --cert: give --identities FILE (serve makes tokens only)");
+      connect_to(c);
+      auto reply = aryl::live::ask(co, token_order, true);
+      auto* r = std::get_if<aryl::wire::token_reply>(&*reply);
+      if (!r) throw aryl::input_error("token: the scheduler answered '" + std::string(aryl::wire::type_of(*reply)) + "'");
+      std::istringstream lines(r->text);  // a line per identity
+      for (std::string line; std::getline(lines, line);) std::cout << aryl::escape_control(line) << '\n';
+      if (r->token) std::cout << *r->token << '\n';
       return 0;
     }
     if (*logs_cmd) {

@@ -47,6 +47,10 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
     if (l.decided_unix_ns > 0) w.env["ARYL_DECIDED_UNIX_NS"] = std::to_string(l.decided_unix_ns);
     w.work_s = l.work_s;
     w.rate = l.rate;
+    // With identities a job runs as the user who submitted it; in cluster-token mode as the
+    // agent's own user.
+    if (opts.identities && opts.book)
+      if (auto owner = opts.book->owner(l.job); owner && !owner->empty()) w.user = *owner;
     deliver(server, std::move(w));
   }
   log(fmt::format("launch job {} ranks {}..{} of {} on {}", l.job, l.rank_offset, l.rank_offset + l.gpus.size() - 1,

@@ -19,6 +19,8 @@
 
 #include "actors/node_link.hpp"
 #include "runtime/sim/driver.hpp"
+#include "runtime/live/audit_log.hpp"
+#include "runtime/live/identities.hpp"
 #include "runtime/live/job_book.hpp"
 #include "runtime/live/submit_limits.hpp"
 #include "runtime/wire/messages.hpp"
@@ -28,7 +30,12 @@ namespace aryl::live {
 struct gateway_options {
   std::string bind = "127.0.0.1";  ///< loopback unless told otherwise
   uint16_t port = 0;               ///< 0: the OS chooses (see gateway::port)
-  std::string token;               ///< cluster token every peer must present
+  std::string token;               ///< cluster-token mode: the token every peer presents
+  /// Per-identity credentials and roles (docs/security.md); null: cluster-token mode, in
+  /// which every peer presenting `token` may do everything and jobs run as the agents' user.
+  std::shared_ptr<identity_registry> identities;
+  /// Every state change and every refusal by role; null: none.
+  std::shared_ptr<audit_log> audit;
   /// TLS on the listener: the certificate chain and private key (PEM files); both empty:
   /// plain TCP. A peer that does not start a TLS handshake is refused (docs/protocol.md).
   std::string tls_cert_file, tls_key_file;

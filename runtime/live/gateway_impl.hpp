@@ -247,6 +247,8 @@ void send_to(session& s, const wire::message& m);
 /// frame (shared by the connections it answers), or without one the reason it is refused
 /// (the connection closes), or neither (a cancel done). `s` reads its next requests then.
 void answer_request(session& s, const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal);
+/// The answer to `s`'s submit is coming: it made job `job` (for the audit).
+void submitted(session& s, uint64_t job);
 /// `s`, an agent whose machine joined the running cluster (join_late), registers now.
 void join_answered(session& s, const wire::register_& r);
 /// `s`'s peer as its log lines name it.

@@ -53,6 +53,7 @@ void gateway::impl::submit_for(const std::shared_ptr<session>& who, job_spec spe
           booked.index = static_cast<uint32_t>(result.job);
           g->opts.book->spec(booked);
         }
+        submitted(*asker, static_cast<uint64_t>(result.job));
         wire::submit_ok ok{static_cast<uint64_t>(result.job), std::nullopt};
         if (!result.note.empty()) ok.note = result.note;
         answer_request(*asker, frame_of(ok), {});

@@ -14,6 +14,7 @@
 #include <deque>
 
 #include "runtime/live/client_replies.hpp"
+#include "runtime/live/gateway_access.hpp"
 #include "runtime/live/registration_checks.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/wire/codec.hpp"
@@ -37,7 +38,8 @@ class session : public std::enable_shared_from_this<session> {
         id_(id), address_(std::move(address)) {
     boost::system::error_code ec;
     auto ep = stream_->socket().remote_endpoint(ec);
-    peer_ = ec ? fmt::format("connection {}", id) : fmt::format("connection {} ({}:{})", id, address_, ep.port());
+    endpoint_ = ec ? address_ : fmt::format("{}:{}", address_, ep.port());
+    peer_ = fmt::format("connection {} ({})", id, endpoint_);
   }
 
   void start() {
@@ -74,6 +76,12 @@ class session : public std::enable_shared_from_this<session> {
   /// The answer to what this connection waits for (see answer_request).
   void answered(const std::shared_ptr<const std::vector<uint8_t>>& frame, const std::string& refusal) {
     awaiting_answer_ = false;
+    if (pending_audit_) {
+      auto e = std::move(*pending_audit_);
+      pending_audit_.reset();
+      e.result = refusal.empty() ? "ok" : "refused: " + refusal;
+      if (g_->opts.audit) g_->opts.audit->record(e);
+    }
     if (!frame && !refusal.empty()) return close(refusal);
     if (frame) send_frame(frame);
     drain();
@@ -95,6 +103,11 @@ class session : public std::enable_shared_from_this<session> {
     farewell_ = true;
     send(wire::shutdown{reason});
     quiet_close();
+  }
+
+  /// The job a submit being answered made: the audit names it.
+  void submitted(uint64_t job) {
+    if (pending_audit_) pending_audit_->target = fmt::format("job-{} ({})", job, pending_audit_->target);
   }
 
   /// A joined machine's id, once the inventory is fixed (gateway::add_server).
@@ -428,16 +441,31 @@ class session : public std::enable_shared_from_this<session> {
   void on_hello(const wire::message& msg) {
     auto* h = std::get_if<wire::hello>(&msg);
     if (!h) return refuse_hello(fmt::format("expected hello first, got '{}'", wire::type_of(msg)));
-    if (!tokens_equal(h->token, g_->opts.token)) return refuse_hello("wrong cluster token");
+    const auto certificate = stream_->peer_common_name();
+    auto v = authenticate(g_->opts.identities.get(), g_->opts.token, *h, certificate);
+    if (!v.who) {
+      if (!v.named.empty()) audit(v.named, "", "hello", "", "refused: " + v.refusal);
+      return refuse_hello(v.refusal);
+    }
     // Names are shown in logs, tables and error frames, one line each.
     if (find_control(h->name) != std::string::npos)
       return refuse_hello("hello: name '" + h->name + "' holds " + describe_control(h->name));
+    who_ = *v.who;
+    credential_hash_ = v.credential_hash;
+    if (g_->opts.identities) id_version_ = g_->opts.identities->version();
     name_ = h->name;
     peer_ += " " + (h->role == wire::peer_role::agent ? std::string("agent ") : std::string("client ")) + h->name;
+    if (!who_.cluster_token) peer_ += fmt::format(" as {} ({})", who_.name, role_name(who_.who));
+    else if (!certificate.empty()) peer_ += " (certificate " + certificate + ")";
     stage_ = h->role == wire::peer_role::agent ? stage::registering : stage::client;
     hello_deadline_.cancel();
     g_->hello_taken(id_);
-    send(wire::hello_ok{});
+    wire::hello_ok ok;
+    if (!who_.cluster_token) {
+      ok.identity = who_.name;
+      ok.role = std::string(role_name(who_.who));
+    }
+    send(ok);
   }
 
   void on_register(const wire::message& msg) {
@@ -446,6 +474,11 @@ class session : public std::enable_shared_from_this<session> {
     if (find_control(r->server) != std::string::npos)
       return close("register: server '" + r->server + "' holds " + describe_control(r->server));
     if (auto why = registration_problem(*r); !why.empty()) return close("register: " + why);
+    if (auto why = register_refusal(g_->opts.identities.get(), who_, *r); !why.empty()) {
+      audit("register", r->server, "refused: " + why);
+      g_->log(fmt::format("{}: refused: {}", peer_, why));
+      return close("register: " + why);
+    }
     auto now = g_->join_late(shared_from_this(), *r);
     if (!now) {  // a machine joining: registers once the scheduler has taken it
       awaiting_answer_ = true;
@@ -494,10 +527,12 @@ class session : public std::enable_shared_from_this<session> {
                                  pool_name(r->pool)));
       replaced = slot.agent.lock();
       if (replaced && replaced.get() != this && replaced->silent_for_s() < g_->opts.name_held_s &&
-          !replaced->peer_closed())
+          !replaced->peer_closed()) {
+        audit("register", r->server, "refused: held by a connected agent");
         return close(fmt::format("server '{}' is held by a connected agent ({}, heard {:.1f} s ago): a second agent "
                                  "may not register under its name",
                                  r->server, replaced->peer(), replaced->silent_for_s()));
+      }
       slot.agent = shared_from_this();
       returning = slot.registered;
       slot.registered = true;
@@ -529,6 +564,7 @@ class session : public std::enable_shared_from_this<session> {
     if (replaced && replaced.get() != this) replaced->close("replaced by a new connection of the same agent");
     g_->log(fmt::format("{}: registered server {} ({} x {}, {}), running {} workers; {} kept messages sent", peer_,
                         r->server, r->gpus, r->gpu_type, pool_name(r->pool), r->workers.size(), backlog.size()));
+    audit("register", r->server, "ok");
     for (auto& m : backlog) send(m);
     if (stop_jobs.empty()) return;
     std::string jobs;
@@ -539,6 +575,7 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_agent(const wire::message& msg) {
+    if (lapsed(wire::type_of(msg))) return;
     if (auto* h = std::get_if<wire::heartbeat>(&msg)) {
       if (reconcile_) reconciled();
       // Answered, so that the agent can tell a scheduler it no longer hears (fencing).
@@ -609,29 +646,39 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_client(const wire::message& msg) {
+    if (lapsed(wire::type_of(msg))) return;
     // Status, show, submit, cancel and node orders are answered when the scheduler's answer
     // is in (answered); meanwhile nothing more is read.
     if (auto* q = std::get_if<wire::status_request>(&msg)) {
+      if (!allowed(action::status, "")) return;
       awaiting_answer_ = true;
       using kind = gateway::impl::status_wait::kind;
       return g_->ask_status({shared_from_this(), q->all.value_or(false) ? kind::status_all : kind::status, 0});
     }
     if (auto* q = std::get_if<wire::show_request>(&msg)) {
+      if (!allowed_on_job(action::show, q->job_id)) return;
       awaiting_answer_ = true;
       return g_->ask_status({shared_from_this(), gateway::impl::status_wait::kind::show, q->job_id});
     }
-    if (auto* q = std::get_if<wire::logs_request>(&msg)) return ask_log(*q);
+    if (auto* q = std::get_if<wire::logs_request>(&msg)) {
+      if (!allowed_on_job(action::logs, q->job_id)) return;
+      return ask_log(*q);
+    }
     if (auto* q = std::get_if<wire::node_request>(&msg)) {
+      if (!allowed(action::node_order, q->server)) return;
+      pending_audit_ = entry(std::string(action_name(action::node_order)) + " " + q->action, q->server);
       awaiting_answer_ = true;
       return g_->node_for(shared_from_this(), *q);
     }
     if (auto* d = std::get_if<wire::demand>(&msg)) {
+      if (!allowed(action::demand, "")) return;
       bool taken = false;
       g_->with_router([&](worker_router& r) {
         if (!r.demand) return;
         r.demand(static_cast<int>(std::min<uint32_t>(d->servers_needed, 1'000'000)));
         taken = true;
       });
+      audit("demand", fmt::format("{} servers", d->servers_needed), taken ? "ok" : "refused: no run in progress");
       if (!taken) return close("no run in progress");
       g_->log(fmt::format("{}: inference demand {} servers", peer_, d->servers_needed));
       return;
@@ -642,16 +689,113 @@ class session : public std::enable_shared_from_this<session> {
         g_->log(fmt::format("{}: submit refused: {}", peer_, why));
         return close(why);
       }
+      if (!allowed(action::submit, j->name)) return;
+      auto spec = spec_of(*j, g_->opts.default_estimate_s);
+      if (!who_.cluster_token) spec.user = who_.name;  // the job runs as its submitter
+      pending_audit_ = entry("submit", j->name);
       awaiting_answer_ = true;
-      return g_->submit_for(shared_from_this(), spec_of(*j, g_->opts.default_estimate_s));
+      return g_->submit_for(shared_from_this(), std::move(spec));
     }
     if (auto* x = std::get_if<wire::cancel>(&msg)) {
+      if (!allowed_on_job(action::cancel, x->job_id)) return;
+      pending_audit_ = entry("cancel", fmt::format("job-{}", x->job_id));
       awaiting_answer_ = true;
       return g_->cancel_for(shared_from_this(), x->job_id);
+    }
+    if (auto* t = std::get_if<wire::token_request>(&msg)) {
+      if (!allowed(action::tokens, t->name)) return;
+      return on_tokens(*t);
     }
     // A client's bye is its normal end: no log line, no error frame.
     if (std::holds_alternative<wire::bye>(msg)) return quiet_close();
     close(fmt::format("a client cannot send '{}'", wire::type_of(msg)));
+  }
+
+  /// An admin's `aryl token`: answered at once (the identities file is small and local).
+  void on_tokens(const wire::token_request& q) {
+    auto* ids = g_->opts.identities.get();
+    auto refuse = [&](const std::string& why) {
+      audit(fmt::format("token {}", q.action), q.name, "refused: " + why);
+      send(wire::error{escape_control(why)});
+    };
+    if (!ids) return refuse("this scheduler runs in cluster-token mode: start it with --identities FILE to have identities");
+    try {
+      wire::token_reply reply;
+      if (q.action == "create") {
+        auto r = role_from(q.role.value_or(""));
+        if (!r) return refuse(fmt::format("token create {}: role '{}' is not one of admin|user|agent|reader", q.name,
+                                          escape_control(q.role.value_or(""))));
+        reply.token = ids->create(identity{q.name, *r, "", q.gpu_type.value_or(""), q.pool.value_or(""), false});
+        reply.text = fmt::format("created {} (role {}); its token is shown this once", q.name, role_name(*r));
+      } else if (q.action == "revoke") {
+        if (!ids->revoke(q.name)) return refuse(fmt::format("token revoke: no identity '{}' to revoke", escape_control(q.name)));
+        reply.text = fmt::format("revoked {}: its next request is refused", q.name);
+      } else if (q.action == "list") {
+        for (auto& id : ids->all())
+          reply.text += fmt::format("{} {} {}{}{}{}\n", id.name, role_name(id.who), id.token_hash.empty() ? "cert" : "token",
+                                    id.gpu_type.empty() ? "" : " gpu_type=" + id.gpu_type,
+                                    id.pool.empty() ? "" : " pool=" + id.pool, id.revoked ? " revoked" : "");
+      } else {
+        return refuse(fmt::format("token: action '{}' is not create, revoke or list", escape_control(q.action)));
+      }
+      if (q.action != "list") {
+        audit(fmt::format("token {}", q.action), q.name, "ok");
+        g_->log(fmt::format("{}: {}", peer_, reply.text));
+      }
+      send(reply);
+    } catch (const std::exception& e) {
+      refuse(e.what());
+    }
+  }
+
+  audit_entry entry(const std::string& act, const std::string& target) const {
+    return {who_.name, std::string(role_name(who_.who)), endpoint_, act, target, ""};
+  }
+
+  void audit(const std::string& act, const std::string& target, const std::string& result) {
+    if (!g_->opts.audit) return;
+    auto e = entry(act, target);
+    e.result = result;
+    g_->opts.audit->record(e);
+  }
+
+  /// For a refused hello: the identity its credential named.
+  void audit(const std::string& identity_name, const std::string& role_text, const std::string& act,
+             const std::string& target, const std::string& result) {
+    if (g_->opts.audit) g_->opts.audit->record({identity_name, role_text, endpoint_, act, target, result});
+  }
+
+  /// Whether the peer may do `a`; if not it is told in one error frame (the connection stays
+  /// open for what it may do), and the refusal is logged and audited.
+  bool allowed(action a, const std::string& target, const std::string& owner = {}, bool known = true) {
+    auto why = refusal(who_, a, owner, known);
+    if (why.empty()) return true;
+    g_->log(fmt::format("{}: refused: {}", peer_, why));
+    audit(std::string(action_name(a)), target, "refused: " + why);
+    send(wire::error{escape_control(why)});
+    return false;
+  }
+
+  bool allowed_on_job(action a, uint64_t job) {
+    std::optional<std::string> owner;
+    if (g_->opts.book && job <= UINT32_MAX) owner = g_->opts.book->owner(static_cast<uint32_t>(job));
+    return allowed(a, fmt::format("job-{}", job), owner.value_or(""), owner.has_value());
+  }
+
+  /// Identity mode: a credential revoked or replaced since the last frame ends the
+  /// connection now, before `what` is done.
+  bool lapsed(std::string_view what) {
+    if (who_.cluster_token || !g_->opts.identities) return false;
+    auto version = g_->opts.identities->version();
+    if (version == id_version_) return false;
+    auto why = credential_lapsed(*g_->opts.identities, who_, credential_hash_);
+    if (why.empty()) {
+      id_version_ = version;
+      return false;
+    }
+    audit(std::string(what), "", "refused: " + why);
+    close(why);
+    return true;
   }
 
   /// `aryl logs`: asks the agent of the machine the worker was last launched on.
@@ -715,6 +859,13 @@ class session : public std::enable_shared_from_this<session> {
   size_t logs_asked_ = 0;  ///< logs requests of this client not answered yet
   bool ended_ = false;  ///< counted out of the gateway's connections
   std::string peer_, name_;
+  std::string endpoint_;  ///< "address:port", as the audit names the peer
+  /// Who it speaks for, from its hello, and the token hash it presented (certificate: empty).
+  principal who_;
+  std::string credential_hash_;
+  uint64_t id_version_ = 0;  ///< the identities' version when who_ was last found valid
+  /// A state change asked of the scheduler, audited with its answer.
+  std::optional<audit_entry> pending_audit_;
   stage stage_ = stage::hello;
   int server_id_ = -1;
   bool closing_ = false;
@@ -744,6 +895,8 @@ void answer_request(session& s, const std::shared_ptr<const std::vector<uint8_t>
 }
 
 void join_answered(session& s, const wire::register_& r) { s.joined(r); }
+
+void submitted(session& s, uint64_t job) { s.submitted(job); }
 
 const std::string& peer_of(const session& s) { return s.peer(); }
 

@@ -135,6 +135,13 @@ std::optional<wire::show_reply> job_book::show(uint32_t job) const {
   return out;
 }
 
+std::optional<std::string> job_book::owner(uint32_t job) const {
+  std::lock_guard lock(m_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || !it->second.spec) return std::nullopt;
+  return it->second.spec->user;
+}
+
 bool job_book::has_ended(uint32_t job) const {
   std::lock_guard lock(m_);
   auto it = jobs_.find(job);

@@ -33,6 +33,8 @@ class job_book {
   /// end time and run time. Nothing for a job it never heard of. The caller fills in what
   /// only the scheduler knows of an active job (state, workers, servers, reason).
   std::optional<wire::show_reply> show(uint32_t job) const;
+  /// The user `job` was submitted by ("" for none); nothing for a job it never heard of.
+  std::optional<std::string> owner(uint32_t job) const;
   /// Whether `job` has ended.
   bool has_ended(uint32_t job) const;
   /// Ended jobs, the latest end first, at most `max`.

@@ -17,9 +17,14 @@ add_library(aryl_gateway STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CU
             ${CMAKE_CURRENT_LIST_DIR}/submit_limits.cpp
             ${CMAKE_CURRENT_LIST_DIR}/job_book.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client_replies.cpp ${CMAKE_CURRENT_LIST_DIR}/log_relay.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/token.cpp)
+            ${CMAKE_CURRENT_LIST_DIR}/token.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/identities.cpp ${CMAKE_CURRENT_LIST_DIR}/access.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/gateway_access.cpp ${CMAKE_CURRENT_LIST_DIR}/audit_log.cpp)
 target_include_directories(aryl_gateway PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(aryl_gateway PUBLIC aryl_wire aryl_tls aryl_io PRIVATE Boost::boost fmt::fmt Threads::Threads)
+# Identities: tokens are kept as SHA-256 hashes and made from OpenSSL's random bytes.
+find_package(OpenSSL REQUIRED)
+target_link_libraries(aryl_gateway PUBLIC aryl_wire aryl_tls aryl_io
+                      PRIVATE Boost::boost fmt::fmt Threads::Threads OpenSSL::Crypto nlohmann_json::nlohmann_json)
 target_compile_definitions(aryl_gateway PRIVATE BOOST_ASIO_NO_DEPRECATED)
 
 # `aryl serve`: the scheduler's actors on the wall clock behind the gateway; the client
@@ -27,6 +32,7 @@ target_compile_definitions(aryl_gateway PRIVATE BOOST_ASIO_NO_DEPRECATED)
 # Included from the top level, after runtime/ and runtime/node/.
 add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client.cpp ${CMAKE_CURRENT_LIST_DIR}/client_nodes.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/client_tokens.cpp
             ${CMAKE_CURRENT_LIST_DIR}/job_file.cpp
             ${CMAKE_CURRENT_LIST_DIR}/metrics.cpp ${CMAKE_CURRENT_LIST_DIR}/serve_state.cpp
             ${CMAKE_CURRENT_LIST_DIR}/node_holds.cpp

@@ -21,6 +21,8 @@
 #include "runtime/live/metrics.hpp"
 #include "runtime/live/serve_state.hpp"
 #include "runtime/live/token.hpp"
+#include "runtime/live/audit_log.hpp"
+#include "runtime/live/identities.hpp"
 #include "runtime/outputs/outputs.hpp"
 
 namespace aryl::live {
@@ -126,8 +128,10 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
                        "up to {:g}x (docs/live.md, \"Fidelity\"); above, every launch's real start-up shows as "
                        "speedup times its seconds in JCTs\n",
                        c.speedup, max_faithful_speedup);
-  if (o.token_file.empty()) throw input_error("serve: --token-file is required (the cluster token)");
-  check_listen_policy(o.bind, o.tls_cert_file, o.tls_key_file, o.insecure);
+  if (o.token_file.empty() == o.identities_file.empty())
+    throw input_error("serve: give --identities FILE (a credential and role per user, node and operator) or, for a "
+                      "loopback testbed, --token-file FILE (one cluster token for every peer)");
+  check_listen_policy(o.bind, o.tls_cert_file, o.tls_key_file, o.insecure, !o.identities_file.empty());
   if (!o.tls_ca_file.empty() && o.tls_cert_file.empty())
     throw input_error("serve: --tls-ca asks agents and clients for certificates over TLS: give --tls-cert and --tls-key");
   if (o.join < 0) throw input_error(fmt::format("serve: --join {}: not a number of agents", o.join));
@@ -157,7 +161,19 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   gateway_options g;
   g.bind = o.bind;
   g.port = o.port;
-  g.token = read_token_file(o.token_file);
+  if (!o.token_file.empty()) {
+    g.token = read_token_file(o.token_file);
+  } else {
+    g.identities = std::make_shared<identity_registry>(o.identities_file);
+    int admins = 0;
+    for (auto& id : g.identities->all()) admins += id.who == role::admin && !id.revoked;
+    log << fmt::format("[serve] identities: {} in {}{}\n", g.identities->all().size(), o.identities_file,
+                       admins ? "" : "; no admin among them (aryl token create NAME --role admin --identities FILE)");
+  }
+  std::filesystem::create_directories(c.out_dir, ec);
+  g.audit = std::make_shared<audit_log>(c.out_dir + "/audit.jsonl", [&log](const std::string& line) {
+    log << "[serve] " << line << '\n' << std::flush;
+  });
   g.tls_cert_file = o.tls_cert_file;
   g.tls_key_file = o.tls_key_file;
   g.tls_client_ca_file = o.tls_ca_file;

@@ -21,7 +21,9 @@ struct serve_options {
   std::string tls_ca_file;
   bool insecure = false;
   uint16_t port = 0;           ///< 0: the OS chooses; written to port_file
-  std::string token_file;      ///< required: the cluster token
+  std::string token_file;      ///< cluster-token mode (loopback only): the token every peer presents
+  /// Per-identity credentials and roles (docs/security.md); required beyond loopback.
+  std::string identities_file;
   std::string port_file;       ///< optional: the port, once listening (for scripts)
   double agent_wait_s = 60;    ///< how long to wait for every configured agent
   std::string work_dir = "live";  ///< checkpoints/ of every job live here (cleared at start)

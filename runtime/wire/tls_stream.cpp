@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstring>
 
 #include "solvers/input_error.hpp"
 #include "runtime/inputs/input_limits.hpp"
@@ -118,6 +119,17 @@ class tls final : public byte_stream {
   }
 
   void async_write(asio::const_buffer b, io_handler h) override { asio::async_write(s_, b, std::move(h)); }
+  std::string peer_common_name() override {
+    SSL* h = s_.native_handle();
+    if (SSL_get_verify_result(h) != X509_V_OK) return {};
+    X509* cert = SSL_get0_peer_certificate(h);
+    if (cert == nullptr) return {};
+    char cn[256] = {};
+    int n = X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof cn);
+    // A name holding a NUL would read as a shorter one: taken as no name.
+    if (n <= 0 || static_cast<size_t>(n) != std::strlen(cn)) return {};
+    return std::string(cn, static_cast<size_t>(n));
+  }
 
  private:
   /// Reads what the peer sent (so that closing sends no reset ahead of the answer), then

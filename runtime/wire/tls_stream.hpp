@@ -37,6 +37,9 @@ class byte_stream {
   virtual void async_read_some(boost::asio::mutable_buffer b, io_handler h) = 0;
   /// Writes all of `b`.
   virtual void async_write(boost::asio::const_buffer b, io_handler h) = 0;
+  /// TLS, after a handshake that verified the peer's certificate: its subject's common name
+  /// (the identity it names, docs/security.md); else empty.
+  virtual std::string peer_common_name() { return {}; }
   /// Closes the TCP connection now (TLS: without a close_notify; the peer reads end of
   /// stream).
   void close();

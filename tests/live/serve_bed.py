@@ -21,6 +21,8 @@ class Bed:
             f.write(token_text + "\n")
         self.port = 0
         self.agents = {}
+        # How serve authenticates peers: the cluster token, or (identity tests) --identities FILE.
+        self.serve_auth = ["--token-file", self.token]
 
     def serve(self, args, log="serve.log", port=0):
         """Starts serve with `args` after the common ones; returns its process once it listens,
@@ -28,7 +30,7 @@ class Bed:
         port_file = os.path.join(self.dir, "port")
         if os.path.exists(port_file):
             os.remove(port_file)
-        argv = [self.aryl, "serve", "--token-file", self.token, "--port", str(port), "--port-file", port_file,
+        argv = [self.aryl, "serve", *self.serve_auth, "--port", str(port), "--port-file", port_file,
                 "--work-dir", os.path.join(self.dir, "work"), "--out", self.out, "--stop-grace", "3",
                 "--agent-wait", "30", *args]
         p = self.procs.start("serve", argv, os.path.join(self.dir, log),
@@ -39,12 +41,16 @@ class Bed:
         self.port = int(read(port_file))
         return p
 
-    def agent(self, name, gpus, pool="training", gpu_type="V100"):
-        folder = os.path.join(self.dir, f"agent-{name}")
+    def agent(self, name, gpus, pool="training", gpu_type="V100", token=None, env=None, label=None):
+        """`token`: its credential's file (default: the cluster token); `env`: its whole
+        environment, where the test gives the address and token as ARYL_ADDR and ARYL_TOKEN_FILE."""
+        folder = os.path.join(self.dir, f"agent-{label or name}")
         os.makedirs(folder, exist_ok=True)
-        p = self.procs.start(f"agent {name}", [
-            self.aryl, "agent", "--port", str(self.port), "--token-file", self.token, "--name", name, "--gpu-type",
-            gpu_type, "--gpus", str(gpus), "--pool", pool, "--work-dir", folder], os.path.join(folder, "agent.log"))
+        where = [] if env else ["--port", str(self.port), "--token-file", token or self.token]
+        p = self.procs.start(f"agent {label or name}", [
+            self.aryl, "agent", *where, "--name", name, "--gpu-type",
+            gpu_type, "--gpus", str(gpus), "--pool", pool, "--work-dir", folder], os.path.join(folder, "agent.log"),
+            **({"env": env} if env else {}))
         self.agents[name] = p
         return p
 
@@ -52,9 +58,12 @@ class Bed:
         return check(wait_for(lambda: "the run starts" in read(os.path.join(self.dir, log)), 40, "the run to start"),
                      f"the run starts ({log})")
 
-    def client(self, *args):
-        return subprocess.run([self.aryl, *args, "--port", str(self.port), "--token-file", self.token],
-                              capture_output=True, text=True, timeout=20)
+    def client(self, *args, token=None):
+        """`aryl ARGS` against this serve; the address and token go before a `--` in ARGS."""
+        args = list(args)
+        at = args.index("--") if "--" in args else len(args)
+        args[at:at] = ["--port", str(self.port), "--token-file", token or self.token]
+        return subprocess.run([self.aryl, *args], capture_output=True, text=True, timeout=20)
 
     def submit(self, *args):
         """The id `aryl submit` prints, or what went wrong (a string)."""

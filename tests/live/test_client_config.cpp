@@ -215,23 +215,31 @@ TEST_CASE("client config and job files: a device, a FIFO or a file over 1 MiB is
   }
 }
 
-TEST_CASE("listen policy: plain TCP only on loopback unless insecure, TLS anywhere, cert and key go together") {
-  CHECK_NOTHROW(live::check_listen_policy("127.0.0.1", "", "", false));
-  CHECK_NOTHROW(live::check_listen_policy("127.0.0.2", "", "", false));
-  CHECK_NOTHROW(live::check_listen_policy("::1", "", "", false));
+TEST_CASE("listen policy: plain TCP only on loopback unless insecure, TLS anywhere, cert and key go together, "
+          "and beyond loopback identities instead of the cluster token") {
+  CHECK_NOTHROW(live::check_listen_policy("127.0.0.1", "", "", false, false));
+  CHECK_NOTHROW(live::check_listen_policy("127.0.0.2", "", "", false, false));
+  CHECK_NOTHROW(live::check_listen_policy("::1", "", "", false, false));
   for (const char* bind : {"0.0.0.0", "10.0.0.5", "::"}) {
-    auto msg = error_of([&] { live::check_listen_policy(bind, "", "", false); });
-    CHECK_MESSAGE(msg.find(std::string("--bind ") + bind + " is not a loopback address") != std::string::npos, msg);
-    CHECK_MESSAGE(msg.find("--insecure") != std::string::npos, msg);
-    CHECK_MESSAGE(msg.find("--tls-cert") != std::string::npos, msg);
-    CHECK_NOTHROW(live::check_listen_policy(bind, "", "", true));
-    CHECK_NOTHROW(live::check_listen_policy(bind, "cert.pem", "key.pem", false));
+    for (bool identities : {false, true}) {
+      auto msg = error_of([&] { live::check_listen_policy(bind, "", "", false, identities); });
+      CHECK_MESSAGE(msg.find(std::string("--bind ") + bind + " is not a loopback address") != std::string::npos, msg);
+      CHECK_MESSAGE(msg.find("--insecure") != std::string::npos, msg);
+      CHECK_MESSAGE(msg.find("--tls-cert") != std::string::npos, msg);
+    }
+    CHECK_NOTHROW(live::check_listen_policy(bind, "", "", true, true));
+    CHECK_NOTHROW(live::check_listen_policy(bind, "cert.pem", "key.pem", false, true));
+    for (bool insecure : {false, true}) {
+      auto msg = error_of([&] { live::check_listen_policy(bind, insecure ? "" : "cert.pem", insecure ? "" : "key.pem",
+                                                          insecure, false); });
+      CHECK_MESSAGE(msg.find("give --identities FILE") != std::string::npos, msg);
+    }
   }
-  CHECK(error_of([] { live::check_listen_policy("0.0.0.0", "cert.pem", "", false); }).find("--tls-key is missing") !=
+  CHECK(error_of([] { live::check_listen_policy("0.0.0.0", "cert.pem", "", false, true); }).find("--tls-key is missing") !=
         std::string::npos);
-  CHECK(error_of([] { live::check_listen_policy("127.0.0.1", "", "key.pem", true); }).find("--tls-cert is missing") !=
+  CHECK(error_of([] { live::check_listen_policy("127.0.0.1", "", "key.pem", true, true); }).find("--tls-cert is missing") !=
         std::string::npos);
-  CHECK(error_of([] { live::check_listen_policy("localhost", "", "", false); }).find("not an IP address") !=
+  CHECK(error_of([] { live::check_listen_policy("localhost", "", "", false, true); }).find("not an IP address") !=
         std::string::npos);
 }
 
