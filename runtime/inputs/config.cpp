@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -243,6 +244,25 @@ const std::map<std::string, setter>& setters() {
 constexpr const char* gpu_speed_prefix = "gpu_speed.";
 constexpr const char* tenants_prefix = "tenants.";
 
+/// `tenants.<name>.users`: names separated by commas (a YAML list is joined so), each a user
+/// name as identities have them.
+std::vector<std::string> user_list(const std::string& v) {
+  std::vector<std::string> out;
+  std::string name;
+  std::istringstream in(v);
+  while (std::getline(in, name, ',')) {
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (name.empty()) bad_value("an empty user name in '" + v + "'");
+    for (char ch : name)
+      if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+        bad_value("user '" + name + "' holds a character outside a-z 0-9 . _ -");
+    if (std::find(out.begin(), out.end(), name) != out.end()) bad_value("user '" + name + "' is listed twice");
+    out.push_back(name);
+  }
+  return out;
+}
+
 /// `tenants.<name>.<field>`: false if `key` is not of that shape (a plain tenants.* key).
 bool set_tenant_key(config& c, const std::string& key, const std::string& v) {
   const std::string rest = key.substr(std::string(tenants_prefix).size());
@@ -255,7 +275,9 @@ bool set_tenant_key(config& c, const std::string& key, const std::string& v) {
   else if (field == "weight") t.weight = within(to_double(v), 1e-6, 1e6);
   else if (field == "borrow") t.borrow = to_bool(v) ? 1 : 0;
   else if (field == "lend") t.lend = to_bool(v) ? 1 : 0;
-  else bad_value("unknown tenant setting '" + field + "' (quota, weight, borrow, lend)");
+  else if (field == "users") t.users = user_list(v);
+  else if (field == "max_priority") t.max_priority = static_cast<int>(within<int64_t>(to_int(v), -1'000'000, 1'000'000));
+  else bad_value("unknown tenant setting '" + field + "' (quota, weight, borrow, lend, users, max_priority)");
   c.tenants[name] = t;
   return true;
 }
@@ -277,6 +299,17 @@ void flatten(const YAML::Node& node, const std::string& prefix, config& c, const
       flatten(kv.second, full, c, path, depth + 1);
     } else if (kv.second.IsScalar()) {
       set_config_key(c, full, kv.second.Scalar(), where);
+    } else if (kv.second.IsSequence() && full.rfind(tenants_prefix, 0) == 0 && full.ends_with(".users")) {
+      std::string joined;
+      for (const auto& item : kv.second) {
+        if (!item.IsScalar())
+          throw input_error(yaml_where(path, item.Mark()) + ": key '" + full + "': each user is a plain name");
+        if (item.Scalar().find(',') != std::string::npos)
+          throw input_error(yaml_where(path, item.Mark()) + ": key '" + full + "': user '" + item.Scalar() +
+                            "' holds a comma");
+        joined += (joined.empty() ? "" : ",") + item.Scalar();
+      }
+      set_config_key(c, full, joined, where);
     } else {
       throw input_error(where + ": key '" + full + "' must be a scalar or a mapping");
     }
@@ -347,7 +380,7 @@ std::vector<std::string> config_key_names() {
   std::vector<std::string> out;
   for (auto& kv : setters()) out.push_back(kv.first);
   out.push_back(std::string(gpu_speed_prefix) + "<TYPE>");
-  for (auto field : {"quota", "weight", "borrow", "lend"}) out.push_back(std::string(tenants_prefix) + "<NAME>." + field);
+  for (auto field : {"quota", "weight", "borrow", "lend", "users", "max_priority"}) out.push_back(std::string(tenants_prefix) + "<NAME>." + field);
   return out;
 }
 

@@ -3,6 +3,7 @@
 /// command-line flags and --set key=value; each key has one setter in config.cpp.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,11 @@ struct tenant_config {
   double weight = 0;     ///< fair share; 0: not set (the quota's share, else 1)
   int borrow = -1;       ///< -1: tenants.borrow
   int lend = -1;         ///< -1: tenants.lend
+  /// Live mode with identities: the users who may submit for it (docs/security.md, "Tenants
+  /// bound to users"); empty: none named.
+  std::vector<std::string> users;
+  /// The highest priority class its jobs may ask for; unset: any.
+  std::optional<int> max_priority;
   friend bool operator==(const tenant_config&, const tenant_config&) = default;
 };
 

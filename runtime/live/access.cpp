@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace aryl::live {
 
 namespace {
@@ -41,6 +43,36 @@ std::string refusal(const principal& p, action a, const std::string& job_owner, 
   if (!known_job || job_owner != p.name)
     return fmt::format("{} may {} only its own jobs: no such job of {}", who, text, p.name);
   return {};
+}
+
+tenant_choice choose_tenant(const tenant_binding& b, const principal& p, const std::optional<std::string>& tenant,
+                            int priority) {
+  tenant_choice c{tenant, {}};
+  if (b.empty() || p.cluster_token || p.who == role::admin) return c;
+  std::vector<std::string> mine;
+  for (auto& [name, users] : b.users)
+    if (std::find(users.begin(), users.end(), p.name) != users.end()) mine.push_back(name);
+  std::string list;
+  for (auto& t : mine) list += (list.empty() ? "" : ", ") + t;
+  if (!tenant) {
+    if (mine.size() > 1) {
+      c.refusal = fmt::format("{} is in tenants {}: choose one with --tenant", p.name, list);
+      return c;
+    }
+    if (mine.size() == 1) c.tenant = mine.front();
+  } else if (std::find(mine.begin(), mine.end(), *tenant) == mine.end()) {
+    c.refusal = fmt::format("{} may not submit for tenant {} ({})", p.name, *tenant,
+                            mine.empty() ? "no tenant names " + p.name : p.name + "'s tenants: " + list);
+    return c;
+  }
+  if (!c.tenant) {
+    if (priority > 0 && !b.users.empty())
+      c.refusal = fmt::format("priority {}: a job without a tenant runs at priority 0 at most", priority);
+    return c;
+  }
+  if (auto cap = b.max_priority.find(*c.tenant); cap != b.max_priority.end() && priority > cap->second)
+    c.refusal = fmt::format("priority {}: tenant {} allows up to {}", priority, *c.tenant, cap->second);
+  return c;
 }
 
 } // namespace aryl::live

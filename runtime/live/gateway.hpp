@@ -19,6 +19,7 @@
 
 #include "actors/node_link.hpp"
 #include "runtime/sim/driver.hpp"
+#include "runtime/live/access.hpp"
 #include "runtime/live/audit_log.hpp"
 #include "runtime/live/identities.hpp"
 #include "runtime/live/job_book.hpp"
@@ -34,6 +35,8 @@ struct gateway_options {
   /// Per-identity credentials and roles (docs/security.md); null: cluster-token mode, in
   /// which every peer presenting `token` may do everything and jobs run as the agents' user.
   std::shared_ptr<identity_registry> identities;
+  /// With identities: the tenants users may submit for, and their priority caps.
+  tenant_binding tenants;
   /// Every state change and every refusal by role; null: none.
   std::shared_ptr<audit_log> audit;
   /// TLS on the listener: the certificate chain and private key (PEM files); both empty:

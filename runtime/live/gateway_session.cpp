@@ -690,7 +690,14 @@ class session : public std::enable_shared_from_this<session> {
         return close(why);
       }
       if (!allowed(action::submit, j->name)) return;
+      auto choice = choose_tenant(g_->opts.tenants, who_, j->tenant, j->priority.value_or(0));
+      if (!choice.refusal.empty()) {
+        g_->log(fmt::format("{}: refused: {}", peer_, choice.refusal));
+        audit("submit", j->name, "refused: " + choice.refusal);
+        return send(wire::error{escape_control(choice.refusal)});
+      }
       auto spec = spec_of(*j, g_->opts.default_estimate_s);
+      spec.tenant = choice.tenant.value_or("");
       if (!who_.cluster_token) spec.user = who_.name;  // the job runs as its submitter
       pending_audit_ = entry("submit", j->name);
       awaiting_answer_ = true;

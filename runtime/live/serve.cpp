@@ -180,6 +180,10 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.checkpoint_root = checkpoints.string();
   g.stop_grace_s = o.stop_grace_s;
   g.default_estimate_s = c.default_estimate_s;
+  for (auto& [name, t] : c.tenants) {
+    if (!t.users.empty()) g.tenants.users[name] = t.users;
+    if (t.max_priority) g.tenants.max_priority[name] = *t.max_priority;
+  }
   g.submit_limits = {static_cast<size_t>(c.max_active_submits), static_cast<size_t>(c.max_active_submits_per_address),
                      static_cast<size_t>(c.max_submit_bytes), c.submits_per_s};
   // The simulation's detection delay (faults.heartbeat_s x faults.missed_heartbeats simulated

@@ -92,6 +92,8 @@ std::string effective_config_json(const config& c) {
     if (t.weight > 0) j[prefix + ".weight"] = t.weight;
     if (t.borrow >= 0) j[prefix + ".borrow"] = t.borrow == 1;
     if (t.lend >= 0) j[prefix + ".lend"] = t.lend == 1;
+    if (!t.users.empty()) j[prefix + ".users"] = t.users;
+    if (t.max_priority) j[prefix + ".max_priority"] = *t.max_priority;
   }
   j["jobs.checkpoint_interval_s"] = c.checkpoint_interval_s;
   j["jobs.checkpoint_s"] = c.checkpoint_s;

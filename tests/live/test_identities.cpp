@@ -152,6 +152,29 @@ TEST_CASE("roles: every role and action, against the table of docs/security.md")
   CHECK(refusal(alice, action::show, "bob", true) == refusal(alice, action::show, "", false));
 }
 
+TEST_CASE("tenants bound to users: a user submits only for its tenants, its only one by default, within the "
+          "tenant's priority cap; admins and cluster-token mode are not bound") {
+  tenant_binding b;
+  b.users = {{"vision", {"alice", "bob"}}, {"nlp", {"bob"}}};
+  b.max_priority = {{"vision", 1}};
+  principal alice{"alice", role::user, false}, bob{"bob", role::user, false}, carol{"carol", role::user, false};
+  CHECK(choose_tenant(b, alice, std::nullopt, 0).tenant == "vision");
+  CHECK(choose_tenant(b, alice, std::string("vision"), 1).refusal.empty());
+  CHECK(choose_tenant(b, alice, std::string("vision"), 2).refusal == "priority 2: tenant vision allows up to 1");
+  CHECK(choose_tenant(b, alice, std::string("nlp"), 0).refusal ==
+        "alice may not submit for tenant nlp (alice's tenants: vision)");
+  CHECK(choose_tenant(b, bob, std::nullopt, 0).refusal == "bob is in tenants nlp, vision: choose one with --tenant");
+  CHECK(choose_tenant(b, bob, std::string("nlp"), 5).refusal.empty());  // nlp has no cap
+  CHECK(choose_tenant(b, carol, std::nullopt, 0).refusal.empty());
+  CHECK_FALSE(choose_tenant(b, carol, std::nullopt, 0).tenant);
+  CHECK(choose_tenant(b, carol, std::nullopt, 1).refusal == "priority 1: a job without a tenant runs at priority 0 at most");
+  CHECK(choose_tenant(b, carol, std::string("vision"), 0).refusal ==
+        "carol may not submit for tenant vision (no tenant names carol)");
+  CHECK(choose_tenant(b, principal{"ops", role::admin, false}, std::string("nlp"), 9).refusal.empty());
+  CHECK(choose_tenant(b, principal{"cluster-token", role::admin, true}, std::string("x"), 9).refusal.empty());
+  CHECK(choose_tenant(tenant_binding{}, carol, std::string("x"), 9).tenant == "x");
+}
+
 TEST_CASE("hello: a token or a certificate names the identity; they must agree, fit the hello's role, and not be "
           "revoked") {
   const auto path = temp_path("ids-hello");

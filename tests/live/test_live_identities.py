@@ -62,7 +62,9 @@ def run(a, work, procs):
     create(alice, "user")
     create(bob, "user")
     bed.serve_auth = ["--identities", ids]
-    serve = bed.serve(["--no-workload", "--servers", "2", "--set", "cluster.inference.servers=0", "--speedup", "1"])
+    serve = bed.serve(["--no-workload", "--servers", "2", "--set", "cluster.inference.servers=0", "--speedup", "1",
+                       "--set", f"tenants.vision.users={alice}", "--set", "tenants.vision.max_priority=1",
+                       "--set", f"tenants.nlp.users={bob}"])
     if not serve:
         return None
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("ARYL_")}
@@ -133,6 +135,18 @@ def run(a, work, procs):
     check("secret" not in secrets.replace("/secret", ""), "the job did not read bob's secret")
     for tok in tokens.values():
         check(read(tok).strip() not in out, "no token is in the job's output")
+
+    # Tenants bound to users: alice's job runs for her only tenant; others' tenants and priorities
+    # above the cap are refused.
+    status = json.loads(as_user(alice, "status", "--json").stdout or "{}")
+    mine = [j for j in status.get("jobs", []) if str(j.get("job_id")) == job_id]
+    check(mine and mine[0].get("tenant") == "vision", f"alice's job runs for her tenant vision ({mine})")
+    r = as_user(alice, "submit", "--tenant", "nlp", "--", "/bin/true")
+    check(r.returncode != 0 and f"{alice} may not submit for tenant nlp" in r.stderr,
+          f"alice cannot submit for bob's tenant ({r.stderr.strip()})")
+    r = as_user(alice, "submit", "--priority", "5", "--", "/bin/true")
+    check(r.returncode != 0 and "tenant vision allows up to 1" in r.stderr,
+          f"alice's priority is capped by her tenant ({r.stderr.strip()})")
 
     # bob cannot cancel, show or read the logs of alice's job; alice cannot drain.
     for args in (("cancel", job_id), ("show", job_id), ("logs", job_id)):

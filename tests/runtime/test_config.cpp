@@ -75,7 +75,7 @@ TEST_CASE("a malformed tenant quota is an error naming the key") {
   CHECK(error_of([&] { apply_override(c, "tenants.vc1.weight=0"); }) ==
         "--set: tenants.vc1.weight: 0 is outside [1e-06, 1e+06]");
   CHECK(error_of([&] { apply_override(c, "tenants.vc1.qouta=8"); }) ==
-        "--set: tenants.vc1.qouta: unknown tenant setting 'qouta' (quota, weight, borrow, lend)");
+        "--set: tenants.vc1.qouta: unknown tenant setting 'qouta' (quota, weight, borrow, lend, users, max_priority)");
   CHECK(error_of([&] { apply_override(c, "tenants.vc1.borrow=maybe"); }) ==
         "--set: tenants.vc1.borrow: 'maybe' is not a boolean (true/false)");
   CHECK(error_of([&] { apply_override(c, "tenants.fairshare=1"); }) == "--set: unknown config key 'tenants.fairshare'");
@@ -90,6 +90,27 @@ TEST_CASE("a malformed tenant quota is an error naming the key") {
   apply_override(big, "tenants.vc2.quota=28");
   validate_config(big);
   CHECK(big.tenants.at("vc1").quota == 100);
+}
+
+TEST_CASE("tenants bound to users: a YAML list or commas, names checked where they enter, naming file, line and key") {
+  auto path = scratch_file("users.yaml", "tenants:\n  vision:\n    users: [alice, bob]\n    max_priority: 1\n"
+                                         "  nlp:\n    users: carol, dave\n");
+  config c;
+  load_config_file(c, path);
+  CHECK(c.tenants.at("vision").users == std::vector<std::string>{"alice", "bob"});
+  CHECK(c.tenants.at("vision").max_priority == 1);
+  CHECK(c.tenants.at("nlp").users == std::vector<std::string>{"carol", "dave"});
+  CHECK_FALSE(c.tenants.at("nlp").max_priority);
+  auto bad = scratch_file("users-bad.yaml", "tenants:\n  vision:\n    users: [alice, Bob]\n");
+  CHECK(error_of([&] { load_config_file(c, bad); }) ==
+        bad + ":3: tenants.vision.users: user 'Bob' holds a character outside a-z 0-9 . _ -");
+  auto twice = scratch_file("users-twice.yaml", "tenants:\n  vision:\n    users: alice,,bob\n");
+  CHECK(error_of([&] { load_config_file(c, twice); }) == twice + ":3: tenants.vision.users: an empty user name in 'alice,,bob'");
+  auto nested = scratch_file("users-nested.yaml", "tenants:\n  vision:\n    users:\n      - [alice]\n");
+  CHECK(error_of([&] { load_config_file(c, nested); }) ==
+        nested + ":4: key 'tenants.vision.users': each user is a plain name");
+  CHECK(error_of([&] { apply_override(c, "tenants.vision.max_priority=high"); }) ==
+        "--set: tenants.vision.max_priority: 'high' is not an integer");
 }
 
 TEST_CASE("a config file error names the file and line") {
