@@ -186,6 +186,8 @@ int main(int argc, char** argv) {
                     "cluster-token mode, loopback only: every peer presenting this file's token may do everything");
   serve->add_option("--identities", so.identities_file,
                     "a credential and role per user, node and operator (docs/security.md; `aryl token` manages it)");
+  serve->add_flag("--metrics-auth", so.metrics_auth,
+                  "/metrics and /healthz answer only a reader's or an admin's bearer token (needs --identities)");
   serve->add_option("--agent-wait", so.agent_wait_s, "seconds to wait for every agent (default 60)");
   serve->add_option("--work-dir", so.work_dir, "folder for the jobs' checkpoints (default live/)");
   serve->add_option("--state", so.state_file,

@@ -83,4 +83,14 @@ std::string register_refusal(const identity_registry* ids, const principal& who,
   return {};
 }
 
+std::string metrics_refusal(const identity_registry& ids, std::string_view token) {
+  if (token.empty()) return "a bearer token is required (Authorization: Bearer TOKEN of a reader or an admin)";
+  auto id = ids.by_token(token);
+  if (!id) return "unknown token";
+  if (id->revoked) return fmt::format("the credential of {} was revoked", id->name);
+  if (id->who != role::reader && id->who != role::admin)
+    return fmt::format("{} (role {}) may not read metrics", id->name, role_name(id->who));
+  return {};
+}
+
 } // namespace aryl::live

@@ -37,4 +37,8 @@ std::string credential_lapsed(const identity_registry& ids, const principal& who
 /// names one node, enrolled with a GPU type and pool.
 std::string register_refusal(const identity_registry* ids, const principal& who, const wire::register_& r);
 
+/// Why a request bearing `token` may not read /metrics or /healthz ("" if it may): a reader's
+/// or an admin's token, not revoked.
+std::string metrics_refusal(const identity_registry& ids, std::string_view token);
+
 } // namespace aryl::live

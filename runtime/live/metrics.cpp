@@ -10,6 +10,7 @@
 #include "runtime/live/accept_errors.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -179,8 +180,23 @@ struct metrics_endpoint::impl {
   uint64_t next_id = 0;
   std::thread thread;
 
-  impl(std::function<health()> r, std::function<health()> c, std::ostream& l, metrics_limits m)
-      : render(std::move(r)), check(std::move(c)), log(l), limits(m) {}
+  impl(std::function<health()> r, std::function<health()> c, std::ostream& l, metrics_limits m, bearer_check a)
+      : render(std::move(r)), check(std::move(c)), log(l), limits(m), authorize(std::move(a)) {}
+  bearer_check authorize;
+
+  /// Why the request may not read what it asks ("" if it may).
+  std::string unauthorized(const http::request<http::empty_body>& request) const {
+    if (!authorize) return {};
+    auto header = request[http::field::authorization];
+    const std::string_view text(header.data(), header.size());
+    constexpr std::string_view scheme = "bearer ";
+    std::string_view token;
+    if (text.size() > scheme.size() &&
+        std::equal(scheme.begin(), scheme.end(), text.begin(),
+                   [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); }))
+      token = text.substr(scheme.size());
+    return authorize(token);
+  }
 
   void accept() {
     acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
@@ -245,7 +261,14 @@ struct metrics_endpoint::impl {
     auto response = std::make_shared<http::response<http::string_body>>();
     response->version(request.version());
     response->keep_alive(false);
-    if (request.method() == http::verb::get && request.target() == "/metrics") {
+    if (auto why = unauthorized(request); !why.empty()) {
+      log << fmt::format("[serve] GET {} answered 401: {}\n", escape_control(std::string(request.target())),
+                         escape_control(why)) << std::flush;
+      response->result(http::status::unauthorized);
+      response->set(http::field::www_authenticate, "Bearer realm=\"aryl\"");
+      response->set(http::field::content_type, "text/plain");
+      response->body() = why + "\n";
+    } else if (request.method() == http::verb::get && request.target() == "/metrics") {
       auto page = render();
       if (page.ok) {
         response->result(http::status::ok);
@@ -278,8 +301,9 @@ struct metrics_endpoint::impl {
 };
 
 metrics_endpoint::metrics_endpoint(const std::string& bind, uint16_t port, std::function<health()> render,
-                                   std::ostream& log, std::function<health()> check, metrics_limits limits)
-    : impl_(std::make_unique<impl>(std::move(render), std::move(check), log, limits)) {
+                                   std::ostream& log, std::function<health()> check, metrics_limits limits,
+                                   bearer_check authorize)
+    : impl_(std::make_unique<impl>(std::move(render), std::move(check), log, limits, std::move(authorize))) {
   boost::system::error_code ec;
   auto address = asio::ip::make_address(bind, ec);
   if (ec) throw input_error(fmt::format("--metrics-bind {}: not an IP address", bind));

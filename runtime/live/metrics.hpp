@@ -8,6 +8,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "actors/cluster_status.hpp"
 
@@ -44,6 +45,10 @@ struct metrics_limits {
   size_t max_request_bytes = 8192;
 };
 
+/// Who may read the metrics: the bearer token of a request's `Authorization: Bearer TOKEN`
+/// header ("" when it has none) -> "" if it may, else why not (answered 401).
+using bearer_check = std::function<std::string(std::string_view token)>;
+
 /// An HTTP listener on its own thread: `GET /metrics` answers `render()` (a 503 is logged
 /// with its reason), `GET /healthz` answers `check()` (always ok if unset), anything else
 /// 404. Each call may block its thread: bound them (serve waits at most 1.5 s for the
@@ -53,7 +58,7 @@ class metrics_endpoint {
  public:
   /// Throws aryl::input_error naming the address if it cannot listen.
   metrics_endpoint(const std::string& bind, uint16_t port, std::function<health()> render, std::ostream& log,
-                   std::function<health()> check = {}, metrics_limits limits = {});
+                   std::function<health()> check = {}, metrics_limits limits = {}, bearer_check authorize = {});
   ~metrics_endpoint();
   metrics_endpoint(const metrics_endpoint&) = delete;
   metrics_endpoint& operator=(const metrics_endpoint&) = delete;

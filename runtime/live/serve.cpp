@@ -22,6 +22,7 @@
 #include "runtime/live/serve_state.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/live/audit_log.hpp"
+#include "runtime/live/gateway_access.hpp"
 #include "runtime/live/identities.hpp"
 #include "runtime/outputs/outputs.hpp"
 
@@ -117,6 +118,12 @@ void take_inventory(config& c, gateway& net, const serve_options& o, std::ostrea
                      c.inference.gpu_type, names);
 }
 
+/// --metrics-auth: a reader's or an admin's token, not revoked.
+bearer_check metrics_bearer(std::shared_ptr<identity_registry> ids) {
+  if (!ids) return {};
+  return [ids](std::string_view token) { return metrics_refusal(*ids, token); };
+}
+
 } // namespace
 
 int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream& log) {
@@ -128,6 +135,8 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
                        "up to {:g}x (docs/live.md, \"Fidelity\"); above, every launch's real start-up shows as "
                        "speedup times its seconds in JCTs\n",
                        c.speedup, max_faithful_speedup);
+  if (o.metrics_auth && o.identities_file.empty())
+    throw input_error("serve: --metrics-auth checks readers' tokens: give --identities FILE");
   if (o.token_file.empty() == o.identities_file.empty())
     throw input_error("serve: give --identities FILE (a credential and role per user, node and operator) or, for a "
                       "loopback testbed, --token-file FILE (one cluster token for every peer)");
@@ -281,7 +290,8 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
             return health{false, fmt::format("the scheduler did not answer within {:g} s: {} of {} agents connected",
                                              metrics_wait.count() / 1e3, connected, configured)};
           return health{true, fmt::format("ok: run in progress, {} of {} agents connected", connected, configured)};
-        });
+        },
+        metrics_limits{}, metrics_bearer(o.metrics_auth ? g.identities : nullptr));
     log << fmt::format("[serve] metrics on http://{}:{}/metrics\n", o.metrics_bind, metrics->port());
     write_port_file(o.metrics_port_file, metrics->port());
   }

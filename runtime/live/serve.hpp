@@ -36,6 +36,9 @@ struct serve_options {
   int metrics_port = -1;
   std::string metrics_bind = "127.0.0.1";
   std::string metrics_port_file;
+  /// /metrics and /healthz answer only a request bearing the token of a reader or an admin
+  /// (`Authorization: Bearer TOKEN`); needs identities_file.
+  bool metrics_auth = false;
   /// Serve until SIGINT/SIGTERM, not only until every known job is done.
   bool until_stopped = false;
   /// No trace and no synthetic jobs: only submitted ones (implies until_stopped).

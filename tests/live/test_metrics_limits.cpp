@@ -13,11 +13,13 @@
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "runtime/live/gateway_access.hpp"
 #include "runtime/live/metrics.hpp"
 
 using namespace aryl;
@@ -161,4 +163,38 @@ TEST_CASE("metrics: the endpoint keeps accepting after running out of file descr
     CHECK(get(m.port(), "/healthz").rfind("HTTP/1.1 200", 0) == 0);
   }
   CHECK_MESSAGE(log.str().find("[serve] metrics: accept failed: Too many open files") != std::string::npos, log.str());
+}
+
+TEST_CASE("metrics: with a bearer check, a request without a reader's or admin's token is answered 401") {
+  auto path = std::filesystem::temp_directory_path() / ("aryl-metrics-auth-" + std::to_string(::getpid()));
+  std::filesystem::remove(path);
+  live::identity_registry ids(path.string());
+  auto reader = ids.create({"mon", live::role::reader, "", "", "", false});
+  auto user = ids.create({"alice", live::role::user, "", "", "", false});
+  std::ostringstream log;
+  live::metrics_endpoint m("127.0.0.1", 0, page, log, {}, {},
+                           [&ids](std::string_view token) { return live::metrics_refusal(ids, token); });
+  auto with = [&](const std::string& target, const std::string& header) {
+    int fd = open_socket();
+    connect_to(fd, m.port());
+    send_all(fd, "GET " + target + " HTTP/1.1\r\nHost: localhost\r\n" + header + "\r\n");
+    auto answer = read_to_close(fd);
+    ::close(fd);
+    return answer;
+  };
+  for (auto target : {"/metrics", "/healthz"}) {
+    CHECK(with(target, "").rfind("HTTP/1.1 401", 0) == 0);
+    CHECK(with(target, "").find("WWW-Authenticate: Bearer") != std::string::npos);
+    CHECK(with(target, "Authorization: Bearer aryl_wrong\r\n").find("unknown token") != std::string::npos);
+    CHECK(with(target, "Authorization: Bearer " + user + "\r\n").find("alice (role user) may not read metrics") !=
+          std::string::npos);
+    CHECK(with(target, "Authorization: Bearer " + reader + "\r\n").rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(with(target, "authorization: bearer " + reader + "\r\n").rfind("HTTP/1.1 200", 0) == 0);
+  }
+  CHECK(with("/metrics", "Authorization: Bearer " + reader + "\r\n").find("aryl_jobs_finished_total 3") !=
+        std::string::npos);
+  REQUIRE(ids.revoke("mon"));
+  CHECK(with("/metrics", "Authorization: Bearer " + reader + "\r\n").find("the credential of mon was revoked") !=
+        std::string::npos);
+  std::filesystem::remove(path);
 }
