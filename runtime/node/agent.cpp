@@ -577,8 +577,7 @@ class agent {
     w->gpus = l.gpus;
     say("launch " + label + " of " + std::to_string(l.world_size) + ": pid " +
         std::to_string(w->proc.pid()) + ", gpus [" + join(l.gpus) + "], " + spec.argv[0]);
-    if (!w->proc.exec_error().empty())
-      say(label + ": cannot execute '" + spec.argv[0] + "': " + w->proc.exec_error());
+    if (!w->proc.start_error().empty()) say(label + ": " + w->proc.start_error());
     w->out = std::make_unique<asio::posix::stream_descriptor>(io_, w->proc.take_stdout_fd());
     if (!o_.poll_worker_exits) {
       if (const int fd = w->proc.open_pidfd(); fd >= 0) {
