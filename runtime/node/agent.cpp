@@ -28,6 +28,7 @@
 #include "solvers/control_chars.hpp"
 #include "runtime/node/agent_parts.hpp"
 #include "runtime/node/processes.hpp"
+#include "runtime/node/worker_env.hpp"
 #include "runtime/node/worker_log.hpp"
 #include "runtime/wire/plain_text.hpp"
 #include "runtime/wire/tls_stream.hpp"
@@ -99,6 +100,8 @@ class agent {
     if (!(o_.progress_interval_s >= 0)) return "progress_interval_s must be >= 0";
     if (!(o_.fence_after_s >= 0) || !std::isfinite(o_.fence_after_s)) return "fence_after_s must be >= 0";
     if (!(o_.give_up_after_s >= 0) || !std::isfinite(o_.give_up_after_s)) return "give_up_after_s must be >= 0";
+    for (const auto& p : o_.pass_env)
+      if (auto why = pass_env_refusal(p); !why.empty()) return why;
     return {};
   }
 
@@ -514,28 +517,6 @@ class agent {
     report_exit(l.job_id, l.rank, l.gpus, 127, 0);
   }
 
-  std::vector<std::string> worker_environment(const wire::launch& l, const std::string& ckpt) const {
-    std::map<std::string, std::string> env;
-    for (const auto& kv : current_environment()) {
-      const auto eq = kv.find('=');
-      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    env[agent_marker_variable] = marker_;
-    env["ARYL_JOB_ID"] = std::to_string(l.job_id);
-    env["ARYL_RANK"] = std::to_string(l.rank);
-    env["ARYL_WORLD_SIZE"] = std::to_string(l.world_size);
-    env["CUDA_VISIBLE_DEVICES"] = join(l.gpus);
-    env["ARYL_CHECKPOINT_DIR"] = ckpt;
-    env["ARYL_RENDEZVOUS"] = l.rendezvous;
-    if (l.work_s) env["ARYL_WORK_S"] = format_double(*l.work_s);
-    if (l.rate) env["ARYL_RATE"] = format_double(*l.rate);
-    for (const auto& [k, v] : l.env) env[k] = v;
-    std::vector<std::string> out;
-    out.reserve(env.size());
-    for (const auto& [k, v] : env) out.push_back(k + "=" + v);
-    return out;
-  }
-
   void on_launch(const wire::launch& l) {
     const std::string label = worker_label(l.job_id, l.rank);
     if (worker* w = find_worker(l.job_id, l.rank)) {
@@ -564,7 +545,11 @@ class agent {
       return start_failed(l, "cannot open " + log_path.string() + ": " + std::strerror(errno));
     spawn_spec spec;
     spec.argv = l.command.empty() ? std::vector<std::string>{worker_program_, "worker"} : l.command;
-    spec.env = worker_environment(l, ckpt.string());
+    auto env = build_worker_environment(current_environment(), o_.pass_env, l,
+                                        worker_context{marker_, ckpt.string(), std::nullopt});
+    for (const auto& name : env.refused)
+      say("launch " + label + ": env '" + name + "' left out (a launch may not set it)");
+    spec.env = std::move(env.env);
     spec.stderr_fd = w->log_fd;
     try {
       w->proc = child_process::spawn(spec);
