@@ -77,6 +77,9 @@ struct agent_options {
   /// (runtime/node/worker_env.hpp): names, or prefixes with a trailing '*' (--pass-env). One
   /// that could match an ARYL_ name is refused at the start (run_agent returns 2).
   std::vector<std::string> pass_env;
+  /// An agent running as root starts a launch that names a user of uid 0 (--allow-root-jobs);
+  /// otherwise that launch fails (exit 127).
+  bool allow_root_jobs = false;
   /// How a worker's end is seen. False: by an event on its pidfd, and by polling with waitid
   /// every 5 ms only where the kernel gives no pidfd (before Linux 5.3; logged once). True:
   /// always by that polling (tests of the fallback).
@@ -100,12 +103,17 @@ struct agent_options {
 /// stdin /dev/null, with the environment build_worker_environment gives (worker_env.hpp: the
 /// agent's variables on an allow-list, never its ARYL_* ones; ARYL_CHECKPOINT_DIR is
 /// launch.checkpoint_dir if absolute, else work_dir/checkpoints/<job_id>; created).
-/// stdout lines and stderr go to the worker's log file, each line whole however long (one
+/// A launch that names a user runs as that user (run_as.hpp, plan_run_as; refused: exit 127
+/// with the reason logged), with HOME, USER, LOGNAME and SHELL from its passwd entry, in the
+/// folder work_dir/jobs/<user>/<job_id>; that folder and the checkpoint folder are the user's,
+/// mode 0700 (prepare_owned_dir), and a worker that cannot enter both (a parent folder the
+/// user may not search) does not start. stdout lines and stderr go to the worker's log file
+/// (the agent's; mode 0600 for a launch that names a user), each line whole however long (one
 /// over 64 KiB is written through in pieces and not parsed); stdout lines parse_progress_line
 /// accepts become `progress` (at most one per progress_interval_s per worker, the latest always
 /// sent, the last one before the exit).
-/// A program that cannot be executed (or a checkpoint folder or log file that cannot be
-/// created) gives `exit` with code 127.
+/// A program that cannot be executed (or a refused user, or a folder or log file that cannot
+/// be created or used) gives `exit` with code 127.
 ///
 /// stop{job_id, grace_s}: SIGTERM to the group of each of the job's workers here, SIGKILL
 /// after grace_s. Every worker's end is reported as exit{job_id, rank, code, signal} from
