@@ -53,7 +53,7 @@ std::variant<run_as_plan, std::string> plan_run_as(const std::string& wanted, co
                                                    const agent_self& self);
 
 /// Makes `dir` a folder only `uid` may use (mode 0700, owned by uid:gid), for a job of that
-/// user; its missing parents are created as the agent's (mode 0755 less the umask). The folder
+/// user; its missing parents are created as the agent's (mode 0777 less the umask). The folder
 /// is created with mkdir and changed through a descriptor opened with O_NOFOLLOW, so a
 /// symbolic link put in its place is refused rather than followed. One that exists already is
 /// kept as it is when `uid` owns it, taken (chown, chmod 0700) when the agent owns it (the

@@ -26,12 +26,13 @@ std::string number(double x) {
   return std::string(buf, r.ptr);
 }
 
-} // namespace
-
+/// A --pass-env pattern or a default_pass_env entry: a name, or a prefix before a final '*'.
 bool env_pattern_matches(std::string_view pattern, std::string_view name) {
   if (pattern.ends_with('*')) return name.starts_with(pattern.substr(0, pattern.size() - 1));
   return name == pattern;
 }
+
+} // namespace
 
 std::string pass_env_refusal(const std::string& pattern) {
   const std::string_view stem = std::string_view(pattern).substr(0, pattern.size() - (pattern.ends_with('*') ? 1 : 0));

@@ -26,9 +26,6 @@ inline constexpr std::string_view default_pass_env[] = {
 /// variables never reach a worker.
 std::string pass_env_refusal(const std::string& pattern);
 
-/// True when `name` matches `pattern` (a --pass-env pattern or a default_pass_env entry).
-bool env_pattern_matches(std::string_view pattern, std::string_view name);
-
 /// The account a worker runs as, for the variables that name it.
 struct worker_account {
   std::string user;   ///< USER and LOGNAME
