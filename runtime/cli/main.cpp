@@ -227,6 +227,11 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--give-up-after", ao.give_up_after_s,
                         "stop (exit 3) after this many seconds without being registered with the scheduler "
                         "(default 0: keep reconnecting)");
+  agent_cmd->add_option("--pass-env", ao.pass_env,
+                        "also give workers this variable of the agent's environment (NAME, or PREFIX*; repeatable; "
+                        "never an ARYL_* one)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  agent_cmd->add_flag("--allow-root-jobs", ao.allow_root_jobs, "run a launch that names a user of uid 0 (as root)");
 
   app.add_subcommand("worker", "live mode: an emulated training worker, configured by ARYL_* variables");
 

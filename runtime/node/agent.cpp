@@ -28,6 +28,8 @@
 #include "solvers/control_chars.hpp"
 #include "runtime/node/agent_parts.hpp"
 #include "runtime/node/processes.hpp"
+#include "runtime/node/run_as.hpp"
+#include "runtime/node/worker_env.hpp"
 #include "runtime/node/worker_log.hpp"
 #include "runtime/wire/plain_text.hpp"
 #include "runtime/wire/tls_stream.hpp"
@@ -74,6 +76,10 @@ class agent {
     marker_ = o_.name + "@" + fs::absolute(o_.work_dir, ec).string();
     if (int left = kill_marked_processes(marker_); left > 0)
       say("killed " + std::to_string(left) + " worker process(es) an earlier run of this agent left");
+    self_.euid = ::geteuid();
+    const auto me = find_account(self_.euid);
+    self_.user = me ? me->name : "uid " + std::to_string(self_.euid);
+    self_.allow_root_jobs = o_.allow_root_jobs;
     worker_program_ = o_.worker_program;
     if (worker_program_.empty()) worker_program_ = fs::read_symlink("/proc/self/exe", ec).string();
     say("starting: scheduler " + o_.host + ":" + std::to_string(o_.port) + ", work dir " +
@@ -99,6 +105,8 @@ class agent {
     if (!(o_.progress_interval_s >= 0)) return "progress_interval_s must be >= 0";
     if (!(o_.fence_after_s >= 0) || !std::isfinite(o_.fence_after_s)) return "fence_after_s must be >= 0";
     if (!(o_.give_up_after_s >= 0) || !std::isfinite(o_.give_up_after_s)) return "give_up_after_s must be >= 0";
+    for (const auto& p : o_.pass_env)
+      if (auto why = pass_env_refusal(p); !why.empty()) return why;
     return {};
   }
 
@@ -514,28 +522,6 @@ class agent {
     report_exit(l.job_id, l.rank, l.gpus, 127, 0);
   }
 
-  std::vector<std::string> worker_environment(const wire::launch& l, const std::string& ckpt) const {
-    std::map<std::string, std::string> env;
-    for (const auto& kv : current_environment()) {
-      const auto eq = kv.find('=');
-      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    env[agent_marker_variable] = marker_;
-    env["ARYL_JOB_ID"] = std::to_string(l.job_id);
-    env["ARYL_RANK"] = std::to_string(l.rank);
-    env["ARYL_WORLD_SIZE"] = std::to_string(l.world_size);
-    env["CUDA_VISIBLE_DEVICES"] = join(l.gpus);
-    env["ARYL_CHECKPOINT_DIR"] = ckpt;
-    env["ARYL_RENDEZVOUS"] = l.rendezvous;
-    if (l.work_s) env["ARYL_WORK_S"] = format_double(*l.work_s);
-    if (l.rate) env["ARYL_RATE"] = format_double(*l.rate);
-    for (const auto& [k, v] : l.env) env[k] = v;
-    std::vector<std::string> out;
-    out.reserve(env.size());
-    for (const auto& [k, v] : env) out.push_back(k + "=" + v);
-    return out;
-  }
-
   void on_launch(const wire::launch& l) {
     const std::string label = worker_label(l.job_id, l.rank);
     if (worker* w = find_worker(l.job_id, l.rank)) {
@@ -550,21 +536,42 @@ class agent {
                  std::to_string(w->proc.pid()));
     }
     if (shutting_down_) return say("launch " + label + " ignored: the agent is stopping");
+    std::optional<run_as_plan> as;
+    if (l.user) {
+      auto plan = plan_user(*l.user);
+      if (auto* why = std::get_if<std::string>(&plan)) return start_failed(l, *why);
+      as = std::get<run_as_plan>(std::move(plan));
+    }
     const fs::path ckpt = fs::path(l.checkpoint_dir).is_absolute()
                               ? fs::path(l.checkpoint_dir)
                               : fs::path(o_.work_dir) / "checkpoints" / std::to_string(l.job_id);
-    std::error_code ec;
-    fs::create_directories(ckpt, ec);
-    if (ec) return start_failed(l, "cannot create " + ckpt.string() + ": " + ec.message());
+    spawn_spec spec;
+    if (as) {
+      const auto& a = as->account;
+      auto job_dir = prepare_job_dirs(o_.work_dir, l.job_id, ckpt, a);
+      if (auto* why = std::get_if<std::string>(&job_dir)) return start_failed(l, *why);
+      if (as->change_credentials) spec.as = credentials{a.uid, a.gid, a.groups};
+      spec.working_dir = std::get<fs::path>(job_dir).string();
+      spec.usable_dirs = {ckpt.string()};
+    } else {
+      std::error_code ec;
+      fs::create_directories(ckpt, ec);
+      if (ec) return start_failed(l, "cannot create " + ckpt.string() + ": " + ec.message());
+    }
     const fs::path log_path = fs::path(o_.work_dir) / "logs" /
                               (std::to_string(l.job_id) + "-" + std::to_string(l.rank) + ".log");
     auto w = std::make_unique<worker>();
     w->log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (w->log_fd < 0)
+    // Another user's job output stays between that user and the agent.
+    if (w->log_fd < 0 || (as && ::fchmod(w->log_fd, 0600) != 0))
       return start_failed(l, "cannot open " + log_path.string() + ": " + std::strerror(errno));
-    spawn_spec spec;
     spec.argv = l.command.empty() ? std::vector<std::string>{worker_program_, "worker"} : l.command;
-    spec.env = worker_environment(l, ckpt.string());
+    worker_context ctx{marker_, ckpt.string(), std::nullopt};
+    if (as) ctx.account = worker_account{as->account.name, as->account.home, as->account.shell};
+    auto env = build_worker_environment(current_environment(), o_.pass_env, l, ctx);
+    for (const auto& name : env.refused)
+      say("launch " + label + ": env '" + name + "' left out (a launch may not set it)");
+    spec.env = std::move(env.env);
     spec.stderr_fd = w->log_fd;
     try {
       w->proc = child_process::spawn(spec);
@@ -576,9 +583,9 @@ class agent {
     w->rank = l.rank;
     w->gpus = l.gpus;
     say("launch " + label + " of " + std::to_string(l.world_size) + ": pid " +
-        std::to_string(w->proc.pid()) + ", gpus [" + join(l.gpus) + "], " + spec.argv[0]);
-    if (!w->proc.exec_error().empty())
-      say(label + ": cannot execute '" + spec.argv[0] + "': " + w->proc.exec_error());
+        std::to_string(w->proc.pid()) + ", gpus [" + join(l.gpus) + "], " + spec.argv[0] +
+        (as ? ", as " + as->account.name : ""));
+    if (!w->proc.start_error().empty()) say(label + ": " + w->proc.start_error());
     w->out = std::make_unique<asio::posix::stream_descriptor>(io_, w->proc.take_stdout_fd());
     if (!o_.poll_worker_exits) {
       if (const int fd = w->proc.open_pidfd(); fd >= 0) {
@@ -596,6 +603,15 @@ class agent {
     // pidfd's registration with epoll (asio's wait does not look before it waits).
     watch_end(ref);
     reschedule();
+  }
+
+  /// How a launch for `user` runs here, or why it does not.
+  std::variant<run_as_plan, std::string> plan_user(const std::string& user) const {
+    try {
+      return plan_run_as(user, find_account(user), self_);
+    } catch (const std::system_error& e) {
+      return "cannot look up user '" + user + "': " + e.code().message();
+    }
   }
 
   void on_stop(const wire::stop& s) {
@@ -711,6 +727,7 @@ class agent {
   bool finishing_ = false;
   time_point finish_deadline_{};
   std::string worker_program_;
+  agent_self self_;  ///< whose jobs this agent may start
 };
 
 } // namespace

@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/node/progress_line.hpp"
 #include "runtime/wire/messages.hpp"
@@ -72,6 +73,13 @@ struct agent_options {
   /// The program of a launch whose command is empty, run with the single argument
   /// "worker" (the aryl binary itself). Empty: this process's own executable.
   std::string worker_program;
+  /// Variables of the agent's environment its workers get beyond default_pass_env
+  /// (runtime/node/worker_env.hpp): names, or prefixes with a trailing '*' (--pass-env). One
+  /// that could match an ARYL_ name is refused at the start (run_agent returns 2).
+  std::vector<std::string> pass_env;
+  /// An agent running as root starts a launch that names a user of uid 0 (--allow-root-jobs);
+  /// otherwise that launch fails (exit 127).
+  bool allow_root_jobs = false;
   /// How a worker's end is seen. False: by an event on its pidfd, and by polling with waitid
   /// every 5 ms only where the kernel gives no pidfd (before Linux 5.3; logged once). True:
   /// always by that polling (tests of the fallback).
@@ -92,16 +100,20 @@ struct agent_options {
 /// stopped, or has ended and its exit is not reported yet, started once its exit is reported
 /// (so every exit names one process). Otherwise starts
 /// `command` (empty: worker_program with argument "worker") in its own process group,
-/// stdin /dev/null, with the agent's environment plus ARYL_JOB_ID, ARYL_RANK,
-/// ARYL_WORLD_SIZE, CUDA_VISIBLE_DEVICES (the launch's GPU indices, comma-separated),
-/// ARYL_CHECKPOINT_DIR (launch.checkpoint_dir if absolute, else
-/// work_dir/checkpoints/<job_id>; created), ARYL_RENDEZVOUS, ARYL_WORK_S and ARYL_RATE
-/// (when given), then launch.env (which wins). stdout lines and stderr go to the worker's
-/// log file, each line whole however long (one over 64 KiB is written through in pieces and
-/// not parsed); stdout lines parse_progress_line accepts become `progress` (at most one per
-/// progress_interval_s per worker, the latest always sent, the last one before the exit).
-/// A program that cannot be executed (or a checkpoint folder or log file that cannot be
-/// created) gives `exit` with code 127.
+/// stdin /dev/null, with the environment build_worker_environment gives (worker_env.hpp: the
+/// agent's variables on an allow-list, never its ARYL_* ones; ARYL_CHECKPOINT_DIR is
+/// launch.checkpoint_dir if absolute, else work_dir/checkpoints/<job_id>; created).
+/// A launch that names a user runs as that user (run_as.hpp, plan_run_as; refused: exit 127
+/// with the reason logged), with HOME, USER, LOGNAME and SHELL from its passwd entry, in the
+/// folder work_dir/jobs/<user>/<job_id>; that folder and the checkpoint folder are the user's,
+/// mode 0700 (prepare_owned_dir), and a worker that cannot enter both (a parent folder the
+/// user may not search) does not start. stdout lines and stderr go to the worker's log file
+/// (the agent's; mode 0600 for a launch that names a user), each line whole however long (one
+/// over 64 KiB is written through in pieces and not parsed); stdout lines parse_progress_line
+/// accepts become `progress` (at most one per progress_interval_s per worker, the latest always
+/// sent, the last one before the exit).
+/// A program that cannot be executed (or a refused user, or a folder or log file that cannot
+/// be created or used) gives `exit` with code 127.
 ///
 /// stop{job_id, grace_s}: SIGTERM to the group of each of the job's workers here, SIGKILL
 /// after grace_s. Every worker's end is reported as exit{job_id, rank, code, signal} from

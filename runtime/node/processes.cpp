@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string>
 #include <system_error>
 #include <utility>
 
@@ -43,12 +45,43 @@ std::vector<char*> c_array(const std::vector<std::string>& v) {
   return out;
 }
 
+/// The step of a child's start that failed, sent to the parent with its errno; a usable
+/// folder's index is added to usable_dir_step.
+enum start_step : int { exec_step, redirect_step, setgroups_step, setgid_step, setuid_step, regain_step, chdir_step,
+                        usable_dir_step };
+
+/// What the child needs after fork, every pointer built before it (the child may not allocate).
+struct child_setup {
+  char* const* argv;
+  char* const* envp;
+  int stdin_fd, stdout_fd, stderr_fd, error_fd;
+  pid_t parent;
+  const credentials* as;  ///< null: ours
+  const char* working_dir;  ///< null: ours
+  char* const* usable_dirs;  ///< null-terminated
+};
+
+[[noreturn]] void fail_start(int error_fd, int step, int err) {
+  const int report[2] = {step, err};
+  [[maybe_unused]] auto n = ::write(error_fd, report, sizeof report);
+  ::_exit(127);
+}
+
 /// In the child after fork: only async-signal-safe calls. Never returns.
-[[noreturn]] void exec_child(char* const* argv, char* const* envp, int stdin_fd, int stdout_fd,
-                             int stderr_fd, int error_fd, pid_t parent) {
+[[noreturn]] void exec_child(const child_setup& c) {
   ::setpgid(0, 0);
+  if (c.as) {
+    // Groups first, the uid last: once it is not root, the process cannot change the others.
+    if (::setgroups(c.as->groups.size(), c.as->groups.data()) != 0) fail_start(c.error_fd, setgroups_step, errno);
+    if (::setgid(c.as->gid) != 0) fail_start(c.error_fd, setgid_step, errno);
+    if (::setuid(c.as->uid) != 0) fail_start(c.error_fd, setuid_step, errno);
+    if (c.as->uid != 0 && (::setuid(0) == 0 || ::getuid() != c.as->uid || ::geteuid() != c.as->uid ||
+                           ::getgid() != c.as->gid || ::getegid() != c.as->gid))
+      fail_start(c.error_fd, regain_step, EPERM);
+  }
+  // After the credential change, which clears it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);
+  if (::getppid() != c.parent) ::_exit(127);
   // Handlers are reset by exec, ignored signals and the mask are not: start clean.
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -56,13 +89,41 @@ std::vector<char*> c_array(const std::vector<std::string>& v) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  bool ok = ::dup2(stdin_fd, 0) >= 0;
-  if (ok && stdout_fd >= 0) ok = ::dup2(stdout_fd, 1) >= 0;
-  if (ok && stderr_fd >= 0) ok = ::dup2(stderr_fd, 2) >= 0;
-  if (ok && argv[0] != nullptr) ::execvpe(argv[0], argv, envp);
-  int err = errno != 0 ? errno : ENOENT;
-  [[maybe_unused]] auto n = ::write(error_fd, &err, sizeof err);
-  ::_exit(127);
+  bool ok = ::dup2(c.stdin_fd, 0) >= 0;
+  if (ok && c.stdout_fd >= 0) ok = ::dup2(c.stdout_fd, 1) >= 0;
+  if (ok && c.stderr_fd >= 0) ok = ::dup2(c.stderr_fd, 2) >= 0;
+  // Nothing else of ours reaches the program (the agent's connection to the scheduler has no
+  // close-on-exec): the error pipe moves to 3, everything above goes.
+  int error_fd = c.error_fd;
+  if (ok && error_fd != 3) ok = ::dup3(error_fd, 3, O_CLOEXEC) == 3;
+  if (!ok) fail_start(error_fd, redirect_step, errno);
+  error_fd = 3;
+  ::closefrom(4);
+  if (c.working_dir && ::chdir(c.working_dir) != 0) fail_start(error_fd, chdir_step, errno);
+  for (int i = 0; c.usable_dirs[i] != nullptr; ++i)
+    if (::access(c.usable_dirs[i], R_OK | W_OK | X_OK) != 0) fail_start(error_fd, usable_dir_step + i, errno);
+  if (c.argv[0] != nullptr) ::execvpe(c.argv[0], c.argv, c.envp);
+  fail_start(error_fd, exec_step, errno != 0 ? errno : ENOENT);
+}
+
+/// The parent's sentence for a child's failed `step`.
+std::string start_failure(const spawn_spec& spec, int step, int err) {
+  const std::string reason = std::strerror(err);
+  const std::string as = spec.as ? " as uid " + std::to_string(spec.as->uid) : "";
+  switch (step) {
+    case exec_step: return "cannot execute '" + (spec.argv.empty() ? "" : spec.argv[0]) + "': " + reason;
+    case redirect_step: return "cannot redirect its standard streams: " + reason;
+    case setgroups_step: return "cannot take the groups of uid " + std::to_string(spec.as->uid) + ": " + reason;
+    case setgid_step: return "cannot take gid " + std::to_string(spec.as->gid) + ": " + reason;
+    case setuid_step: return "cannot take uid " + std::to_string(spec.as->uid) + ": " + reason;
+    case regain_step: return "could take root back after dropping to uid " + std::to_string(spec.as->uid);
+    case chdir_step: return "cannot enter " + spec.working_dir + as + ": " + reason;
+    default: {
+      const auto i = static_cast<size_t>(step - usable_dir_step);
+      const std::string dir = i < spec.usable_dirs.size() ? spec.usable_dirs[i] : "a folder";
+      return "cannot use " + dir + as + ": " + reason;
+    }
+  }
 }
 
 } // namespace
@@ -83,6 +144,7 @@ std::vector<std::string> current_environment() {
 child_process child_process::spawn(const spawn_spec& spec) {
   const auto argv = c_array(spec.argv);
   const auto envp = c_array(spec.env);
+  const auto usable = c_array(spec.usable_dirs);
   fd_guard dev_null{::open("/dev/null", O_RDONLY | O_CLOEXEC)};
   if (dev_null.fd < 0) throw_errno("open /dev/null");
   int out_pipe[2] = {-1, -1};
@@ -92,24 +154,29 @@ child_process child_process::spawn(const spawn_spec& spec) {
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw_errno("pipe2");
   fd_guard err_read{err_pipe[0]}, err_write{err_pipe[1]};
 
-  const pid_t parent = ::getpid();
+  const child_setup setup{argv.data(), envp.data(), dev_null.fd, out_write.fd, spec.stderr_fd, err_write.fd,
+                          ::getpid(), spec.as ? &*spec.as : nullptr,
+                          spec.working_dir.empty() ? nullptr : spec.working_dir.c_str(), usable.data()};
   const pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork");
-  if (pid == 0)
-    exec_child(argv.data(), envp.data(), dev_null.fd, out_write.fd, spec.stderr_fd, err_write.fd,
-               parent);
+  if (pid == 0) exec_child(setup);
 
   child_process child;
   child.pid_ = pid;
   ::setpgid(pid, pid);  // also here: no window in which a signal to the group misses it
   ::close(err_write.release());
   ::close(out_write.release());
-  // The error pipe closes on a successful exec, or carries the exec's errno.
-  int err = 0;
-  ssize_t n;
-  do n = ::read(err_read.fd, &err, sizeof err);
-  while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof err)) child.exec_error_ = std::strerror(err);
+  // The error pipe closes on a successful exec, or carries the failed step and its errno.
+  int report[2] = {0, 0};
+  size_t got = 0;
+  for (;;) {
+    const ssize_t n = ::read(err_read.fd, reinterpret_cast<char*>(report) + got, sizeof report - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+    if (got == sizeof report) break;
+  }
+  if (got == sizeof report) child.start_error_ = start_failure(spec, report[0], report[1]);
   if (out_read.fd >= 0) {
     ::fcntl(out_read.fd, F_SETFL, ::fcntl(out_read.fd, F_GETFL) | O_NONBLOCK);
     child.stdout_fd_ = out_read.release();
@@ -120,7 +187,7 @@ child_process child_process::spawn(const spawn_spec& spec) {
 child_process::child_process(child_process&& other) noexcept
     : pid_(std::exchange(other.pid_, 0)),
       stdout_fd_(std::exchange(other.stdout_fd_, -1)),
-      exec_error_(std::move(other.exec_error_)),
+      start_error_(std::move(other.start_error_)),
       status_(std::exchange(other.status_, std::nullopt)) {}
 
 child_process& child_process::operator=(child_process&& other) noexcept {
@@ -128,7 +195,7 @@ child_process& child_process::operator=(child_process&& other) noexcept {
     release();
     pid_ = std::exchange(other.pid_, 0);
     stdout_fd_ = std::exchange(other.stdout_fd_, -1);
-    exec_error_ = std::move(other.exec_error_);
+    start_error_ = std::move(other.start_error_);
     status_ = std::exchange(other.status_, std::nullopt);
   }
   return *this;

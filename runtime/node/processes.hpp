@@ -10,6 +10,13 @@
 
 namespace aryl::live {
 
+/// A Unix identity a child takes before it executes its program.
+struct credentials {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  ///< its supplementary groups
+};
+
 /// What to start.
 struct spawn_spec {
   /// argv; argv[0] is the program, looked up on the agent's PATH when it has no '/'.
@@ -20,6 +27,13 @@ struct spawn_spec {
   int stderr_fd = -1;
   /// True: the child's stdout is a pipe whose read end stdout_fd() gives; false: inherit.
   bool capture_stdout = true;
+  /// Set: the child drops to these groups, gid and uid, in that order (the caller must be
+  /// root), and checks it cannot take uid 0 back (when uid is not 0). Unset: ours.
+  std::optional<credentials> as;
+  /// Not empty: the child's working directory, entered as `as`; empty: ours.
+  std::string working_dir;
+  /// Folders the child must be able to read, write and search as `as` (access(2)).
+  std::vector<std::string> usable_dirs;
 };
 
 /// How a process ended, from its wait status.
@@ -32,13 +46,15 @@ struct exit_status {
   bool operator==(const exit_status&) const = default;
 };
 
-/// A child process, the leader of its own process group (setpgid), stdin from /dev/null.
+/// A child process, the leader of its own process group (setpgid), stdin from /dev/null, no
+/// other descriptor of ours (stdout and stderr as the spec says).
 /// The child also gets SIGKILL if the thread that spawned it dies (PR_SET_PDEATHSIG), so a
 /// crashed agent leaves no worker behind. Movable, not copyable. Not thread-safe.
 class child_process {
  public:
   /// Forks and executes `spec`. Throws std::system_error when a pipe or fork fails. When
-  /// the program cannot be executed, the child exits with code 127 and exec_error() says
+  /// the program cannot be executed, or a step before (the credentials, the working
+  /// directory, a usable folder) fails, the child exits with code 127 and start_error() says
   /// why (the spawn itself succeeds, so the caller reports the exit as for any child).
   static child_process spawn(const spawn_spec& spec);
 
@@ -57,8 +73,10 @@ class child_process {
   int stdout_fd() const { return stdout_fd_; }
   /// Gives up ownership of the stdout pipe's read end; returns it (or -1).
   int take_stdout_fd();
-  /// Why the exec failed (strerror text); empty when it succeeded.
-  const std::string& exec_error() const { return exec_error_; }
+  /// Why the child did not start, naming the step ("cannot execute '/bin/x': No such file or
+  /// directory", "cannot enter /w/jobs/alice/3 as uid 1001: Permission denied"); empty when
+  /// its program was executed.
+  const std::string& start_error() const { return start_error_; }
   /// True once the child was reaped (try_reap or wait returned its status).
   bool reaped() const { return pid_ == 0 || status_.has_value(); }
   /// The status, once reaped.
@@ -83,7 +101,7 @@ class child_process {
 
   pid_t pid_ = 0;
   int stdout_fd_ = -1;
-  std::string exec_error_;
+  std::string start_error_;
   std::optional<exit_status> status_;
 };
 

@@ -631,7 +631,7 @@ TEST_CASE("live processes: destroying a child_process kills its whole process gr
   std::optional<pid_t> grandchild;
   {
     auto child = child_process::spawn({{"/bin/sh", "-c", "sleep 100 & echo $!; wait"},
-                                       current_environment(), -1, true});
+                                       current_environment(), -1, true, std::nullopt, {}, {}});
     std::string out;
     REQUIRE(eventually([&] {
       char buf[64];

@@ -48,7 +48,7 @@ class worker_process {
   worker_process(const std::map<std::string, std::string>& vars, const std::filesystem::path& dir)
       : stderr_path_(dir / "stderr.txt") {
     err_fd_ = ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    proc_ = child_process::spawn({{ARYL_TEST_WORKER}, worker_env(vars), err_fd_, true});
+    proc_ = child_process::spawn({{ARYL_TEST_WORKER}, worker_env(vars), err_fd_, true, std::nullopt, {}, {}});
   }
   ~worker_process() { ::close(err_fd_); }
   worker_process(const worker_process&) = delete;
