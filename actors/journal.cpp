@@ -1,5 +1,7 @@
 #include "actors/journal.hpp"
 
+#include <fmt/format.h>
+
 #include <exception>
 
 #include "actors/end_run_on_exception.hpp"
@@ -34,6 +36,15 @@ void write_unwritten(journal_state& st) {
   st.unwritten_measures.reset();
   if (st.unwritten_tenants) st.sink->put_tenants(*st.unwritten_tenants);
   st.unwritten_tenants.reset();
+  if (st.audit_dropped > 0) {
+    st.sink->put_audit(fmt::format(R"({{"lost":{},"why":"the state file could not be written; audit.jsonl has them"}})",
+                                   st.audit_dropped));
+    st.audit_dropped = 0;
+  }
+  while (!st.unwritten_audit.empty()) {
+    st.sink->put_audit(st.unwritten_audit.front());
+    st.unwritten_audit.pop_front();
+  }
   std::vector<std::pair<uint32_t, double>> rows(st.progress.begin(), st.progress.end());
   if (!rows.empty()) st.sink->put_progress(rows);
   st.progress.clear();
@@ -119,6 +130,14 @@ journal_actor::behavior_type journal_behavior(journal_self self, std::shared_ptr
         auto& st = self->state;
         // After any kept before it: the order of joins is the order of server ids.
         if (!try_write(self, progress_every, [&] { st.sink->put_joined(m); })) st.unwritten_joins.push_back(m);
+      },
+      [=](jaudit_atom, const std::string& line) {
+        auto& st = self->state;
+        if (try_write(self, progress_every, [&] { st.sink->put_audit(line); })) return;
+        st.unwritten_audit.push_back(line);
+        if (st.unwritten_audit.size() <= journal_state::max_unwritten_audit) return;
+        st.unwritten_audit.pop_front();
+        ++st.audit_dropped;
       },
       [=](jflush_atom) {
         self->state.flush_armed = false;

@@ -7,6 +7,7 @@
 /// journal's rows follow the active jobs, not the run's length.
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,6 +34,11 @@ struct journal_state {
   std::optional<run_measures> unwritten_measures;
   std::optional<std::vector<saved_tenant>> unwritten_tenants;
   std::vector<saved_machine> unwritten_joins;
+  /// Audit lines, oldest first, at most max_unwritten_audit (the oldest then give way: the
+  /// run folder's audit.jsonl still has them), and how many gave way.
+  std::deque<std::string> unwritten_audit;
+  uint64_t audit_dropped = 0;
+  static constexpr size_t max_unwritten_audit = 100'000;
   static inline const char* name = "journal";
 };
 
@@ -40,7 +46,8 @@ struct journal_state {
 /// keeps what it could not write (in memory, the latest row per job and per server), tells the
 /// sink (state_sink::trouble), refuses clients' submits (jadmit answers an error), and tries
 /// again every `progress_every` until everything kept is written, in order: joined machines,
-/// admitted jobs, job rows, servers, measures, tenants, progress. Compaction waits until then.
+/// admitted jobs, job rows, servers, measures, tenants, audit lines, progress. Compaction waits
+/// until then.
 journal_actor::behavior_type journal_behavior(journal_actor::stateful_pointer<journal_state> self,
                                               std::shared_ptr<state_sink> sink, recorder_actor recorder,
                                               std::chrono::milliseconds progress_every, uint32_t compact_every);

@@ -27,6 +27,8 @@ struct node_launch {
   /// When the decision reached the job (ns since the Unix epoch): the worker sees it as
   /// ARYL_DECIDED_UNIX_NS, to measure decision-to-launch latency.
   int64_t decided_unix_ns = 0;
+  /// Who submitted the job; live mode with identities runs its workers as that user.
+  std::string user{};
 };
 
 struct node_link {

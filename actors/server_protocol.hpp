@@ -31,13 +31,14 @@ struct launch_request {
   double startup_s = 0;   ///< real seconds of restart or rescale cost
   std::vector<std::string> command;
   int64_t decided_unix_ns = 0;  ///< when the scheduler's decision reached the job (system clock)
+  std::string user{};           ///< who submitted the job (its spec's user)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, launch_request& x) {
   return f(caf::meta::type_name("launch_request"), x.job, x.job_name, x.generation, x.rank_offset, x.workers,
            x.world_size,
-           x.work_s, x.rate, x.startup_s, x.command, x.decided_unix_ns);
+           x.work_s, x.rate, x.startup_s, x.command, x.decided_unix_ns, x.user);
 }
 
 /// From the scheduler: place(job, gpus), remove(job), mode(server_mode as int: who the

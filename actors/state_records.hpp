@@ -105,6 +105,8 @@ struct state_sink {
   virtual void put_tenants(const std::vector<saved_tenant>& t) = 0;
   /// A machine that joined the running cluster, after those that joined before it.
   virtual void put_joined(const saved_machine& m) = 0;
+  /// One line of the audit log (docs/security.md, "Audit"), after those before it.
+  virtual void put_audit(const std::string& line) { (void)line; }
   /// A write failed (`what`: the error): the journal actor keeps what it could not write and
   /// tries again; the sink says so where an operator looks (a log line, a metric).
   virtual void trouble(const std::string& what) { (void)what; }

@@ -37,7 +37,7 @@ audit_log::~audit_log() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void audit_log::record(const audit_entry& e) {
+std::string audit_log::record(const audit_entry& e) {
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::system_clock::now().time_since_epoch());
   const auto line = audit_line(e, now.count());
@@ -50,12 +50,13 @@ void audit_log::record(const audit_entry& e) {
     while (n < 0 && errno == EINTR);
   if (n == static_cast<ssize_t>(line.size())) {
     if (std::exchange(failing_, false) && trouble_) trouble_(path_ + ": the audit log is written again");
-    return;
+    return line;
   }
   ++failures_;
   if (!std::exchange(failing_, true) && trouble_)
     trouble_(fmt::format("{}: cannot append to the audit log ({}); the request went on", path_,
                          n < 0 ? std::strerror(errno) : "short write"));
+  return line;
 }
 
 uint64_t audit_log::failures() const {

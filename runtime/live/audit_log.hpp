@@ -31,7 +31,8 @@ class audit_log {
   audit_log(const audit_log&) = delete;
   audit_log& operator=(const audit_log&) = delete;
 
-  void record(const audit_entry& e);
+  /// Appends `e`; returns its line (as journaled with `serve --state`).
+  std::string record(const audit_entry& e);
   const std::string& path() const { return path_; }
   uint64_t failures() const;
 

@@ -48,9 +48,8 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
     w.work_s = l.work_s;
     w.rate = l.rate;
     // With identities a job runs as the user who submitted it; in cluster-token mode as the
-    // agent's own user.
-    if (opts.identities && opts.book)
-      if (auto owner = opts.book->owner(l.job); owner && !owner->empty()) w.user = *owner;
+    // agent's own user (a trace's user names are no accounts).
+    if (opts.identities && !l.user.empty()) w.user = l.user;
     deliver(server, std::move(w));
   }
   log(fmt::format("launch job {} ranks {}..{} of {} on {}", l.job, l.rank_offset, l.rank_offset + l.gpus.size() - 1,

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <future>
 #include <map>
 #include <memory>
@@ -156,6 +157,13 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   std::vector<std::string> join_order;
   /// Agents gateway_options::join_problem refused while joining, by name: why.
   std::map<std::string, std::string> join_refused;
+
+  /// Audit lines recorded while no run could journal them (before it starts, between runs),
+  /// passed to the next router that journals (bounded: the run folder's file has them all).
+  std::deque<std::string> audit_backlog;
+  static constexpr size_t max_audit_backlog = 10'000;
+  /// Appends `e` to the audit log and has the run journal it (gateway_session.cpp).
+  void audit(const audit_entry& e);
 
   /// Calls `f` with the router, holding the lock: set_router waits for calls in progress.
   template <class F>

@@ -80,7 +80,7 @@ class session : public std::enable_shared_from_this<session> {
       auto e = std::move(*pending_audit_);
       pending_audit_.reset();
       e.result = refusal.empty() ? "ok" : "refused: " + refusal;
-      if (g_->opts.audit) g_->opts.audit->record(e);
+      g_->audit(e);
     }
     if (!frame && !refusal.empty()) return close(refusal);
     if (frame) send_frame(frame);
@@ -760,16 +760,15 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void audit(const std::string& act, const std::string& target, const std::string& result) {
-    if (!g_->opts.audit) return;
     auto e = entry(act, target);
     e.result = result;
-    g_->opts.audit->record(e);
+    g_->audit(e);
   }
 
   /// For a refused hello: the identity its credential named.
   void audit(const std::string& identity_name, const std::string& role_text, const std::string& act,
              const std::string& target, const std::string& result) {
-    if (g_->opts.audit) g_->opts.audit->record({identity_name, role_text, endpoint_, act, target, result});
+    g_->audit({identity_name, role_text, endpoint_, act, target, result});
   }
 
   /// Whether the peer may do `a`; if not it is told in one error frame (the connection stays
@@ -920,5 +919,19 @@ bool bid_farewell(session& s, const std::string& reason) {
 }
 
 void set_server_id(session& s, int id) { s.set_server_id(id); }
+
+void gateway::impl::audit(const audit_entry& e) {
+  if (!opts.audit) return;
+  auto line = opts.audit->record(e);
+  line.pop_back();  // its newline: the journal keeps lines
+  // Posted: a caller may hold the lock with_router takes (posts keep their order).
+  asio::post(io, [this, line = std::move(line)]() mutable {
+    with_router([&](worker_router& r) {
+      if (r.audit) return r.audit(std::move(line));
+      audit_backlog.push_back(std::move(line));
+      if (audit_backlog.size() > max_audit_backlog) audit_backlog.pop_front();
+    });
+  });
+}
 
 } // namespace aryl::live

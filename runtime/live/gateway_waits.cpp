@@ -95,6 +95,10 @@ void gateway::set_router(worker_router r) {
   if (!r.submit && !r.cancel && !r.node)
     asio::post(impl_->io, [p = impl_.get()] { p->orders_unanswered("no run in progress"); });
   impl_->router = std::move(r);
+  if (impl_->router.audit) {
+    for (auto& line : impl_->audit_backlog) impl_->router.audit(line);
+    impl_->audit_backlog.clear();
+  }
   if (!impl_->router.exit) return;
   // Adopted workers that exited before the run could hear of it.
   for (auto& [server, job, rank, code, signal] : impl_->early_exits) impl_->router.exit(server, job, rank, code, signal);

@@ -238,7 +238,10 @@ state_journal::state_journal(std::string path) : path_(std::move(path)) {
     // A process killed with -9 loses nothing committed in WAL mode at this level; only a
     // machine crash could lose the last transactions, which the restart then redoes.
     exec("PRAGMA synchronous = NORMAL");
+    // The audit log's lines (docs/security.md); a file of this version from before it gains it.
+    constexpr const char* create_audit = "CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY, line TEXT NOT NULL)";
     if (!has_meta) {
+      exec(create_audit);
       exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
       exec("CREATE TABLE jobs (idx INTEGER PRIMARY KEY, status TEXT NOT NULL, generation INTEGER NOT NULL, "
            "workers INTEGER NOT NULL, alloc TEXT NOT NULL, retries INTEGER NOT NULL, work_done REAL NOT NULL, "
@@ -264,6 +267,7 @@ state_journal::state_journal(std::string path) : path_(std::move(path)) {
     }
     if (version != std::to_string(state_format_version))
       fail(fmt::format("state format version '{}', this aryl reads version {}", version, state_format_version));
+    exec(create_audit);
     // A write takes the exclusive lock now, not at the run's first change.
     exec("INSERT INTO meta VALUES ('opened', '1') ON CONFLICT(key) DO UPDATE SET value = value + 1");
   } catch (...) {
@@ -552,6 +556,26 @@ void state_journal::put_joined(const saved_machine& m) {
     s.bind(1, all.dump());
     if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
   }, failer);
+}
+
+void state_journal::put_audit(const std::string& line) {
+  auto failer = [this](const std::string& w) { fail(w); };
+  in_transaction(db_, [&] {
+    statement s(db_, "INSERT INTO audit (line) VALUES (?1)");
+    if (!s.ok()) fail(sqlite3_errmsg(db_));
+    s.bind(1, line);
+    if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  }, failer);
+}
+
+std::vector<std::string> state_journal::audit_lines() const {
+  std::vector<std::string> out;
+  statement s(db_, "SELECT line FROM audit ORDER BY seq");
+  if (!s.ok()) fail(sqlite3_errmsg(db_));
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) out.push_back(s.text(0));
+  if (rc != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  return out;
 }
 
 void state_journal::put_meta(const char* key, const std::string& value) {

@@ -62,6 +62,9 @@ class state_journal : public state_sink {
   void put_tenants(const std::vector<saved_tenant>& t) override;
   /// Appended to meta 'joined' (a JSON array), read and written in one transaction.
   void put_joined(const saved_machine& m) override;
+  void put_audit(const std::string& line) override;
+  /// The audit lines journaled, oldest first.
+  std::vector<std::string> audit_lines() const;
 
   /// Writes failing: the first failure, and every 30th while they go on, is logged to the
   /// stream given to watch_troubles; current_trouble() says why until recovered().

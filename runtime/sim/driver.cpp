@@ -429,6 +429,9 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
                         [=](caf::error&) { reply(node_answer{false, o.server + ": the scheduler did not answer"}); });
             }, 0);
           });
+        },
+        [journal](std::string line) {
+          if (journal) caf::anon_send(journal, jaudit_atom::value, std::move(line));
         }});
   }
   auto total_jobs = in.jobs.size() + restored_jobs;

@@ -84,6 +84,8 @@ struct worker_router {
   /// as submit's, with the scheduler's answer (not ok, saying so, if it did not answer within
   /// 2 s).
   std::function<void(node_order order, std::function<void(node_answer)> reply)> node;
+  /// A line of the audit log, journaled after those before it (`serve --state`; else dropped).
+  std::function<void(std::string line)> audit;
 };
 
 /// Live mode: the machines behind the server actors, and the way in for their reports.

@@ -131,6 +131,7 @@ TEST_CASE_FIXTURE(journal_fixture, "a submitted job is scheduled while its journ
         [](jflush_atom) {},
         [](jretry_atom) {},
         [](jjoined_atom, const saved_machine&) {},
+        [](jaudit_atom, const std::string&) {},
     };
   }, 0);
   auto s = spawn_scheduler(silent, 0);
@@ -206,6 +207,10 @@ struct flaky_sink : recording_sink {
     check();
     calls.push_back("server " + server + " " + mode);
   }
+  void put_audit(const std::string& line) override {
+    check();
+    calls.push_back("audit " + line);
+  }
   void trouble(const std::string& what) override { troubles.push_back(what); }
   void recovered() override { ++recoveries; }
 };
@@ -260,4 +265,27 @@ TEST_CASE_FIXTURE(journal_fixture, "while journal writes fail, every change is k
   caf::anon_send(journal, jjob_atom::value, ended(6));
   drain();
   CHECK(flaky->calls.back() == "job 6 ended");
+}
+
+TEST_CASE_FIXTURE(journal_fixture, "audit lines are journaled in order, and while writes fail they are kept, the oldest giving "
+                                   "way past the cap with a count of those lost, and written once writes succeed") {
+  auto flaky = std::make_shared<flaky_sink>();
+  flaky->failing = false;
+  sink = flaky;
+  auto journal = spawn_journal(0);
+  caf::anon_send(journal, jaudit_atom::value, std::string("a"));
+  drain();
+  CHECK(flaky->calls == std::vector<std::string>{"audit a"});
+  flaky->failing = true;
+  for (size_t i = 0; i < journal_state::max_unwritten_audit + 2; ++i)
+    caf::anon_send(journal, jaudit_atom::value, "line " + std::to_string(i));
+  drain();
+  CHECK(flaky->calls.size() == 1);
+  flaky->failing = false;
+  REQUIRE(step());
+  REQUIRE(flaky->calls.size() == 1 + 1 + journal_state::max_unwritten_audit);
+  CHECK(flaky->calls[1] == R"(audit {"lost":2,"why":"the state file could not be written; audit.jsonl has them"})");
+  CHECK(flaky->calls[2] == "audit line 2");
+  CHECK(flaky->calls.back() == "audit line " + std::to_string(journal_state::max_unwritten_audit + 1));
+  CHECK(flaky->recoveries == 1);
 }

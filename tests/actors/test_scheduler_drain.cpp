@@ -26,6 +26,7 @@ journal_actor::behavior_type recording_journal(journal_actor::pointer,
       [=](jflush_atom) {},
       [=](jretry_atom) {},
       [=](jjoined_atom, const saved_machine&) {},
+      [=](jaudit_atom, const std::string&) {},
   };
 }
 

@@ -76,6 +76,7 @@ struct gateway_fixture {
         },
         {},
         {},
+        {},
         {}});
   }
   ~gateway_fixture() { g->close(); }

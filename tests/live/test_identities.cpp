@@ -153,7 +153,7 @@ TEST_CASE("roles: every role and action, against the table of docs/security.md")
 }
 
 TEST_CASE("tenants bound to users: a user submits only for its tenants, its only one by default, within the "
-          "tenant's priority cap; admins and cluster-token mode are not bound") {
+          "tenant's priority cap, and admins and cluster-token mode are not bound") {
   tenant_binding b;
   b.users = {{"vision", {"alice", "bob"}}, {"nlp", {"bob"}}};
   b.max_priority = {{"vision", 1}};
@@ -175,7 +175,7 @@ TEST_CASE("tenants bound to users: a user submits only for its tenants, its only
   CHECK(choose_tenant(tenant_binding{}, carol, std::string("x"), 9).tenant == "x");
 }
 
-TEST_CASE("hello: a token or a certificate names the identity; they must agree, fit the hello's role, and not be "
+TEST_CASE("hello: a token or a certificate names the identity, and they must agree, fit the hello's role, and not be "
           "revoked") {
   const auto path = temp_path("ids-hello");
   std::filesystem::remove(path);
@@ -263,7 +263,7 @@ TEST_CASE("audit: one JSON line per entry, control characters escaped, appended 
   CHECK(trouble.size() == 2);  // cannot open, then cannot append (once)
 }
 
-TEST_CASE("gateway with identities: a refused request gets one error frame naming identity, role and action; "
+TEST_CASE("gateway with identities: a refused request gets one error frame naming identity, role and action: "
           "the connection stays usable, and the refusal is audited") {
   const auto path = temp_path("ids-gateway");
   std::filesystem::remove(path);

@@ -18,6 +18,7 @@ import json
 import os
 import pwd
 import re
+import sqlite3
 import subprocess
 import sys
 
@@ -64,7 +65,7 @@ def run(a, work, procs):
     bed.serve_auth = ["--identities", ids]
     serve = bed.serve(["--no-workload", "--servers", "2", "--set", "cluster.inference.servers=0", "--speedup", "1",
                        "--set", f"tenants.vision.users={alice}", "--set", "tenants.vision.max_priority=1",
-                       "--set", f"tenants.nlp.users={bob}"])
+                       "--set", f"tenants.nlp.users={bob}", "--state", os.path.join(bed.dir, "state.db")])
     if not serve:
         return None
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("ARYL_")}
@@ -194,6 +195,10 @@ def run(a, work, procs):
     check(all(set(e) == {"time", "identity", "role", "peer", "action", "target", "result"} for e in audit),
           "every audit line has time, identity, role, peer, action, target, result")
     bed.stop(serve)
+    db = sqlite3.connect(os.path.join(bed.dir, "state.db"))
+    journaled = [json.loads(row[0]) for row in db.execute("SELECT line FROM audit ORDER BY seq")]
+    db.close()
+    check(journaled == audit, f"the state file journals the audit lines, in order ({len(journaled)} of {len(audit)})")
     return [bed.port]
 
 

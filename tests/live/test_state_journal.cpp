@@ -520,3 +520,26 @@ TEST_CASE("state journal: a tenant's usage that is negative or not a number refu
   }
   CHECK(why.find(path + ": tenants: tenant 'a' usage -5 is not a finite number of GPU-seconds >= 0") == 0);
 }
+
+TEST_CASE("state journal: audit lines read back in order across a reopen, and a file from before them gains the table") {
+  scratch s;
+  auto path = s.file("audit.db");
+  {
+    state_journal j(path);
+    j.put_audit(R"({"identity":"alice","action":"submit"})");
+    j.put_audit(R"({"identity":"bob","action":"cancel"})");
+  }
+  {
+    state_journal j(path);
+    CHECK(j.audit_lines() ==
+          std::vector<std::string>{R"({"identity":"alice","action":"submit"})", R"({"identity":"bob","action":"cancel"})"});
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "DROP TABLE audit", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  state_journal j(path);
+  CHECK(j.audit_lines().empty());
+  j.put_audit("x");
+  CHECK(j.audit_lines() == std::vector<std::string>{"x"});
+}
