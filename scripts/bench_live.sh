@@ -24,10 +24,13 @@ trap 'rm -rf "$work"' EXIT
   echo "job_id,submit_s,gpus,duration_s,elastic"
   for i in $(seq 0 63); do echo "j$i,$((i * 10)),1,300,0"; done
 } > "$work/trace.csv"
-# The emulated worker, behind a wrapper that logs its decision-to-launch latency (µs).
-printf '#!/bin/sh\necho $(( ($(date +%%s%%N) - ARYL_DECIDED_UNIX_NS) / 1000 )) >> "$ARYL_BENCH_LAUNCH_LOG"\nexec "%s" worker\n' \
-  "$PWD/build/aryl" > "$work/worker.sh"
-chmod +x "$work/worker.sh"
+# The emulated worker, behind a wrapper that logs its decision-to-launch latency (µs) to $1
+# (written into the wrapper: a worker's environment holds none of the agent's own variables).
+worker_wrapper() {  # log path, wrapper path
+  printf '#!/bin/sh\necho $(( ($(date +%%s%%N) - ARYL_DECIDED_UNIX_NS) / 1000 )) >> "%s"\nexec "%s" worker\n' \
+    "$1" "$PWD/build/aryl" > "$2"
+  chmod +x "$2"
+}
 
 # "p50 / p99 (n=N)" of numbers, one per line, divided by $1; percentiles linear between the
 # closest ranks (numpy's default, as summary.json).
@@ -57,9 +60,10 @@ printf '%-7s %-26s %-30s %-40s %s\n' agents "round p50 / p99 (ms)" "decision-to-
   "status round trip (ms)" "serve CPU"
 for n in "${counts[@]}"; do
   dir="$work/tb-$n"
-  ARYL_BENCH_LAUNCH_LOG="$work/launch-$n" scripts/testbed.sh --dir "$dir" --training "$n" --inference 0 -- \
+  worker_wrapper "$work/launch-$n" "$work/worker-$n.sh"
+  scripts/testbed.sh --dir "$dir" --training "$n" --inference 0 -- \
     --trace "$work/trace.csv" --speedup 20 --out "$dir/out" --metrics-port 0 --metrics-port-file "$work/mport-$n" \
-    --set live.worker_command="$work/worker.sh" > "$work/run-$n.log" 2>&1 &
+    --set live.worker_command="$work/worker-$n.sh" > "$work/run-$n.log" 2>&1 &
   bed=$!
   for _ in $(seq 600); do [ -s "$dir/port" ] && break; sleep 0.1; done
   serve=$(awk '$2 == "serve" {print $1}' "$dir/pids")
