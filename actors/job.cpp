@@ -105,7 +105,8 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
                        st.spec.duration_s, rate,
                        a.overhead_s / env->workers.speedup,
                        st.spec.command.empty() ? env->workers.command : st.spec.command, st.decided_unix_ns,
-                       st.spec.user};
+                       st.spec.user, a.servers.front(), static_cast<uint32_t>(i),
+                       static_cast<uint32_t>(a.servers.size())};
       for (int w = 0; w < a.server_workers[i]; ++w) st.live_ranks.insert(rank++);
       self->send(env->servers->at(static_cast<size_t>(a.servers[i])), launch_atom::value, std::move(r));
     }

@@ -29,6 +29,11 @@ struct node_launch {
   int64_t decided_unix_ns = 0;
   /// Who submitted the job; live mode with identities runs its workers as that user.
   std::string user{};
+  /// The server holding rank 0 (-1: unknown), this server's place among the launch's servers,
+  /// and their number: the standard environment (MASTER_ADDR, GROUP_RANK, GROUP_WORLD_SIZE).
+  int master_server = -1;
+  uint32_t group_rank = 0;
+  uint32_t group_count = 1;
 };
 
 struct node_link {

@@ -32,13 +32,17 @@ struct launch_request {
   std::vector<std::string> command;
   int64_t decided_unix_ns = 0;  ///< when the scheduler's decision reached the job (system clock)
   std::string user{};           ///< who submitted the job (its spec's user)
+  int master_server = -1;       ///< the server holding rank 0 (its MASTER_ADDR)
+  uint32_t group_rank = 0;      ///< this server's place among the launch's servers
+  uint32_t group_count = 1;     ///< the launch's servers
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, launch_request& x) {
   return f(caf::meta::type_name("launch_request"), x.job, x.job_name, x.generation, x.rank_offset, x.workers,
            x.world_size,
-           x.work_s, x.rate, x.startup_s, x.command, x.decided_unix_ns, x.user);
+           x.work_s, x.rate, x.startup_s, x.command, x.decided_unix_ns, x.user, x.master_server, x.group_rank,
+           x.group_count);
 }
 
 /// From the scheduler: place(job, gpus), remove(job), mode(server_mode as int: who the

@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
                     "a credential and role per user, node and operator (docs/security.md; `aryl token` manages it)");
   serve->add_flag("--metrics-auth", so.metrics_auth,
                   "/metrics and /healthz answer only a reader's or an admin's bearer token (needs --identities)");
+  serve->add_flag("--metrics-tls", so.metrics_tls, "/metrics and /healthz over HTTPS with the --tls-cert certificate");
   serve->add_option("--agent-wait", so.agent_wait_s, "seconds to wait for every agent (default 60)");
   serve->add_option("--work-dir", so.work_dir, "folder for the jobs' checkpoints (default live/)");
   serve->add_option("--state", so.state_file,
@@ -219,6 +220,9 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--gpu-type", ao.gpu_type, "GPU type (default: nvidia-smi's, else V100)");
   agent_cmd->add_option("--gpus", ao.gpus, "GPUs (default: nvidia-smi's count, else 8)");
   agent_cmd->add_option("--pool", agent_pool, "training | inference");
+  agent_cmd->add_option("--address", ao.address,
+                        "where other machines reach this one's workers: MASTER_ADDR of jobs whose rank 0 runs here "
+                        "(default: the address serve sees it connect from)");
   agent_cmd->add_option("--work-dir", ao.work_dir, "folder for worker logs")->required();
   agent_cmd->add_option("--heartbeat", ao.heartbeat_s, "seconds between heartbeats (default 1)");
   agent_cmd->add_option("--fence-after", ao.fence_after_s,

@@ -237,6 +237,9 @@ const std::map<std::string, setter>& setters() {
       {"live.max_active_submits_per_address", [](config& c, const std::string& v) { c.max_active_submits_per_address = count(v, 1, 10000000); }},
       {"live.max_submit_bytes", [](config& c, const std::string& v) { c.max_submit_bytes = count(v, 64, 1000000); }},
       {"live.submits_per_s", [](config& c, const std::string& v) { c.submits_per_s = within(to_double(v), 0.01, 1e6); }},
+      {"live.master_port_first", [](config& c, const std::string& v) { c.master_port_first = count(v, 1024, 65535); }},
+      {"live.master_port_count", [](config& c, const std::string& v) { c.master_port_count = count(v, 1, 10000); }},
+      {"live.allow_root_jobs", [](config& c, const std::string& v) { c.allow_root_jobs = to_bool(v); }},
   };
   return table;
 }

@@ -154,6 +154,12 @@ struct config {
   int max_active_submits_per_address = 1000;
   int max_submit_bytes = 65536;
   double submits_per_s = 20;
+  /// serve --identities: an identity named root may submit (its jobs run as root where the
+  /// agent allows it too: agent --allow-root-jobs).
+  bool allow_root_jobs = false;
+  /// serve: the ports a launch's MASTER_PORT is chosen from, on its rank 0's machine.
+  int master_port_first = 29500;
+  int master_port_count = 500;
 
   friend bool operator==(const config&, const config&) = default;
 };

@@ -9,14 +9,7 @@ namespace aryl::live {
 
 std::string change_identities(const std::string& path, const wire::token_request& order, bool cert_only) {
   auto store = identity_store::load(path);
-  if (order.action == "list") {
-    std::string out;
-    for (auto& id : store.all())
-      out += fmt::format("{} {} {}{}{}{}\n", id.name, role_name(id.who), id.token_hash.empty() ? "cert" : "token",
-                         id.gpu_type.empty() ? "" : " gpu_type=" + id.gpu_type, id.pool.empty() ? "" : " pool=" + id.pool,
-                         id.revoked ? " revoked" : "");
-    return out;
-  }
+  if (order.action == "list") return describe_identities(store.all());
   if (order.action == "revoke") {
     if (!store.revoke(order.name)) throw input_error(path + ": no identity '" + order.name + "' to revoke");
     store.save(path);

@@ -45,6 +45,7 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
     if (l.startup_s > 0) w.env["ARYL_STARTUP_S"] = fmt::format("{:.6f}", l.startup_s);
     w.env["ARYL_JOB_NAME"] = l.job_name;
     if (l.decided_unix_ns > 0) w.env["ARYL_DECIDED_UNIX_NS"] = std::to_string(l.decided_unix_ns);
+    standard_environment(l, static_cast<uint32_t>(i), w);
     w.work_s = l.work_s;
     w.rate = l.rate;
     // With identities a job runs as the user who submitted it; in cluster-token mode as the
@@ -54,6 +55,67 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
   }
   log(fmt::format("launch job {} ranks {}..{} of {} on {}", l.job, l.rank_offset, l.rank_offset + l.gpus.size() - 1,
                   l.world_size, server));
+}
+
+void gateway::impl::audit(const audit_entry& e) {
+  if (!opts.audit) return;
+  auto line = opts.audit->record(e);
+  line.pop_back();  // its newline: the journal keeps lines
+  // Posted: a caller may hold the lock with_router takes (posts keep their order).
+  asio::post(io, [this, line = std::move(line)]() mutable {
+    with_router([&](worker_router& r) {
+      if (r.audit) return r.audit(std::move(line));
+      audit_backlog.push_back(std::move(line));
+      if (audit_backlog.size() > max_audit_backlog) audit_backlog.pop_front();
+    });
+  });
+}
+
+uint16_t gateway::impl::master_port_for(uint32_t job, uint64_t generation, const std::string& server) {
+  if (auto it = master_ports.find(job); it != master_ports.end()) {
+    if (it->second.generation == generation && it->second.server == server) return it->second.port;
+    master_ports.erase(it);  // an earlier launch's: free now
+  }
+  if (opts.book) std::erase_if(master_ports, [&](const auto& e) { return opts.book->has_ended(e.first); });
+  std::set<uint16_t> used;
+  for (auto& [j, m] : master_ports)
+    if (m.server == server) used.insert(m.port);
+  // All taken (more jobs mastered on one machine than ports): spread by job id.
+  auto port = static_cast<uint16_t>(opts.master_port_first + job % std::max<uint16_t>(opts.master_port_count, 1));
+  for (uint32_t k = 0; k < opts.master_port_count; ++k)
+    if (!used.count(static_cast<uint16_t>(opts.master_port_first + k))) {
+      port = static_cast<uint16_t>(opts.master_port_first + k);
+      break;
+    }
+  master_ports[job] = {generation, server, port};
+  return port;
+}
+
+void gateway::impl::standard_environment(const node_launch& l, uint32_t local, wire::launch& w) {
+  std::string master, address;
+  {
+    std::lock_guard lock(m);
+    for (auto& [name, s] : slots)
+      if (s.id == l.master_server) {
+        master = name;
+        address = s.address;
+      }
+  }
+  // torch.distributed's env:// and torchrun's worker variables; every worker of the launch on
+  // this machine sees its GPUs, LOCAL_RANK picking its own, as torchrun's workers do.
+  if (!address.empty()) {
+    w.env["MASTER_ADDR"] = address;
+    w.env["MASTER_PORT"] = std::to_string(master_port_for(l.job, l.generation, master));
+  }
+  w.env["RANK"] = std::to_string(w.rank);
+  w.env["WORLD_SIZE"] = std::to_string(l.world_size);
+  w.env["LOCAL_RANK"] = std::to_string(local);
+  w.env["LOCAL_WORLD_SIZE"] = std::to_string(l.gpus.size());
+  w.env["GROUP_RANK"] = std::to_string(l.group_rank);
+  w.env["GROUP_WORLD_SIZE"] = std::to_string(l.group_count);
+  std::string devices;
+  for (auto g : l.gpus) devices += (devices.empty() ? "" : ",") + std::to_string(g);
+  w.env["CUDA_VISIBLE_DEVICES"] = devices;
 }
 
 void gateway::impl::stop_on(const std::string& server, uint32_t job) { deliver(server, wire::stop{job, opts.stop_grace_s}); }

@@ -35,6 +35,8 @@ struct gateway_options {
   /// Per-identity credentials and roles (docs/security.md); null: cluster-token mode, in
   /// which every peer presenting `token` may do everything and jobs run as the agents' user.
   std::shared_ptr<identity_registry> identities;
+  /// With identities: an identity named root may submit (live.allow_root_jobs).
+  bool allow_root_jobs = false;
   /// With identities: the tenants users may submit for, and their priority caps.
   tenant_binding tenants;
   /// Every state change and every refusal by role; null: none.
@@ -90,6 +92,9 @@ struct gateway_options {
   size_t max_connections = 4096;
   /// A client's replies not yet read by it: past this its requests are not read either.
   size_t client_queue_bytes = 256 * 1024;
+  /// The ports MASTER_PORT is chosen from (live.master_port_first, live.master_port_count).
+  uint16_t master_port_first = 29500;
+  uint16_t master_port_count = 500;
   /// The run-time estimate of a submitted job that gives none (live.default_estimate_s).
   double default_estimate_s = 3600;
   /// Bounds on clients' submits (live.max_active_submits and the keys beside it).

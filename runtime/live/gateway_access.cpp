@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "solvers/control_chars.hpp"
 #include "runtime/live/token.hpp"
 
 namespace aryl::live {
@@ -81,6 +82,43 @@ std::string register_refusal(const identity_registry* ids, const principal& who,
   if (!id->pool.empty() && id->pool != pool_text(r.pool))
     return fmt::format("{} was enrolled in the {} pool, not {}", who.name, id->pool, pool_text(r.pool));
   return {};
+}
+
+token_answer answer_tokens(identity_registry* ids, const wire::token_request& q) {
+  token_answer a;
+  if (!ids) {
+    a.refusal = "this scheduler runs in cluster-token mode: start it with --identities FILE to have identities";
+    return a;
+  }
+  wire::token_reply reply;
+  try {
+    if (q.action == "create") {
+      auto r = role_from(q.role.value_or(""));
+      if (!r) {
+        a.refusal = fmt::format("token create {}: role '{}' is not one of admin|user|agent|reader", q.name,
+                                escape_control(q.role.value_or("")));
+        return a;
+      }
+      reply.token = ids->create(identity{q.name, *r, "", q.gpu_type.value_or(""), q.pool.value_or(""), false});
+      reply.text = fmt::format("created {} (role {}); its token is shown this once", q.name, role_name(*r));
+    } else if (q.action == "revoke") {
+      if (!ids->revoke(q.name)) {
+        a.refusal = fmt::format("token revoke: no identity '{}' to revoke", escape_control(q.name));
+        return a;
+      }
+      reply.text = fmt::format("revoked {}: its next request is refused", q.name);
+    } else if (q.action == "list") {
+      reply.text = describe_identities(ids->all());
+    } else {
+      a.refusal = fmt::format("token: action '{}' is not create, revoke or list", escape_control(q.action));
+      return a;
+    }
+  } catch (const std::exception& e) {  // a bad name, a name taken, the file not written
+    a.refusal = e.what();
+    return a;
+  }
+  a.reply = std::move(reply);
+  return a;
 }
 
 std::string metrics_refusal(const identity_registry& ids, std::string_view token) {

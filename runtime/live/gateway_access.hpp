@@ -37,6 +37,14 @@ std::string credential_lapsed(const identity_registry& ids, const principal& who
 /// names one node, enrolled with a GPU type and pool.
 std::string register_refusal(const identity_registry* ids, const principal& who, const wire::register_& r);
 
+/// What an admin's token_request does to `ids` (null: cluster-token mode, which has none): the
+/// reply (a created token in it), or why it is refused.
+struct token_answer {
+  std::optional<wire::token_reply> reply;
+  std::string refusal;
+};
+token_answer answer_tokens(identity_registry* ids, const wire::token_request& q);
+
 /// Why a request bearing `token` may not read /metrics or /healthz ("" if it may): a reader's
 /// or an admin's token, not revoked.
 std::string metrics_refusal(const identity_registry& ids, std::string_view token);

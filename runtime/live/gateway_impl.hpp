@@ -57,7 +57,23 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
     /// exit code), until settled; then the adopted ones, until a router takes their reports.
     std::vector<wire::running_worker> listed;
     std::set<std::pair<uint32_t, uint32_t>> held;
+    /// Where the job's other machines reach its workers (register's address, else the address
+    /// its agent connected from): MASTER_ADDR for jobs whose rank 0 runs there.
+    std::string address;
   };
+  /// MASTER_PORT of each job's latest launch, on its master server (network thread only).
+  struct master_port {
+    uint64_t generation = 0;
+    std::string server;
+    uint16_t port = 0;
+  };
+  std::map<uint32_t, master_port> master_ports;
+  /// The port of (job, generation) on `server`: the lowest of live.master_port_first.. not
+  /// held there by another job's current launch (an earlier launch of the job, or an ended
+  /// job, holds none).
+  uint16_t master_port_for(uint32_t job, uint64_t generation, const std::string& server);
+  /// The standard environment of rank `rank`, the `local`-th of `l` (MASTER_ADDR, RANK, ...).
+  void standard_environment(const node_launch& l, uint32_t local, wire::launch& w);
   /// Exits of listed (then held) workers that came while no router was set, passed on when
   /// one is: (server id, job, rank, code, signal).
   std::vector<std::tuple<int, uint32_t, uint32_t, int, int>> early_exits;

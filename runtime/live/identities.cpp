@@ -76,6 +76,17 @@ std::string identity_name_problem(std::string_view name) {
   return {};
 }
 
+std::string describe_identities(const std::vector<identity>& ids) {
+  std::string out;
+  for (auto& id : ids) {
+    out += id.name + " " + std::string(role_name(id.who)) + (id.token_hash.empty() ? " cert" : " token");
+    if (!id.gpu_type.empty()) out += " gpu_type=" + id.gpu_type;
+    if (!id.pool.empty()) out += " pool=" + id.pool;
+    out += id.revoked ? " revoked\n" : "\n";
+  }
+  return out;
+}
+
 identity_store identity_store::load(const std::string& path) {
   identity_store s;
   if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return s;

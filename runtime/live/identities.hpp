@@ -46,6 +46,10 @@ std::string new_token();
 /// '-' or '.' (a name is also the Unix user a job runs as, so it follows useradd's rules).
 std::string identity_name_problem(std::string_view name);
 
+/// A line per identity: name, role, `token` or `cert`, enrolment, `revoked`; never a token or
+/// its hash (`aryl token list`).
+std::string describe_identities(const std::vector<identity>& ids);
+
 class identity_store {
  public:
   /// The identities in `path`; a file that does not exist is an empty store. Throws

@@ -5,8 +5,10 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/asio/ssl.hpp>
 #include <fmt/format.h>
 
+#include "runtime/wire/tls_stream.hpp"
 #include "runtime/live/accept_errors.hpp"
 
 #include <algorithm>
@@ -160,6 +162,7 @@ struct metrics_endpoint::impl {
     connection(tcp::socket s, size_t max_bytes)
         : socket(std::move(s)), deadline(socket.get_executor()), buffer(max_bytes) {}
     tcp::socket socket;
+    std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;  ///< HTTPS: over the socket
     asio::steady_timer deadline;
     beast::flat_buffer buffer;
     http::request_parser<http::empty_body> parser;
@@ -180,9 +183,11 @@ struct metrics_endpoint::impl {
   uint64_t next_id = 0;
   std::thread thread;
 
-  impl(std::function<health()> r, std::function<health()> c, std::ostream& l, metrics_limits m, bearer_check a)
-      : render(std::move(r)), check(std::move(c)), log(l), limits(m), authorize(std::move(a)) {}
+  impl(std::function<health()> r, std::function<health()> c, std::ostream& l, metrics_limits m, bearer_check a,
+       std::shared_ptr<net::tls_context> t)
+      : render(std::move(r)), check(std::move(c)), log(l), limits(m), authorize(std::move(a)), tls(std::move(t)) {}
   bearer_check authorize;
+  std::shared_ptr<net::tls_context> tls;
 
   /// Why the request may not read what it asks ("" if it may).
   std::string unauthorized(const http::request<http::empty_body>& request) const {
@@ -250,10 +255,21 @@ struct metrics_endpoint::impl {
     c->deadline.async_wait([this, id](boost::system::error_code ec) {
       if (!ec) close(id);
     });
-    http::async_read(c->socket, c->buffer, c->parser, [this, id, c](beast::error_code ec, size_t) {
+    if (!tls) return read(id, c);
+    c->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(c->socket, net::asio_context(*tls));
+    c->tls->async_handshake(asio::ssl::stream_base::server, [this, id, c](beast::error_code ec) {
+      if (ec || !open.count(id)) return close(id);
+      read(id, c);
+    });
+  }
+
+  void read(uint64_t id, const std::shared_ptr<connection>& c) {
+    auto done = [this, id, c](beast::error_code ec, size_t) {
       if (ec || !open.count(id)) return close(id);
       answer(id, c);
-    });
+    };
+    if (c->tls) http::async_read(*c->tls, c->buffer, c->parser, std::move(done));
+    else http::async_read(c->socket, c->buffer, c->parser, std::move(done));
   }
 
   void answer(uint64_t id, const std::shared_ptr<connection>& c) {
@@ -296,14 +312,17 @@ struct metrics_endpoint::impl {
     c->deadline.async_wait([this, id](boost::system::error_code ec) {
       if (!ec) close(id);
     });
-    http::async_write(c->socket, *response, [this, id, c, response](beast::error_code, size_t) { close(id); });
+    auto written = [this, id, c, response](beast::error_code, size_t) { close(id); };
+    if (c->tls) http::async_write(*c->tls, *response, std::move(written));
+    else http::async_write(c->socket, *response, std::move(written));
   }
 };
 
 metrics_endpoint::metrics_endpoint(const std::string& bind, uint16_t port, std::function<health()> render,
                                    std::ostream& log, std::function<health()> check, metrics_limits limits,
-                                   bearer_check authorize)
-    : impl_(std::make_unique<impl>(std::move(render), std::move(check), log, limits, std::move(authorize))) {
+                                   bearer_check authorize, std::shared_ptr<net::tls_context> tls)
+    : impl_(std::make_unique<impl>(std::move(render), std::move(check), log, limits, std::move(authorize),
+                                   std::move(tls))) {
   boost::system::error_code ec;
   auto address = asio::ip::make_address(bind, ec);
   if (ec) throw input_error(fmt::format("--metrics-bind {}: not an IP address", bind));

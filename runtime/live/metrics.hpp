@@ -12,6 +12,10 @@
 
 #include "actors/cluster_status.hpp"
 
+namespace aryl::net {
+struct tls_context;
+}
+
 namespace aryl::live {
 
 /// What the exposition shows besides the scheduler's status.
@@ -49,7 +53,8 @@ struct metrics_limits {
 /// header ("" when it has none) -> "" if it may, else why not (answered 401).
 using bearer_check = std::function<std::string(std::string_view token)>;
 
-/// An HTTP listener on its own thread: `GET /metrics` answers `render()` (a 503 is logged
+/// An HTTP listener on its own thread (HTTPS with `tls`: the handshake counts in the request's
+/// deadline): `GET /metrics` answers `render()` (a 503 is logged
 /// with its reason), `GET /healthz` answers `check()` (always ok if unset), anything else
 /// 404. Each call may block its thread: bound them (serve waits at most 1.5 s for the
 /// scheduler). Holds `limits`; keeps accepting after an accept error (out of descriptors: after
@@ -58,7 +63,8 @@ class metrics_endpoint {
  public:
   /// Throws aryl::input_error naming the address if it cannot listen.
   metrics_endpoint(const std::string& bind, uint16_t port, std::function<health()> render, std::ostream& log,
-                   std::function<health()> check = {}, metrics_limits limits = {}, bearer_check authorize = {});
+                   std::function<health()> check = {}, metrics_limits limits = {}, bearer_check authorize = {},
+                   std::shared_ptr<net::tls_context> tls = nullptr);
   ~metrics_endpoint();
   metrics_endpoint(const metrics_endpoint&) = delete;
   metrics_endpoint& operator=(const metrics_endpoint&) = delete;

@@ -41,6 +41,15 @@ std::string registration_problem(const wire::register_& r) {
       if (g >= r.gpus)
         return fmt::format("server '{}': job {} rank {} is listed on GPU {}, beyond its {}", r.server, w.job_id,
                            w.rank, g, gpus_text(r.gpus));
+  // A host name or an IP address, put in workers' MASTER_ADDR.
+  if (r.address) {
+    const auto& a = *r.address;
+    if (a.empty() || a.size() > 253) return fmt::format("server '{}': address is empty or over 253 bytes", r.server);
+    for (char c : a)
+      if (!(name_char(c) || c == ':'))
+        return fmt::format("server '{}': address '{}' is not a host name or an IP address", r.server,
+                           escape_control(a));
+  }
   return "";
 }
 

@@ -12,6 +12,7 @@ target_link_libraries(aryl_state_journal PUBLIC aryl_io PRIVATE SQLite::SQLite3 
 # through the log relay.
 add_library(aryl_gateway STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_waits.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_session.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/gateway_requests.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_status.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_orders.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_nodes.cpp ${CMAKE_CURRENT_LIST_DIR}/registration_checks.cpp
             ${CMAKE_CURRENT_LIST_DIR}/submit_limits.cpp
@@ -39,5 +40,5 @@ add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client_config.cpp ${CMAKE_CURRENT_LIST_DIR}/listen_policy.cpp)
 target_include_directories(aryl_serve PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(aryl_serve PUBLIC aryl_driver aryl_gateway aryl_wire aryl_state_journal
-                      PRIVATE Boost::boost fmt::fmt nlohmann_json::nlohmann_json yaml-cpp)
+                      PRIVATE Boost::boost fmt::fmt nlohmann_json::nlohmann_json yaml-cpp OpenSSL::SSL)
 target_compile_definitions(aryl_serve PRIVATE BOOST_ASIO_NO_DEPRECATED)

@@ -21,6 +21,7 @@
 #include "runtime/live/metrics.hpp"
 #include "runtime/live/serve_state.hpp"
 #include "runtime/live/token.hpp"
+#include "runtime/wire/tls_stream.hpp"
 #include "runtime/live/audit_log.hpp"
 #include "runtime/live/gateway_access.hpp"
 #include "runtime/live/identities.hpp"
@@ -135,6 +136,8 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
                        "up to {:g}x (docs/live.md, \"Fidelity\"); above, every launch's real start-up shows as "
                        "speedup times its seconds in JCTs\n",
                        c.speedup, max_faithful_speedup);
+  if (o.metrics_tls && o.tls_cert_file.empty())
+    throw input_error("serve: --metrics-tls serves the metrics with the listener's certificate: give --tls-cert and --tls-key");
   if (o.metrics_auth && o.identities_file.empty())
     throw input_error("serve: --metrics-auth checks readers' tokens: give --identities FILE");
   if (o.token_file.empty() == o.identities_file.empty())
@@ -193,6 +196,9 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
     if (!t.users.empty()) g.tenants.users[name] = t.users;
     if (t.max_priority) g.tenants.max_priority[name] = *t.max_priority;
   }
+  g.allow_root_jobs = c.allow_root_jobs;
+  g.master_port_first = static_cast<uint16_t>(c.master_port_first);
+  g.master_port_count = static_cast<uint16_t>(std::min(c.master_port_count, 65536 - c.master_port_first));
   g.submit_limits = {static_cast<size_t>(c.max_active_submits), static_cast<size_t>(c.max_active_submits_per_address),
                      static_cast<size_t>(c.max_submit_bytes), c.submits_per_s};
   // The simulation's detection delay (faults.heartbeat_s x faults.missed_heartbeats simulated
@@ -291,8 +297,10 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
                                              metrics_wait.count() / 1e3, connected, configured)};
           return health{true, fmt::format("ok: run in progress, {} of {} agents connected", connected, configured)};
         },
-        metrics_limits{}, metrics_bearer(o.metrics_auth ? g.identities : nullptr));
-    log << fmt::format("[serve] metrics on http://{}:{}/metrics\n", o.metrics_bind, metrics->port());
+        metrics_limits{}, metrics_bearer(o.metrics_auth ? g.identities : nullptr),
+        o.metrics_tls ? net::tls_server_context(o.tls_cert_file, o.tls_key_file) : nullptr);
+    log << fmt::format("[serve] metrics on {}://{}:{}/metrics{}\n", o.metrics_tls ? "https" : "http", o.metrics_bind,
+                       metrics->port(), o.metrics_auth ? " (bearer token of a reader or an admin)" : "");
     write_port_file(o.metrics_port_file, metrics->port());
   }
   publish();

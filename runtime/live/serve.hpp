@@ -39,6 +39,8 @@ struct serve_options {
   /// /metrics and /healthz answer only a request bearing the token of a reader or an admin
   /// (`Authorization: Bearer TOKEN`); needs identities_file.
   bool metrics_auth = false;
+  /// /metrics and /healthz over HTTPS with the listener's certificate (tls_cert_file).
+  bool metrics_tls = false;
   /// Serve until SIGINT/SIGTERM, not only until every known job is done.
   bool until_stopped = false;
   /// No trace and no synthetic jobs: only submitted ones (implies until_stopped).

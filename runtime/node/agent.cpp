@@ -388,6 +388,7 @@ class agent {
 
   void on_hello_ok(const std::shared_ptr<connection>& c) {
     wire::register_ r{o_.name, o_.gpu_type, o_.gpus, o_.pool, {}};
+    if (!o_.address.empty()) r.address = o_.address;
     for (auto& [id, w] : workers_)
       if (!w->status)
         r.workers.push_back({w->job_id, w->rank, w->gpus, static_cast<uint32_t>(w->proc.pid()), std::nullopt, std::nullopt});
@@ -558,13 +559,11 @@ class agent {
       fs::create_directories(ckpt, ec);
       if (ec) return start_failed(l, "cannot create " + ckpt.string() + ": " + ec.message());
     }
-    const fs::path log_path = fs::path(o_.work_dir) / "logs" /
-                              (std::to_string(l.job_id) + "-" + std::to_string(l.rank) + ".log");
     auto w = std::make_unique<worker>();
-    w->log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    // Another user's job output stays between that user and the agent.
-    if (w->log_fd < 0 || (as && ::fchmod(w->log_fd, 0600) != 0))
-      return start_failed(l, "cannot open " + log_path.string() + ": " + std::strerror(errno));
+    std::string log_error;
+    // A user's job output stays between that user and the agent.
+    w->log_fd = open_worker_log(o_.work_dir, l.job_id, l.rank, as ? as->account.name : std::string{}, log_error);
+    if (w->log_fd < 0) return start_failed(l, log_error);
     spec.argv = l.command.empty() ? std::vector<std::string>{worker_program_, "worker"} : l.command;
     worker_context ctx{marker_, ckpt.string(), std::nullopt};
     if (as) ctx.account = worker_account{as->account.name, as->account.home, as->account.shell};

@@ -38,6 +38,9 @@ struct agent_options {
   std::string gpu_type = "V100";
   uint32_t gpus = 8;
   wire::pool_kind pool = wire::pool_kind::training;
+  /// Where the job's other machines reach this one's workers (register's address: MASTER_ADDR
+  /// of jobs whose rank 0 runs here); empty: the address serve sees it connect from.
+  std::string address;
   /// Per-agent folder (created if missing): checkpoints/<job_id>/ for launches whose
   /// checkpoint_dir is not absolute, logs/<job_id>-<rank>.log for each worker's stdout and
   /// stderr (appended to).

@@ -1,6 +1,13 @@
 #include "runtime/node/worker_log.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -24,6 +31,41 @@ size_t char_length(std::string_view s, size_t i) {
 }
 
 } // namespace
+
+int open_worker_log(const std::string& work_dir, uint64_t job, uint32_t rank, const std::string& user,
+                    std::string& error) {
+  namespace fs = std::filesystem;
+  const fs::path log = fs::path(work_dir) / "logs" / (std::to_string(job) + "-" + std::to_string(rank) + ".log");
+  const fs::path owner = log.string() + ".user";
+  std::string last;
+  std::error_code ec;
+  const bool had_log = fs::exists(log, ec);
+  if (std::ifstream in(owner); in) std::getline(in, last);
+  if (had_log && last != user) {
+    auto aside = log.string() + "." + std::to_string(::time(nullptr));
+    fs::rename(log, aside, ec);
+    if (ec) {
+      error = "cannot set aside " + log.string() + " (another user's): " + ec.message();
+      return -1;
+    }
+  }
+  if (!had_log || last != user) {
+    std::ofstream out(owner, std::ios::trunc);
+    out << user << '\n';
+    if (!out.flush()) {
+      error = "cannot write " + owner.string();
+      return -1;
+    }
+  }
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, user.empty() ? 0644 : 0600);
+  // A log made before, with another mode, is another user's output no longer: made private.
+  if (fd >= 0 && !user.empty() && ::fchmod(fd, 0600) != 0) {
+    ::close(fd);
+    fd = -1;
+  }
+  if (fd < 0) error = "cannot open " + log.string() + ": " + std::strerror(errno);
+  return fd;
+}
 
 std::string utf8_or_marks(std::string_view bytes) {
   std::string out;

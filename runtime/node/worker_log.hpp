@@ -26,6 +26,14 @@ inline constexpr size_t max_unsent_bytes_for_logs = size_t{2} << 20;
 wire::log_chunk answer_log_fetch(const std::string& work_dir, const std::string& server, const wire::log_fetch& f,
                                  size_t unsent_bytes);
 
+/// Opens the log of (job, rank) under `work_dir` for appending, for a launch as `user` ("": the
+/// agent's own), mode 0600 (0644 for the agent's own). Job ids start again with each new run
+/// of a scheduler: a log whose last launch was another user's is set aside first, as
+/// JOB-RANK.log.SECONDS, so that `aryl logs` never shows one user another's output (the user
+/// is kept beside it, in JOB-RANK.log.user). Returns the descriptor, or -1 and `error`.
+int open_worker_log(const std::string& work_dir, uint64_t job, uint32_t rank, const std::string& user,
+                    std::string& error);
+
 /// `bytes` with every byte that is not part of a valid UTF-8 character replaced by '?'.
 std::string utf8_or_marks(std::string_view bytes);
 

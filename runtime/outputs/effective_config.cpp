@@ -147,6 +147,9 @@ std::string effective_config_json(const config& c) {
   j["live.max_active_submits_per_address"] = c.max_active_submits_per_address;
   j["live.max_submit_bytes"] = c.max_submit_bytes;
   j["live.submits_per_s"] = c.submits_per_s;
+  j["live.allow_root_jobs"] = c.allow_root_jobs;
+  j["live.master_port_first"] = c.master_port_first;
+  j["live.master_port_count"] = c.master_port_count;
   return j.dump(2);
 }
 

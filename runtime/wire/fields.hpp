@@ -43,6 +43,7 @@ void fields(A& a, T& m) {
   a("gpus", m.gpus);
   a("pool", m.pool);
   a("workers", m.workers);
+  a("address", m.address);
 }
 
 template <class A, is<heartbeat> T>

@@ -92,6 +92,9 @@ struct register_ {
   uint32_t gpus = 0;
   pool_kind pool = pool_kind::training;
   std::vector<running_worker> workers;
+  /// Where the job's other machines reach this one's workers (a name or an IP address; the
+  /// MASTER_ADDR of jobs whose rank 0 runs here). Absent: the address serve sees it connect from.
+  std::optional<std::string> address{};
   bool operator==(const register_&) const = default;
 };
 

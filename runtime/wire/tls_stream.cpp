@@ -27,6 +27,8 @@ struct tls_context {
   std::string cert_file;  ///< of the certificate it presents; empty: none
 };
 
+ssl::context& asio_context(tls_context& c) { return c.ctx; }
+
 void byte_stream::close() {
   boost::system::error_code ec;
   socket().shutdown(tcp::socket::shutdown_both, ec);

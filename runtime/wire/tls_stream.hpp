@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace aryl::net {
 
 /// The result of one read or write: as Asio's handlers get it.
@@ -47,6 +51,8 @@ class byte_stream {
 
 /// An OpenSSL context: a server's certificate and key, or the CA a client trusts.
 struct tls_context;
+/// Its Asio context, for a listener that speaks another protocol over TLS (the metrics port).
+boost::asio::ssl::context& asio_context(tls_context& c);
 
 /// The context of a TLS listener. With `client_ca_file`, every peer must present a
 /// certificate that chains to a CA in it (mutual TLS). Throws aryl::input_error naming the

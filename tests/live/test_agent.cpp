@@ -554,6 +554,35 @@ TEST_CASE("live agent: a worker's log is read from an offset, non-UTF-8 bytes ma
   CHECK(utf8_or_marks("\xed\xa0\x80ok\xc0\xaf") == "???ok??");  // a surrogate, an overlong '/'
 }
 
+TEST_CASE("live agent: a job id's log whose last launch was another user's is set aside, so no user reads "
+          "another's output") {
+  scratch_dir dir;
+  std::filesystem::create_directories(dir.path() / "logs");
+  const auto root = dir.path().string();
+  auto write = [&](const std::string& user, const std::string& text) {
+    std::string error;
+    int fd = open_worker_log(root, 1, 0, user, error);
+    REQUIRE_MESSAGE(fd >= 0, error);
+    REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    struct stat st {};
+    REQUIRE(::fstat(fd, &st) == 0);
+    ::close(fd);
+    return st.st_mode & 0777;
+  };
+  auto read = [&] { return read_worker_log(root, "n", wire::log_fetch{1, 1, 0, 0, 1000}).text; };
+  CHECK(write("alice", "alice's secret\n") == 0600);
+  CHECK(write("alice", "alice again\n") == 0600);  // her restarts append
+  CHECK(read() == "alice's secret\nalice again\n");
+  write("bob", "bob's\n");  // job 1 of a later run, another user's
+  CHECK(read() == "bob's\n");
+  size_t aside = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir.path() / "logs"))
+    aside += e.path().filename().string().rfind("1-0.log.", 0) == 0 && e.path().extension() != ".user";
+  CHECK(aside == 1);
+  CHECK(write("", "the agent's own\n") == 0644);
+  CHECK(read() == "the agent's own\n");
+}
+
 TEST_CASE("live agent: a log fetch is answered with an error naming the limit while too much is unsent to the scheduler") {
   scratch_dir dir;
   std::filesystem::create_directories(dir.path() / "logs");

@@ -18,6 +18,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "runtime/live/client.hpp"
 #include "tests/live/gateway_peer.hpp"
@@ -170,6 +171,50 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: a launch reaches the registered age
   auto m = agent.receive();
   REQUIRE(m);
   CHECK(std::holds_alternative<wire::stop>(*m));
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: every worker gets the standard environment: rank 0's machine as "
+                                   "MASTER_ADDR, one MASTER_PORT per launch, and its ranks and groups") {
+  peer a0(g->port()), a1(g->port());
+  a0.register_as("t0");  // at the address it connects from
+  a1.hello_as_agent("t1");
+  a1.send(wire::register_{"t1", "V100", 8, wire::pool_kind::training, {}, "node-1.example"});
+  for (int i = 0; i < 500 && !g->wait_for_agents(10ms).empty(); ++i) {}
+  REQUIRE(g->wait_for_agents(0ms).empty());
+  auto env_of = [](peer& p) {
+    auto m = p.receive();
+    REQUIRE(m);
+    REQUIRE(std::get_if<wire::launch>(&*m));
+    return std::get<wire::launch>(*m).env;
+  };
+  // Job 4, launch 9: ranks 0-1 on t1 (the master), 2-3 on t0.
+  node_launch on_t1{4, "j4", 9, 0, 4, {5, 6}, 100, 2, 0, {}, 0, "", 1, 0, 2};
+  node_launch on_t0{4, "j4", 9, 2, 4, {0, 3}, 100, 2, 0, {}, 0, "", 1, 1, 2};
+  t1->launch(on_t1);
+  t0->launch(on_t0);
+  for (auto [p, group, first] : {std::tuple{&a1, 0, 0}, std::tuple{&a0, 1, 2}})
+    for (int local = 0; local < 2; ++local) {
+      auto env = env_of(*p);
+      CHECK(env.at("MASTER_ADDR") == "node-1.example");
+      CHECK(env.at("MASTER_PORT") == "29500");
+      CHECK(env.at("RANK") == std::to_string(first + local));
+      CHECK(env.at("WORLD_SIZE") == "4");
+      CHECK(env.at("LOCAL_RANK") == std::to_string(local));
+      CHECK(env.at("LOCAL_WORLD_SIZE") == "2");
+      CHECK(env.at("GROUP_RANK") == std::to_string(group));
+      CHECK(env.at("GROUP_WORLD_SIZE") == "2");
+      CHECK(env.at("CUDA_VISIBLE_DEVICES") == (group == 0 ? "5,6" : "0,3"));
+    }
+  // Another job mastered on t1 takes the next port; t0's jobs master at its connection's address.
+  t1->launch(node_launch{5, "j5", 1, 0, 1, {7}, 100, 2, 0, {}, 0, "", 1, 0, 1});
+  CHECK(env_of(a1).at("MASTER_PORT") == "29501");
+  t0->launch(node_launch{6, "j6", 1, 0, 1, {1}, 100, 2, 0, {}, 0, "", 0, 0, 1});
+  auto j6 = env_of(a0);
+  CHECK(j6.at("MASTER_ADDR") == "127.0.0.1");
+  CHECK(j6.at("MASTER_PORT") == "29500");
+  // Job 4's next launch frees its earlier port.
+  t1->launch(node_launch{4, "j4", 10, 0, 1, {5}, 100, 2, 0, {}, 0, "", 1, 0, 1});
+  CHECK(env_of(a1).at("MASTER_PORT") == "29500");
 }
 
 TEST_CASE("gateway: a silent agent is dropped, and its server reported lost once the detection grace has passed") {
@@ -774,6 +819,10 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: a registration beyond the limits is
   wire::register_ listed{"t0", "V100", 8, wire::pool_kind::training, {}};
   listed.workers.push_back({3, 0, {8}, std::nullopt, std::nullopt, std::nullopt});
   CHECK(refused(listed) == "register: server 't0': job 3 rank 0 is listed on GPU 8, beyond its 8 GPUs");
+  wire::register_ addressed{"t0", "V100", 8, wire::pool_kind::training, {}, "10.0.0.7 && rm"};
+  CHECK(refused(addressed) == "register: server 't0': address '10.0.0.7 && rm' is not a host name or an IP address");
+  addressed.address = "";
+  CHECK(refused(addressed) == "register: server 't0': address is empty or over 253 bytes");
   agent.send(wire::progress{7, 0, 2.5, 3});
   CHECK(saw("progress server=1 job=7 rank=0 2.5"));
 }

@@ -323,6 +323,21 @@ TEST_CASE("gateway with identities: a refused request gets one error frame namin
   user.send(wire::node_request{"t0", "drain", std::nullopt, std::nullopt});
   CHECK(user.refusal() == "the credential of alice was revoked");
 
+  // An identity named root submits nothing unless live.allow_root_jobs.
+  auto root = ids->create({"root", role::user, "", "", "", false});
+  peer as_root(g->port());
+  as_root.send(wire::hello{wire::peer_role::client, root, "cli"});
+  REQUIRE(as_root.receive());
+  wire::submit job;
+  job.name = "j";
+  job.command = {"/bin/true"};
+  as_root.send(job);
+  auto refused = as_root.receive();
+  REQUIRE(refused);
+  REQUIRE(std::get_if<wire::error>(&*refused));
+  CHECK(std::get<wire::error>(*refused).reason ==
+        "jobs as root are refused: set live.allow_root_jobs (and agent --allow-root-jobs)");
+
   // An agent credential registers only its node.
   peer impostor(g->port());
   impostor.send(wire::hello{wire::peer_role::agent, t0, "t1"});

@@ -25,6 +25,7 @@ another host are made at test time with the `openssl` CLI. Then:
 Every process is stopped by its pid on every way out; no port stays bound.
 """
 
+import http.client
 import os
 import socket
 import ssl
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from live_harness import check, main, read, wait_for  # noqa: E402
@@ -188,11 +190,25 @@ def run(a, work, procs):
                        "--set", "cluster.inference.servers=0", "--speedup", "10", "--set", "jobs.restart_overhead_s=0",
                        "--set", "jobs.scale_overhead_s=0", "--set", "live.hello_timeout_s=2",
                        "--tls-cert", certs["server.pem"], "--tls-key",
-                       certs["server.key"]])
+                       certs["server.key"], "--metrics-port", "0", "--metrics-port-file",
+                       os.path.join(bed.dir, "metrics.port"), "--metrics-tls"])
     if not serve:
         return None
     serve_log = os.path.join(bed.dir, "serve.log")
     check("(TLS)" in read(serve_log), "serve says it listens with TLS")
+    # The metrics port speaks HTTPS with the listener's certificate, and only that.
+    metrics_port = int(read(os.path.join(bed.dir, "metrics.port")) or 0)
+    try:
+        ctx = ssl.create_default_context(cafile=certs["ca.pem"])
+        page = urllib.request.urlopen(f"https://127.0.0.1:{metrics_port}/metrics", timeout=10, context=ctx).read()
+        check(b"aryl_agents" in page, "GET https://.../metrics answers over TLS, verified against the CA")
+    except (OSError, ValueError) as e:
+        check(False, f"GET https://.../metrics: {e!r}")
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read()
+        check(False, "plain GET /metrics on the HTTPS port is not answered")
+    except (OSError, ValueError, http.client.HTTPException):
+        check(True, "plain GET /metrics on the HTTPS port is not answered")
     folder = os.path.join(bed.dir, "agent-t0")
     os.makedirs(folder)
     procs.start("agent t0", [bed.aryl, "agent", "--port", str(bed.port), "--token-file", bed.token, "--name", "t0",

@@ -12,7 +12,8 @@ inline std::vector<message> sample_messages() {
                 .workers = {{.job_id = 42, .rank = 3, .gpus = {0, 1}, .pid = 12345, .exit_code = std::nullopt,
                              .exit_signal = std::nullopt},
                             {.job_id = 43, .rank = 0, .gpus = {7}, .pid = std::nullopt, .exit_code = 0,
-                             .exit_signal = 9}}};
+                             .exit_signal = 9}},
+                .address = "node-07.example"};
   launch go{.job_id = 9'000'000'000,
             .rank = 2,
             .world_size = 4,

@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""A job spanning two machines meets through the standard environment, with no shared path:
+each worker gets MASTER_ADDR (the machine of rank 0), MASTER_PORT, RANK, WORLD_SIZE,
+LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK and GROUP_WORLD_SIZE, as torch.distributed's env://
+and torchrun's workers expect; rank 0 listens on MASTER_ADDR:MASTER_PORT and the other rank
+connects to it over TCP. Where python3 can import torch, an unmodified-style DDP start
+(init_process_group("gloo"), env://, all_reduce) runs across the two machines as well.
+
+    test_live_standard_env.py --aryl BUILD/aryl --source SOURCE_DIR [--dir TMP]
+
+On loopback: serve --no-workload with t0 and t1 of 1 GPU each, agents in separate work
+folders (t1 registers --address 127.0.0.1, t0 the address serve sees). Every process is
+stopped by its pid, also on a failure; no port is left bound.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from live_harness import check, main, wait_for  # noqa: E402
+from serve_bed import Bed  # noqa: E402
+
+MEET = r'''
+import os, socket, sys, time
+e = os.environ
+rank, world = int(e["RANK"]), int(e["WORLD_SIZE"])
+addr = (e["MASTER_ADDR"], int(e["MASTER_PORT"]))
+print("env", " ".join(f"{k}={e[k]}" for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+      "GROUP_RANK", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")), file=sys.stderr, flush=True)
+if rank == 0:
+    s = socket.create_server(addr)
+    total = rank
+    peers = []
+    for _ in range(world - 1):
+        c, _ = s.accept()
+        total += int(c.recv(64))
+        peers.append(c)
+    for c in peers:
+        c.sendall(str(total).encode())
+else:
+    for _ in range(100):
+        try:
+            c = socket.create_connection(addr, timeout=5)
+            break
+        except OSError:
+            time.sleep(0.1)
+    c.sendall(str(rank).encode())
+    total = int(c.recv(64))
+print(f"rank {rank} met: sum {total}", file=sys.stderr, flush=True)
+'''
+
+DDP = r'''
+import os, sys, torch, torch.distributed as dist
+dist.init_process_group("gloo")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+print(f"ddp rank {dist.get_rank()} of {dist.get_world_size()}: all_reduce {t.item():g}", file=sys.stderr, flush=True)
+dist.destroy_process_group()
+'''
+
+
+def has_torch():
+    return subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0
+
+
+def run(a, work, procs):
+    bed = Bed(a, work, procs, "live-standard-env-test-token")
+    serve = bed.serve(["--no-workload", "--servers", "2", "--set", "cluster.training.gpus_per_server=1",
+                       "--set", "cluster.inference.servers=0", "--speedup", "1"])
+    if not serve:
+        return None
+    bed.agent("t0", 1)
+    folder = os.path.join(bed.dir, "agent-t1")
+    os.makedirs(folder)
+    procs.start("agent t1", [bed.aryl, "agent", "--port", str(bed.port), "--token-file", bed.token, "--name", "t1",
+                             "--gpu-type", "V100", "--gpus", "1", "--work-dir", folder, "--address", "127.0.0.1"],
+                os.path.join(folder, "agent.log"))
+    if not bed.run_starts():
+        return [bed.port]
+    scripts = os.path.join(work, "scripts")
+    os.makedirs(scripts)
+    for name, text in (("meet.py", MEET), ("ddp.py", DDP)):
+        with open(os.path.join(scripts, name), "w") as f:
+            f.write(text)
+
+    def logs(job, rank):
+        return bed.client("logs", str(job), "--rank", str(rank)).stdout
+
+    job = bed.submit("--name", "meet", "--gpus", "2", "--duration", "5", "--", "/usr/bin/python3",
+                     os.path.join(scripts, "meet.py"))
+    if not check(isinstance(job, int), f"the two-machine job is taken ({job})"):
+        return [bed.port]
+    check(wait_for(lambda: all("met: sum 1" in logs(job, r) for r in (0, 1)), 30, "both ranks to meet"),
+          "both ranks met at MASTER_ADDR:MASTER_PORT and summed their ranks (0 + 1)")
+    envs = [dict(kv.split("=", 1) for kv in (re.search(r"^env (.*)$", logs(job, r), re.M) or [None, ""])[1].split())
+            for r in (0, 1)]
+    check([e.get("RANK") for e in envs] == ["0", "1"] and all(e.get("WORLD_SIZE") == "2" for e in envs),
+          f"RANK and WORLD_SIZE ({envs})")
+    check(sorted(e.get("GROUP_RANK") for e in envs) == ["0", "1"]
+          and all(e.get("GROUP_WORLD_SIZE") == "2" and e.get("LOCAL_RANK") == "0" and e.get("LOCAL_WORLD_SIZE") == "1"
+                  for e in envs), f"one group per machine, one local rank each ({envs})")
+    check(len({(e.get("MASTER_ADDR"), e.get("MASTER_PORT")) for e in envs}) == 1
+          and envs[0].get("MASTER_ADDR") == "127.0.0.1", f"one MASTER_ADDR:MASTER_PORT for both ({envs})")
+    if has_torch():
+        ddp = bed.submit("--name", "ddp", "--gpus", "2", "--duration", "30", "--", "/usr/bin/python3",
+                         os.path.join(scripts, "ddp.py"))
+        check(isinstance(ddp, int) and wait_for(
+            lambda: all(f"ddp rank {r} of 2: all_reduce 3" in logs(ddp, r) for r in (0, 1)), 90, "the DDP job"),
+            "an unmodified-style DDP start (gloo, env://) all-reduces across the two machines")
+    else:
+        print("note: python3 cannot import torch here (scripts/setup_pytorch.sh): the DDP part did not run")
+    bed.stop(serve)
+    return [bed.port]
+
+
+if __name__ == "__main__":
+    sys.exit(main("live-standard-env", 150, run, ("serve.log", "agent-t0/agent.log", "agent-t1/agent.log")))
