@@ -137,7 +137,7 @@ int agent(aryl::live::agent_options o, const std::string& token_file, const std:
   check_name("agent: --name", o.name);
   if (pool != "training" && pool != "inference")
     throw aryl::input_error("agent: --pool: '" + pool + "' is not one of training|inference");
-  o.token = aryl::live::read_token_file(token_file);
+  if (!token_file.empty()) o.token = aryl::live::read_token_file(token_file);
   o.pool = pool == "training" ? aryl::wire::pool_kind::training : aryl::wire::pool_kind::inference;
   std::signal(SIGTERM, request_stop);
   std::signal(SIGINT, request_stop);
@@ -359,10 +359,11 @@ int main(int argc, char** argv) {
       if (const char* v = lookup(var); v && field->empty()) *field = v;
     if (co.tls_ca_file.empty() && !(co.tls_cert_file.empty() && co.tls_key_file.empty()))
       throw aryl::input_error(cmd->get_name() + ": --tls-cert and --tls-key are for TLS: give --tls-ca (or ARYL_TLS_CA) too");
-    auto e = aryl::live::resolve_endpoint(cmd->get_name(), client_host, port, client_token, lookup);
+    auto e = aryl::live::resolve_endpoint(cmd->get_name(), client_host, port, client_token, lookup,
+                                          !co.tls_cert_file.empty());
     co.host = e.host;
     co.port = e.port;
-    co.token = aryl::live::read_token_file(e.token_file);
+    if (!e.token_file.empty()) co.token = aryl::live::read_token_file(e.token_file);
   };
   try {
     if (*sim) return simulate(sf);
@@ -374,13 +375,13 @@ int main(int argc, char** argv) {
     if (*agent_cmd) {
       std::optional<uint16_t> port;
       if (agent_cmd->count("--port") > 0) port = ao.port;
-      auto e = aryl::live::resolve_endpoint("agent", agent_host, port, agent_token,
-                                            [](const char* v) { return std::getenv(v); });
-      ao.host = e.host;
-      ao.port = e.port;
       for (auto [var, field] : {std::pair{"ARYL_TLS_CA", &agent_tls_ca}, std::pair{"ARYL_TLS_CERT", &agent_tls_cert},
                                 std::pair{"ARYL_TLS_KEY", &agent_tls_key}})
         if (const char* v = std::getenv(var); v && *v && field->empty()) *field = v;
+      auto e = aryl::live::resolve_endpoint("agent", agent_host, port, agent_token,
+                                            [](const char* v) { return std::getenv(v); }, !agent_tls_cert.empty());
+      ao.host = e.host;
+      ao.port = e.port;
       if (agent_tls_ca.empty() && !(agent_tls_cert.empty() && agent_tls_key.empty()))
         throw aryl::input_error("agent: --tls-cert and --tls-key are for TLS: give --tls-ca (or ARYL_TLS_CA) too");
       if (!agent_tls_ca.empty()) ao.tls = aryl::net::tls_client_context(agent_tls_ca, agent_tls_cert, agent_tls_key);

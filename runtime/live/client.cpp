@@ -221,7 +221,8 @@ void logs(const client_options& o, uint64_t job, uint32_t rank, bool follow, std
 }
 
 endpoint resolve_endpoint(const std::string& command, const std::string& host, std::optional<uint16_t> port,
-                          const std::string& token_file, const std::function<const char*(const char*)>& env) {
+                          const std::string& token_file, const std::function<const char*(const char*)>& env,
+                          bool certificate) {
   endpoint e;
   e.host = host.empty() ? "127.0.0.1" : host;
   if (port) {
@@ -249,8 +250,9 @@ endpoint resolve_endpoint(const std::string& command, const std::string& host, s
   e.token_file = token_file;
   if (e.token_file.empty())
     if (const char* f = env("ARYL_TOKEN_FILE"); f && *f) e.token_file = f;
-  if (e.token_file.empty())
-    throw input_error(command + ": no cluster token: give --token-file or set ARYL_TOKEN_FILE");
+  if (e.token_file.empty() && !certificate)
+    throw input_error(command + ": no token: give --token-file or set ARYL_TOKEN_FILE, or present a TLS client "
+                                "certificate (--tls-cert) whose name is an identity");
   return e;
 }
 

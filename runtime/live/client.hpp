@@ -30,14 +30,16 @@ struct client_options {
 /// flags, empty when not given. Without --port the address is ARYL_ADDR ("HOST:PORT"),
 /// without --token-file the file is ARYL_TOKEN_FILE; `env` looks a variable up (nullptr:
 /// unset). Throws aryl::input_error naming the command and the flag or variable that is
-/// missing or malformed.
+/// missing or malformed; no token file is no error with a TLS client `certificate` (an
+/// identity's credential; token_file is then empty).
 struct endpoint {
   std::string host;
   uint16_t port = 0;
   std::string token_file;
 };
 endpoint resolve_endpoint(const std::string& command, const std::string& host, std::optional<uint16_t> port,
-                          const std::string& token_file, const std::function<const char*(const char*)>& env);
+                          const std::string& token_file, const std::function<const char*(const char*)>& env,
+                          bool certificate = false);
 
 /// Sends `request` and returns the reply, or nothing when none is expected (`demand`).
 /// Throws aryl::input_error naming the scheduler's address for a refused connection, a

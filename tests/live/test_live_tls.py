@@ -123,7 +123,8 @@ def make_certs(d):
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     p = {k: os.path.join(d, k) for k in ("ca.pem", "ca.key", "server.pem", "server.key", "server.csr", "other.pem",
                                           "other.key", "elsewhere.pem", "elsewhere.key", "elsewhere.csr",
-                                          "client.pem", "client.key", "client.csr", "ip.ext", "dns.ext")}
+                                          "client.pem", "client.key", "client.csr", "ip.ext", "dns.ext",
+                                          "ops.pem", "ops.key", "ops.csr", "t0.pem", "t0.key", "t0.csr")}
     with open(p["ip.ext"], "w") as f:
         f.write("subjectAltName=IP:127.0.0.1\n")
     with open(p["dns.ext"], "w") as f:
@@ -142,6 +143,10 @@ def make_certs(d):
         ["x509", "-req", "-in", p["client.csr"], "-CA", p["ca.pem"], "-CAkey", p["ca.key"], "-CAcreateserial",
          "-out", p["client.pem"], "-days", "2"],
     ]
+    for name in ("ops", "t0"):  # identities by certificate: the CN is the name
+        steps += [["req", *ec, "-keyout", p[f"{name}.key"], "-out", p[f"{name}.csr"], "-subj", f"/CN={name}"],
+                  ["x509", "-req", "-in", p[f"{name}.csr"], "-CA", p["ca.pem"], "-CAkey", p["ca.key"],
+                   "-CAcreateserial", "-out", p[f"{name}.pem"], "-days", "2"]]
     for s in steps:
         r = subprocess.run(["openssl", *s], capture_output=True, text=True, timeout=30)
         if r.returncode != 0:
@@ -332,7 +337,8 @@ def run(a, work, procs):
     rows = bed.rows("jobs.csv")
     check(len(rows) == 1 and rows[0]["outcome"] == "done", f"jobs.csv has the job, done ({rows})")
     first_port = bed.port
-    return [first_port, *mutual_tls(bed, certs, aryl, clean, procs)]
+    return [first_port, *mutual_tls(bed, certs, aryl, clean, procs), *certificate_identities(bed, certs, aryl, clean,
+                                                                                             procs)]
 
 
 def mutual_tls(bed, certs, aryl, clean, procs):
@@ -363,6 +369,41 @@ def mutual_tls(bed, certs, aryl, clean, procs):
     r = aryl("status", "--port", str(bed.port), "--token-file", bed.token, *mine)
     check(r.returncode == 2 and "give --tls-ca" in r.stderr, f"--tls-cert without --tls-ca is refused ({r.stderr})")
     bed.stop(serve, "serve (mutual TLS)")
+    return [bed.port]
+
+
+def certificate_identities(bed, certs, aryl, clean, procs):
+    """serve --identities with mutual TLS: an agent and an admin present only certificates
+    whose CN names them (no token file anywhere); a certificate of the CA naming no identity is
+    refused. Returns the port serve bound."""
+    ids = os.path.join(bed.dir, "identities")
+    for name, role in (("ops", "admin"), ("t0", "agent")):
+        r = aryl("token", "create", name, "--role", role, "--cert", "--identities", ids)
+        check(r.returncode == 0 and f"CN={name}" in r.stdout, f"token create {name} --cert ({r.stdout}{r.stderr})")
+    bed.serve_auth = ["--identities", ids]
+    serve = bed.serve(["--no-workload", "--servers", "1", "--set", "cluster.training.gpus_per_server=8",
+                       "--set", "cluster.inference.servers=0", "--tls-cert", certs["server.pem"], "--tls-key",
+                       certs["server.key"], "--tls-ca", certs["ca.pem"]], log="ids.log")
+    bed.serve_auth = ["--token-file", bed.token]
+    if not serve:
+        return []
+    folder = os.path.join(bed.dir, "agent-t0-ids")
+    os.makedirs(folder)
+    procs.start("agent t0 (certificate)", [bed.aryl, "agent", "--port", str(bed.port), "--name", "t0", "--gpus", "8",
+                                           "--work-dir", folder, "--tls-cert", certs["t0.pem"], "--tls-key",
+                                           certs["t0.key"]],
+                os.path.join(folder, "agent.log"), env=dict(clean, ARYL_TLS_CA=certs["ca.pem"]))
+    if not bed.run_starts(log="ids.log"):
+        return [bed.port]
+    where = ["--port", str(bed.port), "--tls-ca", certs["ca.pem"]]
+    r = aryl("status", *where, "--tls-cert", certs["ops.pem"], "--tls-key", certs["ops.key"])
+    check(r.returncode == 0 and "t0" in r.stdout, f"certificate identities: ops and agent t0 need no token ({r.stderr})")
+    r = aryl("token", "list", *where, "--tls-cert", certs["ops.pem"], "--tls-key", certs["ops.key"])
+    check(r.returncode == 0 and "ops admin cert" in r.stdout, f"ops is an admin by its certificate ({r.stdout}{r.stderr})")
+    r = aryl("status", *where, "--tls-cert", certs["client.pem"], "--tls-key", certs["client.key"])
+    check(r.returncode != 0 and "certificate for 'aryl client': no such identity" in r.stderr,
+          f"a certificate of the CA naming no identity is refused ({r.stderr.strip()})")
+    bed.stop(serve, "serve (identities)")
     return [bed.port]
 
 

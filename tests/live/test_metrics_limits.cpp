@@ -11,6 +11,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -140,6 +142,11 @@ TEST_CASE("metrics: the endpoint keeps accepting after running out of file descr
   {
     live::metrics_endpoint m("127.0.0.1", 0, page, log);
     int client = open_socket(3000ms);
+    // UndefinedBehaviorSanitizer checks the object of a virtual call it has not seen through a
+    // pipe, which cannot be made once every descriptor is taken: the formatting the accept
+    // error's log line does is checked (and cached) here, before, or it is taken for a bad call.
+    CHECK(fmt::format("accept failed: {} ({})", std::string("Too many open files"), 1) ==
+          "accept failed: Too many open files (1)");
     // Every free descriptor taken, under a lowered limit (restored below, also on failure).
     rlimit before{};
     REQUIRE(::getrlimit(RLIMIT_NOFILE, &before) == 0);

@@ -69,7 +69,8 @@ TEST_CASE("a malformed ARYL_ADDR is a one-line error quoting it") {
 
 TEST_CASE("without --token-file a client takes ARYL_TOKEN_FILE, and without either says so") {
   check_one_line_error(run("show 1", "env -u ARYL_TOKEN_FILE ARYL_ADDR=127.0.0.1:9 "),
-                       "show: no cluster token: give --token-file or set ARYL_TOKEN_FILE");
+                       "show: no token: give --token-file or set ARYL_TOKEN_FILE, or present a TLS client "
+                       "certificate (--tls-cert) whose name is an identity");
   // The variable's file is the one read (and refused here, by its name).
   check_one_line_error(run("submit --gpus 1", "ARYL_ADDR=127.0.0.1:9 ARYL_TOKEN_FILE=/nonexistent/aryl-token "),
                        "/nonexistent/aryl-token");
