@@ -98,8 +98,10 @@ class Sampler(threading.Thread):
                     gpus.setdefault((agent, int(g)), set()).add(job)
         for key, pids in ranks.items():
             # A `/bin/sh` job's own children carry its environment too: count processes whose
-            # parent is not a worker of the same rank.
-            tops = [p for p in pids if parent(p) not in pids]
+            # parent is not a worker of the same rank. One whose parent cannot be read has ended
+            # since it was listed (a shell's child at the job's end): it is not alive.
+            parents = {p: parent(p) for p in pids}
+            tops = [p for p, pp in parents.items() if pp is not None and pp not in pids]
             if len(tops) > 1:
                 self.violations.append(f"job {key[0]} rank {key[1]} alive twice: pids {sorted(tops)}")
         for (agent, g), jobs in gpus.items():

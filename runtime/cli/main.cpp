@@ -210,7 +210,8 @@ int main(int argc, char** argv) {
   std::string agent_host;
   agent_cmd->add_option("--host", agent_host, "scheduler address (default 127.0.0.1, or ARYL_ADDR's host)");
   agent_cmd->add_option("--port", ao.port, "scheduler port (default: ARYL_ADDR=HOST:PORT)");
-  agent_cmd->add_option("--token-file", agent_token, "file holding the cluster token (default: ARYL_TOKEN_FILE)");
+  agent_cmd->add_option("--token-file", agent_token,
+                        "file holding the token: the cluster token, or this node's (default: ARYL_TOKEN_FILE)");
   std::string agent_tls_ca, agent_tls_cert, agent_tls_key;
   agent_cmd->add_option("--tls-ca", agent_tls_ca, "TLS: verify serve against this PEM CA (default: ARYL_TLS_CA)");
   agent_cmd->add_option("--tls-cert", agent_tls_cert, "TLS: present this certificate (default: ARYL_TLS_CERT)");
@@ -247,7 +248,8 @@ int main(int argc, char** argv) {
   auto client_flags = [&](CLI::App* c) {
     c->add_option("--host", client_host, "scheduler address (default 127.0.0.1, or ARYL_ADDR's host)");
     c->add_option("--port", co.port, "scheduler port (default: ARYL_ADDR=HOST:PORT)");
-    c->add_option("--token-file", client_token, "file holding the cluster token (default: ARYL_TOKEN_FILE)");
+    c->add_option("--token-file", client_token,
+                  "file holding the token: the cluster token, or your identity's (default: ARYL_TOKEN_FILE)");
     c->add_option("--tls-ca", co.tls_ca_file, "TLS: verify serve against this PEM CA (default: ARYL_TLS_CA)");
     c->add_option("--tls-cert", co.tls_cert_file, "TLS: present this certificate (default: ARYL_TLS_CERT)");
     c->add_option("--tls-key", co.tls_key_file, "TLS: its private key (default: ARYL_TLS_KEY)");
