@@ -3,8 +3,8 @@
 each worker gets MASTER_ADDR (the machine of rank 0), MASTER_PORT, RANK, WORLD_SIZE,
 LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK and GROUP_WORLD_SIZE, as torch.distributed's env://
 and torchrun's workers expect; rank 0 listens on MASTER_ADDR:MASTER_PORT and the other rank
-connects to it over TCP. Where python3 can import torch, an unmodified-style DDP start
-(init_process_group("gloo"), env://, all_reduce) runs across the two machines as well.
+connects to it over TCP. Where python3 can import torch, examples/torchrun/train.py (written
+for torchrun: env://, DDP, gloo) trains across the two machines to its end as well.
 
     test_live_standard_env.py --aryl BUILD/aryl --source SOURCE_DIR [--dir TMP]
 
@@ -51,14 +51,6 @@ else:
 print(f"rank {rank} met: sum {total}", file=sys.stderr, flush=True)
 '''
 
-DDP = r'''
-import os, sys, torch, torch.distributed as dist
-dist.init_process_group("gloo")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
-t = torch.tensor([float(dist.get_rank() + 1)])
-dist.all_reduce(t)
-print(f"ddp rank {dist.get_rank()} of {dist.get_world_size()}: all_reduce {t.item():g}", file=sys.stderr, flush=True)
-dist.destroy_process_group()
-'''
 
 
 def has_torch():
@@ -81,7 +73,7 @@ def run(a, work, procs):
         return [bed.port]
     scripts = os.path.join(work, "scripts")
     os.makedirs(scripts)
-    for name, text in (("meet.py", MEET), ("ddp.py", DDP)):
+    for name, text in (("meet.py", MEET),):
         with open(os.path.join(scripts, name), "w") as f:
             f.write(text)
 
@@ -104,13 +96,16 @@ def run(a, work, procs):
     check(len({(e.get("MASTER_ADDR"), e.get("MASTER_PORT")) for e in envs}) == 1
           and envs[0].get("MASTER_ADDR") == "127.0.0.1", f"one MASTER_ADDR:MASTER_PORT for both ({envs})")
     if has_torch():
-        ddp = bed.submit("--name", "ddp", "--gpus", "2", "--duration", "30", "--", "/usr/bin/python3",
-                         os.path.join(scripts, "ddp.py"))
-        check(isinstance(ddp, int) and wait_for(
-            lambda: all(f"ddp rank {r} of 2: all_reduce 3" in logs(ddp, r) for r in (0, 1)), 90, "the DDP job"),
-            "an unmodified-style DDP start (gloo, env://) all-reduces across the two machines")
+        example = os.path.join(a.source, "examples", "torchrun", "train.py")
+        ddp = bed.submit("--name", "ddp", "--gpus", "2", "--duration", "30", "--", "/usr/bin/python3", example,
+                         "--steps", "40")
+        check(isinstance(ddp, int) and wait_for(lambda: "done step=40" in logs(ddp, 0), 120, "the torchrun example"),
+              f"examples/torchrun/train.py trains across the two machines to its end ({logs(ddp, 0)[-300:]!r})")
+        out = logs(ddp, 0)
+        check("start step=0 world_size=2" in out and "step=40 loss=" in out,
+              "it started at step 0 with world size 2 and logged its loss")
     else:
-        print("note: python3 cannot import torch here (scripts/setup_pytorch.sh): the DDP part did not run")
+        print("note: /usr/bin/python3 cannot import torch here (scripts/setup_pytorch.sh): the example did not run")
     bed.stop(serve)
     return [bed.port]
 
