@@ -27,7 +27,6 @@ import pwd
 import shutil
 import socket
 import stat
-import struct
 import subprocess
 import sys
 import threading
@@ -36,76 +35,17 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from live_harness import check, main, read, wait_for  # noqa: E402
 
+# The scheduler stand-in speaks the protocol with examples/python_agent.py's framing.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+try:
+    from python_agent import FrameDecoder, ProtocolError, encode_frame, receive_one  # noqa: E402
+except ImportError:  # no msgpack module (Debian: python3-msgpack, which scripts/setup.sh installs)
+    FrameDecoder = None
+
 DEADLINE_S = 60
 TOKEN = "live-run-as-test-token-0123456789"
 PREFIX = f"arylt_{os.getpid()}"
 USER_A, USER_B, GROUP, NOBODY = PREFIX + "_a", PREFIX + "_b", PREFIX + "_g", PREFIX + "_nobody"
-
-
-# ---- a little msgpack, enough for the agent's side of the protocol ------------------------
-
-def pack(x):
-    if x is None:
-        return b"\xc0"
-    if isinstance(x, bool):
-        return b"\xc3" if x else b"\xc2"
-    if isinstance(x, int):
-        if 0 <= x < 128:
-            return bytes([x])
-        return b"\xcf" + struct.pack(">Q", x) if x >= 0 else b"\xd3" + struct.pack(">q", x)
-    if isinstance(x, float):
-        return b"\xcb" + struct.pack(">d", x)
-    if isinstance(x, str):
-        b = x.encode()
-        return (bytes([0xa0 | len(b)]) if len(b) < 32 else b"\xda" + struct.pack(">H", len(b))) + b
-    if isinstance(x, list):
-        return b"\xdc" + struct.pack(">H", len(x)) + b"".join(pack(v) for v in x)
-    if isinstance(x, dict):
-        return b"\xde" + struct.pack(">H", len(x)) + b"".join(pack(k) + pack(v) for k, v in x.items())
-    raise TypeError(x)
-
-
-def frame(fields):
-    body = pack({"v": 1, **fields})
-    return struct.pack(">I", len(body)) + body
-
-
-def unpack(b, i=0):
-    """(value, next index) of the msgpack value at b[i]."""
-    t = b[i]
-    fixed = {0xc0: None, 0xc2: False, 0xc3: True}
-    if t in fixed:
-        return fixed[t], i + 1
-    if t < 0x80:
-        return t, i + 1
-    if t >= 0xe0:
-        return t - 256, i + 1
-    if 0xa0 <= t <= 0xbf or t in (0xd9, 0xda, 0xdb):
-        n, i = ((t & 0x1f, i + 1) if t <= 0xbf else
-                (int.from_bytes(b[i + 1:i + 1 + (1 << (t - 0xd9))], "big"), i + 1 + (1 << (t - 0xd9))))
-        return b[i:i + n].decode(errors="replace"), i + n
-    ints = {0xcc: (1, ">B"), 0xcd: (2, ">H"), 0xce: (4, ">I"), 0xcf: (8, ">Q"), 0xd0: (1, ">b"), 0xd1: (2, ">h"),
-            0xd2: (4, ">i"), 0xd3: (8, ">q"), 0xca: (4, ">f"), 0xcb: (8, ">d")}
-    if t in ints:
-        n, f = ints[t]
-        return struct.unpack(f, b[i + 1:i + 1 + n])[0], i + 1 + n
-    if 0x80 <= t <= 0x9f or t in (0xdc, 0xdd, 0xde, 0xdf):
-        is_map = t <= 0x8f or t in (0xde, 0xdf)
-        if t <= 0x9f:
-            n, i = t & 0x0f, i + 1
-        else:
-            w = 2 if t in (0xdc, 0xde) else 4
-            n, i = int.from_bytes(b[i + 1:i + 1 + w], "big"), i + 1 + w
-        out = {} if is_map else []
-        for _ in range(n):
-            k, i = unpack(b, i)
-            if is_map:
-                v, i = unpack(b, i)
-                out[k] = v
-            else:
-                out.append(k)
-        return out, i
-    raise ValueError(f"msgpack type 0x{t:02x} not handled")
 
 
 class Scheduler(threading.Thread):
@@ -119,25 +59,20 @@ class Scheduler(threading.Thread):
         self.listener.listen(1)
         self.port = self.listener.getsockname()[1]
         self.conn = None
+        self.decoder = FrameDecoder()
         self.registered = threading.Event()
         self.exits = {}
         self.lock = threading.Lock()
 
     def recv_frame(self):
-        def exactly(n):
-            data = b""
-            while len(data) < n:
-                more = self.conn.recv(n - len(data))
-                if not more:
-                    raise ConnectionError("closed")
-                data += more
-            return data
-        (n,) = struct.unpack(">I", exactly(4))
-        return unpack(exactly(n))[0]
+        m = receive_one(self.conn, self.decoder)
+        if m is None:
+            raise ConnectionError("closed")
+        return m
 
     def send(self, fields):
         with self.lock:
-            self.conn.sendall(frame(fields))
+            self.conn.sendall(encode_frame(fields))
 
     def run(self):
         try:
@@ -156,7 +91,7 @@ class Scheduler(threading.Thread):
                 elif m.get("type") == "exit":
                     with self.lock:
                         self.exits[m["job_id"]] = (m["code"], m["signal"])
-        except (OSError, ConnectionError, ValueError):
+        except (OSError, ConnectionError, ProtocolError):
             pass
 
     def exit_of(self, job_id):
@@ -351,6 +286,9 @@ touch "$ARYL_CHECKPOINT_DIR/mine" && echo checkpoint=written
 if __name__ == "__main__":
     if os.geteuid() != 0:
         print("skipped: running jobs as other users needs root")
+        sys.exit(77)
+    if FrameDecoder is None:
+        print("skipped: this python3 has no msgpack module (Debian: python3-msgpack)")
         sys.exit(77)
     if not shutil.which("useradd"):
         print("skipped: no useradd on this machine")
