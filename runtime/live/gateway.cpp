@@ -31,6 +31,11 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
     ++slots.at(server).launches;
   }
   for (size_t i = 0; i < l.gpus.size(); ++i) logs.launched(l.job, l.rank_offset + static_cast<uint32_t>(i), server);
+  // What every worker of the launch on this machine shares; each adds its own ranks.
+  auto env = launch_environment(l);
+  if (l.startup_s > 0) env["ARYL_STARTUP_S"] = fmt::format("{:.6f}", l.startup_s);
+  env["ARYL_JOB_NAME"] = l.job_name;
+  if (l.decided_unix_ns > 0) env["ARYL_DECIDED_UNIX_NS"] = std::to_string(l.decided_unix_ns);
   for (size_t i = 0; i < l.gpus.size(); ++i) {
     wire::launch w;
     w.job_id = l.job;
@@ -42,10 +47,9 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
     // file:// init method); a shared filesystem is what checkpoints need anyway.
     w.rendezvous = "file://" + w.checkpoint_dir + "/rendezvous-" + std::to_string(l.generation);
     w.command = l.command;
-    if (l.startup_s > 0) w.env["ARYL_STARTUP_S"] = fmt::format("{:.6f}", l.startup_s);
-    w.env["ARYL_JOB_NAME"] = l.job_name;
-    if (l.decided_unix_ns > 0) w.env["ARYL_DECIDED_UNIX_NS"] = std::to_string(l.decided_unix_ns);
-    standard_environment(l, static_cast<uint32_t>(i), w);
+    w.env = env;
+    w.env["RANK"] = std::to_string(w.rank);
+    w.env["LOCAL_RANK"] = std::to_string(i);
     w.work_s = l.work_s;
     w.rate = l.rate;
     // With identities a job runs as the user who submitted it; in cluster-token mode as the
@@ -91,7 +95,7 @@ uint16_t gateway::impl::master_port_for(uint32_t job, uint64_t generation, const
   return port;
 }
 
-void gateway::impl::standard_environment(const node_launch& l, uint32_t local, wire::launch& w) {
+std::map<std::string, std::string> gateway::impl::launch_environment(const node_launch& l) {
   std::string master, address;
   {
     std::lock_guard lock(m);
@@ -103,19 +107,19 @@ void gateway::impl::standard_environment(const node_launch& l, uint32_t local, w
   }
   // torch.distributed's env:// and torchrun's worker variables; every worker of the launch on
   // this machine sees its GPUs, LOCAL_RANK picking its own, as torchrun's workers do.
+  std::map<std::string, std::string> env;
   if (!address.empty()) {
-    w.env["MASTER_ADDR"] = address;
-    w.env["MASTER_PORT"] = std::to_string(master_port_for(l.job, l.generation, master));
+    env["MASTER_ADDR"] = address;
+    env["MASTER_PORT"] = std::to_string(master_port_for(l.job, l.generation, master));
   }
-  w.env["RANK"] = std::to_string(w.rank);
-  w.env["WORLD_SIZE"] = std::to_string(l.world_size);
-  w.env["LOCAL_RANK"] = std::to_string(local);
-  w.env["LOCAL_WORLD_SIZE"] = std::to_string(l.gpus.size());
-  w.env["GROUP_RANK"] = std::to_string(l.group_rank);
-  w.env["GROUP_WORLD_SIZE"] = std::to_string(l.group_count);
+  env["WORLD_SIZE"] = std::to_string(l.world_size);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(l.gpus.size());
+  env["GROUP_RANK"] = std::to_string(l.group_rank);
+  env["GROUP_WORLD_SIZE"] = std::to_string(l.group_count);
   std::string devices;
   for (auto g : l.gpus) devices += (devices.empty() ? "" : ",") + std::to_string(g);
-  w.env["CUDA_VISIBLE_DEVICES"] = devices;
+  env["CUDA_VISIBLE_DEVICES"] = devices;
+  return env;
 }
 
 void gateway::impl::stop_on(const std::string& server, uint32_t job) { deliver(server, wire::stop{job, opts.stop_grace_s}); }

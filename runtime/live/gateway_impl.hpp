@@ -72,8 +72,9 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   /// held there by another job's current launch (an earlier launch of the job, or an ended
   /// job, holds none).
   uint16_t master_port_for(uint32_t job, uint64_t generation, const std::string& server);
-  /// The standard environment of rank `rank`, the `local`-th of `l` (MASTER_ADDR, RANK, ...).
-  void standard_environment(const node_launch& l, uint32_t local, wire::launch& w);
+  /// The standard environment the workers of `l` share (MASTER_ADDR, MASTER_PORT, WORLD_SIZE,
+  /// ...); each adds its RANK and LOCAL_RANK.
+  std::map<std::string, std::string> launch_environment(const node_launch& l);
   /// Exits of listed (then held) workers that came while no router was set, passed on when
   /// one is: (server id, job, rank, code, signal).
   std::vector<std::tuple<int, uint32_t, uint32_t, int, int>> early_exits;
