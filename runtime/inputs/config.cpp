@@ -13,6 +13,7 @@
 
 #include "solvers/input_error.hpp"
 #include "runtime/inputs/input_limits.hpp"
+#include "runtime/inputs/user_name.hpp"
 #include "runtime/inputs/yaml_file.hpp"
 #include "solvers/policy.hpp"
 #include "solvers/reclaim.hpp"
@@ -248,7 +249,7 @@ constexpr const char* gpu_speed_prefix = "gpu_speed.";
 constexpr const char* tenants_prefix = "tenants.";
 
 /// `tenants.<name>.users`: names separated by commas (a YAML list is joined so), each a user
-/// name as identities have them.
+/// name (user_name_problem).
 std::vector<std::string> user_list(const std::string& v) {
   std::vector<std::string> out;
   std::string name;
@@ -257,9 +258,7 @@ std::vector<std::string> user_list(const std::string& v) {
     name.erase(0, name.find_first_not_of(" \t"));
     name.erase(name.find_last_not_of(" \t") + 1);
     if (name.empty()) bad_value("an empty user name in '" + v + "'");
-    for (char ch : name)
-      if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-        bad_value("user '" + name + "' holds a character outside a-z 0-9 . _ -");
+    if (auto why = user_name_problem(name); !why.empty()) bad_value("user " + why);
     if (std::find(out.begin(), out.end(), name) != out.end()) bad_value("user '" + name + "' is listed twice");
     out.push_back(name);
   }

@@ -135,8 +135,6 @@ class connection {
   std::array<uint8_t, 16384> buf_{};
 };
 
-const char* pool_text(wire::pool_kind p) { return p == wire::pool_kind::training ? "training" : "inference"; }
-
 const char* server_state_text(wire::server_state s) {
   switch (s) {
     case wire::server_state::up: return "up";
@@ -298,7 +296,7 @@ void print_status(std::ostream& out, const wire::status_reply& s) {
     std::string state = v.state ? server_state_text(*v.state) : "";
     if (v.hold) state = state == "up" || state.empty() ? escape_control(*v.hold) : state + ", " + escape_control(*v.hold);
     out << fmt::format("{:<10} {:<6} {:>4} {:>5}  {:<9} {:<11} {:<10} {}\n", escape_control(v.name),
-                       escape_control(v.gpu_type), v.gpus, v.free, pool_text(v.pool), state, loan,
+                       escape_control(v.gpu_type), v.gpus, v.free, wire::pool_name(v.pool), state, loan,
                        escape_control(v.reason.value_or("")));
   }
   if (!s.tenants) return;
@@ -346,7 +344,7 @@ std::string status_json(const wire::status_reply& s) {
   j["servers"] = nlohmann::ordered_json::array();
   for (auto& x : s.servers) {
     nlohmann::ordered_json e = {{"name", x.name}, {"gpu_type", x.gpu_type}, {"gpus", x.gpus}, {"free", x.free},
-                                {"pool", pool_text(x.pool)}};
+                                {"pool", wire::pool_name(x.pool)}};
     if (x.state) e["state"] = server_state_text(*x.state);
     if (x.hold) e["hold"] = *x.hold;
     if (x.reason) e["reason"] = *x.reason;

@@ -4,14 +4,9 @@
 
 #include "solvers/control_chars.hpp"
 #include "runtime/live/token.hpp"
+#include "runtime/wire/codec.hpp"
 
 namespace aryl::live {
-
-namespace {
-
-std::string pool_text(wire::pool_kind p) { return p == wire::pool_kind::training ? "training" : "inference"; }
-
-} // namespace
 
 hello_verdict authenticate(const identity_registry* ids, const std::string& cluster_token, const wire::hello& h,
                            const std::string& certificate_name) {
@@ -79,8 +74,8 @@ std::string register_refusal(const identity_registry* ids, const principal& who,
   if (!id) return fmt::format("the credential of {} was revoked", who.name);
   if (!id->gpu_type.empty() && id->gpu_type != r.gpu_type)
     return fmt::format("{} was enrolled with GPU type {}, not {}", who.name, id->gpu_type, r.gpu_type);
-  if (!id->pool.empty() && id->pool != pool_text(r.pool))
-    return fmt::format("{} was enrolled in the {} pool, not {}", who.name, id->pool, pool_text(r.pool));
+  if (!id->pool.empty() && id->pool != wire::pool_name(r.pool))
+    return fmt::format("{} was enrolled in the {} pool, not {}", who.name, id->pool, wire::pool_name(r.pool));
   return {};
 }
 

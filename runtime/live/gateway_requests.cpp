@@ -9,11 +9,8 @@
 // What a peer says, once connected: its hello (who it is), an agent's register and reports, a
 // client's requests, each checked against the peer's role (docs/security.md).
 namespace aryl::live {
-namespace {
 
-std::string pool_name(wire::pool_kind p) { return p == wire::pool_kind::training ? "training" : "inference"; }
-
-} // namespace
+using wire::pool_name;
 
 void session::submitted(uint64_t job) {
   if (pending_audit_) pending_audit_->target = fmt::format("job-{} ({})", job, pending_audit_->target);

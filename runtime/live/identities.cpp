@@ -13,6 +13,7 @@
 
 #include "solvers/input_error.hpp"
 #include "runtime/inputs/small_file.hpp"
+#include "runtime/inputs/user_name.hpp"
 #include "runtime/live/token.hpp"
 
 namespace aryl::live {
@@ -41,6 +42,18 @@ bool is_hash(std::string_view s) {
   return true;
 }
 
+/// Why `id`'s enrolment cannot be ("" if it can): only agents have one, of a known pool, and a
+/// GPU type that fits the file's words.
+std::string enrolment_problem(const identity& id) {
+  if (id.who != role::agent && !(id.gpu_type.empty() && id.pool.empty()))
+    return "only an agent is enrolled with a GPU type and pool";
+  if (!id.pool.empty() && id.pool != "training" && id.pool != "inference")
+    return "pool '" + id.pool + "' is not one of training|inference";
+  if (id.gpu_type.find_first_of(" \t\r\n#=") != std::string::npos)
+    return "GPU type '" + id.gpu_type + "' holds a space, '#' or '='";
+  return {};
+}
+
 } // namespace
 
 std::string_view role_name(role r) { return role_names[static_cast<size_t>(r)]; }
@@ -64,16 +77,6 @@ std::string new_token() {
   if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1)
     throw std::runtime_error("no random bytes for a token (OpenSSL RAND_bytes failed)");
   return "aryl_" + hex(bytes.data(), bytes.size());
-}
-
-std::string identity_name_problem(std::string_view name) {
-  if (name.empty()) return "an identity name is empty";
-  if (name.size() > 32) return "'" + std::string(name) + "' is longer than 32 characters";
-  if (name.front() == '-' || name.front() == '.') return "'" + std::string(name) + "' starts with '" + name.front() + "'";
-  for (char c : name)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-      return "'" + std::string(name) + "' holds a character outside a-z 0-9 . _ - (a name is also a Unix user name)";
-  return {};
 }
 
 std::string describe_identities(const std::vector<identity>& ids) {
@@ -102,7 +105,7 @@ identity_store identity_store::load(const std::string& path) {
     std::string r, credential, extra;
     if (!(words >> id.name)) continue;
     if (!(words >> r >> credential)) throw input_error(where + "expected NAME ROLE CREDENTIAL, got '" + line + "'");
-    if (auto why = identity_name_problem(id.name); !why.empty()) throw input_error(where + why);
+    if (auto why = user_name_problem(id.name); !why.empty()) throw input_error(where + why);
     auto parsed = role_from(r);
     if (!parsed) throw input_error(where + "role '" + r + "' is not one of admin|user|agent|reader");
     id.who = *parsed;
@@ -120,8 +123,7 @@ identity_store identity_store::load(const std::string& path) {
         throw input_error(where + "'" + extra + "': only an agent takes gpu_type=T and pool=training|inference");
       (key == "gpu_type" ? id.gpu_type : id.pool) = extra.substr(eq + 1);
     }
-    if (!id.pool.empty() && id.pool != "training" && id.pool != "inference")
-      throw input_error(where + "pool '" + id.pool + "' is not one of training|inference");
+    if (auto why = enrolment_problem(id); !why.empty()) throw input_error(where + why);
     if (s.by_name(id.name)) throw input_error(where + "'" + id.name + "' is listed twice");
     s.ids_.push_back(std::move(id));
   }
@@ -172,16 +174,11 @@ const identity* identity_store::by_name(std::string_view name) const {
 }
 
 std::string identity_store::create(identity id, bool with_token) {
-  if (auto why = identity_name_problem(id.name); !why.empty()) throw input_error(why);
+  if (auto why = user_name_problem(id.name); !why.empty()) throw input_error(why);
   if (auto* old = by_name(id.name); old && !old->revoked)
     throw input_error("'" + id.name + "' exists already: revoke it first to give it a new credential");
+  if (auto why = enrolment_problem(id); !why.empty()) throw input_error(why);
   std::erase_if(ids_, [&](const identity& old) { return old.name == id.name; });
-  if (id.who != role::agent && !(id.gpu_type.empty() && id.pool.empty()))
-    throw input_error("only an agent is enrolled with a GPU type and pool");
-  if (!id.pool.empty() && id.pool != "training" && id.pool != "inference")
-    throw input_error("pool '" + id.pool + "' is not one of training|inference");
-  if (id.gpu_type.find_first_of(" \t\r\n#=") != std::string::npos)
-    throw input_error("GPU type '" + id.gpu_type + "' holds a space, '#' or '='");
   std::string token;
   if (with_token) {
     token = new_token();

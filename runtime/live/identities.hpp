@@ -42,9 +42,6 @@ struct identity {
 std::string hash_token(std::string_view token);
 /// A new token: "aryl_" and 64 hex digits of 32 random bytes (OpenSSL's RAND_bytes).
 std::string new_token();
-/// Why `name` cannot name an identity ("" if it can): 1-32 of [a-z0-9._-], not starting with
-/// '-' or '.' (a name is also the Unix user a job runs as, so it follows useradd's rules).
-std::string identity_name_problem(std::string_view name);
 
 /// A line per identity: name, role, `token` or `cert`, enrolment, `revoked`; never a token or
 /// its hash (`aryl token list`).

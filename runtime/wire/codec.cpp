@@ -20,6 +20,8 @@
 
 namespace aryl::wire {
 
+std::string_view pool_name(pool_kind p) { return detail::pool_kind_names[static_cast<size_t>(p)]; }
+
 std::string_view type_of(const message& m) {
   return std::visit([](const auto& x) { return std::decay_t<decltype(x)>::type; }, m);
 }

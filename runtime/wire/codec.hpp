@@ -33,6 +33,9 @@ using body_result = std::variant<message, decode_error>;
 /// The outcome of frame_decoder::next().
 using decode_step = std::variant<need_more, message, decode_error>;
 
+/// A pool's name on the wire: "training" or "inference".
+std::string_view pool_name(pool_kind p);
+
 /// True when `s` is strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF),
 /// as Python's decoder requires: what every msgpack str on the wire must be.
 bool valid_utf8(std::string_view s);

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "runtime/inputs/user_name.hpp"
 #include "runtime/live/identities.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
@@ -20,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   std::set<std::string> names;
   for (auto& id : store.all()) {
-    fuzz::require(live::identity_name_problem(id.name).empty(), "an accepted identity has a bad name: " + id.name);
+    fuzz::require(user_name_problem(id.name).empty(), "an accepted identity has a bad name: " + id.name);
     fuzz::require(names.insert(id.name).second, "an accepted file lists " + id.name + " twice");
     fuzz::require(id.who == live::role::agent || (id.gpu_type.empty() && id.pool.empty()),
                   "a non-agent identity is enrolled: " + id.name);

@@ -13,6 +13,7 @@
 #include "runtime/live/audit_log.hpp"
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/gateway_access.hpp"
+#include "runtime/inputs/user_name.hpp"
 #include "runtime/live/identities.hpp"
 #include "solvers/input_error.hpp"
 #include "tests/input_test_support.hpp"
@@ -115,9 +116,9 @@ TEST_CASE("identities: a bad file is refused naming the file and the line") {
 }
 
 TEST_CASE("identities: names follow the rules of Unix user names") {
-  for (auto ok : {"alice", "t0", "node-07.rack_2", "a"}) CHECK_MESSAGE(identity_name_problem(ok).empty(), ok);
+  for (auto ok : {"alice", "t0", "node-07.rack_2", "a"}) CHECK_MESSAGE(user_name_problem(ok).empty(), ok);
   for (auto bad : {"", "-x", ".x", "Root", "a b", "a/b", "a:b", "abcdefghijabcdefghijabcdefghijabc"})
-    CHECK_MESSAGE(!identity_name_problem(bad).empty(), bad);
+    CHECK_MESSAGE(!user_name_problem(bad).empty(), bad);
 }
 
 TEST_CASE("roles: every role and action, against the table of docs/security.md") {

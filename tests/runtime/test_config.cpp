@@ -103,7 +103,8 @@ TEST_CASE("tenants bound to users: a YAML list or commas, names checked where th
   CHECK_FALSE(c.tenants.at("nlp").max_priority);
   auto bad = scratch_file("users-bad.yaml", "tenants:\n  vision:\n    users: [alice, Bob]\n");
   CHECK(error_of([&] { load_config_file(c, bad); }) ==
-        bad + ":3: tenants.vision.users: user 'Bob' holds a character outside a-z 0-9 . _ -");
+        bad + ":3: tenants.vision.users: user 'Bob' holds a character outside a-z 0-9 . _ - (a name is also a "
+              "Unix user name)");
   auto twice = scratch_file("users-twice.yaml", "tenants:\n  vision:\n    users: alice,,bob\n");
   CHECK(error_of([&] { load_config_file(c, twice); }) == twice + ":3: tenants.vision.users: an empty user name in 'alice,,bob'");
   auto nested = scratch_file("users-nested.yaml", "tenants:\n  vision:\n    users:\n      - [alice]\n");
