@@ -79,7 +79,7 @@ std::string register_refusal(const identity_registry* ids, const principal& who,
   return {};
 }
 
-token_answer answer_tokens(identity_registry* ids, const wire::token_request& q) {
+token_answer answer_tokens(identity_registry* ids, const wire::token_request& q, bool with_token) {
   token_answer a;
   if (!ids) {
     a.refusal = "this scheduler runs in cluster-token mode: start it with --identities FILE to have identities";
@@ -94,8 +94,12 @@ token_answer answer_tokens(identity_registry* ids, const wire::token_request& q)
                                 escape_control(q.role.value_or("")));
         return a;
       }
-      reply.token = ids->create(identity{q.name, *r, "", q.gpu_type.value_or(""), q.pool.value_or(""), false});
-      reply.text = fmt::format("created {} (role {}); its token is shown this once", q.name, role_name(*r));
+      auto token = ids->create(identity{q.name, *r, "", q.gpu_type.value_or(""), q.pool.value_or(""), false},
+                               with_token);
+      if (with_token) reply.token = token;
+      reply.text = fmt::format("created {} (role {}); {}", q.name, role_name(*r),
+                               with_token ? "its token is shown this once"
+                                          : "it presents a TLS client certificate with CN=" + q.name);
     } else if (q.action == "revoke") {
       if (!ids->revoke(q.name)) {
         a.refusal = fmt::format("token revoke: no identity '{}' to revoke", escape_control(q.name));

@@ -38,12 +38,13 @@ std::string credential_lapsed(const identity_registry& ids, const principal& who
 std::string register_refusal(const identity_registry* ids, const principal& who, const wire::register_& r);
 
 /// What an admin's token_request does to `ids` (null: cluster-token mode, which has none): the
-/// reply (a created token in it), or why it is refused.
+/// reply (a created token in it), or why it is refused. `with_token` false: a create makes a
+/// certificate-only identity (`aryl token create --cert`, on the file directly).
 struct token_answer {
   std::optional<wire::token_reply> reply;
   std::string refusal;
 };
-token_answer answer_tokens(identity_registry* ids, const wire::token_request& q);
+token_answer answer_tokens(identity_registry* ids, const wire::token_request& q, bool with_token = true);
 
 /// Why a request bearing `token` may not read /metrics or /healthz ("" if it may): a reader's
 /// or an admin's token, not revoked.
