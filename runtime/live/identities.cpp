@@ -220,17 +220,13 @@ std::vector<identity> identity_registry::all() const {
   return store_.all();
 }
 
-uint64_t identity_registry::version() const {
-  std::lock_guard lock(m_);
-  return store_.version();
-}
-
 std::string identity_registry::create(identity id, bool with_token) {
   std::lock_guard lock(m_);
   auto next = store_;
   auto token = next.create(std::move(id), with_token);
   next.save(path_);
   store_ = std::move(next);
+  version_.store(store_.version(), std::memory_order_release);
   return token;
 }
 
@@ -240,6 +236,7 @@ bool identity_registry::revoke(std::string_view name) {
   if (!next.revoke(name)) return false;
   next.save(path_);
   store_ = std::move(next);
+  version_.store(store_.version(), std::memory_order_release);
   return true;
 }
 

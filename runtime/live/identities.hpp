@@ -11,6 +11,7 @@
 ///
 /// A token is 32 random bytes: a hash of it cannot be guessed back, so no slow key
 /// derivation is needed (as for API keys, unlike passwords).
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -86,7 +87,8 @@ class identity_registry {
   std::optional<identity> by_token(std::string_view token) const;
   std::optional<identity> by_name(std::string_view name) const;
   std::vector<identity> all() const;
-  uint64_t version() const;
+  /// Read without the lock: sessions ask it at every frame they get.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
   /// As identity_store::create, then saved; on a failed save nothing changes. Throws
   /// aryl::input_error.
   std::string create(identity id, bool with_token = true);
@@ -98,6 +100,7 @@ class identity_registry {
   std::string path_;
   mutable std::mutex m_;
   identity_store store_;
+  std::atomic<uint64_t> version_{0};  ///< store_'s, published after each change
 };
 
 } // namespace aryl::live
