@@ -99,9 +99,11 @@ def run(a, work, procs):
                                      + read(os.path.join(bed.dir, "agent-t1", "agent.log"))), 20, "bob's launch"),
           "bob's job starts")
     bob_ckpt = os.path.join(bed.dir, "work", "checkpoints", f"job-{bob_id}")
-    probe = (f'id -u; id -G; env; echo ---; cat {tokens["ops"]} {tokens["t0"]} {ids}; '
+    # One stream: the worker's stdout and stderr reach the log through separate pipes, so only
+    # exec 2>&1 keeps the cat errors after the first marker.
+    probe = (f'exec 2>&1; id -u; id -G; env; echo ---; cat {tokens["ops"]} {tokens["t0"]} {ids}; '
              f'ls {bob_ckpt}; cat {bob_ckpt}/secret; echo ---; sleep 4')
-    job = as_user(alice, "submit", "--name", "probe", "--duration", "10", "--", "/bin/sh", "-c", probe + " 2>&1")
+    job = as_user(alice, "submit", "--name", "probe", "--duration", "10", "--", "/bin/sh", "-c", probe)
     check(job.returncode == 0, f"{alice} submits ({job.stderr.strip()})")
     job_id = job.stdout.strip()
     logs = {n: os.path.join(bed.dir, f"agent-{n}", "agent.log") for n in ("t0", "t1")}
