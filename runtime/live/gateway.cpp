@@ -28,7 +28,9 @@ void gateway::impl::deliver(const std::string& server, wire::message msg) {
 void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
   {
     std::lock_guard lock(m);
-    ++slots.at(server).launches;
+    auto& slot = slots.at(server);
+    ++slot.launches;
+    for (size_t i = 0; i < l.gpus.size(); ++i) slot.generations[{l.job, l.rank_offset + static_cast<uint32_t>(i)}] = l.generation;
   }
   for (size_t i = 0; i < l.gpus.size(); ++i) logs.launched(l.job, l.rank_offset + static_cast<uint32_t>(i), server);
   // What every worker of the launch on this machine shares; each adds its own ranks.
@@ -52,6 +54,7 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
     w.env["LOCAL_RANK"] = std::to_string(i);
     w.work_s = l.work_s;
     w.rate = l.rate;
+    w.generation = l.generation;
     // With identities a job runs as the user who submitted it; in cluster-token mode as the
     // agent's own user (a trace's user names are no accounts).
     if (opts.identities && !l.user.empty()) w.user = l.user;

@@ -57,6 +57,9 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
     /// exit code), until settled; then the adopted ones, until a router takes their reports.
     std::vector<wire::running_worker> listed;
     std::set<std::pair<uint32_t, uint32_t>> held;
+    /// The generation of the latest launch of each (job, rank) sent (or kept) for the machine,
+    /// until that worker's exit: a report of another generation is a stale worker's.
+    std::map<std::pair<uint32_t, uint32_t>, uint64_t> generations;
     /// Where the job's other machines reach its workers (register's address, else the address
     /// its agent connected from): MASTER_ADDR for jobs whose rank 0 runs there.
     std::string address;

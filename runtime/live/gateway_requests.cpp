@@ -113,13 +113,19 @@ void session::take_register(const wire::register_& reg) {
                                slot.gpus, slot.gpu_type, pool_name(slot.pool), r->gpus, r->gpu_type,
                                pool_name(r->pool)));
     replaced = slot.agent.lock();
-    if (replaced && replaced.get() != this && replaced->silent_for_s() < g_->opts.name_held_s &&
+    // The same agent process on a new connection (its old one not yet seen to close) takes
+    // its name back; another process does not while the name's holder is heard, and is told
+    // so by code: it stops the workers it runs under that name (they are not the scheduler's).
+    const bool same_process = r->instance && !r->instance->empty() && replaced && replaced->instance_ == *r->instance;
+    if (replaced && replaced.get() != this && !same_process && replaced->silent_for_s() < g_->opts.name_held_s &&
         !replaced->peer_closed()) {
       audit("register", r->server, "refused: held by a connected agent");
       return close(fmt::format("server '{}' is held by a connected agent ({}, heard {:.1f} s ago): a second agent "
                                "may not register under its name",
-                               r->server, replaced->peer(), replaced->silent_for_s()));
+                               r->server, replaced->peer(), replaced->silent_for_s()),
+                   "name_held");
     }
+    instance_ = r->instance.value_or("");
     slot.agent = shared_from_this();
     returning = slot.registered;
     slot.registered = true;
@@ -128,6 +134,14 @@ void session::take_register(const wire::register_& reg) {
     server_id_ = slot.id;
     backlog.swap(slot.backlog);
     launches_seen_ = slot.launches;
+    // A launched worker neither listed nor still to be sent will report nothing: its record goes.
+    if (returning) {
+      std::set<std::pair<uint32_t, uint32_t>> there;
+      for (auto& w : r->workers) there.emplace(static_cast<uint32_t>(w.job_id), w.rank);
+      for (auto& m : backlog)
+        if (auto* l = std::get_if<wire::launch>(&m)) there.emplace(static_cast<uint32_t>(l->job_id), l->rank);
+      std::erase_if(slot.generations, [&](const auto& e) { return !there.count(e.first); });
+    }
     if (!returning && g_->opts.hold_found_workers) slot.listed = r->workers;
     else if (!returning && g_->opts.stop_found_workers)
       for (auto& w : r->workers) {
@@ -171,12 +185,20 @@ void session::on_agent(const wire::message& msg) {
     return;
   }
   if (auto* p = std::get_if<wire::progress>(&msg)) {
+    if (stale(p->job_id, p->rank, p->generation, false)) return;
     g_->with_router([&](worker_router& r) {
       if (r.progress) r.progress(server_id_, static_cast<uint32_t>(p->job_id), p->rank, p->work_done);
     });
     return;
   }
   if (auto* e = std::get_if<wire::exit_>(&msg)) {
+    if (stale(e->job_id, e->rank, e->generation, true)) {
+      // Its successor runs (or waits to) there: that one's exit is the rank's, not this one.
+      g_->log(fmt::format("{}: job {} rank {} of generation {} exited (code {}, signal {}): a worker of an earlier "
+                          "launch, its report dropped",
+                          peer_, e->job_id, e->rank, *e->generation, e->code, e->signal));
+      return;
+    }
     if (reconcile_)  // ended since it registered: no longer running there
       std::erase(*reconcile_, std::pair<uint32_t, uint32_t>{static_cast<uint32_t>(e->job_id), e->rank});
     g_->log(fmt::format("{}: job {} rank {} exited (code {}, signal {})", peer_, e->job_id, e->rank, e->code,
@@ -212,6 +234,17 @@ void session::on_agent(const wire::message& msg) {
   if (auto* c = std::get_if<wire::log_chunk>(&msg)) return relay_log(*c);
   if (std::holds_alternative<wire::bye>(msg)) return close("the agent said bye");
   close(fmt::format("unexpected message '{}' from an agent", wire::type_of(msg)));
+}
+
+bool session::stale(uint64_t job, uint32_t rank, const std::optional<uint64_t>& generation, bool last) {
+  if (!generation) return false;
+  std::lock_guard lock(g_->m);
+  auto& gens = g_->slots.at(name_).generations;
+  auto it = gens.find({static_cast<uint32_t>(job), rank});
+  if (it == gens.end()) return false;  // not launched by this serve (adopted, found): no successor
+  if (it->second != *generation) return true;
+  if (last) gens.erase(it);
+  return false;
 }
 
 void session::reconciled() {

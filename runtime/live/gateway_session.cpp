@@ -79,11 +79,11 @@ void session::quiet_close() {
   if (queue_.empty()) shut();
 }
 
-void session::close(const std::string& reason) {
+void session::close(const std::string& reason, const std::string& code) {
   // A silenced connection is closed only when judged (judge) or when its descriptor is
   // wanted (close_now): a deadline that came due as it was silenced does not close it.
   if (closing_ || silent_ || held_silent(reason)) return;
-  close_now(reason);
+  close_now(reason, code);
 }
 
 void session::refuse_hello(const std::string& reason) {
@@ -92,14 +92,16 @@ void session::refuse_hello(const std::string& reason) {
   told_ = tell_now(reason);
 }
 
-void session::close_now(const std::string& reason) {
+void session::close_now(const std::string& reason, const std::string& code) {
   if (closing_) return;
   log_end(fmt::format("{}: closing: {}", peer_, reason));
   if (handshaking_) {  // no frame can go before the TLS handshake ends
     closing_ = true;
     return shut();
   }
-  send(wire::error{escape_control(reason)});
+  wire::error e{escape_control(reason)};
+  if (!code.empty()) e.code = code;
+  send(std::move(e));
   closing_ = true;
   if (queue_.empty()) shut();
 }

@@ -64,7 +64,8 @@ class session : public std::enable_shared_from_this<session> {
 
   /// Sends `reason` as an error frame, then closes once it is written; before hello, past its
   /// address's budget of such closes, the connection is silenced instead (held_silent).
-  void close(const std::string& reason);
+  /// `code` goes in the error's code field, for a peer that acts on the kind of refusal.
+  void close(const std::string& reason, const std::string& code = {});
 
   /// close for a hello it refuses: silenced, the peer is still told why at once. A peer that
   /// sent a whole hello is a client or an agent misconfigured (a wrong token), which reads the
@@ -72,7 +73,7 @@ class session : public std::enable_shared_from_this<session> {
   void refuse_hello(const std::string& reason);
 
   /// close, whatever the budget.
-  void close_now(const std::string& reason);
+  void close_now(const std::string& reason, const std::string& code = {});
 
   const std::string& peer() const { return peer_; }
   const std::string& address() const { return address_; }
@@ -248,6 +249,10 @@ class session : public std::enable_shared_from_this<session> {
   /// A returning agent's workers, until its first heartbeat (see on_register).
   std::optional<std::vector<std::pair<uint32_t, uint32_t>>> reconcile_;
   uint64_t launches_seen_ = 0;  ///< the server's launches taken when this agent registered
+  std::string instance_;        ///< the agent process's register.instance ("" if it sent none)
+  /// Whether an agent's report of (job, rank) comes from a worker of another generation than
+  /// the latest launched there (`last`: its exit, which ends the rank's record when current).
+  bool stale(uint64_t job, uint32_t rank, const std::optional<uint64_t>& generation, bool last);
 };
 
 

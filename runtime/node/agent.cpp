@@ -219,6 +219,15 @@ class agent {
           std::to_string(n) + " worker(s), SIGKILL after " + format_double(o_.shutdown_grace_s) + " s");
   }
 
+  /// Another live agent holds this server's name at the scheduler: the workers running here
+  /// under it are not the scheduler's (it gave them up, or never gave them), so they stop as
+  /// fenced ones do, rather than run on beside the copies it runs elsewhere.
+  void displaced(time_point now) {
+    if (size_t n = terminate_all(now); n > 0)
+      say("displaced: another agent holds server " + o_.name + " at the scheduler; SIGTERM to " + std::to_string(n) +
+          " worker(s), SIGKILL after " + format_double(o_.shutdown_grace_s) + " s");
+  }
+
   void begin_shutdown(time_point now) {
     shutting_down_ = true;
     size_t n = terminate_all(now);
@@ -287,14 +296,15 @@ class agent {
     if (w.pending) emit(*std::exchange(w.pending, std::nullopt));
     say("exit " + worker_label(w.job_id, w.rank) + ": code " + std::to_string(w.status->code) +
         " signal " + std::to_string(w.status->signal));
-    report_exit(w.job_id, w.rank, w.gpus, w.status->code, w.status->signal);
+    report_exit(w.job_id, w.rank, w.gpus, w.status->code, w.status->signal, w.generation);
     const std::pair<uint64_t, uint32_t> key{w.job_id, w.rank};
     workers_.erase(it);
     if (auto d = deferred_.find(key); d != deferred_.end()) {
       auto later = std::move(d->second);
       deferred_.erase(d);
       // Stopped before it could start: it ends as a stopped worker would.
-      if (later.stopped) report_exit(later.launch.job_id, later.launch.rank, later.launch.gpus, 0, SIGTERM);
+      if (later.stopped)
+        report_exit(later.launch.job_id, later.launch.rank, later.launch.gpus, 0, SIGTERM, later.launch.generation);
       else on_launch(later.launch);
     }
     reschedule();  // the last worker gone: a stopping agent can finish
@@ -337,9 +347,10 @@ class agent {
   /// A worker's end, sent now or kept for the next registration, which then lists the worker
   /// as exited: a scheduler restarted meanwhile learns that the job's worker ran and ended,
   /// rather than missing it and running the job again.
-  void report_exit(uint64_t job_id, uint32_t rank, const std::vector<uint32_t>& gpus, int32_t code, uint32_t signal) {
-    if (!registered()) exited_away_.push_back({job_id, rank, gpus, std::nullopt, code, signal});
-    emit(wire::exit_{job_id, rank, code, signal});
+  void report_exit(uint64_t job_id, uint32_t rank, const std::vector<uint32_t>& gpus, int32_t code, uint32_t signal,
+                   std::optional<uint64_t> generation) {
+    if (!registered()) exited_away_.push_back({job_id, rank, gpus, std::nullopt, code, signal, generation});
+    emit(wire::exit_{job_id, rank, code, signal, generation});
   }
 
   /// Sends now when registered, else keeps it for the next registration.
@@ -389,9 +400,11 @@ class agent {
   void on_hello_ok(const std::shared_ptr<connection>& c) {
     wire::register_ r{o_.name, o_.gpu_type, o_.gpus, o_.pool, {}};
     if (!o_.address.empty()) r.address = o_.address;
+    r.instance = instance_;
     for (auto& [id, w] : workers_)
       if (!w->status)
-        r.workers.push_back({w->job_id, w->rank, w->gpus, static_cast<uint32_t>(w->proc.pid()), std::nullopt, std::nullopt});
+        r.workers.push_back({w->job_id, w->rank, w->gpus, static_cast<uint32_t>(w->proc.pid()), std::nullopt,
+                             std::nullopt, w->generation});
     // Their exits are in the backlog sent below.
     for (auto& w : exited_away_) r.workers.push_back(w);
     exited_away_.clear();
@@ -493,7 +506,10 @@ class agent {
                    [&](const wire::launch& l) { on_launch(l); },
                    [&](const wire::stop& s) { on_stop(s); },
                    [&](const wire::log_fetch& f) { send(c, answer_log_fetch(o_.work_dir, o_.name, f, c->out_bytes)); },
-                   [&](const wire::error& e) { drop("scheduler error: " + e.reason); },
+                   [&](const wire::error& e) {
+                     if (e.code == "name_held") displaced(clock_type::now());
+                     drop("scheduler error: " + e.reason);
+                   },
                    [&](const wire::bye&) { drop("scheduler said bye"); },
                    [&](const wire::shutdown& s) {
                      // For good: reconnecting would only find no scheduler, or a new run
@@ -520,7 +536,7 @@ class agent {
 
   void start_failed(const wire::launch& l, const std::string& reason) {
     say("launch " + worker_label(l.job_id, l.rank) + " failed: " + reason);
-    report_exit(l.job_id, l.rank, l.gpus, 127, 0);
+    report_exit(l.job_id, l.rank, l.gpus, 127, 0, l.generation);
   }
 
   void on_launch(const wire::launch& l) {
@@ -532,6 +548,18 @@ class agent {
         say("launch " + label + " waits for pid " + std::to_string(w->proc.pid()) + " to exit");
         deferred_[{l.job_id, l.rank}] = deferred_launch{l, false};
         return;
+      }
+      // A newer assignment of the rank: the worker left from the older one is not the
+      // scheduler's any more (its exit is reported under its own generation, not the new one's).
+      if (l.generation && w->generation && *l.generation > *w->generation) {
+        const auto deadline = clock_type::now() + seconds(o_.shutdown_grace_s);
+        w->proc.signal_group(SIGTERM);
+        w->kill_at = deadline;
+        deferred_[{l.job_id, l.rank}] = deferred_launch{l, false};
+        say("launch " + label + " of generation " + std::to_string(*l.generation) + ": pid " +
+            std::to_string(w->proc.pid()) + " of generation " + std::to_string(*w->generation) +
+            " gets SIGTERM, SIGKILL after " + format_double(o_.shutdown_grace_s) + " s; the launch waits for it");
+        return reschedule();
       }
       return say("launch " + label + " ignored: already running as pid " +
                  std::to_string(w->proc.pid()));
@@ -581,6 +609,7 @@ class agent {
     w->job_id = l.job_id;
     w->rank = l.rank;
     w->gpus = l.gpus;
+    w->generation = l.generation;
     say("launch " + label + " of " + std::to_string(l.world_size) + ": pid " +
         std::to_string(w->proc.pid()) + ", gpus [" + join(l.gpus) + "], " + spec.argv[0] +
         (as ? ", as " + as->account.name : ""));
@@ -681,6 +710,7 @@ class agent {
     if (!is_progress) return;
     p.job_id = w.job_id;
     p.rank = w.rank;
+    p.generation = w.generation;
     const auto now = clock_type::now();
     if (registered() && now - w.last_sent >= seconds(o_.progress_interval_s)) {
       send(conn_, p);
@@ -715,6 +745,9 @@ class agent {
   /// Workers whose exit reports are in backlog_, listed as exited at the next registration.
   std::vector<wire::running_worker> exited_away_;
   std::mt19937_64 rng_;
+  /// register.instance: tells the scheduler a new connection of this process from another
+  /// agent's under the same name.
+  std::string instance_ = random_instance();
   unsigned failures_ = 0;
   time_point next_connect_{};
   time_point last_heard_{};  ///< latest bytes from the scheduler (fencing)

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +73,18 @@ inline std::string join(const std::vector<uint32_t>& v) {
   return s;
 }
 
+/// 128 random bits in hex: one agent process's register.instance.
+inline std::string random_instance() {
+  std::random_device rd;
+  std::string out;
+  for (int i = 0; i < 8; ++i) {
+    static constexpr char digits[] = "0123456789abcdef";
+    const auto v = rd();
+    for (int k = 0; k < 4; ++k) out += digits[(v >> (4 * k)) & 0xf];
+  }
+  return out;
+}
+
 inline std::string worker_label(uint64_t job_id, uint32_t rank) {
   return "job " + std::to_string(job_id) + " rank " + std::to_string(rank);
 }
@@ -89,6 +102,7 @@ struct worker {
   uint64_t job_id = 0;
   uint32_t rank = 0;
   std::vector<uint32_t> gpus;
+  std::optional<uint64_t> generation;  ///< its launch's, when the scheduler gave one
   child_process proc;
   std::unique_ptr<asio::posix::stream_descriptor> out;  ///< stdout; null once closed
   /// The process's pidfd, readable once it ended; null: polled every reap_poll_period.

@@ -34,6 +34,7 @@ void fields(A& a, T& m) {
   a("pid", m.pid);
   a("exit_code", m.exit_code);
   a("exit_signal", m.exit_signal);
+  a("generation", m.generation);
 }
 
 template <class A, is<register_> T>
@@ -44,6 +45,7 @@ void fields(A& a, T& m) {
   a("pool", m.pool);
   a("workers", m.workers);
   a("address", m.address);
+  a("instance", m.instance);
 }
 
 template <class A, is<heartbeat> T>
@@ -64,6 +66,7 @@ void fields(A& a, T& m) {
   a("work_s", m.work_s);
   a("rate", m.rate);
   a("user", m.user);
+  a("generation", m.generation);
 }
 
 template <class A, is<stop> T>
@@ -78,6 +81,7 @@ void fields(A& a, T& m) {
   a("rank", m.rank);
   a("work_done", m.work_done);
   a("step", m.step);
+  a("generation", m.generation);
 }
 
 template <class A, is<exit_> T>
@@ -86,6 +90,7 @@ void fields(A& a, T& m) {
   a("rank", m.rank);
   a("code", m.code);
   a("signal", m.signal);
+  a("generation", m.generation);
 }
 
 template <class A, is<submit> T>
@@ -178,6 +183,7 @@ void fields(A& a, T& m) {
 template <class A, is<error> T>
 void fields(A& a, T& m) {
   a("reason", m.reason);
+  a("code", m.code);
 }
 
 template <class A, is<bye> T>

@@ -80,6 +80,8 @@ struct running_worker {
   /// again.
   std::optional<int32_t> exit_code;
   std::optional<uint32_t> exit_signal;
+  /// The generation of the launch that started it (absent: an agent that keeps none).
+  std::optional<uint64_t> generation{};
   bool operator==(const running_worker&) const = default;
 };
 
@@ -95,6 +97,9 @@ struct register_ {
   /// Where the job's other machines reach this one's workers (a name or an IP address; the
   /// MASTER_ADDR of jobs whose rank 0 runs here). Absent: the address serve sees it connect from.
   std::optional<std::string> address{};
+  /// Random per agent process: a new connection of the same process takes over a name its
+  /// old connection still holds; another process's is refused (error code `name_held`).
+  std::optional<std::string> instance{};
   bool operator==(const register_&) const = default;
 };
 
@@ -129,6 +134,10 @@ struct launch {
   /// The Unix user the worker runs as (the identity that submitted the job); absent: the
   /// agent's own user (cluster-token mode).
   std::optional<std::string> user;
+  /// The job's assignment this launch belongs to; it grows with every new assignment. A
+  /// worker of an older generation of the same (job, rank) is stopped before this one starts,
+  /// and the reports of a worker carry its generation, so a stale worker's are told apart.
+  std::optional<uint64_t> generation{};
   bool operator==(const launch&) const = default;
 };
 
@@ -150,6 +159,8 @@ struct progress {
   double work_done = 0;
   /// Training steps done (cumulative).
   uint64_t step = 0;
+  /// The worker's launch's generation, when it had one.
+  std::optional<uint64_t> generation{};
   bool operator==(const progress&) const = default;
 };
 
@@ -163,6 +174,8 @@ struct exit_ {
   int32_t code = 0;
   /// The signal that killed it; 0 = none.
   uint32_t signal = 0;
+  /// The worker's launch's generation, when it had one.
+  std::optional<uint64_t> generation{};
   bool operator==(const exit_&) const = default;
 };
 
@@ -445,6 +458,9 @@ struct token_reply {
 struct error {
   static constexpr std::string_view type = "error";
   std::string reason;
+  /// For the receiver's program, when it must act on the kind of error: `name_held` (a
+  /// register refused because another live agent holds the server's name).
+  std::optional<std::string> code{};
   bool operator==(const error&) const = default;
 };
 

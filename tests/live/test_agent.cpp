@@ -205,7 +205,13 @@ TEST_CASE("live agent: says hello with its token, then registers its machine") {
   s.send(wire::hello_ok{});
   const auto reg = s.receive_a<wire::register_>();
   REQUIRE(reg);
-  CHECK(*reg == wire::register_{"node-a", "A100", 4, wire::pool_kind::inference, {}});
+  // Its instance is 128 random bits in hex, the rest what the machine is.
+  REQUIRE(reg->instance);
+  CHECK(reg->instance->size() == 32);
+  CHECK(reg->instance->find_first_not_of("0123456789abcdef") == std::string::npos);
+  auto machine = *reg;
+  machine.instance.reset();
+  CHECK(machine == wire::register_{"node-a", "A100", 4, wire::pool_kind::inference, {}});
   CHECK(s.skipped().empty());
   CHECK(agent.stop() == 0);
   CHECK(s.receive_a<wire::bye>());
@@ -349,6 +355,84 @@ TEST_CASE("live agent: a second launch of a running job rank is ignored") {
   for (const auto& m : s.skipped()) CHECK_FALSE(std::holds_alternative<wire::exit_>(m));
   CHECK(agent.stop() == 0);
   CHECK(agent.log().find("ignored: already running") != std::string::npos);
+}
+
+TEST_CASE("live agent: a launch of a newer generation stops the rank's older worker first, and each exit names its generation") {
+  fake_scheduler s;
+  scratch_dir dir;
+  agent_runner agent(test_options(s, dir));
+  REQUIRE(s.accept_agent());
+  auto first = emulated_launch(8, 1000.0, 1.0);
+  first.generation = 1;
+  s.send(first);
+  const auto p1 = s.receive_a<wire::progress>();
+  REQUIRE(p1);
+  CHECK(p1->generation == std::optional<uint64_t>{1});
+  // The job's next assignment, with no stop between (the scheduler gave the first up).
+  auto second = first;
+  second.generation = 2;
+  s.send(second);
+  const auto old_exit = s.receive_a<wire::exit_>();
+  REQUIRE(old_exit);
+  CHECK(old_exit->generation == std::optional<uint64_t>{1});
+  std::optional<wire::progress> p2;
+  while ((p2 = s.receive_a<wire::progress>()) && p2->generation != std::optional<uint64_t>{2}) {}
+  REQUIRE(p2);
+  s.send(wire::stop{8, 5.0});
+  const auto new_exit = s.receive_a<wire::exit_>();
+  REQUIRE(new_exit);
+  CHECK(new_exit->generation == std::optional<uint64_t>{2});
+  CHECK(agent.stop() == 0);
+  CHECK(agent.log().find("launch job 8 rank 0 of generation 2: pid") != std::string::npos);
+  CHECK(no_children());
+}
+
+TEST_CASE("live agent: a register refused because another live agent holds its name stops its workers, which are "
+          "listed as exited at its next registration") {
+  fake_scheduler s;
+  scratch_dir dir;
+  const auto o = test_options(s, dir);
+  agent_runner agent(o);
+  REQUIRE(s.accept_agent());
+  const auto ckpt = std::filesystem::path(o.work_dir) / "checkpoints" / "14";
+  s.send(shell_launch(14, "echo $$ > \"$ARYL_CHECKPOINT_DIR/pid\"; while true; do sleep 0.01; done"));
+  REQUIRE(eventually([&] { return std::filesystem::exists(ckpt / "pid") && !read_file(ckpt / "pid").empty(); }));
+  const pid_t pid = std::stoi(read_file(ckpt / "pid"));
+  s.close_connection();
+  const auto again = s.accept_agent();
+  REQUIRE(again);
+  CHECK(again->second.workers.size() == 1);
+  s.send(wire::error{"server 'node-a' is held by a connected agent", std::string("name_held")});
+  REQUIRE(eventually([&] { return ::kill(pid, 0) != 0; }));
+  const auto third = s.accept_agent();
+  REQUIRE(third);
+  REQUIRE(third->second.workers.size() == 1);
+  CHECK(third->second.workers[0].job_id == 14);
+  CHECK(third->second.workers[0].exit_signal == std::optional<uint32_t>{SIGTERM});
+  CHECK(agent.stop() == 0);
+  CHECK(agent.log().find("displaced: another agent holds server node-a at the scheduler; SIGTERM to 1 worker(s)") !=
+        std::string::npos);
+}
+
+TEST_CASE("live agent: a register refused for another reason leaves its workers running") {
+  fake_scheduler s;
+  scratch_dir dir;
+  const auto o = test_options(s, dir);
+  agent_runner agent(o);
+  REQUIRE(s.accept_agent());
+  const auto ckpt = std::filesystem::path(o.work_dir) / "checkpoints" / "15";
+  s.send(shell_launch(15, "echo $$ > \"$ARYL_CHECKPOINT_DIR/pid\"; while true; do sleep 0.01; done"));
+  REQUIRE(eventually([&] { return std::filesystem::exists(ckpt / "pid") && !read_file(ckpt / "pid").empty(); }));
+  const pid_t pid = std::stoi(read_file(ckpt / "pid"));
+  s.close_connection();
+  REQUIRE(s.accept_agent());
+  s.send(wire::error{"unknown server 'node-a'"});
+  const auto third = s.accept_agent();
+  REQUIRE(third);
+  REQUIRE(third->second.workers.size() == 1);
+  CHECK_FALSE(third->second.workers[0].exit_code);
+  CHECK(::kill(pid, 0) == 0);
+  CHECK(agent.stop() == 0);
 }
 
 TEST_CASE("live agent: after the scheduler closes the connection it reconnects and reports its running worker") {

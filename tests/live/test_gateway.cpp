@@ -649,6 +649,74 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: a second agent under a connected ag
   CHECK(g->agents_connected() == 1);
 }
 
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a register refused for a held name says so by code, so that its agent stops its workers") {
+  peer first(g->port());
+  first.hello_as_agent("t0");
+  first.send(wire::register_{"t0", "V100", 8, wire::pool_kind::training, {}, std::nullopt, std::string("aaaa")});
+  REQUIRE(connected(1));
+  first.send(wire::heartbeat{1});
+  REQUIRE(first.receive());
+  peer second(g->port());
+  second.hello_as_agent("t0");
+  second.send(wire::register_{"t0", "V100", 8, wire::pool_kind::training, {}, std::nullopt, std::string("bbbb")});
+  auto m = second.receive();
+  REQUIRE(m);
+  auto* e = std::get_if<wire::error>(&*m);
+  REQUIRE(e);
+  CHECK(e->code == std::optional<std::string>{"name_held"});
+  CHECK(e->reason.find("server 't0' is held by a connected agent") == 0);
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a new connection of the same agent process takes back the name its old one still holds") {
+  peer first(g->port());
+  first.hello_as_agent("t0");
+  first.send(wire::register_{"t0", "V100", 8, wire::pool_kind::training, {}, std::nullopt, std::string("aaaa")});
+  REQUIRE(connected(1));
+  first.send(wire::heartbeat{1});
+  REQUIRE(first.receive());  // heard just now: the name is held
+  peer again(g->port());
+  again.hello_as_agent("t0");
+  again.send(wire::register_{"t0", "V100", 8, wire::pool_kind::training, {}, std::nullopt, std::string("aaaa")});
+  again.send(wire::heartbeat{1});
+  auto m = again.receive();
+  REQUIRE(m);
+  CHECK(std::holds_alternative<wire::heartbeat>(*m));
+  // The old connection is told it was replaced, and closed.
+  auto old = first.receive();
+  REQUIRE(old);
+  auto* e = std::get_if<wire::error>(&*old);
+  REQUIRE(e);
+  CHECK(e->reason.find("replaced by a new connection of the same agent") != std::string::npos);
+}
+
+TEST_CASE_FIXTURE(gateway_fixture, "gateway: a report of an earlier generation of a rank is dropped, the latest launch's reaches the router") {
+  peer agent(g->port());
+  agent.register_as("t0");
+  REQUIRE(connected(1));
+  t0->launch(node_launch{4, "j4", 1, 0, 1, {2}, 100, 1, 0, {}});
+  auto m1 = agent.receive();
+  REQUIRE(m1);
+  REQUIRE(std::get_if<wire::launch>(&*m1));
+  CHECK(std::get<wire::launch>(*m1).generation == std::optional<uint64_t>{1});
+  t0->launch(node_launch{4, "j4", 2, 0, 1, {2}, 100, 1, 0, {}});
+  auto m2 = agent.receive();
+  REQUIRE(m2);
+  REQUIRE(std::get_if<wire::launch>(&*m2));
+  CHECK(std::get<wire::launch>(*m2).generation == std::optional<uint64_t>{2});
+  // The first launch's worker reports, then exits (code 7); then the second's exits (code 0).
+  agent.send(wire::progress{4, 0, 55, 1, std::uint64_t{1}});
+  agent.send(wire::exit_{4, 0, 7, 0, std::uint64_t{1}});
+  agent.send(wire::progress{4, 0, 66, 2, std::uint64_t{2}});
+  agent.send(wire::exit_{4, 0, 0, 0, std::uint64_t{2}});
+  REQUIRE(saw("exit server=0 job=4 rank=0 0"));
+  std::lock_guard lock(seen_mutex);
+  CHECK(std::count_if(seen.begin(), seen.end(), [](auto& s) { return s.rfind("exit", 0) == 0; }) == 1);
+  CHECK(std::find(seen.begin(), seen.end(), "progress server=0 job=4 rank=0 55") == seen.end());
+  CHECK(std::find(seen.begin(), seen.end(), "progress server=0 job=4 rank=0 66") != seen.end());
+  CHECK(log_text.str().find("job 4 rank 0 of generation 1 exited (code 7, signal 0): a worker of an earlier launch, "
+                            "its report dropped") != std::string::npos);
+}
+
 TEST_CASE_FIXTURE(gateway_fixture, "gateway: an agent that closed its connection is replaced at once by its next registration") {
   {
     peer first(g->port());
