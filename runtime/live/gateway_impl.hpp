@@ -96,6 +96,12 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   /// refuse it with a reason, instead of leaving it in the backlog.
   int reserve_fd = -1;
   asio::steady_timer accept_retry{io};
+  /// Memory that closed connections freed goes back to the system within a second of a burst
+  /// of closes (glibc keeps freed heap otherwise: hostile peers' cost would outlive them).
+  asio::steady_timer trim_timer{io};
+  bool trim_armed = false;
+  size_t ended_since_trim = 0;
+  void trim_later();
   std::chrono::milliseconds accept_backoff{0};
   uint64_t accept_errors = 0;  ///< since the last logged one (logged at most once a second)
   std::chrono::steady_clock::time_point accept_error_logged{};

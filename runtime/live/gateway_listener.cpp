@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -209,6 +210,19 @@ void gateway::impl::hello_taken(uint64_t id) {
 void gateway::impl::ended(uint64_t id) {
   if (!uncounted.erase(id)) --connections;
   hello_taken(id);
+  trim_later();
+}
+
+void gateway::impl::trim_later() {
+  if (++ended_since_trim < 64 || trim_armed) return;
+  trim_armed = true;
+  trim_timer.expires_after(std::chrono::seconds(1));
+  trim_timer.async_wait([this](const boost::system::error_code& ec) {
+    trim_armed = false;
+    if (ec) return;
+    ended_since_trim = 0;
+    ::malloc_trim(0);
+  });
 }
 
 } // namespace aryl::live

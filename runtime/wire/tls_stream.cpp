@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "solvers/input_error.hpp"
 #include "runtime/inputs/input_limits.hpp"
@@ -71,10 +72,11 @@ class plain final : public byte_stream {
 class tls final : public byte_stream {
  public:
   tls(tcp::socket s, std::shared_ptr<tls_context> ctx, std::vector<uint8_t> refusal)
-      : ctx_(std::move(ctx)), s_(std::move(s), ctx_->ctx), server_(true), refusal_(std::move(refusal)) {}
+      : ctx_(std::move(ctx)), raw_(std::move(s)), server_(true), refusal_(std::move(refusal)) {}
   tls(asio::io_context& io, std::shared_ptr<tls_context> ctx, const std::string& name)
-      : ctx_(std::move(ctx)), s_(io, ctx_->ctx), server_(false) {
-    SSL* h = s_.native_handle();
+      : ctx_(std::move(ctx)), raw_(io), server_(false) {
+    s_.emplace(std::move(raw_), ctx_->ctx);
+    SSL* h = s_->native_handle();
     boost::system::error_code ec;
     asio::ip::make_address(name, ec);
     if (!ec) {
@@ -83,14 +85,14 @@ class tls final : public byte_stream {
       SSL_set_tlsext_host_name(h, name.c_str());  // SNI, for a server with several names
       SSL_set1_host(h, name.c_str());
     }
-    s_.set_verify_mode(ssl::verify_peer);
+    s_->set_verify_mode(ssl::verify_peer);
   }
 
-  tcp::socket& socket() override { return s_.next_layer(); }
+  tcp::socket& socket() override { return s_ ? s_->next_layer() : raw_; }
 
   void async_handshake(handshake_handler done) override {
     if (!server_)
-      return s_.async_handshake(ssl::stream_base::client,
+      return s_->async_handshake(ssl::stream_base::client,
                                 [this, done](const boost::system::error_code& ec) { done(describe(ec)); });
     // A TLS client's first record is a handshake (content type 22). Anything else is a peer
     // speaking plain text: it is told so in its own language instead of getting TLS alerts.
@@ -108,21 +110,25 @@ class tls final : public byte_stream {
         return done(std::string("the peer does not speak TLS (its first byte is ") + hex +
                     ", not a TLS handshake): a plain-text client? It was told, in plain text, to use TLS");
       }
-      s_.async_handshake(ssl::stream_base::server,
-                         [this, done](const boost::system::error_code& ec2) { done(describe(ec2)); });
+      // Made only now: a TLS stream holds two record buffers and OpenSSL's state (about 57 KiB),
+      // which a connection that has sent nothing need not cost.
+      s_.emplace(std::move(raw_), ctx_->ctx);
+      s_->async_handshake(ssl::stream_base::server,
+                          [this, done](const boost::system::error_code& ec2) { done(describe(ec2)); });
     });
   }
 
   void async_read_some(asio::mutable_buffer b, io_handler h) override {
     // A peer that closes without a close_notify ends the stream as a plain one would.
-    s_.async_read_some(b, [h = std::move(h)](const boost::system::error_code& ec, size_t n) {
+    s_->async_read_some(b, [h = std::move(h)](const boost::system::error_code& ec, size_t n) {
       h(ec == ssl::error::stream_truncated ? boost::system::error_code(asio::error::eof) : ec, n);
     });
   }
 
-  void async_write(asio::const_buffer b, io_handler h) override { asio::async_write(s_, b, std::move(h)); }
+  void async_write(asio::const_buffer b, io_handler h) override { asio::async_write(*s_, b, std::move(h)); }
   std::string peer_common_name() override {
-    SSL* h = s_.native_handle();
+    if (!s_) return {};
+    SSL* h = s_->native_handle();
     if (SSL_get_verify_result(h) != X509_V_OK) return {};
     X509* cert = SSL_get0_peer_certificate(h);
     if (cert == nullptr) return {};
@@ -154,7 +160,7 @@ class tls final : public byte_stream {
       return server_ ? "the peer closed the connection during the TLS handshake"
                      : "the server closed the connection during the TLS handshake (does it serve TLS?)";
     std::string why = ec.message();
-    long verify = SSL_get_verify_result(s_.native_handle());
+    long verify = s_ ? SSL_get_verify_result(s_->native_handle()) : X509_V_OK;
     if (!server_ && verify != X509_V_OK)
       why += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
     if (ec.category() == asio::error::get_ssl_category() && ERR_GET_REASON(ec.value()) == SSL_R_WRONG_VERSION_NUMBER)
@@ -164,7 +170,8 @@ class tls final : public byte_stream {
   }
 
   std::shared_ptr<tls_context> ctx_;  ///< outlives s_, which uses it
-  ssl::stream<tcp::socket> s_;
+  tcp::socket raw_;                   ///< the connection until s_ takes it
+  std::optional<ssl::stream<tcp::socket>> s_;  ///< a server's from its peer's first byte
   bool server_;
   std::vector<uint8_t> refusal_;
 };
@@ -210,6 +217,9 @@ std::shared_ptr<tls_context> tls_server_context(const std::string& cert_file, co
                                                 const std::string& client_ca_file) {
   auto c = std::make_shared<tls_context>(ssl::context::tls_server);
   modern_only(c->ctx);
+  // OpenSSL's record buffers go back to the allocator while a connection has nothing in flight:
+  // most connections are idle most of the time.
+  SSL_CTX_set_mode(c->ctx.native_handle(), SSL_MODE_RELEASE_BUFFERS);
   use_certificate(*c, cert_file, key_file);
   if (!client_ca_file.empty()) {
     trust(c->ctx, client_ca_file);
