@@ -11,7 +11,9 @@ default) it submits jobs at random times (emulated workers, some elastic, some `
 that cannot checkpoint, each of tenant a or b) and, at random times drawn from the seed, kills
 serve with -9 and starts it again on the same --state and port, kills an agent with -9 (its
 workers die with it, as with a machine) and starts it again, joins a new machine, drains a server
-and resumes it, and pushes inference demand up and down. A /proc sampler (every 50 ms) checks
+and resumes it, partitions an agent's link for 1 to 8 s (under the 30 s detection grace: the
+agent is reconciled, not lost) through the scripts/fault_proxy.py each of t0..t2 and i0 dials
+serve through, and pushes inference demand up and down. A /proc sampler (every 50 ms) checks
 throughout that no (job, rank) is alive twice and that no GPU index of an agent is used by two
 jobs at once. After the window everything is healed, the jobs are waited for, serve is stopped
 (SIGTERM), and the outputs are checked: every job ended once and done, in jobs.csv, `status
@@ -131,12 +133,32 @@ class Bed:
             f.write("live-chaos-token-%d\n" % rng.randrange(10**9))
         self.out = os.path.join(work, "out")
         self.serve_starts = 0
+        self.proxies = {}  # agent name -> (Popen, port), started once serve's port is known
 
-    def start(self, name, argv, log):
+    def start(self, name, argv, log, stdin=None):
         with open(log, "a") as f:
-            p = subprocess.Popen(argv, stdout=f, stderr=f, start_new_session=True)
+            p = subprocess.Popen(argv, stdout=f, stderr=f, stdin=stdin, start_new_session=True, text=stdin is not None)
         self.procs.append((name, p))
         return p
+
+    def proxy_port(self, name):
+        """The port of the fault proxy between agent `name` and serve (serve keeps its port
+        across restarts, so one proxy serves every run of both)."""
+        if name not in self.proxies:
+            port_file = os.path.join(self.work, f"proxy-{name}.port")
+            p = self.start(f"proxy {name}", [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                          "fault_proxy.py"),
+                                             "--target", f"127.0.0.1:{self.port}", "--port-file", port_file],
+                           os.path.join(self.work, f"proxy-{name}.log"), stdin=subprocess.PIPE)
+            if not wait_for(lambda: read(port_file).strip() or p.poll() is not None, 20) or p.poll() is not None:
+                raise RuntimeError(f"the fault proxy of {name} did not listen")
+            self.proxies[name] = (p, int(read(port_file)))
+        return self.proxies[name][1]
+
+    def partition(self, name, seconds):
+        p = self.proxies[name][0]
+        p.stdin.write(f"partition {seconds:.2f}\n")
+        p.stdin.flush()
 
     def start_serve(self):
         port_file = os.path.join(self.work, "port")
@@ -158,10 +180,11 @@ class Bed:
         self.port = int(read(port_file))
         self.metrics_port = int(read(os.path.join(self.work, "metrics-port")) or 0)
 
-    def start_agent(self, name, pool="training", gpu_type="V100"):
+    def start_agent(self, name, pool="training", gpu_type="V100", proxied=True):
         folder = os.path.join(self.work, f"agent-{name}")
         os.makedirs(folder, exist_ok=True)
-        p = self.start(f"agent {name}", [self.aryl, "agent", "--port", str(self.port), "--token-file", self.token,
+        port = self.proxy_port(name) if proxied else self.port
+        p = self.start(f"agent {name}", [self.aryl, "agent", "--port", str(port), "--token-file", self.token,
                                          "--name", name, "--gpu-type", gpu_type, "--gpus", "2", "--pool", pool,
                                          "--work-dir", folder], os.path.join(folder, "agent.log"))
         self.agents[name] = p
@@ -235,6 +258,9 @@ def one_seed(aryl, seed, root, window):
         plan += [(rng.uniform(0.1, 0.6) * window, "join", "x1")]
         plan += [(rng.uniform(0.1, 0.7) * window, "drain", (rng.choice(["t0", "t1", "t2"]), rng.uniform(2, 6)))]
         plan += [(rng.uniform(0, 0.5) * window, "demand", 1), (rng.uniform(0.5, 0.9) * window, "demand", 0)]
+        for _ in range(rng.randint(1, 2)):
+            plan += [(rng.uniform(0.1, 0.9) * window, "partition", (rng.choice(["t0", "t1", "t2", "i0"]),
+                                                                    rng.uniform(1, 8)))]
         plan.sort(key=lambda e: (e[0], e[1]))
         later = []  # (time, action) of restarts and resumes
         ids = {}
@@ -279,8 +305,11 @@ def one_seed(aryl, seed, root, window):
                 bed.kill(bed.agents[arg[0]])
                 faults.append(f"agent {arg[0]} killed")
                 later.append((t + arg[1], lambda n=arg[0]: bed.start_agent(n)))
+            elif kind == "partition":
+                bed.partition(*arg)
+                faults.append(f"{arg[0]} partitioned {arg[1]:.1f} s")
             elif kind == "join":
-                bed.start_agent(arg)
+                bed.start_agent(arg, proxied=False)
                 faults.append(f"{arg} joined")
             elif kind == "drain":
                 if bed.client("drain", arg[0], "--reason", "chaos").returncode == 0:
