@@ -119,8 +119,10 @@ def main():
     sizes = [int(m.group(2)) for m in
              re.finditer(r"scheduler (start|rescale) job-0 workers=(\d+)", events)]
     print(f"job-0 start/rescale sizes: {sizes}")
-    check(any(b < a_ for a_, b in zip(sizes, sizes[1:])), "job-0 has a rescale that decreases its workers")
-    check(any(b > a_ for a_, b in zip(sizes, sizes[1:])), "job-0 has a rescale that increases its workers")
+    down = [i for i, (a_, b) in enumerate(zip(sizes, sizes[1:])) if b < a_]
+    check(sizes[:1] == [4] and down, "job-0 starts with 4 workers and has a rescale that decreases them")
+    check(down and any(b > a_ for a_, b in zip(sizes[down[0]:], sizes[down[0] + 1:])) and sizes[-1:] == [4],
+          "job-0 grows again after that decrease, back to 4 workers (4 -> 2 -> 4)")
 
     # Job 0's rank-0 log: every launch in order, appended by the agent.
     log = read(os.path.join(testbed, "agent-t0", "logs", "0-0.log"))
