@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Live mode under hostile load (docs/reliability.md, "The live surface under hostile load"): a
 # testbed of 32 agents (scripts/testbed.sh, loopback) runs 64 one-GPU jobs while one process
-# holds 1,000 idle connections that never say hello, 300 slow ones that send a frame header and
-# then one byte every 5 s (each reconnects when serve closes it), and one client that pipelines
-# status requests and never reads. Meanwhile a second client runs `aryl status` 100 times.
+# (scripts/bench_live_attackers.py) holds 1,000 idle connections that never say hello, 300 slow
+# ones that send a frame header and then one byte every 5 s (with --tls: a ClientHello and then
+# nothing), each dialled again when serve closes it, one client that pipelines status requests
+# and never reads, one that submits oversized jobs and frames over the limit, one that pipelines
+# logs requests and never reads, and 300 idle and slow connections to the metrics port.
+# Meanwhile a second client runs `aryl status` 100 times.
 # Reports serve's peak RSS, the p50/p99/max of `aryl status`, the connections serve refused,
 # the agents reported lost (must be 0) and whether every job completed exactly once. As the
 # machine's own part of a status, it times after each status a start of aryl that connects
@@ -15,25 +18,29 @@
 # Goals: RSS < 256 MiB, status p99 < 100 ms. A benchmark, not a CTest; figures go to
 # docs/reliability.md by hand.
 #
-#   [ARYL_BIN=path/to/aryl] scripts/bench_live_abuse.sh [--defaults | --no-abuse]
+#   [ARYL_BIN=path/to/aryl] scripts/bench_live_abuse.sh [--defaults | --no-abuse] [--tls]
 #
 # By default serve's caps before hello are raised (live.max_before_hello*=4000) and its hello
 # deadline set to 60 s, so that every hostile connection is held: the memory they cost is
 # measured. --defaults keeps serve's defaults. --no-abuse runs
-# the same without the hostile peers: the baseline of a loaded machine. ARYL_BIN names another
-# build of aryl (serve, agents and clients alike), to compare builds.
+# the same without the hostile peers: the baseline of a loaded machine. --tls runs the testbed
+# with TLS (scripts/testbed.sh --tls): agents, clients and attackers alike speak it. ARYL_BIN
+# names another build of aryl (serve, agents and clients alike), to compare builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 aryl="${ARYL_BIN:-build/aryl}"
 export ARYL_BIN="$aryl"
 caps=(--set live.max_before_hello=4000 --set live.max_before_hello_per_address=4000 --set live.hello_timeout_s=60)
 abuse=1
-case "${1:-}" in
-  --defaults) caps=() ;;
-  --no-abuse) abuse=0 ;;
-  "") ;;
-  *) echo "bench_live_abuse: unknown option $1" >&2; exit 2 ;;
-esac
+tls=()
+for arg in "$@"; do
+  case "$arg" in
+    --defaults) caps=() ;;
+    --no-abuse) abuse=0 ;;
+    --tls) tls=(--tls) ;;
+    *) echo "bench_live_abuse: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 # 1,300 hostile connections, 32 agents and serve's own files: raise the soft limit if needed.
 want=4096
 if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$want" ]; then
@@ -58,11 +65,13 @@ trap cleanup EXIT
   for i in $(seq 0 63); do echo "j$i,$((i * 5)),1,1200,0"; done
 } > "$work/trace.csv"
 dir="$work/tb"
-scripts/testbed.sh --dir "$dir" --training 32 --inference 0 -- --trace "$work/trace.csv" --speedup 20 \
-  --out "$dir/out" "${caps[@]}" > "$work/run.log" 2>&1 &
+scripts/testbed.sh --dir "$dir" --training 32 --inference 0 "${tls[@]}" -- --trace "$work/trace.csv" --speedup 20 \
+  --out "$dir/out" --metrics-port 0 --metrics-port-file "$dir/metrics.port" "${caps[@]}" > "$work/run.log" 2>&1 &
 bed=$!
 for _ in $(seq 600); do [ -s "$dir/port" ] && break; sleep 0.1; done
 port=$(cat "$dir/port")
+tls_ca=""
+if [ ${#tls[@]} -gt 0 ]; then tls_ca="$dir/tls/ca.pem"; export ARYL_TLS_CA="$tls_ca"; fi
 serve=$(awk '$2 == "serve" {print $1}' "$dir/pids")
 for _ in $(seq 600); do
   "$aryl" status --port "$port" --token-file "$dir/token" > /dev/null 2>&1 && break
@@ -70,61 +79,8 @@ for _ in $(seq 600); do
 done
 
 if [ "$abuse" = 1 ]; then
-# The hostile peers, in one process: frames encoded by hand (a msgpack map of short strings).
-/usr/bin/python3 - "$port" "$(cat "$dir/token")" > "$work/attacker.log" 2>&1 <<'PY' &
-import errno, select, socket, struct, sys, time
-port, token = int(sys.argv[1]), sys.argv[2]
-def s(x):
-    b = x.encode()
-    return (bytes([0xa0 | len(b)]) if len(b) < 32 else bytes([0xd9, len(b)])) + b
-def frame(fields):
-    body = bytes([0x80 | (len(fields) + 1)]) + s("v") + bytes([1])
-    for k, v in fields: body += s(k) + s(v)
-    return struct.pack(">I", len(body)) + body
-def dial():
-    c = socket.socket(); c.setblocking(False)
-    try: c.connect(("127.0.0.1", port))
-    except BlockingIOError: pass
-    return c
-idle = [dial() for _ in range(1000)]
-slow = [dial() for _ in range(300)]
-started = set()  # slow connections that sent their opening bytes
-flood = socket.create_connection(("127.0.0.1", port))
-flood.sendall(frame([("type", "hello"), ("role", "client"), ("token", token), ("name", "flood")]))
-flood.recv(4096)
-flood.setblocking(False)
-request = frame([("type", "status_request")]) * 1000
-sent = reconnects = 0
-why = {}  # dials again by what ended the connection: serve's close, or an error (a failed dial)
-last_trickle = 0.0
-while True:
-    try: sent += flood.send(request)
-    except OSError: pass
-    now = time.time()
-    # A slow peer opens with a header announcing a 1 MiB frame and 4 KiB of it, then sends
-    # one byte every 5 s.
-    for c in slow:
-        try:
-            if c.fileno() not in started: c.send(b"\x00\x10\x00\x00" + b"\x90" * 4096); started.add(c.fileno())
-            elif now - last_trickle >= 5: c.send(b"\x90")
-        except OSError: pass
-    if now - last_trickle >= 5: last_trickle = now
-    # A connection serve closed is dialled again.
-    for group in (idle, slow):
-        poller = select.poll()
-        by_fd = {c.fileno(): c for c in group}
-        for fd in by_fd: poller.register(fd, select.POLLIN)
-        for fd, _ in poller.poll(0):
-            c = by_fd[fd]
-            try: data, end = c.recv(4096), "closed"
-            except OSError as e: data, end = b"", errno.errorcode.get(e.errno, str(e.errno))
-            if not data:
-                why[end] = why.get(end, 0) + 1
-                started.discard(c.fileno()); group[group.index(c)] = dial(); c.close(); reconnects += 1
-    print(f"flood bytes {sent} reconnects {reconnects} (" + ", ".join(f"{k} {v}" for k, v in sorted(why.items())) + ")",
-          flush=True)
-    time.sleep(0.05)
-PY
+/usr/bin/python3 scripts/bench_live_attackers.py "$port" "$(cat "$dir/token")" \
+  --metrics-port "$(cat "$dir/metrics.port")" ${tls_ca:+--tls-ca "$tls_ca"} > "$work/attacker.log" 2>&1 &
 attacker=$!
 fi
 sleep 5  # let the hostile connections settle in
@@ -173,15 +129,21 @@ cpu_parts() {
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 : > "$work/status_ms"
 : > "$work/start_ms"
-/usr/bin/python3 - "$port" "$dir/token" "$work/probe_ms" > "$work/probe.log" 2>&1 <<'PY' &
-import os, socket, sys, time
+/usr/bin/python3 - "$port" "$dir/token" "$work/probe_ms" "$tls_ca" > "$work/probe.log" 2>&1 <<'PY' &
+import os, socket, ssl, sys, time
 sys.path.insert(0, os.path.join(os.getcwd(), "examples"))
 import python_agent as wire
 port, token, out = int(sys.argv[1]), open(sys.argv[2]).read().strip(), open(sys.argv[3], "w")
+ctx = None
+if sys.argv[4]:
+    ctx = ssl.create_default_context(cafile=sys.argv[4])
+    ctx.check_hostname = False
 while True:
     t0 = time.perf_counter()
     try:
         s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        if ctx:
+            s = ctx.wrap_socket(s)
         d = wire.FrameDecoder()
         s.sendall(wire.encode_frame({"type": "hello", "role": "client", "token": token, "name": "probe"}))
         ok = wire.receive_one(s, d)["type"] == "hello_ok"

@@ -5,7 +5,7 @@
 # pid, also when interrupted or when anything fails. Exits with the serve's exit code.
 #
 #   scripts/testbed.sh [--dir DIR] [--training N] [--inference M] [--gpus G] [--proxy NAMES] \
-#     -- SERVE_ARGS...
+#     [--tls] -- SERVE_ARGS...
 #
 # The training servers are t0..t(N-1) (V100), the inference servers i0..i(M-1) (T4), as
 # `aryl serve --servers N --set cluster.inference.servers=M` names them. --proxy t1,t2 (or
@@ -13,7 +13,9 @@
 # the FIFO DIR/agent-NAME/proxy.ctl (scripts/live_faults.py enacts a plan's network faults
 # there). DIR/pids lists this script ("PID testbed") and every pid it started ("PID serve",
 # "PID agent NAME", "PID proxy NAME"); DIR/serve.log, DIR/agent-NAME/agent.log and
-# DIR/agent-NAME/proxy.log hold their logs. ARYL_BIN, if set, names the aryl binary (default
+# DIR/agent-NAME/proxy.log hold their logs. --tls makes a CA and a certificate for 127.0.0.1 in
+# DIR/tls (openssl CLI): serve listens with TLS and the agents verify it against DIR/tls/ca.pem,
+# which clients take with --tls-ca or ARYL_TLS_CA. ARYL_BIN, if set, names the aryl binary (default
 # build/aryl). Relative paths, --dir's and those among SERVE_ARGS, are taken from the caller's
 # directory.
 #
@@ -33,6 +35,7 @@ training=4
 inference=4
 gpus=8
 proxied=""
+tls=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
@@ -40,6 +43,7 @@ while [ $# -gt 0 ]; do
     --inference) inference="$2"; shift 2 ;;
     --gpus) gpus="$2"; shift 2 ;;
     --proxy) proxied="$2"; shift 2 ;;
+    --tls) tls=1; shift ;;
     --) shift; break ;;
     *) echo "testbed: unknown option $1" >&2; exit 2 ;;
   esac
@@ -92,6 +96,21 @@ trap 'exit 130' INT TERM
 serve_cmd=("$aryl" serve --token-file "$dir/token" --port-file "$dir/port" --work-dir "$dir/work"
   --servers "$training" --set cluster.training.gpus_per_server="$gpus"
   --set cluster.inference.servers="$inference" --set cluster.inference.gpus_per_server="$gpus")
+agent_tls=()
+if [ "$tls" = 1 ]; then
+  t="$dir/tls"
+  mkdir -p "$t"
+  ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  { openssl req -x509 "${ec[@]}" -keyout "$t/ca.key" -out "$t/ca.pem" -days 7 -subj "/CN=aryl testbed CA" &&
+    openssl req "${ec[@]}" -keyout "$t/serve.key" -out "$t/serve.csr" -subj "/CN=aryl serve" &&
+    printf 'subjectAltName=IP:127.0.0.1\n' > "$t/ip.ext" &&
+    openssl x509 -req -in "$t/serve.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" -CAcreateserial -out "$t/serve.pem" \
+      -days 7 -extfile "$t/ip.ext"; } > "$t/openssl.log" 2>&1 || {
+    echo "testbed: --tls: openssl failed; its output:" >&2; cat "$t/openssl.log" >&2; exit 3; }
+  chmod 600 "$t/ca.key" "$t/serve.key"
+  serve_cmd+=(--tls-cert "$t/serve.pem" --tls-key "$t/serve.key")
+  agent_tls=(--tls-ca "$t/ca.pem")
+fi
 "${serve_cmd[@]}" "$@" > "$dir/serve.out" 2> "$dir/serve.log" &
 serve=$!
 pids+=("$serve")
@@ -127,7 +146,7 @@ start_agent() {  # name gpu_type pool
     to="$(cat "$folder/proxy.port")"
   fi
   "$aryl" agent --port "$to" --token-file "$dir/token" --name "$1" --gpu-type "$2" --gpus "$gpus" \
-    --pool "$3" --work-dir "$folder" 2> "$folder/agent.log" &
+    --pool "$3" --work-dir "$folder" "${agent_tls[@]}" 2> "$folder/agent.log" &
   pids+=("$!")
   echo "$! agent $1" >> "$dir/pids"
 }
