@@ -327,8 +327,9 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         [directory](int s, uint32_t job, uint32_t rank, double work) {
           caf::anon_send(directory->at(static_cast<size_t>(s)), wprogress_atom::value, job, rank, work);
         },
-        [directory](int s, uint32_t job, uint32_t rank, int code, int signal) {
-          caf::anon_send(directory->at(static_cast<size_t>(s)), wexit_atom::value, job, rank, code, signal);
+        [directory](int s, uint32_t job, uint32_t rank, int code, int signal, const std::string& reason) {
+          caf::anon_send(directory->at(static_cast<size_t>(s)), wexit_atom::value, job,
+                         worker_exit{rank, code, signal, reason});
         },
         [scheduler](int s) { caf::anon_send(scheduler, lost_atom::value, s); },
         [tasks, &sys, scheduler, status] {

@@ -86,6 +86,7 @@ void fields(A& a, T& m) {
   a("rank", m.rank);
   a("code", m.code);
   a("signal", m.signal);
+  a("reason", m.reason);
 }
 
 template <class A, is<submit> T>
@@ -99,6 +100,8 @@ void fields(A& a, T& m) {
   a("gpu_type", m.gpu_type);
   a("tenant", m.tenant);
   a("priority", m.priority);
+  a("time_limit_s", m.time_limit_s);
+  a("max_retries", m.max_retries);
 }
 
 template <class A, is<submit_ok> T>
@@ -132,6 +135,8 @@ void fields(A& a, T& m) {
   a("servers", m.servers);
   a("predicted", m.predicted);
   a("tenant", m.tenant);
+  a("outcome", m.outcome);
+  a("exits", m.exits);
 }
 
 template <class A, is<server_info> T>
@@ -196,6 +201,15 @@ void fields(A& a, T& m) {
   a("why", m.why);
 }
 
+template <class A, is<attempt_info> T>
+void fields(A& a, T& m) {
+  a("start_s", m.start_s);
+  a("end_s", m.end_s);
+  a("outcome", m.outcome);
+  a("exits", m.exits);
+  a("why", m.why);
+}
+
 template <class A, is<show_reply> T>
 void fields(A& a, T& m) {
   a("job", m.job);
@@ -204,6 +218,9 @@ void fields(A& a, T& m) {
   a("submit_s", m.submit_s);
   a("end_s", m.end_s);
   a("history", m.history);
+  a("time_limit_s", m.time_limit_s);
+  a("max_retries", m.max_retries);
+  a("attempts", m.attempts);
 }
 
 template <class A, is<shutdown> T>

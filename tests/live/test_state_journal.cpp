@@ -58,7 +58,6 @@ saved_job running_job() {
   j.record.first_start_us = 13'000'000;
   j.record.queued_s = 0.5;
   j.record.preemptions = 2;
-  j.record.outcome = "";
   return j;
 }
 
@@ -91,7 +90,7 @@ TEST_CASE("state journal: jobs, progress, loans and the run read back as written
     done.spec.index = 1;
     done.status = "ended";
     done.record.index = 1;
-    done.record.outcome = "done";
+    done.record.outcome = job_outcome::done;
     done.record.end_us = 90'000'000;
     j.put_job(done);
     j.put_progress({{3, 123.5}});
@@ -113,7 +112,7 @@ TEST_CASE("state journal: jobs, progress, loans and the run read back as written
   REQUIRE(st.jobs.size() == 2);
   CHECK(st.jobs[0].spec.index == 1);
   CHECK(st.jobs[0].status == "ended");
-  CHECK(st.jobs[0].record.outcome == "done");
+  CHECK(st.jobs[0].record.outcome == job_outcome::done);
   CHECK(st.jobs[0].record.end_us == 90'000'000);
   auto& r = st.jobs[1];
   auto want = running_job();
@@ -246,7 +245,7 @@ saved_job job_at(uint32_t index, const std::string& status) {
     j.record.tenant = index % 2 == 0 ? "prod" : "";
     j.record.estimated = index % 5 != 0;
     j.record.needed_gpu_s = index * 2.0;
-    j.record.outcome = index % 3 == 0 ? "cancelled" : "done";
+    j.record.outcome = index % 3 == 0 ? job_outcome::cancelled : job_outcome::done;
     j.record.end_us = 1'000'000 + index;
     j.record.gpu_seconds = index * 0.1;
     j.record.slowdown = 1.0 / (index + 1);  // not a short decimal: must read back exactly
@@ -383,7 +382,7 @@ TEST_CASE("state journal: a version 1 file is upgraded in place and its ended jo
   auto st = j.load();
   REQUIRE(st.jobs.size() == 2);
   CHECK(st.jobs[0].status == "ended");
-  CHECK(st.jobs[0].record.outcome == "cancelled");
+  CHECK(st.jobs[0].record.outcome == job_outcome::cancelled);
   CHECK(st.jobs[1].status == "running");
 }
 
