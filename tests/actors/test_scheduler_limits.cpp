@@ -16,10 +16,10 @@ struct limits_fixture : sim_fixture {
   std::shared_ptr<recorded> rec = std::make_shared<recorded>();
   recorder_actor recorder = sys->spawn(recording_recorder, rec);
 
-  /// One training server t0 of 8 GPUs, FIFO, no restart overhead; faults.max_retries 3.
-  scheduler_actor spawn_scheduler() {
+  /// One training server t0 of 8 GPUs, no restart overhead; faults.max_retries 3.
+  scheduler_actor spawn_scheduler(const char* policy = "fifo") {
     scheduler_setup s;
-    s.policy = *find_policy("fifo");
+    s.policy = *find_policy(policy);
     s.planner.placement = placement_mode::consolidated;
     s.type_names = {"V100"};
     s.params.type_speed = {1.0};
@@ -133,4 +133,28 @@ TEST_CASE_FIXTURE(limits_fixture, "a job whose machine is lost after its retries
   REQUIRE(rec->jobs.size() == 1);
   CHECK(rec->jobs[0].outcome == job_outcome::node_lost);
   CHECK(rec->jobs[0].attempts.back().why.find("server t0 was lost") == 0);
+}
+
+TEST_CASE_FIXTURE(limits_fixture, "a time limit counts the time holding workers, not the wait after a preemption") {
+  auto s = spawn_scheduler("srtf");
+  auto low = job(0, 100);
+  low.gpus = low.min_workers = low.max_workers = 8;
+  low.time_limit_s = 30;
+  caf::anon_send(s, submit_atom::value, low);
+  drain();
+  step();  // job-0 holds all 8 GPUs of t0 from 0
+  sched->clock().advance_time(std::chrono::seconds(10));
+  drain();
+  // At 10 s a shorter job takes t0 for 20 s (srtf): job-0 waits from 10 to 30, then runs again.
+  auto shorter = job(1, 20);
+  shorter.gpus = shorter.min_workers = shorter.max_workers = 8;
+  caf::anon_send(s, submit_atom::value, shorter);
+  drain();
+  while (step()) {}
+  REQUIRE(rec->jobs.size() == 2);
+  auto& r = rec->jobs[1].index == 0 ? rec->jobs[1] : rec->jobs[0];
+  CHECK(count("preempt") == 1);
+  CHECK(r.outcome == job_outcome::timeout);
+  CHECK(r.end_us == 50'000'000);  // 10 s before the preemption, 20 s after its restart at 30 s
+  CHECK(r.attempts.size() == 1);  // a preemption is no new attempt
 }
