@@ -3,7 +3,8 @@
 timeout about 3 s after its start (its worker gets SIGTERM); one that ignores SIGTERM is killed
 after serve's stop grace; an `exit 3` job with `--max-retries 2` runs 3 times and ends failed with
 exit code 3, each attempt in `aryl show`; a command that cannot be executed ends failed with the
-agent's reason in `show`. `status --all` and jobs.csv carry the outcomes.
+agent's reason in `show`. `status --all` and jobs.csv carry the outcomes. A limit that is not a
+duration, and a torchrun job whose --nnodes disagrees with its workers, are refused.
 
     test_live_time_limits.py --aryl BUILD/aryl --source SOURCE_DIR [--dir TMP]
 
@@ -39,6 +40,9 @@ def run(a, work, procs):
     bad = bed.client("submit", "--time-limit", "ten minutes", "--", "/bin/true")
     check(bad.returncode != 0 and "--time-limit: 'ten minutes' is not a duration" in bad.stderr,
           f"a time limit that is not a duration is refused, naming the flag ({bad.stderr.strip()})")
+    torchrun = bed.client("submit", "--name", "tr", "--gpus", "2", "--", "torchrun", "--nnodes=1:4", "train.py")
+    check(torchrun.returncode != 0 and "its torchrun command runs 1..4 node(s)" in torchrun.stderr,
+          f"a torchrun job whose --nnodes disagrees with its workers is refused ({torchrun.stderr.strip()})")
 
     jobs = {}
 
