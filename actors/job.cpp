@@ -298,13 +298,13 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
             st.recover_from = env->tb.now(self);
           }
           st.exits.push_back(e);
-          self->send(scheduler(), exits_atom::value, st.spec.index, std::move(st.exits));
+          self->send(scheduler(), exits_atom::value, st.spec.index, std::exchange(st.exits, {}));
           self->send(scheduler(), wfail_atom::value, st.spec.index);
           return;
         }
         st.exits.push_back(e);
         if (!st.live_ranks.empty()) return;
-        self->send(scheduler(), exits_atom::value, st.spec.index, std::move(st.exits));
+        self->send(scheduler(), exits_atom::value, st.spec.index, std::exchange(st.exits, {}));
         st.progress.work_done = st.spec.duration_s;
         self->send(scheduler(), finished_atom::value, st.spec.index, st.generation);
         self->quit();

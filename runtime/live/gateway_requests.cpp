@@ -203,8 +203,12 @@ void session::on_agent(const wire::message& msg) {
           was_listed = true;
         }
       if (g_->router.exit) {
-        // Shown by `aryl show` and kept in the journal: one line, of a bounded length.
-        auto reason = escape_control(e->reason.value_or("").substr(0, max_exit_reason_bytes));
+        // Shown by `aryl show` and kept in the journal: one line, of a bounded length, cut
+        // between UTF-8 characters (the journal's JSON takes no other).
+        std::string_view said = e->reason ? std::string_view(*e->reason) : std::string_view();
+        size_t cut = std::min(said.size(), max_exit_reason_bytes);
+        while (cut < said.size() && cut > 0 && (static_cast<unsigned char>(said[cut]) & 0xC0) == 0x80) --cut;
+        auto reason = escape_control(said.substr(0, cut));
         g_->router.exit(server_id_, worker.first, worker.second, e->code, static_cast<int>(e->signal), reason);
         routed = true;
       } else if (was_listed || slot.held.count(worker)) {

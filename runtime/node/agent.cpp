@@ -343,7 +343,8 @@ class agent {
                    const std::string& reason = {}) {
     if (!registered()) exited_away_.push_back({job_id, rank, gpus, std::nullopt, code, signal});
     wire::exit_ e{job_id, rank, code, signal};
-    if (!reason.empty()) e.reason = reason;
+    // One argv's failure in words: bounded, and still UTF-8 where the cut falls in a character.
+    if (!reason.empty()) e.reason = utf8_or_marks(std::string_view(reason).substr(0, 1024));
     emit(std::move(e));
   }
 
