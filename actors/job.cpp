@@ -93,6 +93,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
     st.generation = a.generation;
     st.workers = a.workers;
     st.stopping = false;
+    st.exits.clear();
     if (st.recovering && a.workers > 0) {
       st.recovering = false;
       self->send(env->recorder, lostwork_atom::value, 0.0, (env->tb.now(self) - st.recover_from).seconds());
@@ -270,8 +271,10 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         st.stopping = false;
         for (uint32_t r = 0; r < static_cast<uint32_t>(a.workers); ++r) st.live_ranks.insert(r);
       },
-      [=](wexit_atom, uint32_t rank, int code, int signal) {
+      [=](wexit_atom, const worker_exit& e) {
         auto& st = self->state;
+        const auto rank = e.rank;
+        const int code = e.code, signal = e.signal;
         if (!st.live_ranks.erase(rank)) return;
         if (code == worker_lost_code && !st.recovering) {  // its machine was lost
           st.recovering = true;
@@ -294,10 +297,14 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
             st.recovering = true;
             st.recover_from = env->tb.now(self);
           }
+          st.exits.push_back(e);
+          self->send(scheduler(), exits_atom::value, st.spec.index, std::exchange(st.exits, {}));
           self->send(scheduler(), wfail_atom::value, st.spec.index);
           return;
         }
+        st.exits.push_back(e);
         if (!st.live_ranks.empty()) return;
+        self->send(scheduler(), exits_atom::value, st.spec.index, std::exchange(st.exits, {}));
         st.progress.work_done = st.spec.duration_s;
         self->send(scheduler(), finished_atom::value, st.spec.index, st.generation);
         self->quit();

@@ -3,6 +3,7 @@
 /// timer; the scheduler only ever sees what it acknowledges.
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "actors/actor_env.hpp"
 #include "solvers/job_spec.hpp"
@@ -37,6 +38,9 @@ struct job_state {
   std::set<uint32_t> live_ranks;        ///< ranks of the current launch that have not exited
   std::optional<job_assignment> next;   ///< set while the previous launch's workers stop
   bool stopping = false;                ///< a worker failed: the launch's exits are expected
+  /// The current launch's exits that the scheduler did not ask for: what the job's attempt
+  /// records (sent to the scheduler before the failure or the end they cause).
+  std::vector<worker_exit> exits;
   int64_t decided_unix_ns = 0;          ///< when the latest assignment arrived (system clock)
   static inline const char* name = "job";
 };

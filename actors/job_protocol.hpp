@@ -6,6 +6,7 @@
 #include "actors/fault_protocol.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace aryl {
@@ -17,6 +18,8 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;
 /// Live mode, server -> job: what its real workers report (through the node agent).
 using wprogress_atom = caf::atom_constant<caf::atom("wprogress")>;
 using wexit_atom = caf::atom_constant<caf::atom("wexit")>;
+/// Live mode, job -> scheduler: how the workers that ended its launch exited.
+using exits_atom = caf::atom_constant<caf::atom("exits")>;
 /// After a scheduler restart (`aryl serve --state`): workers still running, taken over.
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 
@@ -65,9 +68,23 @@ typename Inspector::result_type inspect(Inspector& f, job_ack& x) {
   return f(caf::meta::type_name("job_ack"), x.job, x.generation, x.work_done);
 }
 
+/// Live mode: how one worker process ended, as its agent reported it.
+struct worker_exit {
+  uint32_t rank = 0;
+  int code = 0;    ///< its exit status; 0 when a signal killed it
+  int signal = 0;  ///< the signal that killed it; 0: none
+  /// Why it could not start, as the agent says (a command that is not executable); else empty.
+  std::string reason{};
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_exit& x) {
+  return f(caf::meta::type_name("worker_exit"), x.rank, x.code, x.signal, x.reason);
+}
+
 /// assign, tick (its own completion timer), crash(server or -1), ckpt (its own: a stop's
 /// checkpoint is written), ckfault (its next checkpoint is slow or fails); live mode: wprogress(rank, work_done) and
-/// wexit(rank, exit code, signal) from the workers of its current launch; adopt(assignment):
+/// wexit(exit) from the workers of its current launch; adopt(assignment):
 /// after a scheduler restart, the workers of `assignment` still run: they are its launch.
 using job_actor = caf::typed_actor<caf::reacts_to<assign_atom, job_assignment>,
                                    caf::reacts_to<tick_atom>,
@@ -75,7 +92,7 @@ using job_actor = caf::typed_actor<caf::reacts_to<assign_atom, job_assignment>,
                                    caf::reacts_to<ckpt_atom, uint64_t, double>,
                                    caf::reacts_to<ckfault_atom, checkpoint_fault>,
                                    caf::reacts_to<wprogress_atom, uint32_t, double>,
-                                   caf::reacts_to<wexit_atom, uint32_t, int, int>,
+                                   caf::reacts_to<wexit_atom, worker_exit>,
                                    caf::reacts_to<adopt_atom, job_assignment>>;
 
 } // namespace aryl

@@ -33,13 +33,18 @@ typename Inspector::result_type inspect(Inspector& f, event_record& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, attempt_record& x) {
+  return f(caf::meta::type_name("attempt_record"), x.start_us, x.end_us, x.outcome, x.exits, x.why);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_record& x) {
   return f(caf::meta::type_name("job_record"), x.index, x.name, x.gpus, x.elastic, x.submit_us,
            x.first_start_us, x.end_us, x.queued_s, x.gpu_seconds, x.preemptions, x.scale_ins,
            x.scale_outs, x.duration_s, x.last_workers, x.on_loaned_s, x.slowdown, x.below_speed_s,
            x.below_speed_gpu_s, x.outcome, x.needed_gpu_s, x.training_gpu_s, x.loaned_gpu_s,
            x.training_speed_gpu_s, x.loaned_speed_gpu_s, x.training_needed_gpu_s, x.loaned_needed_gpu_s,
-           x.estimated, x.tenant, x.predicted);
+           x.estimated, x.tenant, x.predicted, x.attempts);
 }
 
 template <class Inspector>

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "actors/job_outcome.hpp"
+
 namespace aryl {
 
 /// What first asked for a full round's sizes since the previous full round: the run's first
@@ -22,6 +24,19 @@ struct event_record {
   std::string actor;
   std::string event;
   std::string detail;
+  std::string why;
+};
+
+/// One attempt of a job: from the start of its workers to the failure that retried it, or to
+/// the job's end (its last attempt).
+struct attempt_record {
+  int64_t start_us = -1;  ///< -1: it never got workers
+  int64_t end_us = 0;
+  job_outcome outcome = job_outcome::done;
+  /// Live mode: how its workers ended, by rank ("0:3 1:sig15"; exit code, or the signal that
+  /// killed it), those that ended it; empty in simulated time.
+  std::string exits;
+  /// Why it ended, as events.log says (a worker that could not start says why).
   std::string why;
 };
 
@@ -48,9 +63,7 @@ struct job_record {
   /// Seconds (and GPU-seconds) it held GPUs but ran below that speed, overheads included.
   double below_speed_s = 0;
   double below_speed_gpu_s = 0;
-  /// done, cancelled (by a client, or because the run was told to stop), or failed (its
-  /// restarts after faults exhausted).
-  std::string outcome = "done";
+  job_outcome outcome = job_outcome::done;
   /// False when the run-time estimate was the default one (job_spec::predicted).
   bool predicted = true;
   /// Work efficiency = GPU-seconds held (gpu_seconds) over needed_gpu_s, the GPU-seconds its
@@ -68,6 +81,8 @@ struct job_record {
   /// Whether it came with a duration estimate (job_spec::estimated), and its tenant.
   bool estimated = true;
   std::string tenant;
+  /// Every attempt, the last one included once it ended (jobs.csv's attempts and exits).
+  std::vector<attempt_record> attempts;
 };
 
 /// Cluster state after a change; piecewise constant until the next snapshot.
@@ -140,7 +155,7 @@ struct run_summary {
   /// Completed jobs that came without a duration estimate, and their mean JCT.
   uint64_t jobs_without_estimate = 0;
   double mean_jct_without_estimate_s = 0;
-  uint64_t jobs_failed = 0;      ///< ended after exhausting faults.max_retries
+  uint64_t jobs_failed = 0;      ///< ended failed, timeout or node_lost
   double lost_gpu_hours = 0;     ///< work lost since checkpoints, GPUs held while stalled
   uint64_t recoveries = 0;       ///< crashed jobs that ran again
   double recovery_p50_s = 0, recovery_max_s = 0;

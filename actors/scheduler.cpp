@@ -80,8 +80,9 @@ void dispatch_removals(self_ptr self, const decision& d) {
   for (auto& [sid, w] : d.before) self->send(self->state.servers[static_cast<size_t>(sid)], remove_atom::value, d.job);
 }
 
+/// The job's record now; `outcome`: it ends now so, `why`.
 job_record make_record(const scheduler_state& st, const job_entry& j, sim_time now, int last_workers,
-                       const char* outcome);
+                       std::optional<job_outcome> outcome = std::nullopt, const std::string& why = {});
 
 /// "t0:4 t1:2": where a job's workers are, by server name.
 std::string alloc_text(const scheduler_state& st, const allocation& a) {
@@ -103,7 +104,7 @@ saved_job journal_row(self_ptr self, uint32_t job, sim_time now, const job_recor
   r.workers = j.workers;
   r.alloc = alloc_text(st, j.alloc);
   r.retries = st.retries[job];
-  r.record = ended ? *ended : make_record(st, j, now, j.workers, "");
+  r.record = ended ? *ended : make_record(st, j, now, j.workers);
   if (!ended && !j.started_once) r.record.first_start_us = -1;
   return r;
 }
@@ -173,6 +174,7 @@ void dispatch_assignment(self_ptr self, const decision& d, bool servers_told = f
   // Workers sent to a machine that died unnoticed die with it.
   for (int sid : a.servers)
     if (st.truth[static_cast<size_t>(sid)].crashed) self->send(st.jobs[d.job], crash_atom::value, sid);
+  if (j.workers > 0) attempt_running(self, d.job, now);
   journal_job(self, d.job, now);
 }
 
@@ -278,7 +280,7 @@ void run_round(self_ptr self) {
 }
 
 job_record make_record(const scheduler_state& st, const job_entry& j, sim_time now, int last_workers,
-                       const char* outcome) {
+                       std::optional<job_outcome> outcome, const std::string& why) {
   job_record r;
   r.index = j.index;
   r.name = st.names[j.index];
@@ -299,7 +301,8 @@ job_record make_record(const scheduler_state& st, const job_entry& j, sim_time n
   r.slowdown = r.duration_s > 0 ? (now - j.submit).seconds() * j.requested_rate / r.duration_s : 1.0;
   r.below_speed_s = j.below_speed_s;
   r.below_speed_gpu_s = j.below_speed_gpu_s;
-  r.outcome = outcome;
+  r.outcome = outcome.value_or(job_outcome::done);
+  r.attempts = attempts_of(st, j.index, now, outcome, why);
   // Its duration at the requested size on its home type, on each of its GPUs.
   r.needed_gpu_s = j.requested_rate > 0 ? j.gpus * r.duration_s / j.requested_rate : 0.0;
   r.training_gpu_s = j.training_gpu_s;
@@ -415,14 +418,27 @@ std::string dump_state(const scheduler_state& st, sim_time now) {
   return out;
 }
 
-void count_outcome(scheduler_state& st, std::string_view outcome) {
-  if (outcome == "failed") ++st.jobs_failed;
-  if (outcome == "cancelled") ++st.jobs_cancelled;
+void count_outcome(scheduler_state& st, job_outcome outcome) {
+  // /metrics and status count three outcomes: a job that timed out or lost its machine failed.
+  if (outcome == job_outcome::cancelled) ++st.jobs_cancelled;
+  else if (outcome != job_outcome::done) ++st.jobs_failed;
+}
+
+/// events.log's name of a job's end.
+const char* end_event(job_outcome outcome) {
+  switch (outcome) {
+    case job_outcome::done: return "finish";
+    case job_outcome::failed:
+    case job_outcome::node_lost: return "fail";
+    case job_outcome::timeout: return "timeout";
+    case job_outcome::cancelled: return "cancel";
+  }
+  return "?";
 }
 
 /// Ends an active job: frees its GPUs, stops its workers, records it. Done jobs have quit on
-/// their own; a cancelled one is told to.
-void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string& why) {
+/// their own; any other is told to.
+void end_job(self_ptr self, uint32_t job, job_outcome outcome, const std::string& why) {
   auto& st = self->state;
   auto now = st.jenv.tb.now(self);
   auto& j = st.ledger.jobs[job];
@@ -430,18 +446,17 @@ void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string
   int workers = j.workers;
   // What an ended job ran is what jobs without an estimate are expected to run (a live job
   // submitted without a duration: the work the scheduler saw it do).
-  if (std::string_view(outcome) == "done")
+  const bool done = outcome == job_outcome::done;
+  if (done)
     st.history.add(j.tenant, st.durations[job] > 0 ? st.durations[job] : j.progress.done_at(now));
   if (!j.estimated) --st.unestimated_active;
   st.ledger.finish(job, now);
   ++st.jobs_finished;
   for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
-  std::string_view what = outcome;
-  bool done = what == "done";
-  count_outcome(st, what);
-  event_record line{now.us, "scheduler", done ? "finish" : what == "failed" ? "fail" : "cancel",
-                    fmt::format(FMT_COMPILE("job-{} workers={}"), job, workers), why};
-  auto record = make_record(st, j, now, workers, outcome);
+  count_outcome(st, outcome);
+  event_record line{now.us, "scheduler", end_event(outcome), fmt::format(FMT_COMPILE("job-{} workers={}"), job, workers),
+                    why};
+  auto record = make_record(st, j, now, workers, outcome, why);
   journal_job(self, job, now, &record);
   // A reclaim this end completes is measured before the job's record reaches the recorder:
   // the run's last record closes the outputs, and a measure after it would be dropped.
@@ -485,6 +500,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
   st.durations.reserve(known);
   st.unpredicted.reserve(known);
   st.retries.reserve(known);
+  st.attempts.reserve(known);
   st.truth.assign(st.ledger.servers.size(), {});
   st.holds.assign(st.ledger.servers.size(), {});
   auto directory = st.setup.directory ? st.setup.directory : std::make_shared<server_directory>(st.servers);
@@ -538,7 +554,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
                   [=](caf::error&) mutable {
                     // Refused, so not run: the client is told it has no job.
                     if (index < self->state.jobs.size() && self->state.jobs[index])
-                      end_job(self, index, "cancelled", "its submit could not be journaled");
+                      end_job(self, index, job_outcome::cancelled, "its submit could not be journaled");
                     answer.deliver(int64_t{-3});
                   });
         return answer;
@@ -549,7 +565,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         if (job >= st.jobs.size() || (st.names[job].empty() && !st.jobs[job]))
           return fmt::format("job {}: no such job", job);
         if (!st.jobs[job]) return fmt::format("job {} ({}) has already ended", job, st.names[job]);
-        end_job(self, job, "cancelled", "cancelled by a client");
+        end_job(self, job, job_outcome::cancelled, "cancelled by a client");
         return std::string{};
       },
       [=](drain_atom) -> caf::result<void> {
@@ -560,7 +576,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         std::vector<uint32_t> active(st.ledger.running.begin(), st.ledger.running.end());
         active.insert(active.end(), st.ledger.queued.begin(), st.ledger.queued.end());
         std::sort(active.begin(), active.end());
-        for (auto id : active) end_job(self, id, "cancelled", "the run was told to stop");
+        for (auto id : active) end_job(self, id, job_outcome::cancelled, "the run was told to stop");
         self->send(st.jenv.recorder, close_atom::value);
         return caf::unit;
       },
@@ -582,7 +598,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
       [=](finished_atom, uint32_t job, uint64_t) -> caf::result<void> {
         if (self->state.away) return caf::skip;
         // A job cancelled while its completion was on the way has ended already.
-        if (job < self->state.jobs.size() && self->state.jobs[job]) end_job(self, job, "done", "its work is done");
+        if (job < self->state.jobs.size() && self->state.jobs[job]) end_job(self, job, job_outcome::done, "its work is done");
         return caf::unit;
       },
       [=](round_atom) -> caf::result<void> {
@@ -671,8 +687,19 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         if (self->state.away) return caf::skip;
         auto& st = self->state;
         if (job >= st.jobs.size() || !st.jobs[job] || st.ledger.jobs[job].workers == 0) return caf::unit;
-        recover_job(self, job, -1, st.jenv.tb.now(self), "a worker process died");
+        auto failure = st.attempts[job].failure;
+        recover_job(self, job, -1, st.jenv.tb.now(self), failure.empty() ? "a worker process died" : failure);
         mark_dirty(self, round_cause::cluster);
+        return caf::unit;
+      },
+      [=](exits_atom, uint32_t job, const std::vector<worker_exit>& exits) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
+        on_exits(self, job, exits);
+        return caf::unit;
+      },
+      [=](limit_atom, uint32_t job) -> caf::result<void> {
+        if (self->state.away) return caf::skip;
+        on_time_limit(self, job);
         return caf::unit;
       },
       [=](restore_atom, std::vector<saved_job>& rows) -> caf::result<int> {

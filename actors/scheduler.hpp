@@ -113,6 +113,19 @@ struct scheduler_state {
   std::vector<hold> holds;
   int drains_unlogged = 0;          ///< holds of kind drain whose "drained" line is not out yet
   std::vector<int> retries;         ///< by job: restarts after faults so far
+  /// A job's time limit and retries (job_spec's), and its attempts (scheduler_attempts.cpp).
+  struct job_attempts {
+    double time_limit_s = 0;
+    int max_retries = -1;
+    /// Seconds it had held workers when its current attempt began: its limit counts from there.
+    double base_held_s = 0;
+    int64_t start_us = -1;     ///< when the current attempt first got workers (-1: not yet)
+    bool limit_timer = false;  ///< a check of its time limit is pending
+    /// Live mode: how the current attempt's workers ended ("0:3"), and the failure in words.
+    std::string exits, failure;
+    std::vector<attempt_record> ended;  ///< the attempts before the current one
+  };
+  std::vector<job_attempts> attempts;  ///< by job
   /// By job, while journaling: the specs, for the journal's rows.
   std::vector<job_spec> specs;
   /// A round's messages to server actors, by server id, and the servers they go to in the

@@ -51,8 +51,8 @@ bool loss_due(const scheduler_state::server_truth& t, sim_time now) {
 } // namespace
 
 /// A job whose workers died restarts from its checkpoint: it shrinks onto its surviving
-/// workers if it is elastic and they are enough, else it queues again; past
-/// faults.max_retries it ends as failed.
+/// workers if it is elastic and they are enough, else it queues again; past its retries
+/// (retries_allowed) it ends as node_lost if a machine was lost, else as failed.
 void recover_job(self_ptr self, uint32_t job, int lost_server, sim_time now, const std::string& why) {
   auto& st = self->state;
   auto& l = st.ledger;
@@ -65,10 +65,13 @@ void recover_job(self_ptr self, uint32_t job, int lost_server, sim_time now, con
       surviving.push_back(p);
       survivors += p.second;
     }
-  if (++st.retries[job] > st.setup.max_retries) {
-    end_job(self, job, "failed", fmt::format("{}; {} restarts after faults exhausted", why, st.setup.max_retries));
+  const auto how = lost_server >= 0 ? job_outcome::node_lost : job_outcome::failed;
+  const int allowed = retries_allowed(st, job);
+  if (++st.retries[job] > allowed) {
+    end_job(self, job, how, fmt::format("{}; {} restarts after faults exhausted", why, allowed));
     return;
   }
+  end_attempt(self, job, now, how, why);
   if (lost_server >= 0 && st.setup.policy.elastic && j.elastic && survivors >= j.min_workers && survivors > 0) {
     l.rescale(job, surviving, now);
     decision d{decision::kind::rescale, job, surviving, before, j.alloc_type, why + "; shrinks onto its survivors"};

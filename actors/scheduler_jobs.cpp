@@ -58,9 +58,12 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
     st.durations.resize(spec.index + 1);
     st.unpredicted.resize(spec.index + 1);
     st.retries.resize(spec.index + 1);
+    st.attempts.resize(spec.index + 1);
     if (st.setup.journal) st.specs.resize(spec.index + 1);
   }
   if (st.setup.journal) st.specs[spec.index] = spec;
+  st.attempts[spec.index].time_limit_s = spec.time_limit_s;
+  st.attempts[spec.index].max_retries = spec.max_retries;
   st.names[spec.index] = spec.name;
   st.durations[spec.index] = spec.duration_s;
   st.unpredicted[spec.index] = spec.predicted ? 0 : 1;
@@ -111,6 +114,12 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
     j.loaned_needed_gpu_s = r.loaned_needed_gpu_s;
     j.progress.work_done = restored->work_done;
     st.retries[spec.index] = restored->retries;
+    // Its limit counts from its restart if an attempt failed before: when that one ended is
+    // not journaled.
+    auto& a = st.attempts[spec.index];
+    a.ended = r.attempts;
+    if (!a.ended.empty()) a.base_held_s = std::max(0.0, (now - j.submit).seconds() - j.queued_s);
+    else if (j.started_once) a.start_us = j.first_start.us;
   }
   if (!j.estimated)
     j.predicted_work = j.progress.work_done + st.history.expected_remaining(j.tenant, j.progress.work_done,
@@ -171,6 +180,7 @@ void adopt_job(self_ptr self, const saved_job& row) {
     a.server_workers.push_back(w);
   }
   self->send(st.jobs[job], adopt_atom::value, a);
+  attempt_running(self, job, now);
   for (size_t i = 0; i < alloc.size(); ++i)
     self->send(st.servers[static_cast<size_t>(alloc[i].first)], adopt_atom::value, job, ranks[i], gpus[i],
                st.jobs[job]);
@@ -201,13 +211,15 @@ void restore_job(self_ptr self, saved_job& row) {
     st.durations.resize(index + 1);
     st.unpredicted.resize(index + 1);
     st.retries.resize(index + 1);
+    st.attempts.resize(index + 1);
     if (st.setup.journal) st.specs.resize(index + 1);
   }
   st.names[index] = row.spec.name;
   st.durations[index] = row.spec.duration_s;
   ++st.jobs_finished;
   count_outcome(st, row.record.outcome);
-  log(self, now, "restore", fmt::format("{} name={} outcome={}", job_name(index), row.spec.name, row.record.outcome),
+  log(self, now, "restore",
+      fmt::format("{} name={} outcome={}", job_name(index), row.spec.name, to_string(row.record.outcome)),
       "ended before the scheduler restarted");
   self->send(st.jenv.recorder, jobrec_atom::value, std::move(row.record));
 }

@@ -1,11 +1,14 @@
 #pragma once
 /// What the scheduler actor's source files share: scheduler.cpp (rounds, ending jobs,
 /// reclaims, the journal, the behavior), scheduler_jobs.cpp (taking jobs in),
-/// scheduler_status.cpp, scheduler_tenants.cpp and scheduler_faults.cpp (faults and recovery).
+/// scheduler_status.cpp, scheduler_tenants.cpp, scheduler_faults.cpp (faults and recovery) and
+/// scheduler_attempts.cpp (time limits, attempts and how they ended).
 /// Internal to the actor: nothing else includes it.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "actors/scheduler.hpp"
 
@@ -23,7 +26,7 @@ void mark_dirty(self_ptr self, round_cause why, replan what = replan::sizes);
 /// Sends a decision out. The job acknowledges it if `ack` (a reclaim's own decision) or if a
 /// reclaim in flight waits on the job.
 void dispatch(self_ptr self, const decision& d, bool ack = false);
-void end_job(self_ptr self, uint32_t job, const char* outcome, const std::string& why);
+void end_job(self_ptr self, uint32_t job, job_outcome outcome, const std::string& why);
 void complete_reclaims(self_ptr self, sim_time now);
 void journal_server(self_ptr self, int sid, const char* mode);
 /// "t0:4 t1:2": where a job's workers are, by server name.
@@ -32,13 +35,29 @@ std::string alloc_text(const scheduler_state& st, const allocation& a);
 saved_job journal_row(self_ptr self, uint32_t job, sim_time now, const job_record* ended = nullptr);
 void journal_job(self_ptr self, uint32_t job, sim_time now, const job_record* ended = nullptr);
 /// The ended jobs by outcome, for /metrics.
-void count_outcome(scheduler_state& st, std::string_view outcome);
+void count_outcome(scheduler_state& st, job_outcome outcome);
 
 // scheduler_jobs.cpp: taking jobs in.
 /// Takes a submitted job into the queue and spawns its actor (see the definition).
 void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* restored = nullptr);
 /// One job of a restarted scheduler's journal (see restore in scheduler_protocol.hpp).
 void restore_job(self_ptr self, saved_job& row);
+
+// scheduler_attempts.cpp: time limits, and each attempt's end.
+/// A job got workers: its attempt has started, and its time limit (if any) is watched.
+void attempt_running(self_ptr self, uint32_t job, sim_time now);
+/// The time-limit check of `job` is due: it ends as timeout if it held workers that long.
+void on_time_limit(self_ptr self, uint32_t job);
+/// Live mode: how the workers of the job's current attempt ended (before wfail or finished).
+void on_exits(self_ptr self, uint32_t job, const std::vector<worker_exit>& exits);
+/// The job's retries after failures: its own, else faults.max_retries.
+int retries_allowed(const scheduler_state& st, uint32_t job);
+/// A failure that the job is retried after ends its current attempt; the next one starts with
+/// its whole time limit.
+void end_attempt(self_ptr self, uint32_t job, sim_time now, job_outcome how, const std::string& why);
+/// The job's attempts for its record: those that ended, then (`how`: the job ended) its last.
+std::vector<attempt_record> attempts_of(const scheduler_state& st, uint32_t job, sim_time now,
+                                        std::optional<job_outcome> how, const std::string& why);
 
 // scheduler_status.cpp
 /// The active jobs and the servers now, for live mode's `aryl status` and /metrics.

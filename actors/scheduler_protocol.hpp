@@ -29,6 +29,8 @@ using restore_atom = caf::atom_constant<caf::atom("restore")>;
 /// An operator's cordon, drain or resume of a server (not drain_atom: that stops the run).
 using node_atom = caf::atom_constant<caf::atom("nodeorder")>;
 using join_atom = caf::atom_constant<caf::atom("nodejoin")>;
+/// Self-sent: check a job's time limit.
+using limit_atom = caf::atom_constant<caf::atom("timelimit")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, active_job& x) {
@@ -87,7 +89,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
   return f(caf::meta::type_name("job_spec"), x.index, x.name, x.submit, x.gpus, x.duration_s,
            x.gpu_type, x.elastic, x.min_workers, x.max_workers, x.predict_factor, x.estimated, x.estimate_s, x.user, x.tenant,
-           x.command, x.predicted);
+           x.command, x.predicted, x.time_limit_s, x.max_retries);
 }
 
 /// submit(job), submit(jobs): a job arrives, or every job the trace feeder has due at one
@@ -103,7 +105,8 @@ typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
 /// closes the outputs. Faults (actors/fault_protocol.hpp): crash(server, down µs) and
 /// wcrash(job) from the fault actor; lost and back when a server's heartbeats stop and when
 /// its agent registers again (self-sent after a simulated crash; from the live gateway);
-/// wfail(job) from a job whose worker died; linkfault(fault) and ckfault(job, fault) from the
+/// wfail(job) from a job whose worker died, after exits(job, how its workers ended) in live
+/// mode; timelimit(job): self-sent when a job's time limit may be up; linkfault(fault) and ckfault(job, fault) from the
 /// fault actor (a bad agent link, a job's next checkpoint slow or failed). restore(rows): the jobs of the journal of a
 /// scheduler that went away (`aryl serve --state`), before anything else; replies how many
 /// it took. An ended one is recorded as it ended; one whose workers all still run
@@ -131,6 +134,8 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<lost_atom, int>,
     caf::reacts_to<back_atom, int>,
     caf::reacts_to<wfail_atom, uint32_t>,
+    caf::reacts_to<exits_atom, uint32_t, std::vector<worker_exit>>,
+    caf::reacts_to<limit_atom, uint32_t>,
     caf::reacts_to<linkfault_atom, link_fault>,
     caf::reacts_to<ckfault_atom, uint32_t, checkpoint_fault>,
     caf::reacts_to<away_atom, int64_t>,

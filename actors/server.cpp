@@ -43,7 +43,7 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
   auto give_up = [=](uint32_t job, uint32_t rank) {
     auto& st = self->state;
     auto o = st.owners.find(job);
-    if (o != st.owners.end()) self->send(o->second, wexit_atom::value, rank, worker_lost_code, worker_lost_signal);
+    if (o != st.owners.end()) self->send(o->second, wexit_atom::value, worker_exit{rank, worker_lost_code, worker_lost_signal});
   };
   // Whether a report comes from a worker given up and found running on reconciling; its exit
   // (`forget`) is the last report it makes.
@@ -132,14 +132,15 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
         auto it = self->state.owners.find(job);
         if (it != self->state.owners.end()) self->send(it->second, wprogress_atom::value, rank, work_done);
       },
-      [=](wexit_atom, uint32_t job, uint32_t rank, int code, int signal) {
+      [=](wexit_atom, uint32_t job, const worker_exit& e) {
+        const uint32_t rank = e.rank;
         auto& st = self->state;
         if (stray(job, rank, true) || !expected(job, rank)) return;  // given up for lost already
         auto r = st.running.find(job);
         r->second.erase(rank);
         if (r->second.empty()) st.running.erase(r);
         auto it = st.owners.find(job);
-        if (it != st.owners.end()) self->send(it->second, wexit_atom::value, rank, code, signal);
+        if (it != st.owners.end()) self->send(it->second, wexit_atom::value, e);
       },
       [=](adopt_atom, uint32_t job, const std::vector<uint32_t>& ranks, const std::vector<uint32_t>& gpus,
           job_actor owner) {

@@ -48,7 +48,7 @@ typename Inspector::result_type inspect(Inspector& f, launch_request& x) {
 /// From the scheduler: place(job, gpus), remove(job), mode(server_mode as int: who the
 /// server works for); changes(removed jobs, placed jobs, their GPUs): a round's removals here,
 /// then its placements, in order, as one message. Live mode only: launch from a job actor; wprogress(job, rank,
-/// work_done) and wexit(job, rank, code, signal) from the node agent's connection, and
+/// work_done) and wexit(job, exit) from the node agent's connection, and
 /// reconcile(jobs, ranks, launches) when that agent registers again. adopt(job, ranks, gpus,
 /// owner): after a scheduler restart, the job's workers still running here (rank i on GPU
 /// gpus[i]) are placed and followed as if launched, their reports going to `owner`.
@@ -59,7 +59,7 @@ using server_actor = caf::typed_actor<caf::reacts_to<place_atom, uint32_t, int>,
                                       caf::reacts_to<mode_atom, int>,
                                       caf::reacts_to<launch_atom, launch_request>,
                                       caf::reacts_to<wprogress_atom, uint32_t, uint32_t, double>,
-                                      caf::reacts_to<wexit_atom, uint32_t, uint32_t, int, int>,
+                                      caf::reacts_to<wexit_atom, uint32_t, worker_exit>,
                                       caf::reacts_to<reconcile_atom, std::vector<uint32_t>, std::vector<uint32_t>, uint64_t>,
                                       caf::reacts_to<adopt_atom, uint32_t, std::vector<uint32_t>, std::vector<uint32_t>,
                                                      job_actor>>;

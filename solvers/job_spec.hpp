@@ -41,6 +41,13 @@ struct job_spec {
   /// False for a submitted job that gave no run-time estimate: duration_s is then the
   /// configured default (live.default_estimate_s), not the user's.
   bool predicted = true;
+  /// Seconds it may hold workers in one attempt (Slurm's --time): at the limit it is stopped and
+  /// ends as timeout. Waiting in the queue after a preemption does not count; a retry after a
+  /// failure starts a new attempt. 0: no limit.
+  double time_limit_s = 0;
+  /// Retries after a failure (a worker exiting non-zero, a lost machine) before it ends failed
+  /// or node_lost (Kubernetes' backoffLimit); -1: the config's faults.max_retries.
+  int max_retries = -1;
   /// Live mode: argv of each worker (submitted with the job); empty = live.worker_command.
   std::vector<std::string> command;
 };

@@ -302,6 +302,17 @@ int main(int argc, char** argv) {
   auto* tenant_opt = submit_cmd->add_option("--tenant", job_tenant, "who the job runs for (a configured tenant where tenants are configured; default: none)");
   int job_priority = 0;
   auto* priority_opt = submit_cmd->add_option("--priority", job_priority, "the job's class: higher goes first and may preempt lower (default 0)");
+  std::string job_time_limit;
+  auto* limit_opt = submit_cmd->add_option(
+      "--time-limit", job_time_limit,
+      "at this much running time the workers get SIGTERM, SIGKILL after serve's --stop-grace, and the job ends "
+      "timeout: seconds (90), M:SS, H:MM:SS, D-H:MM:SS (as Slurm's --time, but a bare number is seconds) or 30s, "
+      "10m, 2h, 1d (default: none)");
+  uint32_t job_retries = 0;
+  auto* retries_opt = submit_cmd->add_option(
+      "--max-retries", job_retries,
+      "times a failed job (a worker exiting non-zero, its machine lost) is run again before it ends failed "
+      "(default: the scheduler's faults.max_retries)");
   std::vector<std::string> job_command;
   submit_cmd->add_option("command", job_command, "worker argv after -- (default: the configured worker)");
   uint64_t cancel_job = 0;
@@ -417,6 +428,8 @@ int main(int argc, char** argv) {
       if (*tenant_opt) check_name("submit: --tenant", job_tenant);
       if (*tenant_opt) job.tenant = job_tenant;
       if (*priority_opt) job.priority = job_priority;
+      if (*limit_opt) job.time_limit_s = aryl::live::time_limit_of("submit: --time-limit", job_time_limit);
+      if (*retries_opt) job.max_retries = job_retries;
       if (!job_command.empty()) job.command = job_command;
       if ((*min_opt && from_flags.min_workers == 0) || (*max_opt && from_flags.max_workers == 0))
         throw aryl::input_error("submit: --min-workers and --max-workers must be at least 1");

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "solvers/control_chars.hpp"
+#include "runtime/inputs/duration_text.hpp"
 #include "runtime/inputs/input_limits.hpp"
 
 namespace aryl {
@@ -29,6 +30,10 @@ std::string job_spec_problem(const job_spec& j) {
   if (!std::isfinite(j.predict_factor) || !(j.predict_factor > 0))
     return fmt::format("predict_factor {} is not a finite number > 0", j.predict_factor);
   if (j.submit.us < 0) return fmt::format("submit time {} us is negative", j.submit.us);
+  if (!(j.time_limit_s >= 0) || j.time_limit_s > max_time_limit_s)
+    return fmt::format("time limit {} s is not in [0, {:g}] (0: none)", j.time_limit_s, max_time_limit_s);
+  if (j.max_retries < -1 || j.max_retries > max_job_retries)
+    return fmt::format("max_retries {} is not in 0..{} (-1: the config's)", j.max_retries, max_job_retries);
   return {};
 }
 

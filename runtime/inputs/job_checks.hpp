@@ -11,12 +11,15 @@ namespace aryl {
 
 /// Longest job name: one cell of a table, one field of a log line.
 inline constexpr size_t max_job_name_bytes = 256;
+/// Most retries a job may ask for.
+inline constexpr int max_job_retries = 1000;
 
 /// "" if `j` is a job any run could take, else its first problem, naming the field
 /// ("gpus 0 is not in 1..1000000"): a name of 1..max_job_name_bytes without control
 /// characters; 1 <= min_workers <= gpus <= max_workers <= max_job_gpus, and min = gpus = max
 /// for an inelastic job; a duration in (0, max_input_seconds]; a finite predict_factor > 0;
-/// a submit time >= 0.
+/// a submit time >= 0; a time limit in [0, max_time_limit_s]; max_retries in
+/// -1..max_job_retries.
 std::string job_spec_problem(const job_spec& j);
 
 } // namespace aryl

@@ -10,13 +10,16 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <variant>
 #include <unordered_map>
 
 #include <sys/stat.h>
 
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
+#include "runtime/inputs/duration_text.hpp"
 #include "runtime/inputs/input_limits.hpp"
+#include "runtime/inputs/job_checks.hpp"
 
 namespace aryl {
 
@@ -385,6 +388,8 @@ void read_canonical(const std::string& path, csv::line_reader& reader, csv::fiel
   const int c_estimate = h.find("estimate_s");
   const int c_tenant = h.find("tenant");
   const int c_priority = h.find("priority");
+  const int c_limit = h.find("time_limit");
+  const int c_retries = h.find("max_retries");
   std::unordered_map<std::string, size_t> first_line;
 
   for_each_row(path, reader, splitter, h.names.size(), options.skip_bad_rows, out,
@@ -409,6 +414,18 @@ void read_canonical(const std::string& path, csv::line_reader& reader, csv::fiel
       if (!csv::parse_int(pr, x)) ctx.fail("priority", pr, "is not a whole number");
       if (x < -max_priority || x > max_priority) ctx.fail("priority", pr, "is out of range (limit +-1000000)");
       job.priority = static_cast<int>(x);
+    }
+    // A time limit and retries, optional (empty: none, and the config's).
+    if (const std::string_view tl = field_or_empty(f, c_limit); !tl.empty()) {
+      auto seconds = parse_duration(tl);
+      if (auto* why = std::get_if<std::string>(&seconds)) ctx.fail("time_limit", tl, *why);
+      job.time_limit_s = std::get<double>(seconds);
+    }
+    if (const std::string_view mr = field_or_empty(f, c_retries); !mr.empty()) {
+      int64_t x = 0;
+      if (!csv::parse_int(mr, x) || x < 0 || x > max_job_retries)
+        ctx.fail("max_retries", mr, "is not a whole number in 0.." + std::to_string(max_job_retries));
+      job.max_retries = static_cast<int>(x);
     }
     // A column `estimate_s` left empty: the job comes without an estimate.
     if (c_estimate >= 0) {

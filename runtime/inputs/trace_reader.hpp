@@ -15,7 +15,8 @@ namespace aryl {
 /// How to read a trace file.
 struct trace_options {
   /// "canonical" (`job_id,submit_s,gpus,duration_s[,gpu_type,elastic,min_workers,max_workers,user,
-  /// estimate_s,tenant]`; an empty `estimate_s`: no estimate), "philly"
+  /// estimate_s,tenant,priority,time_limit,max_retries]`, found by name; an empty `estimate_s`: no
+  /// estimate; `time_limit` a Slurm-style duration (runtime/inputs/duration_text.hpp)), "philly"
   /// (`timestamp,duration,num_gpus,gpu_time,cluster`; the VC `cluster` is the tenant) or "auto" (chosen from the header).
   std::string format = "canonical";
   /// Philly only: keep the jobs of this virtual cluster (column `cluster`); empty = all.

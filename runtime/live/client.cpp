@@ -281,10 +281,13 @@ void print_status(std::ostream& out, const wire::status_reply& s) {
   for (auto& j : s.jobs) {
     std::string name = escape_control(j.name);
     if (j.predicted && !*j.predicted) name += " (no estimate)";
-    row(j.job_id, name, escape_control(j.tenant.value_or("-")), state_text(j.state), j.workers, opt(j.gpus),
+    // An ended job: its outcome (a newer scheduler's, finer than its state) and its exits.
+    std::string state = j.outcome ? escape_control(*j.outcome) : state_text(j.state);
+    std::string why = j.exits ? "exits " + escape_control(*j.exits) : escape_control(j.reason.value_or(""));
+    row(j.job_id, name, escape_control(j.tenant.value_or("-")), state, j.workers, opt(j.gpus),
         j.min_workers && j.max_workers ? fmt::format("{}-{}", *j.min_workers, *j.max_workers) : std::string("-"),
         escape_control(j.gpu_type.value_or("any")), j.run_s ? clock_text(*j.run_s) : std::string("-"),
-        escape_control(j.servers.value_or("")), escape_control(j.reason.value_or("")));
+        escape_control(j.servers.value_or("")), why);
   }
   out << fmt::format("\n{:<10} {:<6} {:>4} {:>5}  {:<9} {:<11} {:<10} {}\n", "SERVER", "GPU", "GPUS", "FREE", "POOL",
                      "STATE", "LOAN", "REASON");
@@ -321,6 +324,8 @@ nlohmann::ordered_json job_json(const wire::job_info& x) {
   if (x.servers) e["servers"] = *x.servers;
   if (x.predicted) e["predicted"] = *x.predicted;
   if (x.tenant) e["tenant"] = *x.tenant;
+  if (x.outcome) e["outcome"] = *x.outcome;
+  if (x.exits) e["exits"] = *x.exits;
   return e;
 }
 
@@ -334,6 +339,20 @@ std::string show_json(const wire::show_reply& s) {
   if (s.end_s) j["end_s"] = *s.end_s;
   j["history"] = nlohmann::ordered_json::array();
   for (auto& h : s.history) j["history"].push_back({{"t_s", h.t_s}, {"event", h.event}, {"detail", h.detail}, {"why", h.why}});
+  if (s.time_limit_s) j["time_limit_s"] = *s.time_limit_s;
+  if (s.max_retries) j["max_retries"] = *s.max_retries;
+  if (s.attempts) {
+    j["attempts"] = nlohmann::ordered_json::array();
+    for (auto& a : *s.attempts) {
+      nlohmann::ordered_json e;
+      if (a.start_s) e["start_s"] = *a.start_s;
+      e["end_s"] = a.end_s;
+      e["outcome"] = a.outcome;
+      if (a.exits) e["exits"] = *a.exits;
+      e["why"] = a.why;
+      j["attempts"].push_back(std::move(e));
+    }
+  }
   return j.dump(2);
 }
 
@@ -370,7 +389,10 @@ std::string status_json(const wire::status_reply& s) {
 
 void print_show(std::ostream& out, const wire::show_reply& s) {
   auto& j = s.job;
-  out << fmt::format("JobId={} Name={} State={}\n", j.job_id, escape_control(j.name), state_text(j.state));
+  out << fmt::format("JobId={} Name={} State={}", j.job_id, escape_control(j.name), state_text(j.state));
+  if (j.outcome) out << fmt::format(" Outcome={}", escape_control(*j.outcome));
+  if (j.exits) out << fmt::format(" Exits={}", escape_control(*j.exits));
+  out << '\n';
   out << fmt::format("   Gpus={} MinWorkers={} MaxWorkers={} GpuType={} Workers={}\n", j.gpus.value_or(0),
                      j.min_workers.value_or(0), j.max_workers.value_or(0), escape_control(j.gpu_type.value_or("any")),
                      j.workers);
@@ -380,12 +402,28 @@ void print_show(std::ostream& out, const wire::show_reply& s) {
   std::string argv;
   for (auto& a : s.command) argv += (argv.empty() ? "" : " ") + escape_control(a);
   out << fmt::format("   Command={}\n", argv.empty() ? "(the configured worker)" : argv);
+  if (s.time_limit_s || s.max_retries) {
+    out << "  ";
+    if (s.time_limit_s) out << fmt::format(" TimeLimit={}", clock_text(*s.time_limit_s));
+    if (s.max_retries) out << fmt::format(" MaxRetries={}", *s.max_retries);
+    out << '\n';
+  }
   out << fmt::format("   SubmitTime={:.3f}s", s.submit_s);
   if (s.end_s) out << fmt::format(" EndTime={:.3f}s", *s.end_s);
   if (j.run_s) out << fmt::format(" RunTime={}", clock_text(*j.run_s));
   out << '\n';
   if (j.servers && !j.servers->empty()) out << fmt::format("   Servers={}\n", escape_control(*j.servers));
   if (j.reason) out << fmt::format("   Reason={}\n", escape_control(*j.reason));
+  if (s.attempts && !s.attempts->empty()) {
+    out << "   Attempts (simulated seconds since the run started):\n";
+    for (size_t i = 0; i < s.attempts->size(); ++i) {
+      auto& a = (*s.attempts)[i];
+      out << fmt::format("   {:>3}  {:>12} {:>12.3f}  {:<9} {}{}{}\n", i + 1,
+                         a.start_s ? fmt::format("{:.3f}", *a.start_s) : std::string("-"), a.end_s,
+                         escape_control(a.outcome), a.exits ? "exits " + escape_control(*a.exits) : std::string(),
+                         a.exits && !a.why.empty() ? " | " : "", escape_control(a.why));
+    }
+  }
   out << "   History (simulated seconds since the run started):\n";
   for (auto& h : s.history)
     out << fmt::format("   {:>12.3f}  {:<8} {}{}{}\n", h.t_s, escape_control(h.event), escape_control(h.detail),

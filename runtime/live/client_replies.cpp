@@ -92,6 +92,9 @@ job_spec spec_of(const wire::submit& j, double default_estimate_s) {
   out.gpu_type = j.gpu_type.value_or("");
   out.tenant = j.tenant.value_or("");
   out.priority = j.priority.value_or(0);
+  out.time_limit_s = j.time_limit_s.value_or(0);
+  // Beyond int: job_spec_problem refuses it, as any count out of range.
+  out.max_retries = j.max_retries ? static_cast<int>(std::min<uint32_t>(*j.max_retries, INT32_MAX)) : -1;
   out.command = j.command;
   return out;
 }

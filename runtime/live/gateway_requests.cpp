@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "solvers/control_chars.hpp"
 #include "runtime/live/client_replies.hpp"
 #include "runtime/live/gateway_access.hpp"
 #include "runtime/live/registration_checks.hpp"
@@ -9,6 +10,9 @@
 // What a peer says, once connected: its hello (who it is), an agent's register and reports, a
 // client's requests, each checked against the peer's role (docs/security.md).
 namespace aryl::live {
+
+/// The most of a worker's start failure an exit carries on (the agent's words about one argv).
+constexpr size_t max_exit_reason_bytes = 1024;
 
 using wire::pool_name;
 
@@ -221,7 +225,13 @@ void session::on_agent(const wire::message& msg) {
           was_listed = true;
         }
       if (g_->router.exit) {
-        g_->router.exit(server_id_, worker.first, worker.second, e->code, static_cast<int>(e->signal));
+        // Shown by `aryl show` and kept in the journal: one line, of a bounded length, cut
+        // between UTF-8 characters (the journal's JSON takes no other).
+        std::string_view said = e->reason ? std::string_view(*e->reason) : std::string_view();
+        size_t cut = std::min(said.size(), max_exit_reason_bytes);
+        while (cut < said.size() && cut > 0 && (static_cast<unsigned char>(said[cut]) & 0xC0) == 0x80) --cut;
+        auto reason = escape_control(said.substr(0, cut));
+        g_->router.exit(server_id_, worker.first, worker.second, e->code, static_cast<int>(e->signal), reason);
         routed = true;
       } else if (was_listed || slot.held.count(worker)) {
         g_->early_exits.emplace_back(server_id_, worker.first, worker.second, e->code, static_cast<int>(e->signal));

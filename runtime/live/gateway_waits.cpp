@@ -101,7 +101,7 @@ void gateway::set_router(worker_router r) {
   }
   if (!impl_->router.exit) return;
   // Adopted workers that exited before the run could hear of it.
-  for (auto& [server, job, rank, code, signal] : impl_->early_exits) impl_->router.exit(server, job, rank, code, signal);
+  for (auto& [server, job, rank, code, signal] : impl_->early_exits) impl_->router.exit(server, job, rank, code, signal, "");
   impl_->early_exits.clear();
   for (auto& [name, s] : impl_->slots) s.held.clear();
 }

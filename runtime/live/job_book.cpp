@@ -25,10 +25,15 @@ std::string rest_of(const std::string& detail) {
 
 } // namespace
 
-wire::job_state outcome_state(const std::string& outcome) {
-  if (outcome == "done") return wire::job_state::done;
-  if (outcome == "failed") return wire::job_state::failed;
-  return wire::job_state::cancelled;
+wire::job_state outcome_state(job_outcome outcome) {
+  switch (outcome) {
+    case job_outcome::done: return wire::job_state::done;
+    case job_outcome::cancelled: return wire::job_state::cancelled;
+    case job_outcome::failed:
+    case job_outcome::timeout:
+    case job_outcome::node_lost: return wire::job_state::failed;
+  }
+  return wire::job_state::failed;
 }
 
 void job_book::spec(const job_spec& s) {
@@ -86,6 +91,8 @@ wire::job_info ended_info(uint32_t id, const job_record& r, const std::optional<
   out.job_id = id;
   out.name = r.name;
   out.state = outcome_state(r.outcome);
+  out.outcome = std::string(to_string(r.outcome));
+  if (!r.attempts.empty() && !r.attempts.back().exits.empty()) out.exits = r.attempts.back().exits;
   out.workers = 0;
   out.gpus = static_cast<uint32_t>(r.gpus);
   if (spec) {
@@ -121,12 +128,27 @@ std::optional<wire::show_reply> job_book::show(uint32_t job) const {
     out.command = s.command;
     out.expected_duration_s = s.duration_s;
     out.submit_s = s.submit.seconds();
+    if (s.time_limit_s > 0) out.time_limit_s = s.time_limit_s;
+    if (s.max_retries >= 0) out.max_retries = static_cast<uint32_t>(s.max_retries);
   }
   if (e.end) {
     out.job = ended_info(job, *e.end, e.spec);
     out.expected_duration_s = e.end->duration_s;
     out.submit_s = static_cast<double>(e.end->submit_us) / 1e6;
     out.end_s = static_cast<double>(e.end->end_us) / 1e6;
+    auto& attempts = out.attempts.emplace();
+    // Bounded as a reply's list is: the latest kept.
+    auto& all = e.end->attempts;
+    for (size_t i = all.size() > wire::max_list ? all.size() - wire::max_list : 0; i < all.size(); ++i) {
+      auto& a = all[i];
+      wire::attempt_info x;
+      if (a.start_us >= 0) x.start_s = static_cast<double>(a.start_us) / 1e6;
+      x.end_s = static_cast<double>(a.end_us) / 1e6;
+      x.outcome = std::string(to_string(a.outcome));
+      if (!a.exits.empty()) x.exits = a.exits;
+      x.why = a.why;
+      attempts.push_back(std::move(x));
+    }
   }
   // A job's submit time is the scheduler's (a client's job is stamped when taken).
   for (auto& h : e.history)

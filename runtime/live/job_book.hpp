@@ -52,7 +52,8 @@ class job_book {
   std::vector<uint32_t> ended_order_;
 };
 
-/// The wire state of an ended job's outcome ("done", "failed", "cancelled").
-wire::job_state outcome_state(const std::string& outcome);
+/// The wire state of an ended job's outcome: failed for each of the failures (failed, timeout,
+/// node_lost), which wire::job_state names as one.
+wire::job_state outcome_state(job_outcome outcome);
 
 } // namespace aryl::live

@@ -7,11 +7,20 @@
 
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
+#include "runtime/inputs/duration_text.hpp"
+#include "runtime/inputs/job_checks.hpp"
 #include "runtime/inputs/input_limits.hpp"
 #include "runtime/inputs/small_file.hpp"
 #include "runtime/inputs/yaml_file.hpp"
 
 namespace aryl::live {
+
+double time_limit_of(const std::string& what, const std::string& text) {
+  auto seconds = parse_duration(text);
+  if (auto* why = std::get_if<std::string>(&seconds))
+    throw input_error(fmt::format("{}: '{}' {}", what, escape_control(text), *why));
+  return std::get<double>(seconds);
+}
 
 void read_job_file(const std::string& path, wire::submit& job) {
   auto root = parse_yaml(path, read_small_file(path, "job file", max_job_file_bytes), "job file");
@@ -51,6 +60,13 @@ void read_job_file(const std::string& path, wire::submit& job) {
         throw input_error(fmt::format("{}: priority must be a whole number within +-1000000", at));
       job.priority = n;
     }
+    else if (key == "time_limit") job.time_limit_s = time_limit_of(fmt::format("{}: time_limit", at), text());
+    else if (key == "max_retries") {
+      auto n = count();
+      if (n > static_cast<uint32_t>(max_job_retries))
+        throw input_error(fmt::format("{}: max_retries must be at most {}", at, max_job_retries));
+      job.max_retries = n;
+    }
     else if (key == "expected_duration_s") {
       double d = 0;
       if (!v.IsScalar() || !YAML::convert<double>::decode(v, d) || !std::isfinite(d))
@@ -65,7 +81,7 @@ void read_job_file(const std::string& path, wire::submit& job) {
       }
     } else {
       throw input_error(fmt::format("{}: unknown key '{}' (name, gpus, min_workers, max_workers, command, "
-                                    "expected_duration_s, gpu_type, tenant, priority)",
+                                    "expected_duration_s, gpu_type, tenant, priority, time_limit, max_retries)",
                                     at, key));
     }
   }

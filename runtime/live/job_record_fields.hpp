@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "actors/run_records.hpp"
 
@@ -17,7 +18,8 @@ namespace aryl::live {
 struct record_field {
   const char* key;
   std::variant<uint32_t job_record::*, std::string job_record::*, int job_record::*, bool job_record::*,
-               int64_t job_record::*, double job_record::*>
+               int64_t job_record::*, double job_record::*, job_outcome job_record::*,
+               std::vector<attempt_record> job_record::*>
       member;
 };
 
@@ -54,6 +56,8 @@ inline constexpr record_field record_fields[] = {
     // Journals from before these lack them (read as estimated, no tenant).
     {"estimated", &job_record::estimated},
     {"tenant", &job_record::tenant},
+    // Journals from before attempts lack them (read as none).
+    {"attempts", &job_record::attempts},
 };
 
 /// Fields every journal has: the first 19; a record may lack the ones after (see above),

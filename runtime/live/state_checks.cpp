@@ -39,6 +39,14 @@ std::string record_problem(const job_record& r) {
   for (auto& f : record_fields)
     if (auto* v = field_of<std::string>(r, f); v && find_control(*v) != std::string::npos)
       return fmt::format("record: {} holds {}", f.key, describe_control(*v));
+  for (size_t i = 0; i < r.attempts.size(); ++i) {
+    auto& a = r.attempts[i];
+    if (a.start_us < -1 || a.start_us > sim_time::horizon().us || a.end_us < 0 || a.end_us > sim_time::horizon().us)
+      return fmt::format("record: attempt {}: its times are not in -1..{}", i + 1, sim_time::horizon().us);
+    for (auto* text : {&a.exits, &a.why})
+      if (find_control(*text) != std::string::npos)
+        return fmt::format("record: attempt {} holds {}", i + 1, describe_control(*text));
+  }
   return {};
 }
 
@@ -57,8 +65,6 @@ job_spec spec_of(const job_record& r) {
 
 std::string job_problem(const saved_job& j) {
   if (j.status == "ended") {
-    if (j.record.outcome != "done" && j.record.outcome != "cancelled" && j.record.outcome != "failed")
-      return fmt::format("record: outcome '{}' is not done, cancelled or failed", j.record.outcome);
     if (auto why = job_spec_problem(spec_of(j.record)); !why.empty()) return "record: " + why;
     return record_problem(j.record);
   }

@@ -88,7 +88,8 @@ json to_json(const job_spec& s) {
           {"user", s.user},           {"command", s.command},
           {"tenant", s.tenant},       {"estimated", s.estimated},
           {"estimate_s", s.estimate_s}, {"predicted", s.predicted},
-          {"priority", s.priority}};
+          {"priority", s.priority},   {"time_limit_s", s.time_limit_s},
+          {"max_retries", s.max_retries}};
 }
 
 job_spec spec_from(const json& j) {
@@ -111,7 +112,33 @@ job_spec spec_from(const json& j) {
   if (j.contains("estimate_s")) s.estimate_s = j.at("estimate_s").get<double>();
   s.predicted = j.value("predicted", true);  // absent in files from before the flag
   if (j.contains("priority")) s.priority = whole_at<int>(j, "priority");  // absent before classes
+  // Absent before time limits: none, and the config's retries.
+  if (j.contains("time_limit_s")) s.time_limit_s = j.at("time_limit_s").get<double>();
+  if (j.contains("max_retries")) s.max_retries = whole_at<int>(j, "max_retries");
   return s;
+}
+
+/// A record's field as the journal writes it: an outcome by its name, an attempt as an object.
+template <class T>
+json field_json(const T& v) {
+  return v;
+}
+
+json field_json(job_outcome o) { return std::string(to_string(o)); }
+
+json field_json(const std::vector<attempt_record>& attempts) {
+  json a = json::array();
+  for (auto& x : attempts)
+    a.push_back({{"start_us", x.start_us}, {"end_us", x.end_us}, {"outcome", to_string(x.outcome)},
+                 {"exits", x.exits}, {"why", x.why}});
+  return a;
+}
+
+job_outcome outcome_from(const json& v, const std::string& what) {
+  auto o = outcome_named(v.get<std::string>());
+  if (!o) throw std::range_error(fmt::format("'{}' {} is not an outcome (done, failed, timeout, cancelled, node_lost)",
+                                             what, v.dump()));
+  return *o;
 }
 
 /// Field `f` of `r` read from `v`: whole numbers through whole<T>, naming `what`.
@@ -119,15 +146,26 @@ void read_field(job_record& r, const record_field& f, const json& v, const std::
   std::visit(
       [&](auto member) {
         using T = std::remove_reference_t<decltype(r.*member)>;
-        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) r.*member = whole<T>(v, what);
-        else r.*member = v.get<T>();
+        if constexpr (std::is_same_v<T, job_outcome>) {
+          r.*member = outcome_from(v, what);
+        } else if constexpr (std::is_same_v<T, std::vector<attempt_record>>) {
+          if (!v.is_array()) throw std::range_error(fmt::format("'{}' is not a list", what));
+          for (auto& x : v)
+            (r.*member).push_back({whole_at<int64_t>(x, "start_us"), whole_at<int64_t>(x, "end_us"),
+                                   outcome_from(x.at("outcome"), what + ".outcome"), x.at("exits").get<std::string>(),
+                                   x.at("why").get<std::string>()});
+        } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          r.*member = whole<T>(v, what);
+        } else {
+          r.*member = v.get<T>();
+        }
       },
       f.member);
 }
 
 json to_json(const job_record& r) {
   json j = json::object();
-  for (auto& f : record_fields) std::visit([&](auto member) { j[f.key] = r.*member; }, f.member);
+  for (auto& f : record_fields) std::visit([&](auto member) { j[f.key] = field_json(r.*member); }, f.member);
   return j;
 }
 
@@ -146,15 +184,15 @@ job_record record_from(const json& j) {
 /// without their names (a folded job costs a third of its row in `jobs`).
 json compact_json(const job_record& r) {
   json a = json::array();
-  for (auto& f : record_fields) std::visit([&](auto member) { a.push_back(r.*member); }, f.member);
+  for (auto& f : record_fields) std::visit([&](auto member) { a.push_back(field_json(r.*member)); }, f.member);
   return a;
 }
 
 job_record record_from_compact(const json& a) {
   // 19 fields before the work-efficiency ones (read as 0), 26 since, 27 with `predicted`, 29
-  // with `estimated` and `tenant`.
-  if (!a.is_array() || (a.size() != 19 && a.size() != 26 && a.size() != 27 && a.size() != 29))
-    throw std::runtime_error("an ended job's record is not an array of 19, 26, 27 or 29 fields");
+  // with `estimated` and `tenant`, 30 with `attempts`.
+  if (!a.is_array() || (a.size() != 19 && a.size() != 26 && a.size() != 27 && a.size() != 29 && a.size() != 30))
+    throw std::runtime_error("an ended job's record is not an array of 19, 26, 27, 29 or 30 fields");
   job_record r;
   for (size_t i = 0; i < a.size(); ++i) read_field(r, record_fields[i], a[i], fmt::format("field {}", i));
   return r;

@@ -296,7 +296,9 @@ class agent {
     if (w.pending) emit(*std::exchange(w.pending, std::nullopt));
     say("exit " + worker_label(w.job_id, w.rank) + ": code " + std::to_string(w.status->code) +
         " signal " + std::to_string(w.status->signal));
-    report_exit(w.job_id, w.rank, w.gpus, w.status->code, w.status->signal, w.generation);
+    // A child that could not exec exits 127 as `sh` does for a missing command: the scheduler
+    // is told why, so that `aryl show` says it rather than a bare code.
+    report_exit(w.job_id, w.rank, w.gpus, w.status->code, w.status->signal, w.generation, w.proc.start_error());
     const std::pair<uint64_t, uint32_t> key{w.job_id, w.rank};
     workers_.erase(it);
     if (auto d = deferred_.find(key); d != deferred_.end()) {
@@ -348,9 +350,12 @@ class agent {
   /// as exited: a scheduler restarted meanwhile learns that the job's worker ran and ended,
   /// rather than missing it and running the job again.
   void report_exit(uint64_t job_id, uint32_t rank, const std::vector<uint32_t>& gpus, int32_t code, uint32_t signal,
-                   std::optional<uint64_t> generation) {
+                   std::optional<uint64_t> generation, const std::string& reason = {}) {
     if (!registered()) exited_away_.push_back({job_id, rank, gpus, std::nullopt, code, signal, generation});
-    emit(wire::exit_{job_id, rank, code, signal, generation});
+    wire::exit_ e{job_id, rank, code, signal, generation};
+    // One argv's failure in words: bounded, and still UTF-8 where the cut falls in a character.
+    if (!reason.empty()) e.reason = utf8_or_marks(std::string_view(reason).substr(0, 1024));
+    emit(std::move(e));
   }
 
   /// Sends now when registered, else keeps it for the next registration.
@@ -536,7 +541,7 @@ class agent {
 
   void start_failed(const wire::launch& l, const std::string& reason) {
     say("launch " + worker_label(l.job_id, l.rank) + " failed: " + reason);
-    report_exit(l.job_id, l.rank, l.gpus, 127, 0, l.generation);
+    report_exit(l.job_id, l.rank, l.gpus, 127, 0, l.generation, reason);
   }
 
   void on_launch(const wire::launch& l) {

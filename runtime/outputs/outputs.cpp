@@ -309,8 +309,8 @@ run_summary run_writer::finish(run_summary s) {
     s.scale_ins += static_cast<uint64_t>(j.scale_ins);
     s.scale_outs += static_cast<uint64_t>(j.scale_outs);
     // A cancelled job's times say when it was given up, not how well it was served.
-    if (j.outcome != "done") {
-      ++(j.outcome == "failed" ? s.jobs_failed : s.jobs_cancelled);
+    if (j.outcome != job_outcome::done) {
+      ++(j.outcome == job_outcome::cancelled ? s.jobs_cancelled : s.jobs_failed);
       continue;
     }
     jct.push_back(static_cast<double>(j.end_us - j.submit_us) / 1e6);
@@ -387,7 +387,7 @@ run_summary run_writer::finish(run_summary s) {
   }
   std::fputs("job,name,gpus,elastic,submit_s,first_start_s,end_s,jct_s,queued_s,duration_s,gpu_seconds,"
              "preemptions,scale_ins,scale_outs,last_workers,on_loaned_s,slowdown,below_speed_s,outcome,needed_gpu_s,"
-             "work_efficiency,tenant,estimated\n",
+             "work_efficiency,tenant,estimated,exits,attempts\n",
              jf);
   std::string row;
   for (auto& j : jobs_) {
@@ -402,12 +402,15 @@ run_summary run_writer::finish(run_summary s) {
     fmt::format_to(std::back_inserter(row),
                    FMT_COMPILE("{:.6f},{:.6f},{:.3f},{},{},{},{},{:.3f},{:.6f},{:.3f},{},{:.3f},{:.6f},"), j.queued_s,
                    j.duration_s, j.gpu_seconds, j.preemptions, j.scale_ins, j.scale_outs, j.last_workers,
-                   j.on_loaned_s, j.slowdown, j.below_speed_s, j.outcome, j.needed_gpu_s,
+                   j.on_loaned_s, j.slowdown, j.below_speed_s, to_string(j.outcome), j.needed_gpu_s,
                    j.needed_gpu_s > 0 ? j.gpu_seconds / j.needed_gpu_s : 0.0);
     // The tenant, which may be empty, before a last field that never is: naive splitters keep
     // every field.
     csv::append_field(row, j.tenant);
-    row += j.estimated ? ",1\n" : ",0\n";
+    row += j.estimated ? ",1," : ",0,";
+    // The last attempt's exits (empty in simulated time), then the attempts, never empty.
+    if (!j.attempts.empty()) csv::append_field(row, j.attempts.back().exits);
+    fmt::format_to(std::back_inserter(row), FMT_COMPILE(",{}\n"), std::max<size_t>(j.attempts.size(), 1));
     std::fwrite(row.data(), 1, row.size(), jf);
   }
   close(jf, "jobs.csv");

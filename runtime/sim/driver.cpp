@@ -25,6 +25,7 @@
 #include "runtime/inputs/job_checks.hpp"
 #include "runtime/outputs/outputs.hpp"
 #include "runtime/inputs/tenant_plan.hpp"
+#include "runtime/inputs/torchrun_command.hpp"
 #include "solvers/plural.hpp"
 
 namespace aryl {
@@ -156,6 +157,8 @@ void check_runnable(const config& c, const scheduler_setup& s, const std::vector
 /// A job a client submits: the same checks as a trace row's, then the cluster's.
 void check_submitted(const config& c, const scheduler_setup& s, const job_spec& j) {
   if (auto why = job_spec_problem(j); !why.empty()) throw input_error(fmt::format("job '{}': {}", j.name, why));
+  // At submit only: a job a journal restores was taken before, and runs on as it was.
+  if (auto why = torchrun_problem(j); !why.empty()) throw input_error(fmt::format("job '{}': {}", j.name, why));
   // Governed tenants are the configured ones: a misspelt name would otherwise get a tenant
   // of its own, with no quota and a fresh fair share.
   if (s.params.quotas && !j.tenant.empty()) {
@@ -327,8 +330,9 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         [directory](int s, uint32_t job, uint32_t rank, double work) {
           caf::anon_send(directory->at(static_cast<size_t>(s)), wprogress_atom::value, job, rank, work);
         },
-        [directory](int s, uint32_t job, uint32_t rank, int code, int signal) {
-          caf::anon_send(directory->at(static_cast<size_t>(s)), wexit_atom::value, job, rank, code, signal);
+        [directory](int s, uint32_t job, uint32_t rank, int code, int signal, const std::string& reason) {
+          caf::anon_send(directory->at(static_cast<size_t>(s)), wexit_atom::value, job,
+                         worker_exit{rank, code, signal, reason});
         },
         [scheduler](int s) { caf::anon_send(scheduler, lost_atom::value, s); },
         [tasks, &sys, scheduler, status] {

@@ -49,7 +49,8 @@ struct submit_result {
 /// thread while the run lasts.
 struct worker_router {
   std::function<void(int server, uint32_t job, uint32_t rank, double work_done)> progress;
-  std::function<void(int server, uint32_t job, uint32_t rank, int code, int signal)> exit;
+  /// A worker's exit; `reason`: why it could not start (the agent's words), else empty.
+  std::function<void(int server, uint32_t job, uint32_t rank, int code, int signal, const std::string& reason)> exit;
   /// The server's agent stayed away for the detection grace: the scheduler's lost-server
   /// path (its jobs roll back to their checkpoints and are reassigned).
   std::function<void(int server)> lost;

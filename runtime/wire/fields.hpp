@@ -91,6 +91,7 @@ void fields(A& a, T& m) {
   a("code", m.code);
   a("signal", m.signal);
   a("generation", m.generation);
+  a("reason", m.reason);
 }
 
 template <class A, is<submit> T>
@@ -104,6 +105,8 @@ void fields(A& a, T& m) {
   a("gpu_type", m.gpu_type);
   a("tenant", m.tenant);
   a("priority", m.priority);
+  a("time_limit_s", m.time_limit_s);
+  a("max_retries", m.max_retries);
 }
 
 template <class A, is<submit_ok> T>
@@ -137,6 +140,8 @@ void fields(A& a, T& m) {
   a("servers", m.servers);
   a("predicted", m.predicted);
   a("tenant", m.tenant);
+  a("outcome", m.outcome);
+  a("exits", m.exits);
 }
 
 template <class A, is<server_info> T>
@@ -202,6 +207,15 @@ void fields(A& a, T& m) {
   a("why", m.why);
 }
 
+template <class A, is<attempt_info> T>
+void fields(A& a, T& m) {
+  a("start_s", m.start_s);
+  a("end_s", m.end_s);
+  a("outcome", m.outcome);
+  a("exits", m.exits);
+  a("why", m.why);
+}
+
 template <class A, is<show_reply> T>
 void fields(A& a, T& m) {
   a("job", m.job);
@@ -210,6 +224,9 @@ void fields(A& a, T& m) {
   a("submit_s", m.submit_s);
   a("end_s", m.end_s);
   a("history", m.history);
+  a("time_limit_s", m.time_limit_s);
+  a("max_retries", m.max_retries);
+  a("attempts", m.attempts);
 }
 
 template <class A, is<shutdown> T>

@@ -176,6 +176,9 @@ struct exit_ {
   uint32_t signal = 0;
   /// The worker's launch's generation, when it had one.
   std::optional<uint64_t> generation{};
+  /// Why it could not start (a command that is not executable, an unknown user), one line;
+  /// absent: it ran.
+  std::optional<std::string> reason{};
   bool operator==(const exit_&) const = default;
 };
 
@@ -198,6 +201,12 @@ struct submit {
   std::optional<std::string> tenant;
   /// Its class (docs/design.md, "Priorities"): higher goes first; absent: 0.
   std::optional<int32_t> priority;
+  /// Seconds it may hold workers in one attempt; at the limit its workers get SIGTERM, then
+  /// SIGKILL after the stop grace, and it ends as timeout. Absent: no limit.
+  std::optional<double> time_limit_s{};
+  /// Retries after a failure (a worker exiting non-zero or killed, its machine lost) before it
+  /// ends failed or node_lost. Absent: the scheduler's faults.max_retries.
+  std::optional<uint32_t> max_retries{};
   bool operator==(const submit&) const = default;
 };
 
@@ -251,6 +260,12 @@ struct job_info {
   std::optional<bool> predicted;
   /// Who it runs for; absent: no tenant.
   std::optional<std::string> tenant;
+  /// An ended job: how it ended, one of done, failed, timeout, cancelled, node_lost (`state`
+  /// says failed for the three failures, which an older client knows).
+  std::optional<std::string> outcome{};
+  /// An ended job, live mode: how the workers of its last attempt exited, by rank ("0:3 1:sig15";
+  /// an exit code, or the signal that killed it).
+  std::optional<std::string> exits{};
   bool operator==(const job_info&) const = default;
 };
 
@@ -328,6 +343,21 @@ struct history_entry {
   bool operator==(const history_entry&) const = default;
 };
 
+/// One attempt of a job in a show_reply: from its workers' start to the failure it was retried
+/// after, or to the job's end.
+struct attempt_info {
+  /// Simulated seconds since the run started; absent: it never got workers.
+  std::optional<double> start_s;
+  double end_s = 0;
+  /// failed or node_lost (it was retried after); for the last attempt, the job's outcome.
+  std::string outcome;
+  /// How its workers exited, by rank ("0:3"); absent: not known (simulated time, a lost machine).
+  std::optional<std::string> exits;
+  /// Why it ended (a worker that could not start says why).
+  std::string why;
+  bool operator==(const attempt_info&) const = default;
+};
+
 /// Scheduler -> client: a job's spec, state, history and outcome.
 struct show_reply {
   static constexpr std::string_view type = "show_reply";
@@ -340,6 +370,11 @@ struct show_reply {
   std::optional<double> end_s;
   /// Every allocation change, oldest first (at most max_list; the latest kept).
   std::vector<history_entry> history;
+  /// Its time limit in seconds and its retries, when it set them.
+  std::optional<double> time_limit_s{};
+  std::optional<uint32_t> max_retries{};
+  /// An ended job's attempts, oldest first (at most max_list; the latest kept).
+  std::optional<std::vector<attempt_info>> attempts{};
   bool operator==(const show_reply&) const = default;
 };
 

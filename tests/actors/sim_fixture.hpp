@@ -73,6 +73,10 @@ inline scheduler_actor::behavior_type recording_scheduler(scheduler_actor::point
       [=](lost_atom, int) {},
       [=](back_atom, int) {},
       [=](wfail_atom, uint32_t job) { log->push_back({tb.now(self), "wfail", job, 0, 0}); },
+      [=](exits_atom, uint32_t job, const std::vector<worker_exit>&) {
+        log->push_back({tb.now(self), "exits", job, 0, 0});
+      },
+      [=](limit_atom, uint32_t) {},
       [=](linkfault_atom, const link_fault&) {},
       [=](ckfault_atom, uint32_t, const checkpoint_fault&) {},
       [=](away_atom, int64_t) {},

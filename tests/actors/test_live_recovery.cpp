@@ -33,8 +33,8 @@ job_actor::behavior_type stand_in_job(job_actor::pointer self, server_actor serv
       [=](ckpt_atom, uint64_t, double) {},
       [=](ckfault_atom, const checkpoint_fault&) {},
       [=](wprogress_atom, uint32_t rank, double) { seen->push_back(fmt::format("progress rank {}", rank)); },
-      [=](wexit_atom, uint32_t rank, int code, int signal) {
-        seen->push_back(fmt::format("exit rank {} code {} signal {}", rank, code, signal));
+      [=](wexit_atom, const worker_exit& e) {
+        seen->push_back(fmt::format("exit rank {} code {} signal {}", e.rank, e.code, e.signal));
       },
       [=](adopt_atom, const job_assignment&) {},
   };
@@ -75,7 +75,7 @@ struct live_fixture : sim_fixture {
     drain();
   }
   void exit(uint32_t job, uint32_t rank, int code) {
-    caf::anon_send(server, wexit_atom::value, job, rank, code, 0);
+    caf::anon_send(server, wexit_atom::value, job, worker_exit{rank, code, 0});
     drain();
   }
 };

@@ -202,7 +202,7 @@ TEST_CASE_FIXTURE(scheduler_fixture, "a job that comes with neither a duration n
   REQUIRE(rec->jobs.size() == 2);
   CHECK(rec->jobs[0].estimated);
   CHECK_FALSE(rec->jobs[1].estimated);
-  CHECK(rec->jobs[1].outcome == "done");
+  CHECK(rec->jobs[1].outcome == job_outcome::done);
   CHECK(events_of("start").size() == 2);
   CHECK(rec->violations.empty());
 }

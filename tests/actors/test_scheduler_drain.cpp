@@ -194,7 +194,7 @@ TEST_CASE_FIXTURE(drain_fixture, "drain --now stops the server's jobs, which che
   CHECK(server(status(s), "t0").node_state == "drained");
   while (step()) {}
   REQUIRE(rec->jobs.size() == 1);
-  CHECK(rec->jobs[0].outcome == "done");
+  CHECK(rec->jobs[0].outcome == job_outcome::done);
   CHECK(rec->jobs[0].preemptions == 1);
   CHECK(rec->violations.empty());
 }

@@ -38,7 +38,7 @@ TEST_CASE("jobs without an estimate complete, and jobs.csv and summary.json say 
   CHECK(without < 180);
   CHECK(summary.at("mean_jct_without_estimate_s").get<double>() > 0);
   auto jobs = test::slurp(c.out_dir + "/jobs.csv");
-  CHECK(jobs.substr(0, jobs.find('\n')).ends_with(",tenant,estimated"));
+  CHECK(jobs.substr(0, jobs.find('\n')).ends_with(",tenant,estimated,exits,attempts"));
   CHECK(test::lines_with(jobs, ",done,").size() == 300);
 }
 
@@ -73,7 +73,7 @@ TEST_CASE("a tenant's lent quota comes back through quota reclaims, each measure
     std::vector<std::string> f;
     std::istringstream fields(line);
     for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
-    REQUIRE(f.size() == 23);
+    REQUIRE(f.size() == 25);
     auto& q = queued[f[21]];  // tenant
     q.first += std::stod(f[8]);
     ++q.second;

@@ -60,7 +60,7 @@ struct world {
     g->add_server(1, "i0", "T4", 4, wire::pool_kind::inference);
     worker_router r;
     r.progress = [](int, uint32_t, uint32_t, double) {};
-    r.exit = [](int, uint32_t, uint32_t, int, int) {};
+    r.exit = [](int, uint32_t, uint32_t, int, int, const std::string&) {};
     r.lost = [](int) {};
     r.status = [] {
       cluster_status s;

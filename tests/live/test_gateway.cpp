@@ -48,7 +48,7 @@ struct gateway_fixture {
     t1 = g->add_server(1, "t1", "V100", 8, wire::pool_kind::training);
     g->set_router(worker_router{
         [this](int s, uint32_t job, uint32_t rank, double w) { note(fmt("progress", s, job, rank, w)); },
-        [this](int s, uint32_t job, uint32_t rank, int code, int) { note(fmt("exit", s, job, rank, code)); },
+        [this](int s, uint32_t job, uint32_t rank, int code, int, const std::string&) { note(fmt("exit", s, job, rank, code)); },
         [this](int s) { note("lost server=" + std::to_string(s)); },
         [] {
           cluster_status s;
@@ -366,14 +366,14 @@ void fill_book(live::job_book& book) {
   nine.first_start_us = 2'000'000;
   nine.end_us = 7'000'000;
   nine.duration_s = 3600;
-  nine.outcome = "cancelled";
+  nine.outcome = job_outcome::cancelled;
   nine.predicted = false;
   book.event({7'000'000, "scheduler", "cancel", "job-9 workers=0", "cancelled by a client"});
   book.ended(nine);
   job_record ten = nine;
   ten.index = 10;
   ten.name = "ten";
-  ten.outcome = "done";
+  ten.outcome = job_outcome::done;
   ten.end_us = 8'000'000;
   book.ended(ten);
 }
@@ -601,7 +601,7 @@ TEST_CASE("gateway: held workers of an adopted job keep running and their early 
   std::mutex mu;
   std::vector<std::string> exits;
   worker_router r;
-  r.exit = [&](int s, uint32_t job, uint32_t rank, int code, int) {
+  r.exit = [&](int s, uint32_t job, uint32_t rank, int code, int, const std::string&) {
     std::lock_guard lock(mu);
     exits.push_back(std::to_string(s) + " " + std::to_string(job) + ":" + std::to_string(rank) + " " +
                     std::to_string(code));

@@ -161,7 +161,7 @@ TEST_CASE("restored state: an ended job's final record is checked too, and a ref
     e.status = "ended";
     e.record.gpus = 2;
     e.record.duration_s = 600;
-    e.record.outcome = "done";
+    e.record.outcome = job_outcome::done;
     e.record.gpu_seconds = -3;
     j.put_job(e);
   }

@@ -166,7 +166,7 @@ TEST_CASE("live agent: a launch naming its own user runs in that user's job fold
   CHECK(agent.log().find(", as " + me->name + "\n") != std::string::npos);
 }
 
-TEST_CASE("live agent: a launch naming a user the node does not have exits 127, the reason in the log") {
+TEST_CASE("live agent: a launch naming a user the node does not have exits 127, the reason in the log and in its exit") {
   fake_scheduler s;
   scratch_dir dir;
   agent_runner agent(options_for(s, dir));
@@ -178,10 +178,12 @@ TEST_CASE("live agent: a launch naming a user the node does not have exits 127, 
   s.send(l);
   const auto exit = s.receive_a<wire::exit_>();
   REQUIRE(exit);
-  CHECK(*exit == wire::exit_{4, 0, 127, 0});
+  CHECK(exit->code == 127);
   CHECK(agent.stop() == 0);
   const std::string why = ::geteuid() == 0 ? "no user 'arylt-no-such-user-0' on this node"
                                            : "not as 'arylt-no-such-user-0'";
+  // The scheduler hears why too, for `aryl show`.
+  CHECK(exit->reason.value_or("").find(why) != std::string::npos);
   CHECK(agent.log().find("launch job 4 rank 0 failed: ") != std::string::npos);
   CHECK(agent.log().find(why) != std::string::npos);
   CHECK_FALSE(fs::exists(fs::path(dir.path()) / "agent" / "checkpoints" / "4"));

@@ -48,6 +48,8 @@ saved_job running_job() {
   j.spec.command = {"/usr/bin/python3", "train.py", "--lr", "0.1"};
   j.spec.tenant = "vision";
   j.spec.estimated = false;
+  j.spec.time_limit_s = 5400;
+  j.spec.max_retries = 2;
   j.status = "running";
   j.generation = 7;
   j.workers = 4;
@@ -58,7 +60,6 @@ saved_job running_job() {
   j.record.first_start_us = 13'000'000;
   j.record.queued_s = 0.5;
   j.record.preemptions = 2;
-  j.record.outcome = "";
   return j;
 }
 
@@ -91,7 +92,7 @@ TEST_CASE("state journal: jobs, progress, loans and the run read back as written
     done.spec.index = 1;
     done.status = "ended";
     done.record.index = 1;
-    done.record.outcome = "done";
+    done.record.outcome = job_outcome::done;
     done.record.end_us = 90'000'000;
     j.put_job(done);
     j.put_progress({{3, 123.5}});
@@ -113,11 +114,13 @@ TEST_CASE("state journal: jobs, progress, loans and the run read back as written
   REQUIRE(st.jobs.size() == 2);
   CHECK(st.jobs[0].spec.index == 1);
   CHECK(st.jobs[0].status == "ended");
-  CHECK(st.jobs[0].record.outcome == "done");
+  CHECK(st.jobs[0].record.outcome == job_outcome::done);
   CHECK(st.jobs[0].record.end_us == 90'000'000);
   auto& r = st.jobs[1];
   auto want = running_job();
   CHECK(r.spec.name == want.spec.name);
+  CHECK(r.spec.time_limit_s == want.spec.time_limit_s);
+  CHECK(r.spec.max_retries == want.spec.max_retries);
   CHECK(r.spec.submit.us == want.spec.submit.us);
   CHECK(r.spec.command == want.spec.command);
   CHECK(r.spec.elastic);
@@ -246,7 +249,10 @@ saved_job job_at(uint32_t index, const std::string& status) {
     j.record.tenant = index % 2 == 0 ? "prod" : "";
     j.record.estimated = index % 5 != 0;
     j.record.needed_gpu_s = index * 2.0;
-    j.record.outcome = index % 3 == 0 ? "cancelled" : "done";
+    j.record.outcome = static_cast<job_outcome>(index % job_outcome_names.size());
+    if (index % 7 == 0)
+      j.record.attempts = {{-1, 500'000, job_outcome::node_lost, "", "server t1 was lost"},
+                           {600'000, j.record.end_us, j.record.outcome, "0:3 1:sig15", "rank 0 exited with code 3"}};
     j.record.end_us = 1'000'000 + index;
     j.record.gpu_seconds = index * 0.1;
     j.record.slowdown = 1.0 / (index + 1);  // not a short decimal: must read back exactly
@@ -340,6 +346,16 @@ TEST_CASE("state journal: compaction keeps the file's rows bounded over many end
     CHECK(got.spec.submit.us == want.record.submit_us);
     CHECK(got.record.outcome == want.record.outcome);
     CHECK(got.record.end_us == want.record.end_us);
+    // Every outcome and each attempt survive the fold: show lists them after a restart.
+    REQUIRE(got.record.attempts.size() == want.record.attempts.size());
+    for (size_t a = 0; a < want.record.attempts.size(); ++a) {
+      auto &x = got.record.attempts[a], &y = want.record.attempts[a];
+      CHECK(x.start_us == y.start_us);
+      CHECK(x.end_us == y.end_us);
+      CHECK(x.outcome == y.outcome);
+      CHECK(x.exits == y.exits);
+      CHECK(x.why == y.why);
+    }
     CHECK(got.record.gpu_seconds == want.record.gpu_seconds);
     CHECK(got.record.slowdown == want.record.slowdown);
     CHECK(got.record.first_start_us == want.record.first_start_us);
@@ -383,7 +399,8 @@ TEST_CASE("state journal: a version 1 file is upgraded in place and its ended jo
   auto st = j.load();
   REQUIRE(st.jobs.size() == 2);
   CHECK(st.jobs[0].status == "ended");
-  CHECK(st.jobs[0].record.outcome == "cancelled");
+  CHECK(st.jobs[0].record.outcome == job_outcome::done);
+  CHECK(st.jobs[0].record.attempts.size() == 2);
   CHECK(st.jobs[1].status == "running");
 }
 

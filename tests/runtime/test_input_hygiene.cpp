@@ -166,6 +166,25 @@ TEST_CASE("a job file's priority that is not a whole number in range is refused 
                        big + ":2: priority must be a whole number");
 }
 
+TEST_CASE("a time limit that is not a duration is refused naming the flag, or the job file's line and key") {
+  check_one_line_error(run("submit --time-limit 10min --port 1 --token-file /nonexistent -- /bin/true"),
+                       "submit: --time-limit: '10min' is not a duration");
+  check_one_line_error(run("submit --time-limit 0 --port 1 --token-file /nonexistent -- /bin/true"),
+                       "submit: --time-limit: '0' must be more than 0 seconds");
+  auto file = write_temp("job-limit.yaml", "name: a\ntime_limit: 1:99\n");
+  check_one_line_error(run("submit --file " + file + " --port 1 --token-file /nonexistent"),
+                       file + ":2: time_limit: '1:99' is not a duration");
+  auto retries = write_temp("job-retries.yaml", "name: a\nmax_retries: 5000\n");
+  check_one_line_error(run("submit --file " + retries + " --port 1 --token-file /nonexistent"),
+                       retries + ":2: max_retries must be at most 1000");
+}
+
+TEST_CASE("a trace's time limit that is not a duration is refused naming the row and column") {
+  auto trace = write_temp("limit-trace.csv", "job_id,submit_s,gpus,duration_s,time_limit\na,0,1,100,1:2:3:4\n");
+  check_one_line_error(run("simulate --trace " + trace + " --quiet --out /tmp/aryl-cli-out-limit-trace"),
+                       trace + ":2: column 'time_limit': '1:2:3:4' is not a duration");
+}
+
 // --- files that are not what they claim ---------------------------------------------------
 
 TEST_CASE("a directory given to aryl solve --in is a clear error") {

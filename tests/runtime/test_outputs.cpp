@@ -36,7 +36,7 @@ TEST_CASE("outputs: times print as the seconds with six decimals, also before ze
     j.first_start_us = -1;
     j.end_us = 2000000;
     j.queued_s = 0.25;
-    j.outcome = "cancelled";
+    j.outcome = job_outcome::cancelled;
     w.job(j);
     run_summary s;
     w.commit(w.finish(s));
@@ -73,7 +73,7 @@ TEST_CASE("outputs: work efficiency sums completed jobs only, and a pool with no
     job_record b = a;
     b.index = 1;
     b.name = "b";
-    b.outcome = "cancelled";
+    b.outcome = job_outcome::cancelled;
     b.gpu_seconds = b.loaned_gpu_s = b.loaned_speed_gpu_s = 1e6;
     b.training_gpu_s = b.training_speed_gpu_s = 0;
     b.needed_gpu_s = b.loaned_needed_gpu_s = 1;
@@ -87,8 +87,8 @@ TEST_CASE("outputs: work efficiency sums completed jobs only, and a pool with no
   CHECK(s.work_efficiency_loaned == 0);
   CHECK(s.needed_gpu_hours == doctest::Approx(400.0 / 3600));
   auto jobs = read_file(dir + "/jobs.csv");
-  CHECK(jobs.substr(0, jobs.find('\n')).ends_with(",outcome,needed_gpu_s,work_efficiency,tenant,estimated"));
-  CHECK(jobs.find(",done,400.000,1.500000,,1\n") != std::string::npos);
+  CHECK(jobs.substr(0, jobs.find('\n')).ends_with(",outcome,needed_gpu_s,work_efficiency,tenant,estimated,exits,attempts"));
+  CHECK(jobs.find(",done,400.000,1.500000,,1,,1\n") != std::string::npos);
   auto summary = read_file(dir + "/summary.json");
   CHECK(summary.find("\"work_efficiency\": 1.5,") != std::string::npos);
   CHECK(summary.find("\"work_efficiency_loaned\": 0.0,") != std::string::npos);
@@ -104,7 +104,8 @@ TEST_CASE("outputs: summary.json's preemptions, scale-ins and scale-outs are job
   {
     run_writer w(dir);
     int index = 0;
-    for (auto [outcome, preemptions] : {std::pair{"done", 2}, std::pair{"cancelled", 3}, std::pair{"failed", 1}}) {
+    for (auto [outcome, preemptions] : {std::pair{job_outcome::done, 2}, std::pair{job_outcome::cancelled, 3},
+                                        std::pair{job_outcome::failed, 1}}) {
       job_record j;
       j.index = static_cast<uint32_t>(index);
       j.name = "j" + std::to_string(index++);
@@ -213,7 +214,7 @@ TEST_CASE("outputs: a run carried on after a kill keeps the lines written before
     j.name = "a";
     j.gpus = 8;
     j.end_us = 10800000000;
-    j.outcome = "done";
+    j.outcome = job_outcome::done;
     w.job(j);
     s = w.finish(run_summary{});
     w.commit(s);
