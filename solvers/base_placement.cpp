@@ -182,6 +182,7 @@ void place_on_loaned(const cluster_ledger& l, const policy_spec& p, const planne
 /// tenant's quota, or preempting; false if none.
 bool find_room(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id, work_view& view,
                work_view& hard) {
+  if (tenant_books.own_victims_only >= 0) return priority_preempt_for(l, p, o, id, view, hard);
   return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
          preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard);
 }

@@ -255,7 +255,9 @@ bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const p
     const stoppable_index* listed(int) const { return nullptr; }
     double bar(double) const { return 0; }
     bool eligible(const job_entry& v, double, double) const {
-      return priority_may_preempt(l.jobs[id], v, l.params.priority_max_preemptions, left(v), cost(v));
+      const int own = tenant_books.own_victims_only;
+      return (own < 0 || v.tenant == own) &&
+             priority_may_preempt(l.jobs[id], v, l.params.priority_max_preemptions, left(v), cost(v));
     }
     double cost(const job_entry& v) const { return stop_cost_s(l, v); }
     // What is left as of this round (the ledger's mirror is settled at allocation changes

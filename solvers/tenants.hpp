@@ -74,6 +74,10 @@ struct tenant_round {
   std::vector<uint32_t> passed;
   /// The job offered loaned servers only, while it is offered; -1: none. usable_for reads it.
   int64_t loaned_only = -1;
+  /// While a job its quota does not admit looks for room by stopping lower-class jobs of its
+  /// own tenant (which leaves the tenant's holding no larger): that tenant; -1: none.
+  /// find_room and priority_preempt_for read it.
+  int own_victims_only = -1;
 };
 inline thread_local tenant_round tenant_books;
 
@@ -107,6 +111,14 @@ void walk_tenants(const cluster_ledger& l, const policy_spec& p, const Index& in
     auto& j = l.jobs[id];
     const int demand = base_demand(j, p);
     if (l.params.quotas && !quota_admits(l, j, demand)) {
+      // A class still ranks within its tenant's share: room made by stopping the tenant's own
+      // lower-class jobs keeps the tenant where it was, so the quota need not admit it.
+      if (l.params.priorities && j.priority > 0) {
+        books.own_victims_only = j.tenant;
+        const bool started = f(id);
+        books.own_victims_only = -1;
+        if (started) return true;
+      }
       if (p.loaning) books.passed.push_back(id);
       return true;
     }

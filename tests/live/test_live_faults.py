@@ -21,7 +21,7 @@ status` asks serve through the proxy.
 
 Checks: serve exits 0; jobs.csv has jobs 0, 1, 2 once each, outcome done; summary.json counts
 no failed job and at least 3 recoveries; events.log has t0 and t2 lost then back, and job 1
-requeued because a worker process died; serve.log reconciles t2's surviving worker(s) and its
+requeued because its rank 0 was killed by signal 9; serve.log reconciles t2's surviving worker(s) and its
 agent stops them; the crashed jobs resumed from a checkpoint (a launch whose first progress is
 past 0). The drop and the delay cost nothing (docs/live.md: an agent back within the grace is
 reconciled, not lost): t2 is lost once only, its agent registers three times in all and the third
@@ -154,8 +154,8 @@ def run(a, work, procs):
         back = [m.start() for m in re.finditer(rf"scheduler back server={server}\b", events)]
         check(len(lost) == 1 and len(back) == 1 and lost[0] < back[0],
               f"{server} is lost with its job, then back (lost at {lost}, back at {back})")
-    check(re.search(r"scheduler preempt job-1 .*a worker process died; queued again", events) is not None,
-          "job 1 is requeued because a worker process died")
+    check(re.search(r"scheduler preempt job-1 .*rank 0 was killed by signal 9; queued again", events) is not None,
+          "job 1 is requeued because its worker was killed (rank 0, signal 9)")
     check(len(re.findall(r"scheduler finish job-\d", events)) == 3, "three jobs finish, each once")
     if t2_job is not None:
         after = events.split(f"scheduler start job-{t2_job} workers=4 V100 [t2:4]", 1)

@@ -493,3 +493,26 @@ TEST_CASE("quota: a cordoned server's jobs are counted once, so a job borrows th
   round(l, "baseline", 10);
   CHECK(l.jobs[second].status == job_status::running);
 }
+
+TEST_CASE("quota: a higher-class job whose quota is full stops a lower-class job of its own tenant, never another's") {
+  auto l = two_tenants();
+  for (int i = 0; i < 8; ++i) add_tenant_job(l, 1, 1, 100000, 0);
+  for (int i = 0; i < 8; ++i) add_tenant_job(l, 2, 1, 100000, 0);
+  round(l, "aryl", 0);
+  // ledger: a and b 8 x 1 GPU of class 0 each, both at their quota, nothing free
+  REQUIRE(l.running.size() == 16);
+  auto high = add_tenant_job(l, 1, 1, 5000, 100);
+  l.jobs[high].priority = 5;
+  l.params.priorities = true;
+  auto ds = round(l, "aryl", 100);
+  // ledger: a's class-5 job on the GPU of one of a's class-0 jobs, queued again; b untouched
+  REQUIRE(l.jobs[high].status == job_status::running);
+  REQUIRE(count(ds, decision::kind::preempt) == 1);
+  for (auto& d : ds)
+    if (d.what == decision::kind::preempt) {
+      CHECK(l.jobs[d.job].tenant == 1);
+      CHECK(d.why.rfind("priority: preempted for job 16 (class 5 over its 0", 0) == 0);
+    }
+  CHECK(l.tenants[1].held_base == 8);
+  CHECK(l.tenants[2].held_base == 8);
+}
