@@ -1,7 +1,7 @@
 // libFuzzer target: the check an agent's register passes before the gateway makes anything of
 // it (live::registration_problem, runtime/live/registration_checks.*), over the register frames
 // the input's byte stream decodes to. fuzz_connection drives the same check through a socket
-// at about a thousand inputs a second; this one runs it alone, a hundred times faster, so the
+// at hundreds of inputs a second; this one runs it alone, ten or more times faster, so that the
 // names' edges (63/64 bytes, a leading '.', UTF-8, control bytes) are reached. Checks:
 //  - a register is refused exactly when it breaks a limit of docs/protocol.md ("register"),
 //    as tests/fuzz/registration_limits.hpp spells them out;
