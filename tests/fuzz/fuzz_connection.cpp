@@ -160,7 +160,8 @@ struct world {
                     "a machine beyond the protocol's limits reached the scheduler's join: '" +
                         escape_control(j.server) + "', '" + escape_control(j.gpu_type) + "', " +
                         std::to_string(j.gpus) + " GPUs");
-      if (!joins(j.server, j.gpu_type)) return reply(join_answer{-1, "server '" + j.server + "': this scheduler takes j0..j9 of V100s only"});
+      if (!joins(j.server, j.gpu_type))
+        return reply(join_answer{-1, "server '" + j.server + "': this scheduler takes j0..j9 of V100s only"});
       {
         std::lock_guard lock(m);
         machines[j.server] = {j.gpu_type, static_cast<uint32_t>(j.gpus), wire::pool_kind::training};
@@ -249,8 +250,9 @@ struct peer {
       if (!readable_within(fd, left)) {
         // Stuck, or only slow (a loaded machine)? Said in the finding.
         bool later = readable_within(fd, std::chrono::seconds(20));
-        fuzz::finding("the gateway did not " + awaited + " (" + (later ? "it did within 20 s more" : "nor within 20 s more") +
-                      "); the gateway's log ends:\n" + (log_tail ? log_tail->last() : ""));
+        fuzz::finding("the gateway did not " + awaited + " (" +
+                      (later ? "it did within 20 s more" : "nor within 20 s more") + "); the gateway's log ends:\n" +
+                      (log_tail ? log_tail->last() : ""));
       }
       uint8_t buf[16384];
       auto n = ::recv(fd, buf, sizeof buf, 0);
@@ -259,7 +261,8 @@ struct peer {
       for (;;) {
         auto step = d.next();
         if (std::holds_alternative<wire::need_more>(step)) break;
-        if (auto* e = std::get_if<wire::decode_error>(&step)) fuzz::finding("the gateway sent a bad frame: " + e->reason);
+        if (auto* e = std::get_if<wire::decode_error>(&step))
+          fuzz::finding("the gateway sent a bad frame: " + e->reason);
         auto& m = std::get<wire::message>(step);
         if (auto* e = std::get_if<wire::error>(&m))
           fuzz::require(find_control(e->reason) == std::string::npos,
@@ -288,7 +291,9 @@ std::vector<uint8_t> hello_frame(wire::peer_role role, std::string_view name) {
   return wire::encode_frame(wire::hello{role, "secret", std::string(name)});
 }
 
-void append(std::vector<uint8_t>& to, const std::vector<uint8_t>& bytes) { to.insert(to.end(), bytes.begin(), bytes.end()); }
+void append(std::vector<uint8_t>& to, const std::vector<uint8_t>& bytes) {
+  to.insert(to.end(), bytes.begin(), bytes.end());
+}
 
 /// An agent of t0 that stays connected, heard, while the input's agent registers.
 std::unique_ptr<peer> hold_t0(uint16_t port) {
@@ -300,7 +305,8 @@ std::unique_ptr<peer> hold_t0(uint16_t port) {
   append(bytes, wire::encode_frame(wire::heartbeat{1}));
   write_all(p->fd, bytes);
   auto answered = [&] {
-    return std::any_of(p->got.begin(), p->got.end(), [](auto& m) { return std::holds_alternative<wire::heartbeat>(m); });
+    return std::any_of(p->got.begin(), p->got.end(),
+                       [](auto& m) { return std::holds_alternative<wire::heartbeat>(m); });
   };
   p->read(std::chrono::seconds(5), answered, "answer the holder's heartbeat within 5 s");
   fuzz::require(answered(), "the holder of t0 was not registered");
@@ -395,7 +401,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bytes.insert(bytes.end(), data + 1, data + size);
   write_all(p.fd, bytes);
   p.finish();
-  fuzz::require(!p.got.empty() && std::holds_alternative<wire::hello_ok>(p.got.front()), "no hello_ok for a good hello");
+  fuzz::require(!p.got.empty() && std::holds_alternative<wire::hello_ok>(p.got.front()),
+                "no hello_ok for a good hello");
   const auto registered = w.tail.take_registered();
   if (agent) check_registration(reg, expected, held, p, registered);
 
