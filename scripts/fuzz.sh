@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz with Debian's clang (ASan + UBSan) into build-fuzz and
 # fuzzes each for a while, starting from a temporary copy of its seed corpus and saved regressions
-# (the repository is never written). Prints, per target, the inputs tried, the time and the
-# findings (crash, sanitizer report, contract violation, timeout, out-of-memory, leak), whose
-# inputs are kept in build-fuzz/findings/<target>/. Exits non-zero on any finding.
-# See docs/reliability.md.
+# (the repository is never written). Prints, per target, the inputs tried, the time, the corpus at
+# the end (seeds and kept inputs) and the findings (crash, sanitizer report, contract violation,
+# timeout, out-of-memory, leak), whose inputs are kept in build-fuzz/findings/<target>/. Exits
+# non-zero on any finding. See docs/reliability.md.
 #
 #   scripts/fuzz.sh [--smoke] [--time S] [--keep-going] [--corpus-only] [--jobs N] [target...]
 #
@@ -83,6 +83,8 @@ for t in "${targets[@]}"; do
     execs=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#' || true)
   fi
   found=$(find "$findings" -type f | wc -l)
+  # libFuzzer adds each new interesting input to the first corpus folder: seeds included.
+  corpus_size=$(find "$corpus" -type f | wc -l)
   if [ "$found" -eq 0 ] && [ "$rc" -ne 0 ]; then
     found=1  # no input saved, but the fuzzer failed: keep its log as the finding
     cp "$log" "$findings/exit-$rc.log"
@@ -94,7 +96,7 @@ for t in "${targets[@]}"; do
       sed "s/^/  [$t] /" || true
   fi
   total_findings=$((total_findings + found))
-  line=$(printf '%-16s %12s execs %5s s  %s finding(s)' "$t" "${execs:-?}" "$elapsed" "$found")
+  line=$(printf '%-16s %12s execs %5s s  %6s in corpus  %s finding(s)' "$t" "${execs:-?}" "$elapsed" "$corpus_size" "$found")
   [ "$found" -gt 0 ] && line+="  -> $findings/"
   summary+=("$line")
 done

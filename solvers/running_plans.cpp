@@ -106,7 +106,7 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
     if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; })) continue;
     if (o.skip_inert && inert(l, p, o, id, view, best, moves_closed, gpus_of, fails_at)) continue;
     auto& j = l.jobs[id];
-    auto& e = plans.emplace_back(id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc());
+    auto& e = plans.emplace_back(elastic_plan{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()});
     base_of(j, p, e.base);
   }
   for (auto& st : b.starts)
