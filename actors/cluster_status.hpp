@@ -65,6 +65,36 @@ struct latency_histogram {
   }
 };
 
+/// What the scheduler did since this process started (a restarted `aryl serve` counts from 0
+/// again, as a Prometheus counter does after a restart): decisions dispatched, by kind, and
+/// inference servers loaned to training.
+struct run_counts {
+  uint64_t starts = 0, preemptions = 0, scale_ins = 0, scale_outs = 0;
+  uint64_t loans = 0;
+};
+/// Ended jobs' queue wait and JCT (simulated seconds) for one tenant and outcome, in
+/// Prometheus-style buckets (last = over the largest bound).
+struct end_histogram {
+  static constexpr double bounds[] = {60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 259200};
+  std::string tenant;  ///< empty: jobs without a tenant
+  std::string outcome;
+  std::vector<uint64_t> wait = std::vector<uint64_t>(std::size(bounds) + 1, 0);
+  std::vector<uint64_t> jct = std::vector<uint64_t>(std::size(bounds) + 1, 0);
+  double wait_sum_s = 0, jct_sum_s = 0;
+  uint64_t count = 0;
+  void add(double wait_s, double jct_s) {
+    auto bucket = [](double s) {
+      size_t i = 0;
+      while (i < std::size(bounds) && s > bounds[i]) ++i;
+      return i;
+    };
+    ++wait[bucket(wait_s)];
+    ++jct[bucket(jct_s)];
+    wait_sum_s += wait_s;
+    jct_sum_s += jct_s;
+    ++count;
+  }
+};
 struct cluster_status {
   int64_t t_us = 0;  ///< simulation time of the report
   std::vector<active_job> jobs;
@@ -77,6 +107,8 @@ struct cluster_status {
   uint64_t reclaim_slo_misses = 0;  ///< servers returned after their deadline
   latency_histogram rounds;
   std::vector<tenant_report> tenants;  ///< governed tenants only (none: empty)
+  run_counts counts;
+  std::vector<end_histogram> ends;  ///< by (tenant, outcome), in the order first seen
 };
 
 } // namespace aryl

@@ -1,5 +1,8 @@
 #include "actors/scheduler.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
@@ -130,8 +133,24 @@ bool awaited(const scheduler_state& st, uint32_t job) {
 
 /// Tells the job its new assignment and (unless a round's batch told them already) the
 /// servers its new workers.
+/// The /metrics counters of decisions: every decision reaches its job through here.
+void count_decision(run_counts& c, const decision& d) {
+  switch (d.what) {
+    case decision::kind::start: ++c.starts; break;
+    case decision::kind::preempt: ++c.preemptions; break;
+    case decision::kind::rescale: {
+      int before = 0, after = 0;
+      for (auto& [sid, w] : d.before) before += w;
+      for (auto& [sid, w] : d.alloc) after += w;
+      ++(after < before ? c.scale_ins : c.scale_outs);
+      break;
+    }
+  }
+}
+
 void dispatch_assignment(self_ptr self, const decision& d, bool servers_told = false, bool ack = false) {
   auto& st = self->state;
+  count_decision(st.counts, d);
   auto& j = st.ledger.jobs[d.job];
   job_assignment a;
   // Only a reclaim waits for acknowledgements: a later one of the same job satisfies it too,
@@ -418,6 +437,21 @@ std::string dump_state(const scheduler_state& st, sim_time now) {
   return out;
 }
 
+/// An ended job's queue wait and JCT in the histograms of its tenant and outcome.
+void count_end(scheduler_state& st, const job_entry& j, const job_record& r) {
+  const auto& tenant = st.ledger.tenants[static_cast<size_t>(j.tenant)].name;
+  const std::string outcome(to_string(r.outcome));
+  auto it = std::find_if(st.ends.begin(), st.ends.end(),
+                         [&](const end_histogram& h) { return h.tenant == tenant && h.outcome == outcome; });
+  if (it == st.ends.end()) {
+    st.ends.emplace_back();
+    it = std::prev(st.ends.end());
+    it->tenant = tenant;
+    it->outcome = outcome;
+  }
+  it->add(r.queued_s, static_cast<double>(r.end_us - r.submit_us) / 1e6);
+}
+
 void count_outcome(scheduler_state& st, job_outcome outcome) {
   // /metrics and status count three outcomes: a job that timed out or lost its machine failed.
   if (outcome == job_outcome::cancelled) ++st.jobs_cancelled;
@@ -457,6 +491,7 @@ void end_job(self_ptr self, uint32_t job, job_outcome outcome, const std::string
   event_record line{now.us, "scheduler", end_event(outcome), fmt::format(FMT_COMPILE("job-{} workers={}"), job, workers),
                     why};
   auto record = make_record(st, j, now, workers, outcome, why);
+  count_end(st, j, record);
   journal_job(self, job, now, &record);
   // A reclaim this end completes is measured before the job's record reaches the recorder:
   // the run's last record closes the outputs, and a measure after it would be dropped.
@@ -622,6 +657,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         auto& st = self->state;
         auto now = st.jenv.tb.now(self);
         st.inference = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        st.counts.loans += ids.size();
         for (int sid : ids) {
           st.ledger.set_mode(sid, server_mode::loaned);
           journal_server(self, sid, "loaned");

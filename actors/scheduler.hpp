@@ -166,6 +166,8 @@ struct scheduler_state {
   uint64_t jobs_finished = 0;
   uint64_t jobs_failed = 0, jobs_cancelled = 0;  ///< of jobs_finished, by outcome
   std::vector<double> reclaim_latency_s;
+  run_counts counts;                ///< status_of reports them (the /metrics counters)
+  std::vector<end_histogram> ends;  ///< ended jobs' queue wait and JCT, by tenant and outcome
 
   static inline const char* name = "scheduler";
 };

@@ -75,9 +75,20 @@ typename Inspector::result_type inspect(Inspector& f, tenant_report& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_counts& x) {
+  return f(caf::meta::type_name("run_counts"), x.starts, x.preemptions, x.scale_ins, x.scale_outs, x.loans);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, end_histogram& x) {
+  return f(caf::meta::type_name("end_histogram"), x.tenant, x.outcome, x.wait, x.jct, x.wait_sum_s, x.jct_sum_s,
+           x.count);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
   return f(caf::meta::type_name("cluster_status"), x.t_us, x.jobs, x.servers, x.jobs_finished, x.jobs_failed,
-           x.jobs_cancelled, x.reclaim_latency_s, x.reclaim_slo_misses, x.rounds, x.tenants);
+           x.jobs_cancelled, x.reclaim_latency_s, x.reclaim_slo_misses, x.rounds, x.tenants, x.counts, x.ends);
 }
 
 template <class Inspector>

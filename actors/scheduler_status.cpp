@@ -14,6 +14,8 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
   out.jobs_cancelled = st.jobs_cancelled;
   out.reclaim_latency_s = st.reclaim_latency_s;
   out.rounds = st.rounds;
+  out.counts = st.counts;
+  out.ends = st.ends;
   auto add = [&](uint32_t id, bool running, std::string reason) {
     auto& j = l.jobs[id];
     out.jobs.push_back({id, st.names[id], running, j.workers, std::move(reason), j.gpus, j.min_workers, j.max_workers,

@@ -178,6 +178,14 @@ class gateway {
   /// Machines in the cluster now: the configured ones and those that joined since, counted
   /// once the scheduler has taken them (a machine still joining is not).
   int agents_configured();
+  /// Each machine of the cluster now (as agents_configured counts them), whether its agent is
+  /// connected, and seconds since that agent was last heard (-1 when not connected).
+  struct agent_seen {
+    std::string server;
+    bool connected = false;
+    double heard_s_ago = -1;
+  };
+  std::vector<agent_seen> agents_seen();
 
   /// Tells every connected agent that the scheduler shuts down for good (`shutdown` with
   /// `reason`: they stop their workers and exit), and waits until those frames are written,

@@ -114,7 +114,7 @@ bool session::peer_closed() {
 }
 
 double session::silent_for_s() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - last_heard_).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - last_heard_.load()).count();
 }
 
 void session::log_end(const std::string& line) {
@@ -320,7 +320,7 @@ void session::detach() {
     registrations = it->second.registrations;
   }
   auto timer = std::make_shared<asio::steady_timer>(g_->io);
-  timer->expires_at(last_heard_ + seconds(g_->opts.loss_grace_s));
+  timer->expires_at(last_heard_.load() + seconds(g_->opts.loss_grace_s));
   timer->async_wait([g = g_, timer, server = name_, registrations](boost::system::error_code ec) {
     if (ec) return;
     bool away = false;

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -245,7 +246,8 @@ class session : public std::enable_shared_from_this<session> {
   int server_id_ = -1;
   bool closing_ = false;
   bool farewell_ = false;  ///< told to shut down; counted in gateway::impl::farewells
-  std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();
+  /// Atomic: /metrics reads it from its own thread (agent_heartbeat_age_seconds).
+  std::atomic<std::chrono::steady_clock::time_point> last_heard_{std::chrono::steady_clock::now()};
   /// A returning agent's workers, until its first heartbeat (see on_register).
   std::optional<std::vector<std::pair<uint32_t, uint32_t>>> reconcile_;
   uint64_t launches_seen_ = 0;  ///< the server's launches taken when this agent registered

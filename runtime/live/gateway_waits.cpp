@@ -1,6 +1,7 @@
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
 
 #include "runtime/live/gateway_impl.hpp"
+#include "runtime/live/gateway_session.hpp"
 
 #include <fmt/format.h>
 
@@ -139,6 +140,17 @@ int gateway::agents_connected() {
   int n = 0;
   for (auto& [name, s] : impl_->slots) n += s.agent.lock() ? 1 : 0;
   return n;
+}
+
+std::vector<gateway::agent_seen> gateway::agents_seen() {
+  std::lock_guard lock(impl_->m);
+  std::vector<agent_seen> out;
+  for (auto& [name, s] : impl_->slots) {
+    if (s.id < 0) continue;
+    auto agent = s.agent.lock();
+    out.push_back({name, agent != nullptr, agent ? agent->silent_for_s() : -1.0});
+  }
+  return out;
 }
 
 int gateway::agents_configured() {

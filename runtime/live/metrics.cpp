@@ -153,6 +153,44 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   out += fmt::format("aryl_journal_failing {}\n", f.journal_failing ? 1 : 0);
   family("aryl_journal_write_failures_total", "counter", "Failed writes to the --state journal, retries included.");
   out += fmt::format("aryl_journal_write_failures_total {}\n", f.journal_write_failures);
+
+  family("aryl_decisions_total", "counter",
+         "Scheduling decisions this serve process dispatched, by kind (start; preempt: a running job stopped and "
+         "queued again; scale_in, scale_out: an elastic job's workers changed).");
+  for (auto [kind, n] : {std::pair{"start", s.counts.starts}, std::pair{"preempt", s.counts.preemptions},
+                         std::pair{"scale_in", s.counts.scale_ins}, std::pair{"scale_out", s.counts.scale_outs}})
+    out += fmt::format("aryl_decisions_total{{kind=\"{}\"}} {}\n", kind, n);
+  family("aryl_loans_total", "counter", "Inference servers loaned to training by this serve process.");
+  out += fmt::format("aryl_loans_total {}\n", s.counts.loans);
+  // Ended jobs by tenant (no label: no tenant) and outcome; simulated seconds, as JCT is.
+  for (auto [name, help, wait] :
+       {std::tuple{"aryl_queue_wait_seconds", "Ended jobs' total time queued, by tenant and outcome.", true},
+        std::tuple{"aryl_jct_seconds", "Ended jobs' completion time (end - submit), by tenant and outcome.", false}}) {
+    family(name, "histogram", help);
+    for (auto& h : s.ends) {
+      const auto labels = fmt::format("{}outcome=\"{}\"", h.tenant.empty() ? "" : fmt::format("tenant=\"{}\",", label(h.tenant)),
+                                      h.outcome);
+      const auto& counts = wait ? h.wait : h.jct;
+      uint64_t cumulative = 0;
+      for (size_t i = 0; i < std::size(end_histogram::bounds); ++i) {
+        cumulative += counts[i];
+        out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, end_histogram::bounds[i], cumulative);
+      }
+      out += fmt::format("{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels, h.count);
+      out += fmt::format("{}_sum{{{}}} {}\n{}_count{{{}}} {}\n", name, labels, wait ? h.wait_sum_s : h.jct_sum_s, name,
+                         labels, h.count);
+    }
+  }
+  family("aryl_agent_up", "gauge", "1 while the server's node agent is connected.");
+  for (auto& a : f.agents) out += fmt::format("aryl_agent_up{{server=\"{}\"}} {}\n", label(a.server), a.up ? 1 : 0);
+  family("aryl_agent_heartbeat_age_seconds", "gauge",
+         "Seconds since the server's connected node agent was last heard (no series while it is not connected).");
+  for (auto& a : f.agents)
+    if (a.up) out += fmt::format("aryl_agent_heartbeat_age_seconds{{server=\"{}\"}} {:.3f}\n", label(a.server), a.heard_s_ago);
+  family("aryl_scheduler_restarts", "gauge", "Times serve was started again on this run's --state journal.");
+  out += fmt::format("aryl_scheduler_restarts {}\n", f.scheduler_restarts);
+  family("aryl_build_info", "gauge", "1, labelled with the serve binary's version.");
+  out += fmt::format("aryl_build_info{{version=\"{}\"}} 1\n", label(f.version));
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "actors/cluster_status.hpp"
 
@@ -24,6 +25,15 @@ struct front_counts {
   int agents_connected = 0;
   bool journal_failing = false;        ///< `--state`: its writes fail now
   uint64_t journal_write_failures = 0;  ///< `--state`: failed writes so far
+  /// Per machine: its agent connected, and seconds since it was last heard (< 0: not).
+  struct agent {
+    std::string server;
+    bool up = false;
+    double heard_s_ago = -1;
+  };
+  std::vector<agent> agents{};
+  uint32_t scheduler_restarts = 0;  ///< `--state`: restarts of serve on this run's journal
+  std::string version{};            ///< aryl_build_info's
 };
 
 /// The exposition text: jobs by state, jobs finished, GPUs by pool, GPU type and use, servers

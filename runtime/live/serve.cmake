@@ -42,3 +42,6 @@ target_include_directories(aryl_serve PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(aryl_serve PUBLIC aryl_driver aryl_gateway aryl_wire aryl_state_journal
                       PRIVATE Boost::boost fmt::fmt nlohmann_json::nlohmann_json yaml-cpp OpenSSL::SSL)
 target_compile_definitions(aryl_serve PRIVATE BOOST_ASIO_NO_DEPRECATED)
+# aryl_build_info's version: serve.cpp alone, so a new version rebuilds one file.
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/serve.cpp PROPERTIES
+                            COMPILE_DEFINITIONS "ARYL_VERSION=\"${PROJECT_VERSION}\"")

@@ -272,7 +272,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
     using outcome = gateway::status_answer::outcome;
     metrics = std::make_unique<metrics_endpoint>(
         o.metrics_bind, static_cast<uint16_t>(o.metrics_port),
-        [&net, journal = state.journal] {
+        [&net, journal = state.journal, restarts = world.scheduler_restarts] {
           auto s = net.status_within(metrics_wait);
           if (s.what == outcome::late)
             return health{false, fmt::format("the scheduler did not answer within {:g} s", metrics_wait.count() / 1e3)};
@@ -282,6 +282,9 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
             f.journal_failing = !journal->current_trouble().empty();
             f.journal_write_failures = journal->write_failures();
           }
+          for (auto& a : net.agents_seen()) f.agents.push_back({a.server, a.connected, a.heard_s_ago});
+          f.scheduler_restarts = restarts;
+          f.version = ARYL_VERSION;
           return health{true, render_metrics(s.status, f)};
         },
         log,

@@ -30,7 +30,25 @@ cluster_status sample_status() {
   s.reclaim_latency_s = {0.5, 12, 200};
   s.reclaim_slo_misses = 1;
   s.tenants = {{"", -1, 0, 0, 0, 0}, {"vc \"a\"", 8, 12, 4, 0, 2}, {"b", 8, 4, 0, 4, 0}};
+  s.counts = {9, 3, 2, 5, 4};
+  end_histogram a;
+  a.tenant = "b";
+  a.outcome = "done";
+  a.add(30, 400);     // waited 30 s, ended 400 s after its submit
+  a.add(4000, 9000);
+  end_histogram none;  // no tenant
+  none.outcome = "timeout";
+  none.add(0, 100);
+  s.ends = {a, none};
   return s;
+}
+
+live::front_counts sample_front() {
+  live::front_counts f{8, 7};
+  f.agents = {{"t0", true, 0.25}, {"i0", false, -1}};
+  f.scheduler_restarts = 2;
+  f.version = "0.14.0";
+  return f;
 }
 
 } // namespace
@@ -89,11 +107,36 @@ TEST_CASE("metrics: every series exists from the start at zero, before any job o
   CHECK(seen.find("aryl_gpus{pool=\"training\",gpu_type=\"V100\",use=\"lost\"} 0\n") != std::string::npos);
 }
 
+TEST_CASE("metrics: decisions, loans, ended jobs' waits and JCTs by tenant and outcome, agents, restarts and the "
+          "build") {
+  auto text = live::render_metrics(sample_status(), sample_front());
+  for (auto* line : {"aryl_decisions_total{kind=\"start\"} 9", "aryl_decisions_total{kind=\"preempt\"} 3",
+                     "aryl_decisions_total{kind=\"scale_in\"} 2", "aryl_decisions_total{kind=\"scale_out\"} 5",
+                     "aryl_loans_total 4",
+                     // 30 s is under the first bound (60 s), 4,000 s in the 7,200 s bucket.
+                     "aryl_queue_wait_seconds_bucket{tenant=\"b\",outcome=\"done\",le=\"60\"} 1",
+                     "aryl_queue_wait_seconds_bucket{tenant=\"b\",outcome=\"done\",le=\"3600\"} 1",
+                     "aryl_queue_wait_seconds_bucket{tenant=\"b\",outcome=\"done\",le=\"7200\"} 2",
+                     "aryl_queue_wait_seconds_bucket{tenant=\"b\",outcome=\"done\",le=\"+Inf\"} 2",
+                     "aryl_queue_wait_seconds_sum{tenant=\"b\",outcome=\"done\"} 4030",
+                     "aryl_queue_wait_seconds_count{tenant=\"b\",outcome=\"done\"} 2",
+                     "aryl_jct_seconds_bucket{tenant=\"b\",outcome=\"done\",le=\"300\"} 0",
+                     "aryl_jct_seconds_bucket{tenant=\"b\",outcome=\"done\",le=\"900\"} 1",
+                     "aryl_jct_seconds_bucket{tenant=\"b\",outcome=\"done\",le=\"14400\"} 2",
+                     "aryl_jct_seconds_bucket{outcome=\"timeout\",le=\"300\"} 1",
+                     "aryl_agent_up{server=\"t0\"} 1", "aryl_agent_up{server=\"i0\"} 0",
+                     "aryl_agent_heartbeat_age_seconds{server=\"t0\"} 0.250", "aryl_scheduler_restarts 2",
+                     "aryl_build_info{version=\"0.14.0\"} 1"})
+    CHECK_MESSAGE(text.find(std::string(line) + "\n") != std::string::npos, line);
+  // A disconnected agent has no heartbeat age, not a -1.
+  CHECK(text.find("aryl_agent_heartbeat_age_seconds{server=\"i0\"}") == std::string::npos);
+}
+
 TEST_CASE("metrics: promtool accepts the exposition, before the run and during it") {
   // Debian's prometheus package (scripts/setup.sh) ships promtool, the format's own checker.
   REQUIRE_MESSAGE(std::system("command -v promtool > /dev/null") == 0, "promtool missing: run scripts/setup.sh");
   auto path = std::string("/tmp/aryl-metrics-test.txt");
-  std::ofstream(path) << live::render_metrics(sample_status(), {8, 7});
+  std::ofstream(path) << live::render_metrics(sample_status(), sample_front());
   CHECK(std::system(("promtool check metrics < " + path).c_str()) == 0);
   std::ofstream(path) << live::render_metrics(cluster_status{}, {8, 0});
   CHECK(std::system(("promtool check metrics < " + path).c_str()) == 0);
