@@ -178,6 +178,9 @@ class session : public std::enable_shared_from_this<session> {
   /// A returning agent: the server actor settles its workers, then the scheduler may use the
   /// server again (a lost one comes back; one not yet noticed lost carries on).
   void reconciled();
+  /// Whether an agent's report of (job, rank) comes from a worker of another generation than
+  /// the latest launched there (`last`: its exit, which ends the rank's record when current).
+  bool stale(uint64_t job, uint32_t rank, const std::optional<uint64_t>& generation, bool last);
 
   void on_client(const wire::message& msg);
 
@@ -252,9 +255,6 @@ class session : public std::enable_shared_from_this<session> {
   std::optional<std::vector<std::pair<uint32_t, uint32_t>>> reconcile_;
   uint64_t launches_seen_ = 0;  ///< the server's launches taken when this agent registered
   std::string instance_;        ///< the agent process's register.instance ("" if it sent none)
-  /// Whether an agent's report of (job, rank) comes from a worker of another generation than
-  /// the latest launched there (`last`: its exit, which ends the rank's record when current).
-  bool stale(uint64_t job, uint32_t rank, const std::optional<uint64_t>& generation, bool last);
 };
 
 
