@@ -129,11 +129,13 @@ cpu_parts() {
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 : > "$work/status_ms"
 : > "$work/start_ms"
-/usr/bin/python3 - "$port" "$dir/token" "$work/probe_ms" "$tls_ca" > "$work/probe.log" 2>&1 <<'PY' &
-import os, socket, ssl, sys, time
+/usr/bin/python3 - "$port" "$dir/token" "$work/probe_ms" "$tls_ca" "$(cat "$dir/metrics.port")" "$work/scrape_ms" \
+  > "$work/probe.log" 2>&1 <<'PY' &
+import os, socket, ssl, sys, time, urllib.request
 sys.path.insert(0, os.path.join(os.getcwd(), "examples"))
 import python_agent as wire
 port, token, out = int(sys.argv[1]), open(sys.argv[2]).read().strip(), open(sys.argv[3], "w")
+metrics_port, scrapes = int(sys.argv[5]), open(sys.argv[6], "w")
 ctx = None
 if sys.argv[4]:
     ctx = ssl.create_default_context(cafile=sys.argv[4])
@@ -156,6 +158,14 @@ while True:
     except Exception as e:
         out.write(f"failed: {e}\n")
     out.flush()
+    # A scrape, as Prometheus makes one, while the metrics attackers cycle their connections.
+    t0 = time.perf_counter()
+    try:
+        body = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read()
+        scrapes.write(f"{(time.perf_counter() - t0) * 1e6:.0f}\n" if b"aryl_jobs" in body else "failed: no aryl_jobs\n")
+    except Exception as e:
+        scrapes.write(f"failed: {e}\n")
+    scrapes.flush()
     time.sleep(0.1)
 PY
 probe=$!
@@ -226,6 +236,7 @@ percentiles() {
 read -r p50 p99 max n < <(percentiles "$work/status_ms")
 read -r s50 s99 smax sn < <(percentiles "$work/start_ms")
 read -r q50 q99 qmax qn < <(percentiles "$work/probe_ms")
+read -r m50 m99 mmax mn < <(percentiles "$work/scrape_ms")
 lost=$(grep -c "reported lost" "$dir/serve.log" || true)
 refused=$(grep -c "refused a connection" "$dir/serve.log" || true)
 unlogged=$(grep -o "not logged before it: [^)]*" "$dir/serve.log" | tail -1 || true)
@@ -243,6 +254,9 @@ echo "aryl status p50 / p99 / max:  $p50 / $p99 / $max ms over $n runs of 100 (t
 [ -s "$work/failures" ] && sort "$work/failures" | uniq -c | sed 's/^/  /'
 echo "aryl --help (a start, no connection) p50 / p99 / max: $s50 / $s99 / $smax ms over $sn runs"
 echo "running client (dial, hello, status) p50 / p99 / max: $q50 / $q99 / $qmax ms over $qn; failures: $(grep -vcE '^[0-9]+ ' "$work/probe_ms" || true)"
+echo "GET /metrics (a scrape) p50 / p99 / max: $m50 / $m99 / $mmax ms over $mn; failures: $(grep -vcE '^[0-9]+$' "$work/scrape_ms" || true)"
+[ -n "$(grep -vE '^[0-9]+$' "$work/scrape_ms" || true)" ] && grep -vE '^[0-9]+$' "$work/scrape_ms" | sort | uniq -c | head -5 | sed 's/^/  /'
+true
 echo "agents reported lost:         $lost (must be 0)"
 echo "jobs:                         $jobs (64 expected, each once)"
 [ "$abuse" = 1 ] && echo "attacker:                     $(tail -1 "$work/attacker.log"); dials again by the last status answered: ${redials_at_last:-?}"
