@@ -238,8 +238,8 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   void hello_taken(uint64_t id);
   void ended(uint64_t id);
 
-  /// Answers `w.who` (a status, status --all, show or show node) as soon as a status newer than this
-  /// call comes (gateway_status.cpp).
+  /// Answers `w.who` (a status, status --all, show or show node) as soon as a status newer
+  /// than this call comes (gateway_status.cpp).
   void ask_status(status_wait w);
   void ask_scheduler_status();
   /// The scheduler's answer to ask `seq`; nothing: no run in progress.

@@ -83,18 +83,18 @@ void gateway::impl::status_ready(uint64_t seq, std::optional<cluster_status> s) 
 void gateway::impl::answer_show_node(session& who, const cluster_status& s, const std::set<std::string>& away,
                                      const std::string& server) {
   node_presence there;
-  std::string known;
   {
     std::lock_guard lock(m);
     if (auto it = slots.find(server); it != slots.end()) {
       auto& slot = it->second;
       for (auto& launched : slot.generations) there.ranks[launched.first.first].push_back(launched.first.second);
       if (auto agent = slot.agent.lock()) there.heard_s = heard_ago_s(*agent);
-      if (slot.registered && !slot.address.empty()) there.address = slot.address;
+      if (!slot.address.empty()) there.address = slot.address;
     }
   }
   if (auto reply = show_node_reply_of(s, away, server, there))
     return answer_request(who, std::make_shared<const std::vector<uint8_t>>(wire::encode_frame(*reply)), {});
+  std::string known;
   for (auto& v : s.servers) known += (known.empty() ? "" : ", ") + v.name;
   answer_request(who, nullptr, fmt::format("node '{}': no such node (this cluster has: {})", escape_control(server), known));
 }

@@ -204,7 +204,8 @@ std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector
   for (auto& r : rows) {
     std::string line;
     for (size_t i = 0; i < r.size(); ++i) {
-      // Numbers right-aligned, as squeue does; the last column unpadded.
+      // Numbers right-aligned, as squeue does (a state sorts by its order but reads as a word);
+      // the last column unpadded.
       if (i > 0) line += "  ";
       if (columns[i]->numeric && columns[i]->name != "state") line += fmt::format("{:>{}}", r[i], width[i]);
       else line += i + 1 == r.size() ? r[i] : fmt::format("{:<{}}", r[i], width[i]);

@@ -49,7 +49,6 @@ status_sort parse_sort(const std::string& flag, const std::string& text);
 struct status_filter {
   std::set<std::string> users, tenants, servers;
   std::set<wire::job_state> states;
-  bool empty() const { return users.empty() && tenants.empty() && servers.empty() && states.empty(); }
 };
 
 /// `s` with the jobs `f` keeps, in `sort`'s order (ties keep the reply's order); with
