@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <charconv>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,8 @@
 #include "runtime/node/agent.hpp"
 #include "runtime/live/client.hpp"
 #include "runtime/live/client_config.hpp"
+#include "runtime/live/client_status.hpp"
+#include "runtime/live/status_view.hpp"
 #include "runtime/live/client_nodes.hpp"
 #include "runtime/node/gpu_detect.hpp"
 #include "runtime/live/job_file.hpp"
@@ -242,7 +245,6 @@ int main(int argc, char** argv) {
 
   aryl::live::client_options co;
   std::string client_token;
-  bool status_json = false;
   uint32_t demand_servers = 0;
   std::string client_host;
   auto client_flags = [&](CLI::App* c) {
@@ -255,11 +257,28 @@ int main(int argc, char** argv) {
     c->add_option("--tls-key", co.tls_key_file, "TLS: its private key (default: ARYL_TLS_KEY)");
     c->add_flag("--insecure", co.insecure, "without TLS, send the token in plain text to a non-loopback address too");
   };
-  bool status_all = false;
-  auto* status_cmd = app.add_subcommand("status", "live mode: queued and running jobs, servers and loans");
+  aryl::live::status_flags stf;
+  auto* status_cmd = app.add_subcommand("status", "live mode: queued and running jobs, servers and loans (as squeue)");
   client_flags(status_cmd);
-  status_cmd->add_flag("--json", status_json, "one JSON object instead of tables");
-  status_cmd->add_flag("--all", status_all, "ended jobs too, with their outcome");
+  status_cmd->add_flag("--json", stf.json, "one JSON object instead of tables (the jobs the other flags keep)");
+  status_cmd->add_flag("--all", stf.all, "ended jobs too, with their outcome");
+  auto list_flag = [&](const char* name, std::vector<std::string>& to, const char* what) {
+    status_cmd->add_option(name, to, what)->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  };
+  list_flag("--user", stf.users,
+            "only jobs these users submitted (comma list; users are known only when serve runs with --identities: "
+            "without them no job matches)");
+  list_flag("--tenant", stf.tenants, "only jobs of these tenants, and only their rows of the tenant table (comma list)");
+  list_flag("--server", stf.servers,
+            "only jobs with workers on these servers, and only their rows of the server table (comma list)");
+  status_cmd->add_option("--state", stf.states,
+                         "only jobs in these states: queued, running, done, failed, cancelled, or Slurm's PD, R, CD, "
+                         "F, CA (comma list; an ended state asks for ended jobs, as --all)");
+  status_cmd->add_option("--sort", stf.sort, "order jobs by this column (a --format name); a leading - for descending");
+  status_cmd->add_option("--format", stf.format,
+                         "only the job table, in these columns (comma list): " + aryl::live::column_names());
+  double status_watch = 0;
+  status_cmd->add_option("--watch", status_watch, "print again every N seconds (fractions allowed) until SIGINT or SIGTERM");
   uint64_t logs_job = 0;
   uint32_t logs_rank = 0;
   bool logs_follow = false;
@@ -268,11 +287,13 @@ int main(int argc, char** argv) {
   logs_cmd->add_option("job", logs_job, "job id")->required();
   logs_cmd->add_option("--rank", logs_rank, "which worker (default 0)");
   logs_cmd->add_flag("--follow,-f", logs_follow, "keep printing what it writes while the job runs");
-  uint64_t show_job = 0;
+  std::vector<std::string> show_what;
   bool show_json = false;
-  auto* show_cmd = app.add_subcommand("show", "live mode: one job's spec, allocation history and outcome");
+  auto* show_cmd = app.add_subcommand(
+      "show", "live mode: `show JOB`: one job's spec, allocation history and outcome (as scontrol show job); "
+              "`show node NAME`: a server's size, state, hold, agent and the jobs and ranks on it");
   client_flags(show_cmd);
-  show_cmd->add_option("job", show_job, "job id")->required();
+  show_cmd->add_option("what", show_what, "JOB (a job id), or: node NAME")->required()->expected(1, 2);
   show_cmd->add_flag("--json", show_json, "one JSON object instead of text");
   auto* demand_cmd = app.add_subcommand(
       "demand", "live mode: set the inference demand from now on; serve keeps ceil(N x (1 + inference.headroom)) "
@@ -483,7 +504,22 @@ int main(int argc, char** argv) {
       aryl::live::logs(co, logs_job, logs_rank, logs_follow, std::cout);
       return 0;
     }
+    if (*show_cmd && show_what.front() == "node") {
+      if (show_what.size() != 2) throw aryl::input_error("show node: give the server's name (`aryl show node t0`)");
+      connect_to(show_cmd);
+      auto reply = aryl::live::ask(co, aryl::wire::show_node_request{show_what[1]}, true);
+      auto* s = std::get_if<aryl::wire::show_node_reply>(&*reply);
+      if (!s) throw aryl::input_error("show node: the scheduler answered '" + std::string(aryl::wire::type_of(*reply)) + "'");
+      if (show_json) std::cout << aryl::live::show_node_json(*s) << '\n';
+      else aryl::live::print_show_node(std::cout, *s);
+      return 0;
+    }
     if (*show_cmd) {
+      uint64_t show_job = 0;
+      auto& id = show_what.front();
+      auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), show_job);
+      if (ec != std::errc() || end != id.data() + id.size() || show_what.size() != 1)
+        throw aryl::input_error("show: '" + aryl::escape_control(id) + "' is not a job id (give a job id, or node NAME)");
       connect_to(show_cmd);
       auto reply = aryl::live::ask(co, aryl::wire::show_request{show_job}, true);
       auto* s = std::get_if<aryl::wire::show_reply>(&*reply);
@@ -498,13 +534,10 @@ int main(int argc, char** argv) {
         aryl::live::ask(co, aryl::wire::demand{demand_servers}, false);
         return 0;
       }
-      aryl::wire::status_request ask_status;
-      if (status_all) ask_status.all = true;
-      auto reply = aryl::live::ask(co, ask_status, true);
-      auto* s = std::get_if<aryl::wire::status_reply>(&*reply);
-      if (!s) throw aryl::input_error("status: the scheduler answered '" + std::string(aryl::wire::type_of(*reply)) + "'");
-      if (status_json) std::cout << aryl::live::status_json(*s) << '\n';
-      else aryl::live::print_status(std::cout, *s);
+      if (status_cmd->count("--watch") > 0) stf.watch_s = status_watch;
+      std::signal(SIGTERM, request_stop);
+      std::signal(SIGINT, request_stop);
+      aryl::live::run_status(co, stf, std::cout, stop_requested);
       return 0;
     }
     if (!in_file.empty()) {

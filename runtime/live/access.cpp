@@ -8,22 +8,23 @@ namespace aryl::live {
 
 namespace {
 
-constexpr std::string_view action_names[] = {"submit", "cancel", "show", "logs", "status",
-                                             "node",   "demand", "token", "register"};
+constexpr std::string_view action_names[] = {"submit", "cancel", "show",      "logs",    "status",
+                                             "node",   "demand", "token",     "show-node", "register"};
 
 /// The same, as a refusal says it.
 constexpr std::string_view action_texts[] = {"submit jobs", "cancel", "show", "read the logs of", "read status",
                                              "cordon, drain or resume servers", "set the inference demand",
-                                             "manage identities", "register a node"};
+                                             "manage identities", "show a node", "register a node"};
 
 bool own_job_action(action a) { return a == action::cancel || a == action::show || a == action::logs; }
 
 bool role_may(role r, action a) {
   switch (r) {
     case role::admin: return a != action::register_node;
-    case role::user: return a == action::submit || a == action::status || own_job_action(a);
+    // A node's detail names its jobs and ranks, never their commands: anyone who may read status.
+    case role::user: return a == action::submit || a == action::status || a == action::show_node || own_job_action(a);
     case role::agent: return a == action::register_node;
-    case role::reader: return a == action::status;
+    case role::reader: return a == action::status || a == action::show_node;
   }
   return false;
 }

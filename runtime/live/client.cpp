@@ -12,6 +12,7 @@
 
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
+#include "runtime/live/status_view.hpp"
 #include "runtime/wire/plain_text.hpp"
 #include "runtime/wire/tls_stream.hpp"
 #include "runtime/wire/codec.hpp"
@@ -144,25 +145,7 @@ const char* server_state_text(wire::server_state s) {
   return "?";
 }
 
-/// Seconds as squeue shows a job's time: [D-]H:MM:SS.
-std::string clock_text(double seconds) {
-  auto s = static_cast<int64_t>(seconds);
-  auto days = s / 86400;
-  s %= 86400;
-  auto hms = fmt::format("{}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60);
-  return days > 0 ? fmt::format("{}-{}", days, hms) : hms;
-}
-
-const char* state_text(wire::job_state s) {
-  switch (s) {
-    case wire::job_state::queued: return "queued";
-    case wire::job_state::running: return "running";
-    case wire::job_state::done: return "done";
-    case wire::job_state::failed: return "failed";
-    case wire::job_state::cancelled: return "cancelled";
-  }
-  return "?";
-}
+std::string state_text(wire::job_state s) { return std::string(state_name(s)); }
 
 } // namespace
 
@@ -266,16 +249,19 @@ std::optional<wire::message> ask(const client_options& o, const wire::message& r
 }
 
 void print_status(std::ostream& out, const wire::status_reply& s) {
-  // A tenant column only where some job has one: a cluster without tenants reads as before.
+  // User and tenant columns only where some job has one: a cluster without identities or
+  // tenants reads as before.
   const bool tenants = std::any_of(s.jobs.begin(), s.jobs.end(), [](auto& j) { return j.tenant.has_value(); });
-  auto row = [&](auto job, auto name, const std::string& tenant, auto state, auto workers, auto gpus, auto range,
-                 auto type, auto time, auto servers, auto why) {
+  const bool users = std::any_of(s.jobs.begin(), s.jobs.end(), [](auto& j) { return j.user.has_value(); });
+  auto row = [&](auto job, auto name, const std::string& user, const std::string& tenant, auto state, auto workers,
+                 auto gpus, auto range, auto type, auto time, auto servers, auto why) {
     out << fmt::format("{:>6}  {:<20} ", job, name);
+    if (users) out << fmt::format("{:<12} ", user);
     if (tenants) out << fmt::format("{:<12} ", tenant);
     out << fmt::format("{:<9} {:>7} {:>4} {:>7}  {:<6} {:>10}  {:<16} {}\n", state, workers, gpus, range, type, time,
                        servers, why);
   };
-  row("JOB", "NAME", "TENANT", "STATE", "WORKERS", "GPUS", "MIN-MAX", "TYPE", "TIME", "SERVERS", "WAITING BECAUSE");
+  row("JOB", "NAME", "USER", "TENANT", "STATE", "WORKERS", "GPUS", "MIN-MAX", "TYPE", "TIME", "SERVERS", "WAITING BECAUSE");
   auto opt = [](const std::optional<uint32_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
   // Names come from users and agents: escaped, one row each.
   for (auto& j : s.jobs) {
@@ -284,7 +270,7 @@ void print_status(std::ostream& out, const wire::status_reply& s) {
     // An ended job: its outcome (a newer scheduler's, finer than its state) and its exits.
     std::string state = j.outcome ? escape_control(*j.outcome) : state_text(j.state);
     std::string why = j.exits ? "exits " + escape_control(*j.exits) : escape_control(j.reason.value_or(""));
-    row(j.job_id, name, escape_control(j.tenant.value_or("-")), state, j.workers, opt(j.gpus),
+    row(j.job_id, name, escape_control(j.user.value_or("-")), escape_control(j.tenant.value_or("-")), state, j.workers, opt(j.gpus),
         j.min_workers && j.max_workers ? fmt::format("{}-{}", *j.min_workers, *j.max_workers) : std::string("-"),
         escape_control(j.gpu_type.value_or("any")), j.run_s ? clock_text(*j.run_s) : std::string("-"),
         escape_control(j.servers.value_or("")), why);
@@ -326,6 +312,7 @@ nlohmann::ordered_json job_json(const wire::job_info& x) {
   if (x.tenant) e["tenant"] = *x.tenant;
   if (x.outcome) e["outcome"] = *x.outcome;
   if (x.exits) e["exits"] = *x.exits;
+  if (x.user) e["user"] = *x.user;
   return e;
 }
 
@@ -356,10 +343,15 @@ std::string show_json(const wire::show_reply& s) {
   return j.dump(2);
 }
 
-std::string status_json(const wire::status_reply& s) {
+std::string status_json(const wire::status_reply& s, const std::set<std::string>& job_keys) {
   nlohmann::ordered_json j;
   j["jobs"] = nlohmann::ordered_json::array();
-  for (auto& x : s.jobs) j["jobs"].push_back(job_json(x));
+  for (auto& x : s.jobs) {
+    auto e = job_json(x);
+    if (!job_keys.empty())
+      for (auto it = e.begin(); it != e.end();) it = job_keys.count(it.key()) ? std::next(it) : e.erase(it);
+    j["jobs"].push_back(std::move(e));
+  }
   j["servers"] = nlohmann::ordered_json::array();
   for (auto& x : s.servers) {
     nlohmann::ordered_json e = {{"name", x.name}, {"gpu_type", x.gpu_type}, {"gpus", x.gpus}, {"free", x.free},
@@ -397,6 +389,7 @@ void print_show(std::ostream& out, const wire::show_reply& s) {
                      j.min_workers.value_or(0), j.max_workers.value_or(0), escape_control(j.gpu_type.value_or("any")),
                      j.workers);
   if (j.tenant) out << fmt::format("   Tenant={}\n", escape_control(*j.tenant));
+  if (j.user) out << fmt::format("   User={}\n", escape_control(*j.user));
   out << fmt::format("   Estimate={:g}s{}\n", s.expected_duration_s,
                      j.predicted && !*j.predicted ? " (none given: the default estimate)" : "");
   std::string argv;
@@ -428,6 +421,40 @@ void print_show(std::ostream& out, const wire::show_reply& s) {
   for (auto& h : s.history)
     out << fmt::format("   {:>12.3f}  {:<8} {}{}{}\n", h.t_s, escape_control(h.event), escape_control(h.detail),
                        h.why.empty() ? "" : " | ", escape_control(h.why));
+}
+
+void print_show_node(std::ostream& out, const wire::show_node_reply& r) {
+  auto& v = r.node;
+  out << fmt::format("NodeName={} Pool={} GpuType={} Gpus={} Free={} State={} Mode={}\n", escape_control(v.name),
+                     wire::pool_name(v.pool), escape_control(v.gpu_type), v.gpus, v.free,
+                     v.state ? server_state_text(*v.state) : "-", escape_control(r.mode));
+  out << fmt::format("   Hold={}", v.hold ? escape_control(*v.hold) : std::string("none"));
+  if (v.reason) out << fmt::format(" Reason={}", escape_control(*v.reason));
+  out << '\n';
+  out << fmt::format("   Address={} LastHeard={}\n", r.address ? escape_control(*r.address) : std::string("-"),
+                     r.heard_s ? fmt::format("{:.1f}s ago", *r.heard_s) : std::string("(no agent connected)"));
+  out << fmt::format("   Jobs={}\n", r.jobs.size());
+  if (r.jobs.empty()) return;
+  out << fmt::format("   {:>6}  {:<20} {:>7}  {}\n", "JOB", "NAME", "WORKERS", "RANKS");
+  for (auto& j : r.jobs)
+    out << fmt::format("   {:>6}  {:<20} {:>7}  {}\n", j.job_id, escape_control(j.name), j.workers,
+                       j.ranks.empty() ? std::string("-") : rank_ranges(j.ranks));
+}
+
+std::string show_node_json(const wire::show_node_reply& r) {
+  auto& v = r.node;
+  nlohmann::ordered_json j = {{"name", v.name}, {"gpu_type", v.gpu_type}, {"gpus", v.gpus}, {"free", v.free},
+                              {"pool", wire::pool_name(v.pool)}};
+  if (v.state) j["state"] = server_state_text(*v.state);
+  if (v.hold) j["hold"] = *v.hold;
+  if (v.reason) j["reason"] = *v.reason;
+  j["mode"] = r.mode;
+  j["jobs"] = nlohmann::ordered_json::array();
+  for (auto& x : r.jobs)
+    j["jobs"].push_back({{"job_id", x.job_id}, {"name", x.name}, {"workers", x.workers}, {"ranks", x.ranks}});
+  if (r.heard_s) j["heard_s"] = *r.heard_s;
+  if (r.address) j["address"] = *r.address;
+  return j.dump(2);
 }
 
 } // namespace aryl::live

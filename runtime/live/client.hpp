@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 
 #include "runtime/wire/messages.hpp"
@@ -64,8 +65,8 @@ void logs(const client_options& o, uint64_t job, uint32_t rank, bool follow, std
 /// outcome; then the servers.
 void print_status(std::ostream& out, const wire::status_reply& s);
 
-/// The status reply as one JSON object.
-std::string status_json(const wire::status_reply& s);
+/// The status reply as one JSON object; with `job_keys`, each job keeps only those keys.
+std::string status_json(const wire::status_reply& s, const std::set<std::string>& job_keys = {});
 
 /// `aryl show JOB` (as `scontrol show job`): the spec, state, every allocation change with
 /// its time and reason, the outcome.
@@ -73,5 +74,12 @@ void print_show(std::ostream& out, const wire::show_reply& s);
 
 /// The show reply as one JSON object.
 std::string show_json(const wire::show_reply& s);
+
+/// `aryl show node NAME` (as `scontrol show node`): the server's size, state, hold, agent
+/// (address, when it was last heard) and the jobs with workers there, with their ranks.
+void print_show_node(std::ostream& out, const wire::show_node_reply& r);
+
+/// The show node reply as one JSON object.
+std::string show_node_json(const wire::show_node_reply& r);
 
 } // namespace aryl::live

@@ -1,6 +1,8 @@
 #include "runtime/live/client_replies.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <sstream>
 
 namespace aryl::live {
 
@@ -22,12 +24,27 @@ wire::job_info job_info_of(const active_job& j) {
   return out;
 }
 
+wire::server_info server_info_of(const server_report& v, const std::set<std::string>& away) {
+  // The scheduler's "down" is the loss it acted on; an agent gone for less than the grace
+  // is known to the network side only.
+  auto state = v.mode == "down"   ? wire::server_state::lost
+               : away.count(v.name) ? wire::server_state::unreachable
+                                    : wire::server_state::up;
+  // An operator's hold, whatever the machine's state (a lost server keeps it).
+  std::optional<std::string> hold, reason;
+  if (v.node_state != "up" && !v.node_state.empty()) hold = v.node_state;
+  if (hold && !v.node_reason.empty()) reason = v.node_reason;
+  return {v.name, v.gpu_type, static_cast<uint32_t>(v.gpus), static_cast<uint32_t>(v.free),
+          v.inference ? wire::pool_kind::inference : wire::pool_kind::training, state, hold, reason};
+}
+
 wire::status_reply status_reply_of(const cluster_status& s, const std::set<std::string>& away,
-                                   const std::vector<wire::job_info>& ended) {
+                                   const std::vector<wire::job_info>& ended, const job_book* book) {
   wire::status_reply out;
   for (auto& j : s.jobs) {
     if (out.jobs.size() == wire::max_list) break;
     out.jobs.push_back(job_info_of(j));
+    if (auto user = book ? book->owner(j.job) : std::nullopt; user && !user->empty()) out.jobs.back().user = *user;
   }
   for (auto& j : ended) {
     if (out.jobs.size() == wire::max_list) break;
@@ -35,18 +52,7 @@ wire::status_reply status_reply_of(const cluster_status& s, const std::set<std::
   }
   for (auto& v : s.servers) {
     if (out.servers.size() == wire::max_list) break;
-    // The scheduler's "down" is the loss it acted on; an agent gone for less than the grace
-    // is known to the network side only.
-    auto state = v.mode == "down"   ? wire::server_state::lost
-                 : away.count(v.name) ? wire::server_state::unreachable
-                                      : wire::server_state::up;
-    // An operator's hold, whatever the machine's state (a lost server keeps it).
-    std::optional<std::string> hold, reason;
-    if (v.node_state != "up" && !v.node_state.empty()) hold = v.node_state;
-    if (hold && !v.node_reason.empty()) reason = v.node_reason;
-    out.servers.push_back({v.name, v.gpu_type, static_cast<uint32_t>(v.gpus), static_cast<uint32_t>(v.free),
-                           v.inference ? wire::pool_kind::inference : wire::pool_kind::training, state, hold,
-                           reason});
+    out.servers.push_back(server_info_of(v, away));
     if (v.mode == "loaned" || v.mode == "reclaiming")
       out.loans.push_back({v.name, v.mode == "loaned" ? wire::loan_state::loaned : wire::loan_state::reclaiming});
   }
@@ -70,12 +76,39 @@ std::optional<wire::show_reply> show_reply_of(const cluster_status& now, const j
     if (j.job != job) continue;
     // What the scheduler says now, over what the book holds.
     if (!reply) reply.emplace();
+    auto user = reply->job.user;
     reply->job = job_info_of(j);
+    reply->job.user = user;
     active = true;
   }
   // A trace job not submitted yet is in the book with its spec only.
   if (reply && !active && !reply->end_s && reply->history.empty()) reply.reset();
   return reply;
+}
+
+std::optional<wire::show_node_reply> show_node_reply_of(const cluster_status& s, const std::set<std::string>& away,
+                                                       const std::string& server, const node_presence& there) {
+  auto v = std::find_if(s.servers.begin(), s.servers.end(), [&](auto& x) { return x.name == server; });
+  if (v == s.servers.end()) return std::nullopt;
+  wire::show_node_reply out;
+  out.node = server_info_of(*v, away);
+  out.mode = v->mode;
+  for (auto& j : s.jobs) {
+    if (!j.running || out.jobs.size() == wire::max_list) continue;
+    // "t0:4 t1:2": this server's count, if it is one of them.
+    std::istringstream places(j.servers);
+    for (std::string place; places >> place;) {
+      auto colon = place.rfind(':');
+      if (colon == std::string::npos || place.compare(0, colon, server) != 0 || colon != server.size()) continue;
+      wire::node_job x{j.job, j.name, 0, {}};
+      x.workers = static_cast<uint32_t>(std::strtoul(place.c_str() + colon + 1, nullptr, 10));
+      if (auto r = there.ranks.find(j.job); r != there.ranks.end()) x.ranks = r->second;
+      out.jobs.push_back(std::move(x));
+    }
+  }
+  out.heard_s = there.heard_s;
+  out.address = there.address;
+  return out;
 }
 
 job_spec spec_of(const wire::submit& j, double default_estimate_s) {

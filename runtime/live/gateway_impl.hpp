@@ -147,8 +147,9 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   // answers them all (each answer is newer than the request).
   struct status_wait {
     std::shared_ptr<session> who;
-    enum class kind { status, status_all, show } what = kind::status;
+    enum class kind { status, status_all, show, show_node } what = kind::status;
     uint64_t job = 0;  ///< show: the job asked about
+    std::string server{};  ///< show_node: the server asked about
   };
   std::vector<status_wait> status_waiting, status_next;
   uint64_t status_asks = 0;  ///< the ask in flight, if status_waiting is not empty
@@ -237,12 +238,16 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   void hello_taken(uint64_t id);
   void ended(uint64_t id);
 
-  /// Answers `w.who` (a status, status --all or show) as soon as a status newer than this
-  /// call comes (gateway_status.cpp).
+  /// Answers `w.who` (a status, status --all, show or show node) as soon as a status newer
+  /// than this call comes (gateway_status.cpp).
   void ask_status(status_wait w);
   void ask_scheduler_status();
   /// The scheduler's answer to ask `seq`; nothing: no run in progress.
   void status_ready(uint64_t seq, std::optional<cluster_status> s);
+  /// `aryl show node`'s answer from the scheduler's status `s` and the server's slot; a server
+  /// neither knows is refused naming the known ones.
+  void answer_show_node(session& who, const cluster_status& s, const std::set<std::string>& away,
+                        const std::string& server);
   /// A client's submit or cancel, asked of the scheduler without waiting; `who` is answered
   /// (submit_ok, nothing for a cancel, or an error frame and the close) when it answers.
   void submit_for(const std::shared_ptr<session>& who, job_spec spec);
@@ -289,6 +294,8 @@ void join_answered(session& s, const wire::register_& r);
 const std::string& peer_of(const session& s);
 /// `s`'s peer IP address.
 const std::string& address_of(const session& s);
+/// Seconds since a frame last came from `s`'s peer.
+double heard_ago_s(const session& s);
 /// Tells an agent's connection that the scheduler shuts down for good, counting it in
 /// farewells until written and closed; false if it is closing already.
 bool bid_farewell(session& s, const std::string& reason);

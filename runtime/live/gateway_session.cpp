@@ -361,6 +361,8 @@ const std::string& peer_of(const session& s) { return s.peer(); }
 
 const std::string& address_of(const session& s) { return s.address(); }
 
+double heard_ago_s(const session& s) { return s.silent_for_s(); }
+
 bool bid_farewell(session& s, const std::string& reason) {
   if (s.is_closing()) return false;
   {

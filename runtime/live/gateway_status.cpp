@@ -59,7 +59,7 @@ void gateway::impl::status_ready(uint64_t seq, std::optional<cluster_status> s) 
     if (!frame) {
       std::vector<wire::job_info> ended;
       if (with_ended && opts.book) ended = opts.book->ended_jobs(wire::max_list);
-      frame = encode(status_reply_of(*s, away, ended));
+      frame = encode(status_reply_of(*s, away, ended, opts.book.get()));
     }
     return frame;
   };
@@ -68,6 +68,8 @@ void gateway::impl::status_ready(uint64_t seq, std::optional<cluster_status> s) 
   for (auto& w : waiting) {
     if (!s) {
       answer_request(*w.who, nullptr, "no run in progress");
+    } else if (w.what == kind::show_node) {
+      answer_show_node(*w.who, *s, away, w.server);
     } else if (w.what != kind::show) {
       answer_request(*w.who, status_frame(w.what == kind::status_all), {});
     } else if (auto reply = show_reply_of(*s, opts.book.get(), w.job)) {
@@ -76,6 +78,25 @@ void gateway::impl::status_ready(uint64_t seq, std::optional<cluster_status> s) 
       answer_request(*w.who, nullptr, fmt::format("job {}: no such job", w.job));
     }
   }
+}
+
+void gateway::impl::answer_show_node(session& who, const cluster_status& s, const std::set<std::string>& away,
+                                     const std::string& server) {
+  node_presence there;
+  {
+    std::lock_guard lock(m);
+    if (auto it = slots.find(server); it != slots.end()) {
+      auto& slot = it->second;
+      for (auto& launched : slot.generations) there.ranks[launched.first.first].push_back(launched.first.second);
+      if (auto agent = slot.agent.lock()) there.heard_s = heard_ago_s(*agent);
+      if (!slot.address.empty()) there.address = slot.address;
+    }
+  }
+  if (auto reply = show_node_reply_of(s, away, server, there))
+    return answer_request(who, std::make_shared<const std::vector<uint8_t>>(wire::encode_frame(*reply)), {});
+  std::string known;
+  for (auto& v : s.servers) known += (known.empty() ? "" : ", ") + v.name;
+  answer_request(who, nullptr, fmt::format("node '{}': no such node (this cluster has: {})", escape_control(server), known));
 }
 
 } // namespace aryl::live

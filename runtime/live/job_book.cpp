@@ -99,6 +99,7 @@ wire::job_info ended_info(uint32_t id, const job_record& r, const std::optional<
     out.min_workers = static_cast<uint32_t>(spec->min_workers);
     out.max_workers = static_cast<uint32_t>(spec->max_workers);
     if (!spec->gpu_type.empty()) out.gpu_type = spec->gpu_type;
+    if (!spec->user.empty()) out.user = spec->user;
   }
   if (!r.tenant.empty()) out.tenant = r.tenant;
   if (r.first_start_us >= 0 && r.end_us >= r.first_start_us)
@@ -125,6 +126,7 @@ std::optional<wire::show_reply> job_book::show(uint32_t job) const {
     if (!s.gpu_type.empty()) out.job.gpu_type = s.gpu_type;
     out.job.predicted = s.predicted;
     if (!s.tenant.empty()) out.job.tenant = s.tenant;
+    if (!s.user.empty()) out.job.user = s.user;
     out.command = s.command;
     out.expected_duration_s = s.duration_s;
     out.submit_s = s.submit.seconds();

@@ -33,7 +33,8 @@ target_compile_definitions(aryl_gateway PRIVATE BOOST_ASIO_NO_DEPRECATED)
 # Included from the top level, after runtime/ and runtime/node/.
 add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client.cpp ${CMAKE_CURRENT_LIST_DIR}/client_nodes.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/client_tokens.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/client_tokens.cpp ${CMAKE_CURRENT_LIST_DIR}/client_status.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/status_view.cpp
             ${CMAKE_CURRENT_LIST_DIR}/job_file.cpp
             ${CMAKE_CURRENT_LIST_DIR}/metrics.cpp ${CMAKE_CURRENT_LIST_DIR}/serve_state.cpp
             ${CMAKE_CURRENT_LIST_DIR}/node_holds.cpp

@@ -142,6 +142,7 @@ void fields(A& a, T& m) {
   a("tenant", m.tenant);
   a("outcome", m.outcome);
   a("exits", m.exits);
+  a("user", m.user);
 }
 
 template <class A, is<server_info> T>
@@ -296,6 +297,28 @@ template <class A, is<token_reply> T>
 void fields(A& a, T& m) {
   a("text", m.text);
   a("token", m.token);
+}
+
+template <class A, is<show_node_request> T>
+void fields(A& a, T& m) {
+  a("server", m.server);
+}
+
+template <class A, is<node_job> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+  a("name", m.name);
+  a("workers", m.workers);
+  a("ranks", m.ranks);
+}
+
+template <class A, is<show_node_reply> T>
+void fields(A& a, T& m) {
+  a("node", m.node);
+  a("mode", m.mode);
+  a("jobs", m.jobs);
+  a("heard_s", m.heard_s);
+  a("address", m.address);
 }
 
 /// Wire names of enum values, indexed by the enum's value.

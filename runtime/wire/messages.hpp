@@ -266,6 +266,9 @@ struct job_info {
   /// An ended job, live mode: how the workers of its last attempt exited, by rank ("0:3 1:sig15";
   /// an exit code, or the signal that killed it).
   std::optional<std::string> exits{};
+  /// The identity that submitted it (serve with --identities); absent: none known (cluster-token
+  /// mode, a trace job, an older scheduler).
+  std::optional<std::string> user{};
   bool operator==(const job_info&) const = default;
 };
 
@@ -376,6 +379,41 @@ struct show_reply {
   /// An ended job's attempts, oldest first (at most max_list; the latest kept).
   std::optional<std::vector<attempt_info>> attempts{};
   bool operator==(const show_reply&) const = default;
+};
+
+/// Client -> scheduler: one server in detail (`aryl show node NAME`).
+struct show_node_request {
+  static constexpr std::string_view type = "show_node_request";
+  std::string server;
+  bool operator==(const show_node_request&) const = default;
+};
+
+/// One job with workers on the server of a show_node_reply.
+struct node_job {
+  uint64_t job_id = 0;
+  std::string name;
+  /// Its workers there, as the scheduler counts them.
+  uint32_t workers = 0;
+  /// The ranks the gateway launched there and has not seen exit (empty: none known, such as
+  /// workers adopted after a scheduler restart).
+  std::vector<uint32_t> ranks;
+  bool operator==(const node_job&) const = default;
+};
+
+/// Scheduler -> client: a server's configuration, state, hold, jobs and agent.
+struct show_node_reply {
+  static constexpr std::string_view type = "show_node_reply";
+  /// As status_reply lists it.
+  server_info node;
+  /// What the scheduler uses it for: training, serving, loaned, reclaiming or down.
+  std::string mode;
+  std::vector<node_job> jobs;
+  /// Seconds since its agent's connection last brought a frame; absent: no agent connected.
+  std::optional<double> heard_s{};
+  /// Where its workers are reached (register's address, else where its agent connected from);
+  /// absent: no agent has registered it yet.
+  std::optional<std::string> address{};
+  bool operator==(const show_node_reply&) const = default;
 };
 
 /// Client -> scheduler: a worker's output (`aryl logs`), from byte `offset` of its log.
@@ -510,7 +548,7 @@ using message = std::variant<hello, hello_ok, register_, heartbeat, launch, stop
                              submit, submit_ok, cancel, status_request, status_reply, demand,
                              error, bye, show_request, show_reply, shutdown, logs_request, log_fetch,
                              log_chunk, logs_reply, node_request, node_reply, token_request,
-                             token_reply>;
+                             token_reply, show_node_request, show_node_reply>;
 
 /// The wire type of `m` ("hello", "register", ...).
 std::string_view type_of(const message& m);

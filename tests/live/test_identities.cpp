@@ -122,14 +122,14 @@ TEST_CASE("identities: names follow the rules of Unix user names") {
 }
 
 TEST_CASE("roles: every role and action, against the table of docs/security.md") {
-  // admin: all but register; user: submit, status, own cancel/show/logs; agent: register;
-  // reader: status.
+  // admin: all but register; user: submit, status, show node, own cancel/show/logs; agent:
+  // register; reader: status, show node.
   const std::map<role, std::set<action>> may = {
       {role::admin, {action::submit, action::cancel, action::show, action::logs, action::status, action::node_order,
-                     action::demand, action::tokens}},
-      {role::user, {action::submit, action::cancel, action::show, action::logs, action::status}},
+                     action::demand, action::tokens, action::show_node}},
+      {role::user, {action::submit, action::cancel, action::show, action::logs, action::status, action::show_node}},
       {role::agent, {action::register_node}},
-      {role::reader, {action::status}},
+      {role::reader, {action::status, action::show_node}},
   };
   for (auto r : {role::admin, role::user, role::agent, role::reader})
     for (int a = 0; a <= static_cast<int>(action::register_node); ++a) {

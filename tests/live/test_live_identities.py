@@ -144,6 +144,13 @@ def run(a, work, procs):
     status = json.loads(as_user(alice, "status", "--json").stdout or "{}")
     mine = [j for j in status.get("jobs", []) if str(j.get("job_id")) == job_id]
     check(mine and mine[0].get("tenant") == "vision", f"alice's job runs for her tenant vision ({mine})")
+    # Each job names its submitter, so `status --user` keeps one user's jobs.
+    users = {str(j["job_id"]): j.get("user") for j in json.loads(
+        as_user(alice, "status", "--json", "--all", "--user", alice).stdout or "{}").get("jobs", [])}
+    check(users.get(job_id) == alice and set(users.values()) == {alice}, f"status --user {alice} keeps hers ({users})")
+    users = {str(j["job_id"]): j.get("user") for j in json.loads(
+        as_user(alice, "status", "--json", "--all", "--user", bob).stdout or "{}").get("jobs", [])}
+    check(users and set(users.values()) == {bob}, f"status --user {bob} keeps his ({users})")
     r = as_user(alice, "submit", "--tenant", "nlp", "--", "/bin/true")
     check(r.returncode != 0 and f"{alice} may not submit for tenant nlp" in r.stderr,
           f"alice cannot submit for bob's tenant ({r.stderr.strip()})")
@@ -165,6 +172,8 @@ def run(a, work, procs):
     check(reader.returncode != 0 and "mon (role reader) may not submit jobs" in reader.stderr,
           f"a reader cannot submit ({reader.stderr.strip()})")
     check(bed.client("status", token=tokens["mon"]).returncode == 0, "a reader reads status")
+    r = bed.client("show", "node", "t0", token=tokens["mon"])
+    check(r.returncode == 0 and "NodeName=t0" in r.stdout, f"a reader shows a node ({r.stderr.strip()})")
     made = bed.client("token", "create", "x", "--role", "user", token=tokens[alice])
     check(made.returncode != 0 and "may not manage identities" in made.stderr, f"a user cannot make tokens ({made.stderr.strip()})")
 

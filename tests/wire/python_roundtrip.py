@@ -49,7 +49,7 @@ EXPECTED = [
     {"type": "status_reply",
      "jobs": [{"job_id": 1, "name": "a", "state": "running", "workers": 4, "gpus": 4, "min_workers": 2,
                "max_workers": 8, "gpu_type": "a100", "run_s": 61.5, "servers": "node-01:4", "predicted": False,
-               "tenant": "vision"},
+               "tenant": "vision", "user": "alice"},
               {"job_id": 2, "name": "b", "state": "queued", "workers": 0,
                "reason": "behind job 1 in queue order (aryl)"}],
      "servers": [{"name": "node-01", "gpu_type": "a100", "gpus": 8, "free": 2, "pool": "training", "state": "up"},
@@ -82,6 +82,12 @@ EXPECTED = [
     {"type": "token_request", "action": "create", "name": "node-07", "role": "agent", "gpu_type": "a100",
      "pool": "training"},
     {"type": "token_reply", "text": "created node-07 (agent)", "token": "aryl_0123456789abcdef"},
+    {"type": "show_node_request", "server": "node-03"},
+    {"type": "show_node_reply",
+     "node": {"name": "node-03", "gpu_type": "a100", "gpus": 8, "free": 0, "pool": "training", "state": "up",
+              "hold": "draining", "reason": "disk swap"},
+     "mode": "training", "jobs": [{"job_id": 1, "name": "a", "workers": 2, "ranks": [0, 3]}],
+     "heard_s": 0.5, "address": "10.0.0.3"},
 ]
 
 

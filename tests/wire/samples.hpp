@@ -69,6 +69,7 @@ inline std::vector<message> sample_messages() {
   status.jobs[0].servers = "node-01:4";
   status.jobs[0].predicted = false;
   status.jobs[0].tenant = "vision";
+  status.jobs[0].user = "alice";
   show_reply show{.job = job_of(5, "c", job_state::cancelled, 0),
                   .command = {"train.sh"},
                   .expected_duration_s = 3600.0,
@@ -107,6 +108,12 @@ inline std::vector<message> sample_messages() {
       node_reply{.server = "node-03", .text = "node-03: draining: no new work; 1 job runs on there until it ends"},
       token_request{.action = "create", .name = "node-07", .role = "agent", .gpu_type = "a100", .pool = "training"},
       token_reply{.text = "created node-07 (agent)", .token = "aryl_0123456789abcdef"},
+      show_node_request{.server = "node-03"},
+      show_node_reply{.node = status.servers[2],
+                      .mode = "training",
+                      .jobs = {{.job_id = 1, .name = "a", .workers = 2, .ranks = {0, 3}}},
+                      .heard_s = 0.5,
+                      .address = "10.0.0.3"},
   };
 }
 
