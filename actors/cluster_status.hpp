@@ -1,6 +1,7 @@
 #pragma once
 /// What the scheduler reports of the cluster now (`aryl status`): active jobs and servers.
 /// Plain types: the driver and the live runtime include this without CAF.
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <string>
@@ -49,6 +50,14 @@ struct tenant_report {
   int queued = 0;
 };
 
+/// The bucket of `s` among upper `bounds` (Prometheus' `le`): the first bound it does not
+/// exceed, or one past the last for larger values.
+template <size_t N>
+constexpr size_t bucket_of(const double (&bounds)[N], double s) {
+  size_t i = 0;
+  while (i < N && s > bounds[i]) ++i;
+  return i;
+}
 /// Wall-clock seconds from an event that asked for a scheduling round to the round's last
 /// decision sent (Prometheus-style cumulative buckets are made from these counts).
 struct latency_histogram {
@@ -57,9 +66,7 @@ struct latency_histogram {
   double sum_s = 0;
   uint64_t count = 0;
   void add(double s) {
-    size_t i = 0;
-    while (i < std::size(bounds) && s > bounds[i]) ++i;
-    ++counts[i];
+    ++counts[bucket_of(bounds, s)];
     sum_s += s;
     ++count;
   }
@@ -83,13 +90,8 @@ struct end_histogram {
   double wait_sum_s = 0, jct_sum_s = 0;
   uint64_t count = 0;
   void add(double wait_s, double jct_s) {
-    auto bucket = [](double s) {
-      size_t i = 0;
-      while (i < std::size(bounds) && s > bounds[i]) ++i;
-      return i;
-    };
-    ++wait[bucket(wait_s)];
-    ++jct[bucket(jct_s)];
+    ++wait[bucket_of(bounds, wait_s)];
+    ++jct[bucket_of(bounds, jct_s)];
     wait_sum_s += wait_s;
     jct_sum_s += jct_s;
     ++count;
