@@ -1,5 +1,5 @@
 // The node agent (runtime/node/agent.hpp) against a fake scheduler on loopback, with real
-// worker processes; and the cluster token helpers (runtime/live/token.hpp).
+// worker processes.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -22,7 +22,6 @@
 #include "runtime/node/gpu_detect.hpp"
 #include "runtime/node/worker_log.hpp"
 #include "runtime/node/processes.hpp"
-#include "runtime/live/token.hpp"
 #include "runtime/node/worker.hpp"
 #include "tests/live/fake_scheduler.hpp"
 #include "tests/live/local_listener.hpp"
@@ -72,113 +71,22 @@ wire::launch shell_launch(uint64_t job_id, const std::string& script) {
   return l;
 }
 
+/// Launches job `job` as a `/bin/sh` worker that runs until stopped; its pid once it has
+/// written it to its checkpoint folder, or -1.
+pid_t start_looping_worker(fake_scheduler& s, const agent_options& o, uint64_t job) {
+  const auto ckpt = std::filesystem::path(o.work_dir) / "checkpoints" / std::to_string(job);
+  s.send(shell_launch(job, "echo $$ > \"$ARYL_CHECKPOINT_DIR/pid\"; while true; do sleep 0.01; done"));
+  if (!eventually([&] { return std::filesystem::exists(ckpt / "pid") && !read_file(ckpt / "pid").empty(); }))
+    return -1;
+  return std::stoi(read_file(ckpt / "pid"));
+}
+
 /// True when this process has no child at all, running or zombie.
 bool no_children() { return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD; }
 
 bool alive(uint32_t pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0; }
 
 } // namespace
-
-TEST_CASE("live token: tokens_equal is true exactly for equal strings") {
-  CHECK(tokens_equal("", ""));
-  CHECK(tokens_equal("secret", "secret"));
-  CHECK_FALSE(tokens_equal("secret", "secreT"));
-  CHECK_FALSE(tokens_equal("secret", "secret2"));
-  CHECK_FALSE(tokens_equal("secret2", "secret"));
-  CHECK_FALSE(tokens_equal("", "x"));
-  CHECK_FALSE(tokens_equal(std::string_view("a\0b", 3), std::string_view("a\0c", 3)));
-  CHECK_FALSE(tokens_equal(std::string_view("a\0", 2), "a"));
-}
-
-namespace {
-/// A file holding `text`, readable and writable by its owner only.
-void write_private(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream(path) << text;
-  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-}
-} // namespace
-
-TEST_CASE("live token: read_token_file trims the final newline and its errors name the file") {
-  scratch_dir dir;
-  const auto good = dir.path() / "token";
-  write_private(good, "s3cret-0123456789\n");
-  CHECK(read_token_file(good.string()) == "s3cret-0123456789");
-
-  const auto expect_error = [](const std::string& path, const std::string& what) {
-    try {
-      read_token_file(path);
-      FAIL("no error for " << path);
-    } catch (const aryl::input_error& e) {
-      const std::string msg = e.what();
-      CHECK(msg.find(path) != std::string::npos);
-      CHECK(msg.find(what) != std::string::npos);
-    }
-  };
-  expect_error((dir.path() / "missing").string(), "cannot read");
-  write_private(dir.path() / "empty", "\n");
-  expect_error((dir.path() / "empty").string(), "empty");
-  write_private(dir.path() / "big", std::string(max_token_file_bytes + 1, 'x'));
-  expect_error((dir.path() / "big").string(), "larger than");
-}
-
-TEST_CASE("live token: a token file open to its group or others, or a token under 16 bytes, is refused naming the file") {
-  scratch_dir dir;
-  const auto open_file = dir.path() / "token-0644";
-  std::ofstream(open_file) << "s3cret-0123456789\n";
-  std::filesystem::permissions(open_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
-                                              std::filesystem::perms::group_read | std::filesystem::perms::others_read);
-  try {
-    read_token_file(open_file.string());
-    FAIL("a 0644 token file was accepted");
-  } catch (const aryl::input_error& e) {
-    const std::string msg = e.what();
-    CHECK(msg.find(open_file.string()) != std::string::npos);
-    CHECK(msg.find("mode 0644") != std::string::npos);
-    CHECK(msg.find("chmod 600") != std::string::npos);
-  }
-  const auto short_file = dir.path() / "short";
-  write_private(short_file, "s3cret\n");
-  try {
-    read_token_file(short_file.string());
-    FAIL("a 6-byte token was accepted");
-  } catch (const aryl::input_error& e) {
-    const std::string msg = e.what();
-    CHECK(msg.find(short_file.string()) != std::string::npos);
-    CHECK(msg.find("token is 6 bytes; at least 16") != std::string::npos);
-  }
-  CHECK_THROWS_AS(read_token_file(dir.path().string()), aryl::input_error);  // a folder
-}
-
-TEST_CASE("live token: a token that is not UTF-8 is refused at read time naming the file, as every hello would be") {
-  scratch_dir dir;
-  const auto latin1 = dir.path() / "token-latin1";
-  write_private(latin1, "s3cret-0123456789-caf\xe9\n");
-  try {
-    read_token_file(latin1.string());
-    FAIL("a token that is not UTF-8 was accepted");
-  } catch (const aryl::input_error& e) {
-    const std::string msg = e.what();
-    CHECK(msg.find(latin1.string() + ": token is not valid UTF-8") != std::string::npos);
-  }
-  // UTF-8 beyond ASCII is a token like any other.
-  write_private(latin1, "s3cret-0123456789-caf\xc3\xa9\n");
-  CHECK(read_token_file(latin1.string()) == "s3cret-0123456789-caf\xc3\xa9");
-}
-
-TEST_CASE("live token: a FIFO or a device as the token file is refused naming the file, without waiting for a writer") {
-  scratch_dir dir;
-  const auto fifo = dir.path() / "token-fifo";
-  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  for (const std::string& path : {fifo.string(), std::string("/dev/zero")}) {
-    try {
-      read_token_file(path);
-      FAIL("no error for " << path);
-    } catch (const aryl::input_error& e) {
-      const std::string msg = e.what();
-      CHECK_MESSAGE(msg.find(path + ": token file is not a regular file") != std::string::npos, msg);
-    }
-  }
-}
 
 TEST_CASE("live agent: progress lines are parsed, and other lines are not progress") {
   wire::progress p;
@@ -396,10 +304,8 @@ TEST_CASE("live agent: a register refused because another live agent holds its n
   const auto o = test_options(s, dir);
   agent_runner agent(o);
   REQUIRE(s.accept_agent());
-  const auto ckpt = std::filesystem::path(o.work_dir) / "checkpoints" / "14";
-  s.send(shell_launch(14, "echo $$ > \"$ARYL_CHECKPOINT_DIR/pid\"; while true; do sleep 0.01; done"));
-  REQUIRE(eventually([&] { return std::filesystem::exists(ckpt / "pid") && !read_file(ckpt / "pid").empty(); }));
-  const pid_t pid = std::stoi(read_file(ckpt / "pid"));
+  const pid_t pid = start_looping_worker(s, o, 14);
+  REQUIRE(pid > 0);
   s.close_connection();
   const auto again = s.accept_agent();
   REQUIRE(again);
@@ -422,10 +328,8 @@ TEST_CASE("live agent: a register refused for another reason leaves its workers 
   const auto o = test_options(s, dir);
   agent_runner agent(o);
   REQUIRE(s.accept_agent());
-  const auto ckpt = std::filesystem::path(o.work_dir) / "checkpoints" / "15";
-  s.send(shell_launch(15, "echo $$ > \"$ARYL_CHECKPOINT_DIR/pid\"; while true; do sleep 0.01; done"));
-  REQUIRE(eventually([&] { return std::filesystem::exists(ckpt / "pid") && !read_file(ckpt / "pid").empty(); }));
-  const pid_t pid = std::stoi(read_file(ckpt / "pid"));
+  const pid_t pid = start_looping_worker(s, o, 15);
+  REQUIRE(pid > 0);
   s.close_connection();
   REQUIRE(s.accept_agent());
   s.send(wire::error{"unknown server 'node-a'"});
@@ -504,10 +408,8 @@ TEST_CASE("live agent: with fencing, its worker runs on while its heartbeats are
   o.fence_after_s = 0.5;
   agent_runner agent(o);
   REQUIRE(s.accept_agent());
-  const auto ckpt = std::filesystem::path(o.work_dir) / "checkpoints" / "13";
-  s.send(shell_launch(13, "echo $$ > \"$ARYL_CHECKPOINT_DIR/pid\"; while true; do sleep 0.01; done"));
-  REQUIRE(eventually([&] { return std::filesystem::exists(ckpt / "pid") && !read_file(ckpt / "pid").empty(); }));
-  const pid_t pid = std::stoi(read_file(ckpt / "pid"));
+  const pid_t pid = start_looping_worker(s, o, 13);
+  REQUIRE(pid > 0);
   // Answered for 1.5 s, three times the fencing time: it runs on.
   for (auto until = std::chrono::steady_clock::now() + 1500ms; std::chrono::steady_clock::now() < until;) {
     auto hb = s.receive_a<wire::heartbeat>();
