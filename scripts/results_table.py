@@ -193,7 +193,7 @@ def main(work, out):
         tw = [wid for wid in order if role[wid] == "tuning"][0]
         w(f"- **Tuning window** {label[tw]}: aryl's design choices (`scheduler.free_gpus_first`,")
         w("  `scheduler.migrate_onto_extras`, the paid-scaling rule's `scheduler.preempt_ratio` and")
-        w("  `scheduler.rescale_cooldown_s`, ...; docs/design.md) were chosen on it. **Evaluation windows** "
+        w("  `scheduler.rescale_cooldown_s`, ...; docs/decisions/) were chosen on it. **Evaluation windows** "
           + ", ".join(label[wid] for wid in order if role[wid] == "evaluation") + ":")
         w("  never used for tuning. Headline tables come first for the evaluation windows; the tuning window")
         w(f"  is reported last, for reference. The sweeps and robustness variants run on {label[sweep_w]}, the")
@@ -229,7 +229,7 @@ def main(work, out):
       f"{c0['jobs.min_workers_fraction']:g})), max = ceil(n x {c0['jobs.max_workers_factor']:g}) workers; restart overhead "
       f"{c0['jobs.restart_overhead_s']:g} s, scaling overhead {c0['jobs.scale_overhead_s']:g} s.")
     if "scheduler.scale_horizon" in c0:
-        w(f"- aryl's elastic changes pay for themselves (docs/design.md, \"What a change of size must pay\"):"
+        w(f"- aryl's elastic changes pay for themselves (docs/elastic.md, \"What a change of size must pay\"):"
           f" extras valued over their expected holding time (`scale_horizon={c0['scheduler.scale_horizon']}`),"
           f" a change's full cost plus a {c0['scheduler.rescale_margin_s']:g} s margin, a"
           f" {c0['scheduler.rescale_cooldown_s']:g} s cooldown, sizes whose GPUs each do at least"
@@ -238,7 +238,7 @@ def main(work, out):
           f" (at most {c0['scheduler.max_preemptions']} preemptions a job).")
         floor = c0.get("scheduler.elastic_floor", "min")
         long_s = c0.get("scheduler.long_job_s", 0)
-        w(f"- Elastic jobs start at their {'request' if floor == 'request' else 'minimum'} (`elastic_floor={floor}`, docs/design.md,"
+        w(f"- Elastic jobs start at their {'request' if floor == 'request' else 'minimum'} (`elastic_floor={floor}`, docs/elastic.md,"
           " \"The floor of an elastic job\")"
           + (f"; those predicted to run {long_s:,.0f} s or more start only on their fastest GPU type (`long_job_s`)"
              if long_s > 0 else "")
@@ -251,7 +251,7 @@ def main(work, out):
     w(f"- Throughput: eff(w) = w^{c0['model.eff_exponent']:g}, times {c0['model.cross_server_eff']:g} when a job's"
       f" workers span two or more servers (docs/throughput_model.md); {c0['placement']} placement; seed {c0['seed']}.")
     w("- Percentiles (p95, p99) are summary.json's: linear between the closest ranks, numpy's default")
-    w("  (docs/design.md, \"Measures\").")
+    w("  (docs/simulation.md, \"Measures\").")
     w("- JCT = end - submit; queuing = total time queued (including after preemptions). **Slowdown** = JCT")
     w("  over the job's duration at its requested workers on one server of its home type (the trace's")
     w("  duration / that type's speed): queuing plus running slower than asked (fewer workers, loaned")
@@ -352,7 +352,7 @@ def main(work, out):
         w("")
         w("SRTF and LAS preempt running jobs for any shorter (SRTF) or less-served (LAS) one, so a short")
         w("job rarely waits behind a long one; aryl preempts for a queued job only past its ratio and at most")
-        w("a set number of times per job (docs/design.md, \"Preemption for short jobs\"), and starts elastic")
+        w("a set number of times per job (docs/preemption.md, \"Preemption for short jobs\"), and starts elastic")
         w(f"jobs at their {'request' if c0.get('scheduler.elastic_floor', 'min') == 'request' else 'minimum'},"
           " on loaned inference GPUs (slower) when the training GPUs are full: what")
         w("slowdown it keeps is from running, not from queuing. Per window, aryl against the policy with the")
@@ -468,7 +468,7 @@ def main(work, out):
                     w(f"  Without loaning (`elastic-only`) the ratio is {eo:.3f}, so loaned GPUs do not cause it: elastic")
                     w("  jobs run at their minimum while queued base demand takes every freed GPU, the trade-off of")
                     w("  base demand first that buys the mean queuing and JCT above. The floor that removes this tail,")
-                    w("  and the GPU-hours it costs: docs/design.md, \"The floor of an elastic job\".")
+                    w("  and the GPU-hours it costs: docs/elastic.md, \"The floor of an elastic job\".")
                 else:
                     w(f"  Without loaning (`elastic-only`) the ratio is {eo:.3f}: the loaned GPUs' lower speed is the cause.")
             if seeds > 1:
@@ -614,7 +614,7 @@ def main(work, out):
         cols = [("tune", tw, f"{label[tw]} ({role[tw]})")]
         if tuned:
             cols.append(("eval", sweep_w, f"{label[sweep_w]} ({role[sweep_w]})"))
-        w("## Design choices (aryl with one knob changed; docs/design.md)")
+        w("## Design choices (aryl with one knob changed; docs/decisions/)")
         w(f"Mean JCT / p95 JCT / mean queuing in seconds, mean slowdown, preemptions, rescales per elastic")
         w(f"job, work efficiency (speed-weighted). `small`: {describe(small)}.")
         w("")

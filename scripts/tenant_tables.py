@@ -109,11 +109,11 @@ def tenant_section(work, windows, label):
     head = ["## Tenants: Philly's VCs isolated, pooled with borrowing, and aryl",
             "Each VC of the window is a tenant with a quota of training GPUs in proportion to its jobs' "
             "GPU-seconds (`tenants.from_demand`, raised to its largest job), fair share across tenants "
-            "(docs/design.md, \"Tenants and quotas\"). *Isolated*: no tenant borrows (each runs within "
+            "(docs/tenants.md, \"Tenants and quotas\"). *Isolated*: no tenant borrows (each runs within "
             "its quota, as Philly ran its VCs: a partition of GPUs, not of machines). *Pooled*: idle quota is "
             "lent and taken back through quota reclaims. Both SJF inside each tenant, without loaning or "
             "elasticity; *aryl* adds inference loaning and elasticity to the pooled setup, and a tenant's quota "
-            "also guarantees its elastic jobs their requested sizes (quota growth, docs/design.md).", ""]
+            "also guarantees its elastic jobs their requested sizes (quota growth, docs/tenants.md).", ""]
     tail = ["Against the issue's targets (pooled must beat isolated on overall mean JCT, and no tenant's "
             "mean JCT may be more than 10% worse than isolated):", ""]
     for wl, m, speedup, (ratio, t), why in verdicts:
@@ -128,7 +128,7 @@ def tenant_section(work, windows, label):
 def estimate_section(work, windows, label):
     lines = ["## Jobs without an estimate",
              "aryl with 0%, 50% and 100% of jobs without a duration estimate (`jobs.unestimated_fraction`, "
-             "seeded; docs/design.md, \"Jobs without an estimate\"), against 2D-LAS (`las`, which needs none) "
+             "seeded; docs/round.md, \"Jobs without an estimate\"), against 2D-LAS (`las`, which needs none) "
              "and aryl with every estimate exact (the 0% run). Mean JCT in seconds.", "",
              "| window | jobs without estimate | aryl mean JCT | aryl p95 JCT | 2D-LAS mean JCT | aryl exact mean JCT | "
              "2D-LAS / aryl | aryl / aryl exact |",
