@@ -195,13 +195,13 @@ def main(work, out):
         w("  `scheduler.migrate_onto_extras`, the paid-scaling rule's `scheduler.preempt_ratio` and")
         w("  `scheduler.rescale_cooldown_s`, ...; docs/decisions/) were chosen on it. **Evaluation windows** "
           + ", ".join(label[wid] for wid in order if role[wid] == "evaluation") + ":")
-        w("  never used for tuning. Headline tables come first for the evaluation windows; the tuning window")
-        w(f"  is reported last, for reference. The sweeps and robustness variants run on {label[sweep_w]}, the")
+        w("  never used for tuning. The all-policies tables are the evaluation windows'; the comparisons give")
+        w(f"  the tuning window too, for reference. The sweeps and robustness variants run on {label[sweep_w]}, the")
         w("  design-choice ablations on the tuning window and on that evaluation window.")
     pooled = "" if c0["trace.format"] != "philly" else (
         f", virtual cluster {c0['trace.vc']}" if c0["trace.vc"] else ", all virtual clusters pooled")
     longest = max(float(r["duration_s"]) for wid in order for r in jl[wid])
-    w(f"- Training jobs: `{c0['trace.file']}` ({c0['trace.format']}){pooled}, durations as recorded "
+    w(f"- Training jobs: `{os.path.basename(c0['trace.file'])}` ({c0['trace.format']}){pooled}, durations as recorded "
       f"(the longest {longest / 86400:.1f} days).")
     w("")
     w("| window | role | jobs | multi-GPU jobs | offered load | offered load inside the window |")
@@ -218,7 +218,7 @@ def main(work, out):
     tt = c0["cluster.training.gpu_type"]
     w(f"- Training cluster: {c0['cluster.training.servers']} servers x {c0['cluster.training.gpus_per_server']} {tt}"
       f" (speed {c0['gpu_speed.' + tt]:g}).")
-    demand = f"`{c0['inference.trace']}` ({c0['inference.format']})" if c0["inference.trace"] else "a seeded synthetic daily cycle"
+    demand = f"`{os.path.basename(c0['inference.trace'])}` ({c0['inference.format']})" if c0["inference.trace"] else "a seeded synthetic daily cycle"
     w(f"- Inference cluster: {c0['cluster.inference.servers']} servers x {c0['cluster.inference.gpus_per_server']} {it}"
       f" (speed {c0['gpu_speed.' + it]:g} of a {tt}), demand from {demand}")
     w(f"  scaled so its peak needs {100 * c0['inference.peak_utilisation']:.0f}% of the servers, plus "
@@ -304,7 +304,7 @@ def main(work, out):
         w("Ratio = the rival's mean over aryl's: above 1x aryl is better.")
         w("")
 
-    for wid in order:
+    for wid in [wid for wid in order if role[wid] != "tuning"]:
         w(f"## {role[wid].capitalize()} window {label[wid]}: all policies")
         service_table(wid)
         rival_table(wid)
@@ -329,13 +329,11 @@ def main(work, out):
             f = (lambda x: f"{x:.2f}") if what == "mean slowdown" else (lambda x: f"{fmt_s(x)} s")
             w(f"- {label[wid]} ({role[wid]}): {what}, {NAMES.get(r, r)} {f(bv)} against aryl's {f(av)}.")
         w("")
-        w("Slowdown split into its two parts (means over jobs): time queued and time running, each over")
+        w("Slowdown splits into two parts (means over jobs): time queued and time running, each over")
         w("the job's duration at its requested size; a policy that starts jobs early at a lower speed")
         w("moves slowdown from the first part to the second.")
         w("")
         split = {}
-        w("| window | policy | from queuing | from running | below-speed GPU-h | preemptions |")
-        w("|---|---|---|---|---|---|")
         for wid in order:
             for p in policies:
                 q = run_part = 0.0
@@ -345,11 +343,7 @@ def main(work, out):
                     qp = sd * float(r["queued_s"]) / jct if jct > 0 else 0.0
                     q += qp
                     run_part += sd - qp
-                s_ = S[(wid, p)]
-                w(f"| {label[wid]} | {NAMES.get(p, p)} | {q / len(rows):.2f} | {run_part / len(rows):.2f} | "
-                  f"{fmt_s(s_['below_speed_gpu_hours'])} | {s_['preemptions']:,} |")
                 split[(wid, p)] = (q / len(rows), run_part / len(rows))
-        w("")
         w("SRTF and LAS preempt running jobs for any shorter (SRTF) or less-served (LAS) one, so a short")
         w("job rarely waits behind a long one; aryl preempts for a queued job only past its ratio and at most")
         w("a set number of times per job (docs/preemption.md, \"Preemption for short jobs\"), and starts elastic")
