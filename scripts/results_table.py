@@ -26,8 +26,6 @@ NAMES = {  # how tables name the policies
     "srtf": "SRTF",
     "las": "LAS (2D-LAS)",
 }
-# aryl is compared with each of these in every window: mean queuing, JCT and slowdown.
-RIVALS = ["baseline", "sjf-backfill", "srtf", "fifo-backfill", "fifo", "las"]
 # Keys that differ between the main runs of one window by design.
 PER_RUN_KEYS = {"policy", "scheduler.backfill", "run.out"}
 
@@ -292,22 +290,9 @@ def main(work, out):
               f"{s['reclaim_slo_misses']} ({s['reclaim_max_late_s']:.1f}) |")
         w("")
 
-    def rival_table(wid):
-        a = S[(wid, "aryl")]
-        w("| aryl against | mean queuing | mean JCT | mean slowdown |")
-        w("|---|---|---|---|")
-        for r in [r for r in RIVALS if r in policies]:
-            b = S[(wid, r)]
-            w(f"| {NAMES[r]} | {fmt_r(ratio(b['mean_queue_s'], a['mean_queue_s']))} | {fmt_r(ratio(b['mean_jct_s'], a['mean_jct_s']))} | "
-              f"{fmt_r(ratio(b['mean_slowdown'], a['mean_slowdown']))} |")
-        w("")
-        w("Ratio = the rival's mean over aryl's: above 1x aryl is better.")
-        w("")
-
     for wid in [wid for wid in order if role[wid] != "tuning"]:
         w(f"## {role[wid].capitalize()} window {label[wid]}: all policies")
         service_table(wid)
-        rival_table(wid)
         resource_table(wid)
 
     losses = []
