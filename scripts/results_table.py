@@ -248,25 +248,8 @@ def main(work, out):
       " has checkpointed: reclaims take time and can miss their deadline.")
     w(f"- Throughput: eff(w) = w^{c0['model.eff_exponent']:g}, times {c0['model.cross_server_eff']:g} when a job's"
       f" workers span two or more servers (docs/throughput_model.md); {c0['placement']} placement; seed {c0['seed']}.")
-    w("- Percentiles (p95, p99) are summary.json's: linear between the closest ranks, numpy's default")
-    w("  (docs/simulation.md, \"Measures\").")
-    w("- JCT = end - submit; queuing = total time queued (including after preemptions). **Slowdown** = JCT")
-    w("  over the job's duration at its requested workers on one server of its home type (the trace's")
-    w("  duration / that type's speed): queuing plus running slower than asked (fewer workers, loaned")
-    w("  GPUs, spanning servers, overheads); below 1 only when extra workers beat the requested size.")
-    w("  **Below speed**: GPU-hours held while running slower than that. GPU usage: GPU-seconds used")
-    w("  (training jobs anywhere, plus inference GPUs serving demand) over all GPUs of both clusters;")
-    w("  `usage` is over the whole run, `usage while arriving` over the submission window. GPU-hours per")
-    w("  pool: training jobs on training servers, on loaned inference servers, inference serving demand.")
-    w("- **Work efficiency**: completed jobs' GPU-seconds held over the GPU-seconds their work needs,")
-    w("  that is each job's GPUs x its duration at its requested workers on one server of its home type")
-    w("  (`needed_gpu_hours`). Above 1, GPUs were held beyond what the work needs: extra workers at")
-    w("  sub-linear scaling, workers spanning servers at the cross-server factor, restart and scaling")
-    w("  overheads, slower loaned GPUs. **Speed-weighted** counts each GPU-second at its type's speed")
-    w(f"  over the job's home type's (a {it} second as {c0['gpu_speed.' + it] / c0['gpu_speed.' + tt]:g} of a {tt} second),"
-      " so slower GPUs alone do")
-    w("  not raise it. Per pool (summary.json): GPU-seconds held on training servers, or on loaned")
-    w("  inference servers, over the needed GPU-seconds of the work progressed there.")
+    w("- JCT, queuing, **slowdown**, below-speed GPU-hours, GPU usage, **work efficiency** (raw and")
+    w("  speed-weighted) and percentiles as summary.json gives them: docs/simulation.md, \"Measures\".")
     w("")
 
     def service_table(wid):
