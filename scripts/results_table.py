@@ -261,22 +261,9 @@ def main(work, out):
               f"{fmt_s(s['p95_jct_s'])} | {s['mean_slowdown']:.2f} | {s['p95_slowdown']:.2f} |")
         w("")
 
-    def resource_table(wid):
-        w("| policy | usage | usage while arriving | training GPU-h | loaned GPU-h | serving GPU-h | below-speed GPU-h | work efficiency | speed-weighted | preemptions | scale-ins | rescales per elastic job | reclaim latency p50 / p99 (s) | reclaim SLO misses (latest, s) |")
-        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for p in policies:
-            s = S[(wid, p)]
-            w(f"| {NAMES.get(p, p)} | {s['gpu_usage']:.3f} | {s['window_gpu_usage']:.3f} | {fmt_s(s['training_gpu_hours'])} | "
-              f"{fmt_s(s['loaned_gpu_hours'])} | {fmt_s(s['serving_gpu_hours'])} | {fmt_s(s['below_speed_gpu_hours'])} | "
-              f"{fmt_eff(s, 'work_efficiency')} | {fmt_eff(s, 'work_efficiency_speed_weighted')} | "
-              f"{s['preemptions']:,} | {s['scale_ins']:,} | {RESC[(wid, p)]:.2f} | {s['reclaim_latency_p50_s']:.1f} / {s['reclaim_latency_p99_s']:.1f} | "
-              f"{s['reclaim_slo_misses']} ({s['reclaim_max_late_s']:.1f}) |")
-        w("")
-
     for wid in [wid for wid in order if role[wid] != "tuning"]:
         w(f"## {role[wid].capitalize()} window {label[wid]}: all policies")
         service_table(wid)
-        resource_table(wid)
 
     losses = []
     for wid in order:

@@ -60,8 +60,8 @@ def tenant_section(work, windows, label):
                          f"{s.get('preemptions', 0):,} | {s.get('quota_reclaims', 0):,} "
                          f"({s.get('quota_reclaims_late', 0)}) | {s.get('quota_reclaim_latency_p99_s', 0):.1f} |")
         lines.append("")
-        # Per tenant on the evaluation windows; the tuning window's tenants count in the verdicts only.
-        rows = [] if label[w].endswith("(tuning)") else lines
+        # Per tenant: only the worst tenant's ratio is printed, in the verdicts below.
+        rows = []
         rows.append("Per tenant (VC), mean JCT and mean queuing in seconds; the ratios are the tenant's mean "
                     "JCT over its mean JCT isolated (below 1: it gains by sharing).")
         rows.append("")
