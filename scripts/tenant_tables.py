@@ -49,17 +49,19 @@ def tenant_section(work, windows, label):
             continue
         data = {m: jobs(r) for m, r in runs.items()}
         sums = {m: summary(r) for m, r in runs.items()}
-        lines.append(f"### {label[w]}")
-        lines.append("| setup | mean JCT (s) | p95 JCT (s) | mean queuing (s) | p95 queuing (s) | preemptions | "
+        # The tuning window counts in the verdicts below; its table would repeat the evaluation ones'.
+        table = [] if label[w].endswith("(tuning)") else lines
+        table.append(f"### {label[w]}")
+        table.append("| setup | mean JCT (s) | p95 JCT (s) | mean queuing (s) | p95 queuing (s) | preemptions | "
                      "quota reclaims (late) | quota reclaim p99 (s) |")
-        lines.append("|---|---|---|---|---|---|---|---|")
+        table.append("|---|---|---|---|---|---|---|---|")
         for m, title in modes:
             s = sums[m]
-            lines.append(f"| {title} | {n(s['mean_jct_s'])} | {n(s['p95_jct_s'])} | {n(s['mean_queue_s'])} | "
+            table.append(f"| {title} | {n(s['mean_jct_s'])} | {n(s['p95_jct_s'])} | {n(s['mean_queue_s'])} | "
                          f"{n(s['p95_queue_s'])} | "
                          f"{s.get('preemptions', 0):,} | {s.get('quota_reclaims', 0):,} "
                          f"({s.get('quota_reclaims_late', 0)}) | {s.get('quota_reclaim_latency_p99_s', 0):.1f} |")
-        lines.append("")
+        table.append("")
         # Per tenant: only the worst tenant's ratio is printed, in the verdicts below.
         rows = []
         rows.append("Per tenant (VC), mean JCT and mean queuing in seconds; the ratios are the tenant's mean "
