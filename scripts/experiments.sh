@@ -192,29 +192,6 @@ for i in "${!ablations[@]}"; do
 done
 for p in baseline elastic-only; do queue "abl-$p-small $p $small"; done
 
-# Many multi-GPU jobs: Philly's jobs of >= 4 GPUs (the pooled mix is 93% one-GPU jobs), two
-# months on 48 + 48 servers (offered load about 0.95), where spanning servers and placement
-# decide how fast jobs run.
-if [ "$FORMAT" = philly ]; then
-  awk -F, 'NR == 1 || $3 >= 4' "$TRACE" > "$work/philly_ge4.csv"
-  multi="--set trace.file=$work/philly_ge4.csv --set trace.from=2017-10-01 --set trace.to=2017-12-01 --set cluster.training.servers=48 --set cluster.inference.servers=48"
-  multi_runs=(
-    "strict FIFO|fifo"
-    "FIFO + backfill|fifo --set scheduler.backfill=true"
-    "SJF (baseline)|baseline"
-    "LAS|las"
-    "aryl|aryl"
-    "SJF (baseline), locality off|baseline --set model.cross_server_eff=1"
-    "aryl, locality off|aryl --set model.cross_server_eff=1"
-    "aryl, count placement|aryl --set placement=count"
-  )
-  : > "$work/multi.txt"
-  for i in "${!multi_runs[@]}"; do
-    echo "$i|${multi_runs[$i]%%|*}" >> "$work/multi.txt"
-    queue "multi-$i ${multi_runs[$i]#*|} $multi"
-  done
-fi
-
 # Faults on the first evaluation window: server crashes (seeded, each back after an hour on
 # average; on inference servers too in one scenario), slow checkpoints (what loaning costs when
 # reclaims are slow), inference surges and scheduler crashes, aryl against SJF. label|settings
@@ -249,7 +226,7 @@ for i in "${!windows[@]}"; do
   for f in 0.5 1; do queue "est-$f-w$i aryl $w --set jobs.unestimated_fraction=$f"; done
 done
 
-# ONLY=REGEX: make only the runs whose name matches (e.g. ONLY='multi-.*'), keep the others.
+# ONLY=REGEX: make only the runs whose name matches (e.g. ONLY='abl-.*'), keep the others.
 grep -E "^(${ONLY:-.*})	" "$work/runs.txt" > "$work/selected.txt" || { echo "ONLY='${ONLY:-}' matches no run" >&2; exit 1; }
 sweep=(/usr/bin/python3 scripts/sweep.py --aryl "$ARYL" --out "$work" --runs "$work/selected.txt" ${JOBS:+--jobs "$JOBS"})
 if [ "${LIST:-0}" = 1 ]; then

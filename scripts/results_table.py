@@ -284,36 +284,6 @@ def main(work, out):
             f = (lambda x: f"{x:.2f}") if what == "mean slowdown" else (lambda x: f"{fmt_s(x)} s")
             w(f"- {label[wid]} ({role[wid]}): {what}, {NAMES.get(r, r)} {f(bv)} against aryl's {f(av)}.")
         w("")
-        w("Slowdown splits into two parts (means over jobs): time queued and time running, each over")
-        w("the job's duration at its requested size; a policy that starts jobs early at a lower speed")
-        w("moves slowdown from the first part to the second.")
-        w("")
-        split = {}
-        for wid in order:
-            for p in policies:
-                q = run_part = 0.0
-                rows = jobs(d.run(f"main-{wid}-{p}"))
-                for r in rows:
-                    sd, jct = float(r["slowdown"]), float(r["jct_s"])
-                    qp = sd * float(r["queued_s"]) / jct if jct > 0 else 0.0
-                    q += qp
-                    run_part += sd - qp
-                split[(wid, p)] = (q / len(rows), run_part / len(rows))
-        w("SRTF and LAS preempt running jobs for any shorter (SRTF) or less-served (LAS) one, so a short")
-        w("job rarely waits behind a long one; aryl preempts for a queued job only past its ratio and at most")
-        w("a set number of times per job (docs/preemption.md, \"Preemption for short jobs\"), and starts elastic")
-        w(f"jobs at their {'request' if c0.get('scheduler.elastic_floor', 'min') == 'request' else 'minimum'},"
-          " on loaned inference GPUs (slower) when the training GPUs are full: what")
-        w("slowdown it keeps is from running, not from queuing. Per window, aryl against the policy with the")
-        w("lowest mean slowdown:")
-        w("")
-        for wid in order:
-            best = min((p for p in policies if p != "aryl"), key=lambda p: S[(wid, p)]["mean_slowdown"])
-            (qa, ra), (qb, rb) = split[(wid, "aryl")], split[(wid, best)]
-            w(f"- {label[wid]}: aryl {qa:.2f} from queuing + {ra:.2f} from running; {NAMES.get(best, best)} "
-              f"{qb:.2f} + {rb:.2f}; below-speed GPU-h {fmt_s(S[(wid, 'aryl')]['below_speed_gpu_hours'])} against "
-              f"{fmt_s(S[(wid, best)]['below_speed_gpu_hours'])} and SJF's {fmt_s(S[(wid, 'baseline')]['below_speed_gpu_hours'])}.")
-        w("")
 
     # The paper's claims, each against the baseline it is measured against here.
     claims = [
@@ -426,7 +396,7 @@ def main(work, out):
             best = min(others, key=lambda p: S[(wid, p)]["mean_slowdown"])
             w(f"- **Mean slowdown, {label[wid]}.** {NAMES.get(best, best)} preempts "
               f"{S[(wid, best)]['preemptions']:,} times against aryl's {S[(wid, 'aryl')]['preemptions']:,}; aryl's")
-            w("  slowdown is from running (the split below): elastic jobs at their minimum and on loaned GPUs.")
+            w("  slowdown is from running: elastic jobs at their floor and on loaned GPUs.")
         for wid in missed_in("work efficiency") + missed_in("rescales"):
             w(f"- **{label[wid]}**: see the ablations (\"Design choices\") for which rule moves it.")
         w("")
@@ -635,46 +605,6 @@ def main(work, out):
         w("  inference SLO misses, not training time; SJF lends nothing, so it has none to miss.")
         w("")
         w("![Faults: lost GPU-hours, failed jobs, SLO misses and mean JCT per scenario](plots/faults.png)")
-        w("")
-
-    multi = d.listing("multi.txt")
-    if multi:
-        mc = config(d.run("multi-0"))
-        mj = jobs(d.run("multi-0"))
-        load, inside = offered_load(mc, mj)
-        sizes = {}
-        for r in mj:
-            sizes[int(r["gpus"])] = sizes.get(int(r["gpus"]), 0) + 1
-        per = mc["cluster.training.gpus_per_server"]
-        span = sum(1 for r in mj if int(r["gpus"]) > per)
-        w("## Many multi-GPU jobs: Philly jobs of 4 GPUs or more")
-        w(f"{describe(mc)}: the trace's jobs of >= 4 GPUs only ({len(mj):,} jobs; sizes "
-          + ", ".join(f"{g}: {n:,}" for g, n in sorted(sizes.items()))
-          + f"), offered load {load:.2f} ({inside:.2f} inside the window). {100 * span / len(mj):.0f}% of the jobs ask for more")
-        w(f"than one server's {per} GPUs and pay the cross-server factor {mc['model.cross_server_eff']:g} at their requested size;")
-        w("elastic extras beyond one server pay it too. Other settings as in the main runs.")
-        w("")
-        w("| run | mean queuing (s) | mean JCT (s) | p95 JCT (s) | mean slowdown | p95 slowdown | below-speed GPU-h | loaned GPU-h | usage while arriving | preemptions |")
-        w("|---|---|---|---|---|---|---|---|---|---|")
-        ms = {lab: summary(d.run(f"multi-{i}")) for i, lab in multi}
-        for i, lab in multi:
-            s = ms[lab]
-            assert s["jobs_completed"] == s["jobs_submitted"], lab
-            w(f"| {lab} | {fmt_s(s['mean_queue_s'])} | {fmt_s(s['mean_jct_s'])} | {fmt_s(s['p95_jct_s'])} | "
-              f"{s['mean_slowdown']:.2f} | {s['p95_slowdown']:.2f} | {fmt_s(s['below_speed_gpu_hours'])} | "
-              f"{fmt_s(s['loaned_gpu_hours'])} | {s['window_gpu_usage']:.3f} | {s['preemptions']:,} |")
-        w("")
-        pairs = [(a, b) for a, b in (("aryl", "SJF (baseline)"), ("aryl, locality off", "SJF (baseline), locality off"))
-                 if a in ms and b in ms]
-        for a, b in pairs:
-            w(f"- {a} against {b}: mean queuing {fmt_r(ratio(ms[b]['mean_queue_s'], ms[a]['mean_queue_s']))}, "
-              f"mean JCT {fmt_r(ratio(ms[b]['mean_jct_s'], ms[a]['mean_jct_s']))}, "
-              f"mean slowdown {fmt_r(ratio(ms[b]['mean_slowdown'], ms[a]['mean_slowdown']))} (above 1x aryl is better).")
-        if len(pairs) == 2:
-            on, off = pairs
-            w(f"- The cross-server cost takes aryl's mean JCT from {fmt_s(ms[off[0]]['mean_jct_s'])} s to "
-              f"{fmt_s(ms[on[0]]['mean_jct_s'])} s and SJF's from {fmt_s(ms[off[1]]['mean_jct_s'])} s to "
-              f"{fmt_s(ms[on[1]]['mean_jct_s'])} s.")
         w("")
 
     w("## Plots")
