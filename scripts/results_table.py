@@ -105,32 +105,6 @@ def describe(cfg):
             f" + {cfg['cluster.inference.servers']} x {cfg['cluster.inference.gpus_per_server']} {cfg['cluster.inference.gpu_type']}")
 
 
-def eff(cfg, w):
-    return w ** cfg["model.eff_exponent"]
-
-
-def best_rate(cfg, n, elastic):
-    """Fastest rate a job of n requested workers can have on its home type (speed 1 relative to
-    it): any size from min to max workers if elastic, on the fewest servers that hold them,
-    paying the cross-server factor when that is two or more (docs/throughput_model.md)."""
-    per_server = cfg["cluster.training.gpus_per_server"]
-    sizes = [n]
-    if elastic:
-        lo = max(1, math.floor(n * cfg["jobs.min_workers_fraction"]))
-        hi = math.ceil(n * cfg["jobs.max_workers_factor"])
-        sizes = range(lo, hi + 1)
-    best = 0.0
-    for w in sizes:
-        loc = 1.0 if w <= per_server else cfg["model.cross_server_eff"]
-        best = max(best, w * eff(cfg, w) / (n * eff(cfg, n)) * loc)
-    return best
-
-
-def jct_bound(cfg, jl):
-    """Mean JCT with no queuing at all and every job at its fastest rate for its whole run."""
-    return statistics.fmean(float(r["duration_s"]) / best_rate(cfg, int(r["gpus"]), r["elastic"] == "1") for r in jl)
-
-
 class Doc:
     def __init__(self, work):
         self.work = work
@@ -364,8 +338,7 @@ def main(work, out):
         for wid in missed_in("mean JCT vs"):
             exact = ", ".join(f"{ratio(S[(wid, r)]['mean_jct_s'], S[(wid, 'aryl')]['mean_jct_s']):.4f}x vs {NAMES[r]}"
                               for r, t in jct_targets if t > 1 and r in policies)
-            w(f"- **Mean JCT, {label[wid]}** ({exact}). The JCT bound below (no queuing, every job at its fastest size")
-            w("  for its whole run) gives the window's room: SJF's distance to it and the share aryl closes.")
+            w(f"- **Mean JCT, {label[wid]}** ({exact}).")
         for wid in missed_in("p95 JCT"):
             best = min(others, key=lambda p: S[(wid, p)]["p95_jct_s"])
             mine = {r["job"]: r for r in jobs(d.run(f"main-{wid}-aryl")) if r["outcome"] == "done"}
@@ -445,20 +418,6 @@ def main(work, out):
                     cells.append(spread(rs, fmt_r) + f" ({sum(r < t for r in rs)} below)")
             w(f"| {label[wid]} ({role[wid]}) | " + " | ".join(cells) + " |")
         w("")
-
-    w("### JCT bound under the locality model")
-    w("With no queuing at all and every job at its fastest size for its whole run (elastic jobs at the")
-    w("size between min and max with the highest rate, rigid jobs at their request, each on the fewest")
-    w("servers that hold it, paying the cross-server factor when that is two or more):")
-    w("")
-    w("| window | bound (s) | SJF mean JCT (s) | aryl mean JCT (s) | SJF / bound | SJF / aryl | aryl's share of the gap |")
-    w("|---|---|---|---|---|---|---|")
-    for wid in order:
-        bound = jct_bound(cfgs[wid], jl[wid])
-        b, a = S[(wid, "baseline")]["mean_jct_s"], S[(wid, "aryl")]["mean_jct_s"]
-        share = (b - a) / (b - bound) if b > bound else math.nan
-        w(f"| {label[wid]} ({role[wid]}) | {fmt_s(bound)} | {fmt_s(b)} | {fmt_s(a)} | {b / bound:.2f}x | {b / a:.2f}x | {100 * share:.0f}% |")
-    w("")
 
     sw = label[sweep_w]
     w(f"## Misprediction sweep (error up to +-25%; window {sw}, {role[sweep_w]})")
