@@ -3,8 +3,8 @@
 # Setup (docs/results.md says why): Philly, all virtual clusters pooled, on 64 x 8 V100
 # training servers and 64 x 8 T4 inference servers following ServeGen m-small demand.
 # Windows: aryl's design choices were tuned on TUNING (2017-10-14 .. 10-29); the headline
-# tables are also measured on the EVAL windows, which the tuning never saw. Sweeps and
-# robustness variants run on the first evaluation window, the design-choice ablations on the
+# tables are also measured on the EVAL windows, which the tuning never saw. Sweeps run on the
+# first evaluation window, the design-choice ablations on the
 # tuning window (where they were chosen) and on the first evaluation window.
 #   TUNING=2017-10-14..2017-10-29 EVAL="2017-11-01..2017-11-16 2017-09-15..2017-09-30" scripts/experiments.sh
 # Other settings through the environment: SEEDS (the main runs again with seeds 2..SEEDS, default
@@ -122,29 +122,6 @@ for i in "${!windows[@]}"; do
   done
 done
 for e in 0.25 0.5 0.75 1; do queue "ela-$e-aryl aryl $ew --set jobs.elastic_fraction=$e"; done
-
-# Robustness: one setting changed from the first evaluation window's setup. label|settings
-variants=(
-  "inference ServeGen m-mid|--set inference.format=servegen --set inference.trace=../shared/traces/servegen/derived/language_m-mid_total_rate.csv"
-  "inference ServeGen m-large|--set inference.format=servegen --set inference.trace=../shared/traces/servegen/derived/language_m-large_total_rate.csv"
-  "inference synthetic daily cycle|--set inference.trace="
-  "training 48 servers|--set cluster.training.servers=48"
-  "training 80 servers|--set cluster.training.servers=80"
-  "inference 32 servers|--set cluster.inference.servers=32"
-  "VC 6214e9 alone on 6 + 6 servers|--set trace.vc=6214e9 --set cluster.training.servers=6 --set cluster.inference.servers=6"
-  "scaling eff(w) = w^-0.15 (profiles' median)|--set model.eff_exponent=-0.15"
-  "scaling eff(w) = w^-0.3|--set model.eff_exponent=-0.3"
-  "T4 speed 0.41 (profiles' median)|--set gpu_speed.T4=0.41"
-  "no cross-server cost (locality off)|--set model.cross_server_eff=1"
-  "cross-server 0.94 (8-GPU servers' figure)|--set model.cross_server_eff=0.94"
-)
-: > "$work/variants.txt"
-for i in "${!variants[@]}"; do
-  label=${variants[$i]%%|*}
-  [ "$FORMAT" != philly ] && [[ $label == VC* ]] && continue
-  echo "$i|$label" >> "$work/variants.txt"
-  for p in fifo baseline aryl; do queue "rob-$i-$p $p $ew ${variants[$i]#*|}"; done
-done
 
 # Design choices (aryl with one knob changed) on the tuning window, the first evaluation
 # window and one VC alone. label|settings

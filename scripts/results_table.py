@@ -168,7 +168,7 @@ def main(work, out):
         w("  `scheduler.rescale_cooldown_s`, ...; docs/decisions/) were chosen on it. **Evaluation windows** "
           + ", ".join(label[wid] for wid in order if role[wid] == "evaluation") + ":")
         w("  never used for tuning. The all-policies tables are the evaluation windows'; the comparisons give")
-        w(f"  the tuning window too, for reference. The sweeps and robustness variants run on {label[sweep_w]}, the")
+        w(f"  the tuning window too, for reference. The sweeps run on {label[sweep_w]}, the")
         w("  design-choice ablations on the tuning window and on that evaluation window.")
     pooled = "" if c0["trace.format"] != "philly" else (
         f", virtual cluster {c0['trace.vc']}" if c0["trace.vc"] else ", all virtual clusters pooled")
@@ -452,38 +452,6 @@ def main(work, out):
           f"{fmt_r(ratio(base['mean_queue_s'], s['mean_queue_s']))} | {fmt_r(ratio(base['mean_jct_s'], s['mean_jct_s']))} | "
           f"{s['scale_ins']:,} | {s['scale_outs']:,} |")
     w("")
-
-    variants = d.listing("variants.txt")
-    if variants:
-        w(f"## Robustness: one setting changed (window {sw}, {role[sweep_w]})")
-        w("Same setup as that window's main runs with the one setting named changed (`scripts/experiments.sh`).")
-        w("")
-        w("| variant | jobs | aryl vs strict FIFO queuing | aryl vs strict FIFO JCT | aryl vs SJF queuing | aryl vs SJF JCT | aryl vs SJF slowdown | usage while arriving (strict FIFO / SJF / aryl) |")
-        w("|---|---|---|---|---|---|---|---|")
-        for i, lab in variants:
-            fi, ba, ar = (summary(d.run(f"rob-{i}-{p}")) for p in ("fifo", "baseline", "aryl"))
-            w(f"| {lab} | {ar['jobs_completed']:,} | {fmt_r(ratio(fi['mean_queue_s'], ar['mean_queue_s']))} | "
-              f"{fmt_r(ratio(fi['mean_jct_s'], ar['mean_jct_s']))} | {fmt_r(ratio(ba['mean_queue_s'], ar['mean_queue_s']))} | "
-              f"{fmt_r(ratio(ba['mean_jct_s'], ar['mean_jct_s']))} | {fmt_r(ratio(ba['mean_slowdown'], ar['mean_slowdown']))} | "
-              f"{fi['window_gpu_usage']:.3f} / {ba['window_gpu_usage']:.3f} / {ar['window_gpu_usage']:.3f} |")
-        w("")
-        lost = [(i, lab) for i, lab in variants
-                if any(summary(d.run(f"rob-{i}-baseline"))[k] < summary(d.run(f"rob-{i}-aryl"))[k]
-                       for k in ("mean_queue_s", "mean_jct_s"))]
-        for i, lab in lost:
-            w(f"aryl loses to SJF with **{lab}**. Mean queuing (s) by job class, SJF / aryl:")
-            w("")
-            w("| jobs | count | SJF | aryl |")
-            w("|---|---|---|---|")
-            classes = {}
-            for p in ("baseline", "aryl"):
-                for r in jobs(d.run(f"rob-{i}-{p}")):
-                    k = ("elastic" if r["elastic"] == "1" else "rigid") + (", multi-GPU" if int(r["gpus"]) > 1 else ", one GPU")
-                    classes.setdefault(k, {}).setdefault(p, []).append(float(r["queued_s"]))
-            for k in sorted(classes):
-                w(f"| {k} | {len(classes[k]['aryl']):,} | {fmt_s(statistics.fmean(classes[k]['baseline']))} | "
-                  f"{fmt_s(statistics.fmean(classes[k]['aryl']))} |")
-            w("")
 
     ablations = d.listing("ablations.txt")
     if ablations:
