@@ -19,8 +19,9 @@ DEFAULT = ["actors", "runtime", "solvers", "scripts", "tests", "configs", "deplo
            "CMakeLists.txt", "README.md"]
 SUFFIXES = (".cpp", ".hpp", ".h", ".py", ".sh", ".txt", ".cmake", ".yaml", ".yml", ".md", ".json")
 CITE = re.compile(r"docs/[a-z0-9_/-]+\.md")
-# A line break inside a comment or a string continued on the next line, as the sources wrap them.
-WRAP = re.compile(r'\n[ \t]*(?:///|//|#|\*|")?[ \t]*')
+# A string continued on the next line ("...md,"  " \"Title\""), and a line break inside a comment.
+CONTINUED = re.compile(r'"[ \t]*\n[ \t]*"')
+WRAP = re.compile(r'\n[ \t]*(?:///|//|#|\*)?[ \t]*')
 
 
 def headings(page, cache={}):
@@ -63,7 +64,7 @@ def check_file(path, problems):
         if not os.path.isfile(os.path.join(ROOT, page)):
             problems.append(f"{rel}:{line}: cites {page}, which does not exist")
             continue
-        after = WRAP.sub(" ", text[m.end():m.end() + 400])
+        after = WRAP.sub(" ", CONTINUED.sub("", text[m.end():m.end() + 400]))
         for title in titles_after(after):
             want = title.replace("`", "").strip().lower()
             if not any(want in h for h in headings(page)):
