@@ -62,34 +62,17 @@ def tenant_section(work, windows, label):
                          f"{s.get('preemptions', 0):,} | {s.get('quota_reclaims', 0):,} "
                          f"({s.get('quota_reclaims_late', 0)}) | {s.get('quota_reclaim_latency_p99_s', 0):.1f} |")
         table.append("")
-        # Per tenant: only the worst tenant's ratio is printed, in the verdicts below.
-        rows = []
-        rows.append("Per tenant (VC), mean JCT and mean queuing in seconds; the ratios are the tenant's mean "
-                    "JCT over its mean JCT isolated (below 1: it gains by sharing).")
-        rows.append("")
-        rows.append("| tenant | jobs | share of GPU demand | isolated JCT / queuing | pooled JCT / queuing | "
-                    "aryl JCT / queuing | pooled / isolated | aryl / isolated |")
-        rows.append("|---|---|---|---|---|---|---|---|")
+        # Per tenant, only the worst tenant's ratio to its isolated mean JCT is printed (the verdicts
+        # below); ties go to the tenant with the larger GPU demand, as the walk is by demand.
         by = {m: per_tenant(data[m]) for m in data}
         demand = {t: sum(float(r["gpus"]) * float(r["duration_s"]) for r in rs) for t, rs in by["iso"].items()}
-        total = sum(demand.values()) or 1
         worst = {"pool": (0, ""), "aryl": (0, "")}
         for t in sorted(by["iso"], key=lambda t: -demand[t]):
-            cells = []
-            ratios = []
-            for m, _ in modes:
-                rs = by[m].get(t, [])
-                cells.append(f"{n(mean([float(r['jct_s']) for r in rs]))} / "
-                             f"{n(mean([float(r['queued_s']) for r in rs]))}")
             iso = mean([float(r["jct_s"]) for r in by["iso"][t]])
             for m in ("pool", "aryl"):
                 ratio = mean([float(r["jct_s"]) for r in by[m].get(t, [])]) / iso if iso > 0 else 0
-                ratios.append(f"{ratio:.2f}")
                 if ratio > worst[m][0]:
                     worst[m] = (ratio, t)
-            rows.append(f"| {t} | {len(by['iso'][t]):,} | {100 * demand[t] / total:.1f}% | {' | '.join(cells)} | "
-                        f"{' | '.join(ratios)} |")
-        rows.append("")
         overall = {m: mean([float(r["jct_s"]) for r in data[m]]) for m in data}
         for m in ("pool", "aryl"):
             ratio, t = worst[m]
