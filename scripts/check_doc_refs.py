@@ -6,7 +6,7 @@ contains it, or a bold label that opens a line or a list item (`- **Backfill** .
 sections are named on these pages (case-insensitive, backticks ignored). Citations may wrap
 across comment lines.
 
-  scripts/check_doc_refs.py [PATH...]     files or folders; default: the source tree, configs,
+  scripts/check_doc_refs.py [PATH...]     files or folders; default: the source tree, docs, configs,
                                           scripts, tests, deploy, examples and README.md
 Prints FILE:LINE: what is wrong, one line each; exits 1 if any.
 """
@@ -15,7 +15,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT = ["actors", "runtime", "solvers", "scripts", "tests", "configs", "deploy", "examples",
+DEFAULT = ["actors", "runtime", "solvers", "scripts", "tests", "configs", "deploy", "examples", "docs",
            "CMakeLists.txt", "README.md"]
 SUFFIXES = (".cpp", ".hpp", ".h", ".py", ".sh", ".txt", ".cmake", ".yaml", ".yml", ".md", ".json")
 CITE = re.compile(r"docs/[a-z0-9_/-]+\.md")

@@ -3,8 +3,8 @@
 # Setup (docs/results.md says why): Philly, all virtual clusters pooled, on 64 x 8 V100
 # training servers and 64 x 8 T4 inference servers following ServeGen m-small demand.
 # Windows: aryl's design choices were tuned on TUNING (2017-10-14 .. 10-29); the headline
-# tables are also measured on the EVAL windows, which the tuning never saw. Sweeps run on the
-# first evaluation window, the design-choice ablations on the
+# tables are also measured on the EVAL windows, which the tuning never saw. Sweeps and
+# robustness variants run on the first evaluation window, the design-choice ablations on the
 # tuning window (where they were chosen) and on the first evaluation window.
 #   TUNING=2017-10-14..2017-10-29 EVAL="2017-11-01..2017-11-16 2017-09-15..2017-09-30" scripts/experiments.sh
 # Other settings through the environment: SEEDS (the main runs again with seeds 2..SEEDS, default
@@ -123,6 +123,29 @@ for i in "${!windows[@]}"; do
 done
 for e in 0.25 0.5 0.75 1; do queue "ela-$e-aryl aryl $ew --set jobs.elastic_fraction=$e"; done
 
+# Robustness: one setting changed from the first evaluation window's setup. label|settings
+variants=(
+  "inference ServeGen m-mid|--set inference.format=servegen --set inference.trace=../shared/traces/servegen/derived/language_m-mid_total_rate.csv"
+  "inference ServeGen m-large|--set inference.format=servegen --set inference.trace=../shared/traces/servegen/derived/language_m-large_total_rate.csv"
+  "inference synthetic daily cycle|--set inference.trace="
+  "training 48 servers|--set cluster.training.servers=48"
+  "training 80 servers|--set cluster.training.servers=80"
+  "inference 32 servers|--set cluster.inference.servers=32"
+  "VC 6214e9 alone on 6 + 6 servers|--set trace.vc=6214e9 --set cluster.training.servers=6 --set cluster.inference.servers=6"
+  "scaling eff(w) = w^-0.15 (profiles' median)|--set model.eff_exponent=-0.15"
+  "scaling eff(w) = w^-0.3|--set model.eff_exponent=-0.3"
+  "T4 speed 0.41 (profiles' median)|--set gpu_speed.T4=0.41"
+  "no cross-server cost (locality off)|--set model.cross_server_eff=1"
+  "cross-server 0.94 (8-GPU servers' figure)|--set model.cross_server_eff=0.94"
+)
+: > "$work/variants.txt"
+for i in "${!variants[@]}"; do
+  label=${variants[$i]%%|*}
+  [ "$FORMAT" != philly ] && [[ $label == VC* ]] && continue
+  echo "$i|$label" >> "$work/variants.txt"
+  for p in fifo baseline aryl; do queue "rob-$i-$p $p $ew ${variants[$i]#*|}"; done
+done
+
 # Design choices (aryl with one knob changed) on the tuning window, the first evaluation
 # window and one VC alone. label|settings
 ablations=(
@@ -169,6 +192,29 @@ for i in "${!ablations[@]}"; do
 done
 for p in baseline elastic-only; do queue "abl-$p-small $p $small"; done
 
+# Many multi-GPU jobs: Philly's jobs of >= 4 GPUs (the pooled mix is 93% one-GPU jobs), two
+# months on 48 + 48 servers (offered load about 0.95), where spanning servers and placement
+# decide how fast jobs run.
+if [ "$FORMAT" = philly ]; then
+  awk -F, 'NR == 1 || $3 >= 4' "$TRACE" > "$work/philly_ge4.csv"
+  multi="--set trace.file=$work/philly_ge4.csv --set trace.from=2017-10-01 --set trace.to=2017-12-01 --set cluster.training.servers=48 --set cluster.inference.servers=48"
+  multi_runs=(
+    "strict FIFO|fifo"
+    "FIFO + backfill|fifo --set scheduler.backfill=true"
+    "SJF (baseline)|baseline"
+    "LAS|las"
+    "aryl|aryl"
+    "SJF (baseline), locality off|baseline --set model.cross_server_eff=1"
+    "aryl, locality off|aryl --set model.cross_server_eff=1"
+    "aryl, count placement|aryl --set placement=count"
+  )
+  : > "$work/multi.txt"
+  for i in "${!multi_runs[@]}"; do
+    echo "$i|${multi_runs[$i]%%|*}" >> "$work/multi.txt"
+    queue "multi-$i ${multi_runs[$i]#*|} $multi"
+  done
+fi
+
 # Faults on the first evaluation window: server crashes (seeded, each back after an hour on
 # average; on inference servers too in one scenario), slow checkpoints (what loaning costs when
 # reclaims are slow), inference surges and scheduler crashes, aryl against SJF. label|settings
@@ -203,7 +249,7 @@ for i in "${!windows[@]}"; do
   for f in 0.5 1; do queue "est-$f-w$i aryl $w --set jobs.unestimated_fraction=$f"; done
 done
 
-# ONLY=REGEX: make only the runs whose name matches (e.g. ONLY='abl-.*'), keep the others.
+# ONLY=REGEX: make only the runs whose name matches (e.g. ONLY='multi-.*'), keep the others.
 grep -E "^(${ONLY:-.*})	" "$work/runs.txt" > "$work/selected.txt" || { echo "ONLY='${ONLY:-}' matches no run" >&2; exit 1; }
 sweep=(/usr/bin/python3 scripts/sweep.py --aryl "$ARYL" --out "$work" --runs "$work/selected.txt" ${JOBS:+--jobs "$JOBS"})
 if [ "${LIST:-0}" = 1 ]; then

@@ -105,6 +105,32 @@ def describe(cfg):
             f" + {cfg['cluster.inference.servers']} x {cfg['cluster.inference.gpus_per_server']} {cfg['cluster.inference.gpu_type']}")
 
 
+def eff(cfg, w):
+    return w ** cfg["model.eff_exponent"]
+
+
+def best_rate(cfg, n, elastic):
+    """Fastest rate a job of n requested workers can have on its home type (speed 1 relative to
+    it): any size from min to max workers if elastic, on the fewest servers that hold them,
+    paying the cross-server factor when that is two or more (docs/throughput_model.md)."""
+    per_server = cfg["cluster.training.gpus_per_server"]
+    sizes = [n]
+    if elastic:
+        lo = max(1, math.floor(n * cfg["jobs.min_workers_fraction"]))
+        hi = math.ceil(n * cfg["jobs.max_workers_factor"])
+        sizes = range(lo, hi + 1)
+    best = 0.0
+    for w in sizes:
+        loc = 1.0 if w <= per_server else cfg["model.cross_server_eff"]
+        best = max(best, w * eff(cfg, w) / (n * eff(cfg, n)) * loc)
+    return best
+
+
+def jct_bound(cfg, jl):
+    """Mean JCT with no queuing at all and every job at its fastest rate for its whole run."""
+    return statistics.fmean(float(r["duration_s"]) / best_rate(cfg, int(r["gpus"]), r["elastic"] == "1") for r in jl)
+
+
 class Doc:
     def __init__(self, work):
         self.work = work
@@ -168,7 +194,7 @@ def main(work, out):
         w("  `scheduler.rescale_cooldown_s`, ...; docs/decisions/) were chosen on it. **Evaluation windows** "
           + ", ".join(label[wid] for wid in order if role[wid] == "evaluation") + ":")
         w("  never used for tuning. The all-policies tables are the evaluation windows'; the comparisons give")
-        w(f"  the tuning window too, for reference. The sweeps run on {label[sweep_w]}, the")
+        w(f"  the tuning window too, for reference. The sweeps and robustness variants run on {label[sweep_w]}, the")
         w("  design-choice ablations on the tuning window and on that evaluation window.")
     pooled = "" if c0["trace.format"] != "philly" else (
         f", virtual cluster {c0['trace.vc']}" if c0["trace.vc"] else ", all virtual clusters pooled")
@@ -258,6 +284,36 @@ def main(work, out):
             f = (lambda x: f"{x:.2f}") if what == "mean slowdown" else (lambda x: f"{fmt_s(x)} s")
             w(f"- {label[wid]} ({role[wid]}): {what}, {NAMES.get(r, r)} {f(bv)} against aryl's {f(av)}.")
         w("")
+        w("Slowdown splits into two parts (means over jobs): time queued and time running, each over")
+        w("the job's duration at its requested size; a policy that starts jobs early at a lower speed")
+        w("moves slowdown from the first part to the second.")
+        w("")
+        split = {}
+        for wid in order:
+            for p in policies:
+                q = run_part = 0.0
+                rows = jobs(d.run(f"main-{wid}-{p}"))
+                for r in rows:
+                    sd, jct = float(r["slowdown"]), float(r["jct_s"])
+                    qp = sd * float(r["queued_s"]) / jct if jct > 0 else 0.0
+                    q += qp
+                    run_part += sd - qp
+                split[(wid, p)] = (q / len(rows), run_part / len(rows))
+        w("SRTF and LAS preempt running jobs for any shorter (SRTF) or less-served (LAS) one, so a short")
+        w("job rarely waits behind a long one; aryl preempts for a queued job only past its ratio and at most")
+        w("a set number of times per job (docs/preemption.md, \"Preemption for short jobs\"), and starts elastic")
+        w(f"jobs at their {'request' if c0.get('scheduler.elastic_floor', 'min') == 'request' else 'minimum'},"
+          " on loaned inference GPUs (slower) when the training GPUs are full: what")
+        w("slowdown it keeps is from running, not from queuing. Per window, aryl against the policy with the")
+        w("lowest mean slowdown:")
+        w("")
+        for wid in order:
+            best = min((p for p in policies if p != "aryl"), key=lambda p: S[(wid, p)]["mean_slowdown"])
+            (qa, ra), (qb, rb) = split[(wid, "aryl")], split[(wid, best)]
+            w(f"- {label[wid]}: aryl {qa:.2f} from queuing + {ra:.2f} from running; {NAMES.get(best, best)} "
+              f"{qb:.2f} + {rb:.2f}; below-speed GPU-h {fmt_s(S[(wid, 'aryl')]['below_speed_gpu_hours'])} against "
+              f"{fmt_s(S[(wid, best)]['below_speed_gpu_hours'])} and SJF's {fmt_s(S[(wid, 'baseline')]['below_speed_gpu_hours'])}.")
+        w("")
 
     # The paper's claims, each against the baseline it is measured against here.
     claims = [
@@ -338,7 +394,8 @@ def main(work, out):
         for wid in missed_in("mean JCT vs"):
             exact = ", ".join(f"{ratio(S[(wid, r)]['mean_jct_s'], S[(wid, 'aryl')]['mean_jct_s']):.4f}x vs {NAMES[r]}"
                               for r, t in jct_targets if t > 1 and r in policies)
-            w(f"- **Mean JCT, {label[wid]}** ({exact}).")
+            w(f"- **Mean JCT, {label[wid]}** ({exact}). The JCT bound below (no queuing, every job at its fastest size")
+            w("  for its whole run) gives the window's room: SJF's distance to it and the share aryl closes.")
         for wid in missed_in("p95 JCT"):
             best = min(others, key=lambda p: S[(wid, p)]["p95_jct_s"])
             mine = {r["job"]: r for r in jobs(d.run(f"main-{wid}-aryl")) if r["outcome"] == "done"}
@@ -369,7 +426,7 @@ def main(work, out):
             best = min(others, key=lambda p: S[(wid, p)]["mean_slowdown"])
             w(f"- **Mean slowdown, {label[wid]}.** {NAMES.get(best, best)} preempts "
               f"{S[(wid, best)]['preemptions']:,} times against aryl's {S[(wid, 'aryl')]['preemptions']:,}; aryl's")
-            w("  slowdown is from running: elastic jobs at their floor and on loaned GPUs.")
+            w("  slowdown is from running (the split below): elastic jobs at their minimum and on loaned GPUs.")
         for wid in missed_in("work efficiency") + missed_in("rescales"):
             w(f"- **{label[wid]}**: see the ablations (\"Design choices\") for which rule moves it.")
         w("")
@@ -419,6 +476,20 @@ def main(work, out):
             w(f"| {label[wid]} ({role[wid]}) | " + " | ".join(cells) + " |")
         w("")
 
+    w("### JCT bound under the locality model")
+    w("With no queuing at all and every job at its fastest size for its whole run (elastic jobs at the")
+    w("size between min and max with the highest rate, rigid jobs at their request, each on the fewest")
+    w("servers that hold it, paying the cross-server factor when that is two or more):")
+    w("")
+    w("| window | bound (s) | SJF mean JCT (s) | aryl mean JCT (s) | SJF / bound | SJF / aryl | aryl's share of the gap |")
+    w("|---|---|---|---|---|---|---|")
+    for wid in order:
+        bound = jct_bound(cfgs[wid], jl[wid])
+        b, a = S[(wid, "baseline")]["mean_jct_s"], S[(wid, "aryl")]["mean_jct_s"]
+        share = (b - a) / (b - bound) if b > bound else math.nan
+        w(f"| {label[wid]} ({role[wid]}) | {fmt_s(bound)} | {fmt_s(b)} | {fmt_s(a)} | {b / bound:.2f}x | {b / a:.2f}x | {100 * share:.0f}% |")
+    w("")
+
     sw = label[sweep_w]
     w(f"## Misprediction sweep (error up to +-25%; window {sw}, {role[sweep_w]})")
     w("| mispredicted jobs | strict FIFO queuing | FIFO + backfill queuing | SJF queuing | aryl queuing | aryl vs strict FIFO queuing | aryl vs FIFO + backfill queuing | aryl vs strict FIFO JCT | aryl vs SJF queuing | aryl vs SJF JCT | aryl mean slowdown |")
@@ -452,6 +523,38 @@ def main(work, out):
           f"{fmt_r(ratio(base['mean_queue_s'], s['mean_queue_s']))} | {fmt_r(ratio(base['mean_jct_s'], s['mean_jct_s']))} | "
           f"{s['scale_ins']:,} | {s['scale_outs']:,} |")
     w("")
+
+    variants = d.listing("variants.txt")
+    if variants:
+        w(f"## Robustness: one setting changed (window {sw}, {role[sweep_w]})")
+        w("Same setup as that window's main runs with the one setting named changed (`scripts/experiments.sh`).")
+        w("")
+        w("| variant | jobs | aryl vs strict FIFO queuing | aryl vs strict FIFO JCT | aryl vs SJF queuing | aryl vs SJF JCT | aryl vs SJF slowdown | usage while arriving (strict FIFO / SJF / aryl) |")
+        w("|---|---|---|---|---|---|---|---|")
+        for i, lab in variants:
+            fi, ba, ar = (summary(d.run(f"rob-{i}-{p}")) for p in ("fifo", "baseline", "aryl"))
+            w(f"| {lab} | {ar['jobs_completed']:,} | {fmt_r(ratio(fi['mean_queue_s'], ar['mean_queue_s']))} | "
+              f"{fmt_r(ratio(fi['mean_jct_s'], ar['mean_jct_s']))} | {fmt_r(ratio(ba['mean_queue_s'], ar['mean_queue_s']))} | "
+              f"{fmt_r(ratio(ba['mean_jct_s'], ar['mean_jct_s']))} | {fmt_r(ratio(ba['mean_slowdown'], ar['mean_slowdown']))} | "
+              f"{fi['window_gpu_usage']:.3f} / {ba['window_gpu_usage']:.3f} / {ar['window_gpu_usage']:.3f} |")
+        w("")
+        lost = [(i, lab) for i, lab in variants
+                if any(summary(d.run(f"rob-{i}-baseline"))[k] < summary(d.run(f"rob-{i}-aryl"))[k]
+                       for k in ("mean_queue_s", "mean_jct_s"))]
+        for i, lab in lost:
+            w(f"aryl loses to SJF with **{lab}**. Mean queuing (s) by job class, SJF / aryl:")
+            w("")
+            w("| jobs | count | SJF | aryl |")
+            w("|---|---|---|---|")
+            classes = {}
+            for p in ("baseline", "aryl"):
+                for r in jobs(d.run(f"rob-{i}-{p}")):
+                    k = ("elastic" if r["elastic"] == "1" else "rigid") + (", multi-GPU" if int(r["gpus"]) > 1 else ", one GPU")
+                    classes.setdefault(k, {}).setdefault(p, []).append(float(r["queued_s"]))
+            for k in sorted(classes):
+                w(f"| {k} | {len(classes[k]['aryl']):,} | {fmt_s(statistics.fmean(classes[k]['baseline']))} | "
+                  f"{fmt_s(statistics.fmean(classes[k]['aryl']))} |")
+            w("")
 
     ablations = d.listing("ablations.txt")
     if ablations:
@@ -506,7 +609,7 @@ def main(work, out):
     if fault_runs:
         fc = config(d.run("flt-0-aryl"))
         w("## Faults: server and worker crashes, slow checkpoints, inference surges")
-        w(f"{describe(fc)}, with seeded random faults (docs/reliability.md): a crashed training server is back")
+        w(f"{describe(fc)}, with seeded random faults (docs/faults.md): a crashed training server is back")
         w(f"after an exponential time of mean {fc['faults.random.mean_down_s']:g} s; its loss is noticed after "
           f"{fc['faults.missed_heartbeats']} missed heartbeats of {fc['faults.heartbeat_s']:g} s; jobs restart from their")
         w(f"last checkpoint (every {fc['jobs.checkpoint_interval_s']:g} s) and fail after {fc['faults.max_retries']} restarts.")
@@ -532,6 +635,46 @@ def main(work, out):
         w("  inference SLO misses, not training time; SJF lends nothing, so it has none to miss.")
         w("")
         w("![Faults: lost GPU-hours, failed jobs, SLO misses and mean JCT per scenario](plots/faults.png)")
+        w("")
+
+    multi = d.listing("multi.txt")
+    if multi:
+        mc = config(d.run("multi-0"))
+        mj = jobs(d.run("multi-0"))
+        load, inside = offered_load(mc, mj)
+        sizes = {}
+        for r in mj:
+            sizes[int(r["gpus"])] = sizes.get(int(r["gpus"]), 0) + 1
+        per = mc["cluster.training.gpus_per_server"]
+        span = sum(1 for r in mj if int(r["gpus"]) > per)
+        w("## Many multi-GPU jobs: Philly jobs of 4 GPUs or more")
+        w(f"{describe(mc)}: the trace's jobs of >= 4 GPUs only ({len(mj):,} jobs; sizes "
+          + ", ".join(f"{g}: {n:,}" for g, n in sorted(sizes.items()))
+          + f"), offered load {load:.2f} ({inside:.2f} inside the window). {100 * span / len(mj):.0f}% of the jobs ask for more")
+        w(f"than one server's {per} GPUs and pay the cross-server factor {mc['model.cross_server_eff']:g} at their requested size;")
+        w("elastic extras beyond one server pay it too. Other settings as in the main runs.")
+        w("")
+        w("| run | mean queuing (s) | mean JCT (s) | p95 JCT (s) | mean slowdown | p95 slowdown | below-speed GPU-h | loaned GPU-h | usage while arriving | preemptions |")
+        w("|---|---|---|---|---|---|---|---|---|---|")
+        ms = {lab: summary(d.run(f"multi-{i}")) for i, lab in multi}
+        for i, lab in multi:
+            s = ms[lab]
+            assert s["jobs_completed"] == s["jobs_submitted"], lab
+            w(f"| {lab} | {fmt_s(s['mean_queue_s'])} | {fmt_s(s['mean_jct_s'])} | {fmt_s(s['p95_jct_s'])} | "
+              f"{s['mean_slowdown']:.2f} | {s['p95_slowdown']:.2f} | {fmt_s(s['below_speed_gpu_hours'])} | "
+              f"{fmt_s(s['loaned_gpu_hours'])} | {s['window_gpu_usage']:.3f} | {s['preemptions']:,} |")
+        w("")
+        pairs = [(a, b) for a, b in (("aryl", "SJF (baseline)"), ("aryl, locality off", "SJF (baseline), locality off"))
+                 if a in ms and b in ms]
+        for a, b in pairs:
+            w(f"- {a} against {b}: mean queuing {fmt_r(ratio(ms[b]['mean_queue_s'], ms[a]['mean_queue_s']))}, "
+              f"mean JCT {fmt_r(ratio(ms[b]['mean_jct_s'], ms[a]['mean_jct_s']))}, "
+              f"mean slowdown {fmt_r(ratio(ms[b]['mean_slowdown'], ms[a]['mean_slowdown']))} (above 1x aryl is better).")
+        if len(pairs) == 2:
+            on, off = pairs
+            w(f"- The cross-server cost takes aryl's mean JCT from {fmt_s(ms[off[0]]['mean_jct_s'])} s to "
+              f"{fmt_s(ms[on[0]]['mean_jct_s'])} s and SJF's from {fmt_s(ms[off[1]]['mean_jct_s'])} s to "
+              f"{fmt_s(ms[on[1]]['mean_jct_s'])} s.")
         w("")
 
     w("## Plots")
