@@ -39,7 +39,7 @@ struct server_report {
   std::string node_reason;
 };
 
-/// A tenant's GPUs of training servers now (docs/design.md, "Tenants and quotas"): its quota
+/// A tenant's GPUs of training servers now (docs/tenants.md, "Tenants and quotas"): its quota
 /// (-1: none), base GPUs its jobs hold, those beyond its quota (borrowed), its idle quota that
 /// others' borrowing occupies (lent; others' borrowing shared over the lenders' idle quota in
 /// proportion), and its queued jobs.

@@ -1,5 +1,5 @@
 #pragma once
-/// The inference-load actor (docs/design.md, "Loaning"): follows the inference demand, lends the
+/// The inference-load actor (docs/loaning.md, "Loaning"): follows the inference demand, lends the
 /// servers it does not need to training, and asks for them back with a deadline when
 /// demand rises. It never takes a server back by force.
 #include <deque>

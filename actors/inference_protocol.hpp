@@ -1,5 +1,5 @@
 #pragma once
-/// Inference-load actor <-> scheduler protocol (docs/design.md, "Loaning").
+/// Inference-load actor <-> scheduler protocol (docs/loaning.md, "Loaning").
 #include <caf/all.hpp>
 
 #include <cstdint>

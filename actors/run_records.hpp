@@ -100,7 +100,7 @@ struct cluster_snapshot {
   int running_jobs = 0;
 };
 
-/// The summary.json fields (README, "Outputs"; docs/design.md, "Measures").
+/// The summary.json fields (README, "Outputs"; docs/simulation.md, "Measures").
 /// What a run measures beside its jobs, as the recorder adds it up; a scheduler restarted on
 /// its journal starts from the values journaled before it went away.
 struct run_measures {

@@ -1,5 +1,5 @@
 // The scheduler's tenants: their index, and the quota reclaims a round starts, measured
-// from the victims' stops to their checkpoints written (docs/design.md, "Tenants and quotas").
+// from the victims' stops to their checkpoints written (docs/tenants.md, "Tenants and quotas").
 #include <fmt/format.h>
 
 #include "actors/scheduler_parts.hpp"

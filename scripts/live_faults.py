@@ -3,7 +3,7 @@
 
     live_faults.py --plan PLAN.yaml --dir TESTBED_DIR [--speedup X] [--start-timeout S]
 
-PLAN.yaml is the fault plan of `aryl simulate --faults` (docs/reliability.md); TESTBED_DIR is
+PLAN.yaml is the fault plan of `aryl simulate --faults` (docs/faults.md); TESTBED_DIR is
 scripts/testbed.sh's folder (DIR/pids lists "PID testbed", "PID serve", "PID agent NAME" and
 "PID proxy NAME", DIR/serve.log, DIR/agent-NAME/agent.log, DIR/agent-NAME/proxy.ctl). It reads
 DIR/pids when it starts: start it once the testbed has started its agents, before the run

@@ -26,8 +26,6 @@ NAMES = {  # how tables name the policies
     "srtf": "SRTF",
     "las": "LAS (2D-LAS)",
 }
-# aryl is compared with each of these in every window: mean queuing, JCT and slowdown.
-RIVALS = ["baseline", "sjf-backfill", "srtf", "fifo-backfill", "fifo", "las"]
 # Keys that differ between the main runs of one window by design.
 PER_RUN_KEYS = {"policy", "scheduler.backfill", "run.out"}
 
@@ -193,15 +191,15 @@ def main(work, out):
         tw = [wid for wid in order if role[wid] == "tuning"][0]
         w(f"- **Tuning window** {label[tw]}: aryl's design choices (`scheduler.free_gpus_first`,")
         w("  `scheduler.migrate_onto_extras`, the paid-scaling rule's `scheduler.preempt_ratio` and")
-        w("  `scheduler.rescale_cooldown_s`, ...; docs/design.md) were chosen on it. **Evaluation windows** "
+        w("  `scheduler.rescale_cooldown_s`, ...; docs/decisions/) were chosen on it. **Evaluation windows** "
           + ", ".join(label[wid] for wid in order if role[wid] == "evaluation") + ":")
-        w("  never used for tuning. Headline tables come first for the evaluation windows; the tuning window")
-        w(f"  is reported last, for reference. The sweeps and robustness variants run on {label[sweep_w]}, the")
+        w("  never used for tuning. The all-policies tables are the evaluation windows'; the comparisons give")
+        w(f"  the tuning window too, for reference. The sweeps and robustness variants run on {label[sweep_w]}, the")
         w("  design-choice ablations on the tuning window and on that evaluation window.")
     pooled = "" if c0["trace.format"] != "philly" else (
         f", virtual cluster {c0['trace.vc']}" if c0["trace.vc"] else ", all virtual clusters pooled")
     longest = max(float(r["duration_s"]) for wid in order for r in jl[wid])
-    w(f"- Training jobs: `{c0['trace.file']}` ({c0['trace.format']}){pooled}, durations as recorded "
+    w(f"- Training jobs: `{os.path.basename(c0['trace.file'])}` ({c0['trace.format']}){pooled}, durations as recorded "
       f"(the longest {longest / 86400:.1f} days).")
     w("")
     w("| window | role | jobs | multi-GPU jobs | offered load | offered load inside the window |")
@@ -218,7 +216,7 @@ def main(work, out):
     tt = c0["cluster.training.gpu_type"]
     w(f"- Training cluster: {c0['cluster.training.servers']} servers x {c0['cluster.training.gpus_per_server']} {tt}"
       f" (speed {c0['gpu_speed.' + tt]:g}).")
-    demand = f"`{c0['inference.trace']}` ({c0['inference.format']})" if c0["inference.trace"] else "a seeded synthetic daily cycle"
+    demand = f"`{os.path.basename(c0['inference.trace'])}` ({c0['inference.format']})" if c0["inference.trace"] else "a seeded synthetic daily cycle"
     w(f"- Inference cluster: {c0['cluster.inference.servers']} servers x {c0['cluster.inference.gpus_per_server']} {it}"
       f" (speed {c0['gpu_speed.' + it]:g} of a {tt}), demand from {demand}")
     w(f"  scaled so its peak needs {100 * c0['inference.peak_utilisation']:.0f}% of the servers, plus "
@@ -229,7 +227,7 @@ def main(work, out):
       f"{c0['jobs.min_workers_fraction']:g})), max = ceil(n x {c0['jobs.max_workers_factor']:g}) workers; restart overhead "
       f"{c0['jobs.restart_overhead_s']:g} s, scaling overhead {c0['jobs.scale_overhead_s']:g} s.")
     if "scheduler.scale_horizon" in c0:
-        w(f"- aryl's elastic changes pay for themselves (docs/design.md, \"What a change of size must pay\"):"
+        w(f"- aryl's elastic changes pay for themselves (docs/elastic.md, \"What a change of size must pay\"):"
           f" extras valued over their expected holding time (`scale_horizon={c0['scheduler.scale_horizon']}`),"
           f" a change's full cost plus a {c0['scheduler.rescale_margin_s']:g} s margin, a"
           f" {c0['scheduler.rescale_cooldown_s']:g} s cooldown, sizes whose GPUs each do at least"
@@ -238,7 +236,7 @@ def main(work, out):
           f" (at most {c0['scheduler.max_preemptions']} preemptions a job).")
         floor = c0.get("scheduler.elastic_floor", "min")
         long_s = c0.get("scheduler.long_job_s", 0)
-        w(f"- Elastic jobs start at their {'request' if floor == 'request' else 'minimum'} (`elastic_floor={floor}`, docs/design.md,"
+        w(f"- Elastic jobs start at their {'request' if floor == 'request' else 'minimum'} (`elastic_floor={floor}`, docs/elastic.md,"
           " \"The floor of an elastic job\")"
           + (f"; those predicted to run {long_s:,.0f} s or more start only on their fastest GPU type (`long_job_s`)"
              if long_s > 0 else "")
@@ -250,25 +248,8 @@ def main(work, out):
       " has checkpointed: reclaims take time and can miss their deadline.")
     w(f"- Throughput: eff(w) = w^{c0['model.eff_exponent']:g}, times {c0['model.cross_server_eff']:g} when a job's"
       f" workers span two or more servers (docs/throughput_model.md); {c0['placement']} placement; seed {c0['seed']}.")
-    w("- Percentiles (p95, p99) are summary.json's: linear between the closest ranks, numpy's default")
-    w("  (docs/design.md, \"Measures\").")
-    w("- JCT = end - submit; queuing = total time queued (including after preemptions). **Slowdown** = JCT")
-    w("  over the job's duration at its requested workers on one server of its home type (the trace's")
-    w("  duration / that type's speed): queuing plus running slower than asked (fewer workers, loaned")
-    w("  GPUs, spanning servers, overheads); below 1 only when extra workers beat the requested size.")
-    w("  **Below speed**: GPU-hours held while running slower than that. GPU usage: GPU-seconds used")
-    w("  (training jobs anywhere, plus inference GPUs serving demand) over all GPUs of both clusters;")
-    w("  `usage` is over the whole run, `usage while arriving` over the submission window. GPU-hours per")
-    w("  pool: training jobs on training servers, on loaned inference servers, inference serving demand.")
-    w("- **Work efficiency**: completed jobs' GPU-seconds held over the GPU-seconds their work needs,")
-    w("  that is each job's GPUs x its duration at its requested workers on one server of its home type")
-    w("  (`needed_gpu_hours`). Above 1, GPUs were held beyond what the work needs: extra workers at")
-    w("  sub-linear scaling, workers spanning servers at the cross-server factor, restart and scaling")
-    w("  overheads, slower loaned GPUs. **Speed-weighted** counts each GPU-second at its type's speed")
-    w(f"  over the job's home type's (a {it} second as {c0['gpu_speed.' + it] / c0['gpu_speed.' + tt]:g} of a {tt} second),"
-      " so slower GPUs alone do")
-    w("  not raise it. Per pool (summary.json): GPU-seconds held on training servers, or on loaned")
-    w("  inference servers, over the needed GPU-seconds of the work progressed there.")
+    w("- JCT, queuing, **slowdown**, below-speed GPU-hours, GPU usage, **work efficiency** (raw and")
+    w("  speed-weighted) and percentiles as summary.json gives them: docs/simulation.md, \"Measures\".")
     w("")
 
     def service_table(wid):
@@ -280,35 +261,9 @@ def main(work, out):
               f"{fmt_s(s['p95_jct_s'])} | {s['mean_slowdown']:.2f} | {s['p95_slowdown']:.2f} |")
         w("")
 
-    def resource_table(wid):
-        w("| policy | usage | usage while arriving | training GPU-h | loaned GPU-h | serving GPU-h | below-speed GPU-h | work efficiency | speed-weighted | preemptions | scale-ins | rescales per elastic job | reclaim latency p50 / p99 (s) | reclaim SLO misses (latest, s) |")
-        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for p in policies:
-            s = S[(wid, p)]
-            w(f"| {NAMES.get(p, p)} | {s['gpu_usage']:.3f} | {s['window_gpu_usage']:.3f} | {fmt_s(s['training_gpu_hours'])} | "
-              f"{fmt_s(s['loaned_gpu_hours'])} | {fmt_s(s['serving_gpu_hours'])} | {fmt_s(s['below_speed_gpu_hours'])} | "
-              f"{fmt_eff(s, 'work_efficiency')} | {fmt_eff(s, 'work_efficiency_speed_weighted')} | "
-              f"{s['preemptions']:,} | {s['scale_ins']:,} | {RESC[(wid, p)]:.2f} | {s['reclaim_latency_p50_s']:.1f} / {s['reclaim_latency_p99_s']:.1f} | "
-              f"{s['reclaim_slo_misses']} ({s['reclaim_max_late_s']:.1f}) |")
-        w("")
-
-    def rival_table(wid):
-        a = S[(wid, "aryl")]
-        w("| aryl against | mean queuing | mean JCT | mean slowdown |")
-        w("|---|---|---|---|")
-        for r in [r for r in RIVALS if r in policies]:
-            b = S[(wid, r)]
-            w(f"| {NAMES[r]} | {fmt_r(ratio(b['mean_queue_s'], a['mean_queue_s']))} | {fmt_r(ratio(b['mean_jct_s'], a['mean_jct_s']))} | "
-              f"{fmt_r(ratio(b['mean_slowdown'], a['mean_slowdown']))} |")
-        w("")
-        w("Ratio = the rival's mean over aryl's: above 1x aryl is better.")
-        w("")
-
-    for wid in order:
+    for wid in [wid for wid in order if role[wid] != "tuning"]:
         w(f"## {role[wid].capitalize()} window {label[wid]}: all policies")
         service_table(wid)
-        rival_table(wid)
-        resource_table(wid)
 
     losses = []
     for wid in order:
@@ -329,13 +284,11 @@ def main(work, out):
             f = (lambda x: f"{x:.2f}") if what == "mean slowdown" else (lambda x: f"{fmt_s(x)} s")
             w(f"- {label[wid]} ({role[wid]}): {what}, {NAMES.get(r, r)} {f(bv)} against aryl's {f(av)}.")
         w("")
-        w("Slowdown split into its two parts (means over jobs): time queued and time running, each over")
+        w("Slowdown splits into two parts (means over jobs): time queued and time running, each over")
         w("the job's duration at its requested size; a policy that starts jobs early at a lower speed")
         w("moves slowdown from the first part to the second.")
         w("")
         split = {}
-        w("| window | policy | from queuing | from running | below-speed GPU-h | preemptions |")
-        w("|---|---|---|---|---|---|")
         for wid in order:
             for p in policies:
                 q = run_part = 0.0
@@ -345,14 +298,10 @@ def main(work, out):
                     qp = sd * float(r["queued_s"]) / jct if jct > 0 else 0.0
                     q += qp
                     run_part += sd - qp
-                s_ = S[(wid, p)]
-                w(f"| {label[wid]} | {NAMES.get(p, p)} | {q / len(rows):.2f} | {run_part / len(rows):.2f} | "
-                  f"{fmt_s(s_['below_speed_gpu_hours'])} | {s_['preemptions']:,} |")
                 split[(wid, p)] = (q / len(rows), run_part / len(rows))
-        w("")
         w("SRTF and LAS preempt running jobs for any shorter (SRTF) or less-served (LAS) one, so a short")
         w("job rarely waits behind a long one; aryl preempts for a queued job only past its ratio and at most")
-        w("a set number of times per job (docs/design.md, \"Preemption for short jobs\"), and starts elastic")
+        w("a set number of times per job (docs/preemption.md, \"Preemption for short jobs\"), and starts elastic")
         w(f"jobs at their {'request' if c0.get('scheduler.elastic_floor', 'min') == 'request' else 'minimum'},"
           " on loaned inference GPUs (slower) when the training GPUs are full: what")
         w("slowdown it keeps is from running, not from queuing. Per window, aryl against the policy with the")
@@ -468,7 +417,7 @@ def main(work, out):
                     w(f"  Without loaning (`elastic-only`) the ratio is {eo:.3f}, so loaned GPUs do not cause it: elastic")
                     w("  jobs run at their minimum while queued base demand takes every freed GPU, the trade-off of")
                     w("  base demand first that buys the mean queuing and JCT above. The floor that removes this tail,")
-                    w("  and the GPU-hours it costs: docs/design.md, \"The floor of an elastic job\".")
+                    w("  and the GPU-hours it costs: docs/elastic.md, \"The floor of an elastic job\".")
                 else:
                     w(f"  Without loaning (`elastic-only`) the ratio is {eo:.3f}: the loaned GPUs' lower speed is the cause.")
             if seeds > 1:
@@ -614,7 +563,7 @@ def main(work, out):
         cols = [("tune", tw, f"{label[tw]} ({role[tw]})")]
         if tuned:
             cols.append(("eval", sweep_w, f"{label[sweep_w]} ({role[sweep_w]})"))
-        w("## Design choices (aryl with one knob changed; docs/design.md)")
+        w("## Design choices (aryl with one knob changed; docs/decisions/)")
         w(f"Mean JCT / p95 JCT / mean queuing in seconds, mean slowdown, preemptions, rescales per elastic")
         w(f"job, work efficiency (speed-weighted). `small`: {describe(small)}.")
         w("")
@@ -660,7 +609,7 @@ def main(work, out):
     if fault_runs:
         fc = config(d.run("flt-0-aryl"))
         w("## Faults: server and worker crashes, slow checkpoints, inference surges")
-        w(f"{describe(fc)}, with seeded random faults (docs/reliability.md): a crashed training server is back")
+        w(f"{describe(fc)}, with seeded random faults (docs/faults.md): a crashed training server is back")
         w(f"after an exponential time of mean {fc['faults.random.mean_down_s']:g} s; its loss is noticed after "
           f"{fc['faults.missed_heartbeats']} missed heartbeats of {fc['faults.heartbeat_s']:g} s; jobs restart from their")
         w(f"last checkpoint (every {fc['jobs.checkpoint_interval_s']:g} s) and fail after {fc['faults.max_retries']} restarts.")

@@ -6,7 +6,7 @@
 
 namespace aryl::detail {
 
-/// A backfilling walk's memory of the jobs that found no room this round (docs/design.md,
+/// A backfilling walk's memory of the jobs that found no room this round (docs/preemption.md,
 /// "Backfill"). A later job is passed over when one of them asked for no more GPUs on no
 /// fewer servers: a longer job (the walk is in SJF order) of no smaller demand would find no
 /// room either, nor better victims to preempt. Once a job of one GPU that may use any type

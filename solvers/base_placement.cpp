@@ -1,4 +1,4 @@
-// Step 1 of a round (docs/design.md, "Phase 1", "Preemption for short jobs"): a queued job's
+// Step 1 of a round (docs/round.md, "The steps"; docs/preemption.md): a queued job's
 // base demand on free GPUs, on extra workers' GPUs, on its fastest type by preemption, or by
 // the fallbacks that stop running jobs.
 #include <algorithm>

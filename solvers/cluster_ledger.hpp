@@ -160,7 +160,7 @@ struct hold_stats {
 };
 
 /// A tenant: who jobs run for, its guaranteed share of the training servers and its fair
-/// share (docs/design.md, "Tenants and quotas"). Index 0 is the jobs without a tenant.
+/// share (docs/tenants.md, "Tenants and quotas"). Index 0 is the jobs without a tenant.
 struct tenant_entry {
   std::string name;
   /// Guaranteed GPUs of training servers for its jobs' base demand; -1: no quota (its jobs

@@ -1,4 +1,4 @@
-// Step 2b of a full round (docs/design.md, "Consolidation"): a running elastic job spread over
+// Step 2b of a full round (docs/elastic.md, "Consolidation"): a running elastic job spread over
 // more servers than its workers need moves onto fewer, on GPUs really free and its own.
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #pragma once
 /// Remaining time of jobs that came without a duration estimate, from the durations of the
-/// jobs that ended (docs/design.md, "Jobs without an estimate"). Pure: no clock, no I/O.
+/// jobs that ended (docs/round.md, "Jobs without an estimate"). Pure: no clock, no I/O.
 #include <cstdint>
 #include <vector>
 

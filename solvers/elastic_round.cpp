@@ -1,4 +1,4 @@
-// Rounds of policies with elastic scaling (docs/design.md, "Rounds"), planned on a working copy of
+// Rounds of policies with elastic scaling (docs/round.md, "The steps"), planned on a working copy of
 // the free GPUs in which every elastic job's workers above its minimum count as free:
 //  1. base demand of queued jobs in queue order (min workers for elastic jobs), so a queued
 //     job never waits for GPUs that only extend an elastic job;
@@ -249,7 +249,7 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
     }
     // Strict even when backfilling: what fits behind a job that finds no room waits for the
     // next full or starts round, so backfilling walks the queue once per freeing of GPUs, not
-    // once per arrival (docs/design.md, "Backfill").
+    // once per arrival (docs/preemption.md, "Backfill").
     return find_room(l, p, o, id, view, hard);
   });
   if (!viewing) return;

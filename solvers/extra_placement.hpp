@@ -1,5 +1,5 @@
 #pragma once
-/// Where an elastic job's extra workers go (docs/design.md, rounds step 5). Every server a
+/// Where an elastic job's extra workers go (docs/round.md, "The steps", 8). Every server a
 /// job spans beyond its first costs it throughput (throughput.hpp, cross_server_eff), so
 /// extras go on the fewest servers that hold them. Pure: mutates only the free-GPU counts
 /// of the servers it is given.

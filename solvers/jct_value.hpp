@@ -1,6 +1,6 @@
 #pragma once
 /// Values for the scale-out knapsack: how much adding workers shortens a job's remaining
-/// time (docs/design.md, "Rounds"). Pure functions of the throughput model.
+/// time (docs/elastic.md, "What a change of size must pay"). Pure functions of the throughput model.
 #include <limits>
 #include <vector>
 

@@ -35,7 +35,7 @@ struct job_spec {
   std::string user;
   /// Who the job runs for: the Philly VC, the canonical `tenant` column; empty: no tenant.
   std::string tenant;
-  /// Its class: higher goes first and may stop lower (docs/design.md, "Priorities"); the
+  /// Its class: higher goes first and may stop lower (docs/tenants.md, "Priorities"); the
   /// canonical `priority` column, `aryl submit --priority`; 0 by default.
   int priority = 0;
   /// False for a submitted job that gave no run-time estimate: duration_s is then the

@@ -1,5 +1,5 @@
 #pragma once
-/// Multiple-choice knapsack for elastic scale-out (docs/design.md, "Rounds").
+/// Multiple-choice knapsack for elastic scale-out (docs/elastic.md, "What a change of size must pay").
 ///
 /// One class per elastic job; item k of a class = "add some workers", weight = GPUs
 /// (>= 1), value = JCT reduction in seconds (any real, may be negative). At most one item

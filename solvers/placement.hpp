@@ -1,5 +1,5 @@
 #pragma once
-/// Worker placement over heterogeneous servers (docs/design.md, "Rounds").
+/// Worker placement over heterogeneous servers (docs/round.md, "The steps").
 /// Pure: mutates only the free-GPU counts of the servers it is given.
 #include <optional>
 #include <utility>

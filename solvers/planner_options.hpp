@@ -1,5 +1,6 @@
 #pragma once
-/// How the scheduler's rounds behave: the `scheduler.*` config keys (docs/design.md).
+/// How the scheduler's rounds behave: the `scheduler.*` config keys (docs/round.md,
+/// docs/config.md).
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -9,19 +10,19 @@
 
 namespace aryl {
 
-/// What an extra worker is worth (docs/design.md, "What a change of size must pay").
+/// What an extra worker is worth (docs/elastic.md, "What a change of size must pay").
 enum class scale_horizon {
   hold,  ///< the JCT it saves over the time the job is expected to keep it
   end,   ///< the JCT it saves if kept until the job ends (every round re-decides)
 };
 
-/// The fewest workers an elastic job runs with (docs/design.md, "The floor of an elastic job").
+/// The fewest workers an elastic job runs with (docs/elastic.md, "The floor of an elastic job").
 enum class elastic_floor {
   request,  ///< its requested size: it starts there and is never shrunk below it
   min,      ///< its min_workers: it may start there and be shrunk to it (the paper's base)
 };
 
-/// Which rounds re-plan elastic sizes (docs/design.md, "Scale rounds").
+/// Which rounds re-plan elastic sizes (docs/round.md, "Scale rounds").
 enum class scale_rounds {
   every,     ///< every round (the knapsack over every running elastic job)
   capacity,  ///< rounds after GPUs were freed that an elastic job could use, or the cluster
@@ -33,7 +34,7 @@ enum class scale_rounds {
 struct planner_options {
   placement_mode placement = placement_mode::consolidated;
   /// A queued job that finds no room does not stop the queue: later jobs may start
-  /// (docs/design.md, "Backfill"). Unset: on for the policies that loan or scale (aryl and
+  /// (docs/preemption.md, "Backfill"). Unset: on for the policies that loan or scale (aryl and
   /// its two halves), off for the rigid ones, as those baselines are defined (`backfills`).
   std::optional<bool> backfill;
   /// A queued job that has waited this long (seconds, in all) is tried first in full and
@@ -43,7 +44,7 @@ struct planner_options {
   /// ... and so does a job queued at least this many times its predicted run at its request,
   /// and at least reserve_stretch_min_s (0: off): a job, most often a short wide one, that
   /// the jobs backfilling past it starve. The job that holds servers may stop jobs already
-  /// stopped max_preemptions times (docs/design.md, "Starved jobs").
+  /// stopped max_preemptions times (docs/preemption.md, "Starved jobs").
   double reserve_stretch = 5;
   double reserve_stretch_min_s = 1800;
   /// While servers are held so, a queued job predicted to end before they would hold the
@@ -68,17 +69,17 @@ struct planner_options {
   double short_job_s = 0;
   /// Elastic jobs predicted to run at least this long start only on their fastest GPU type,
   /// when its servers can hold them: on a slower one they would lose more than they wait
-  /// (docs/design.md, "Long jobs on their fastest type"). 0: off.
+  /// (docs/elastic.md, "Long jobs on their fastest type"). 0: off.
   double long_job_s = 100000;
   /// Rounds with elastic scaling or loaning re-plan elastic jobs' sizes and moves (the
   /// knapsack, over every running elastic job) at most this often, in seconds; the rounds in
   /// between only start queued jobs at their base demand on free GPUs. 0: every round
-  /// re-plans (docs/design.md, "Scale period").
+  /// re-plans (docs/round.md, "Scale period").
   double scale_period_s = 0;
   /// While jobs queue, a job's end re-plans sizes at most this long after the last full
   /// round: the round at the end only starts queued jobs, and the end's sizes wait for the
   /// next full round, at most this long (scale_rounds capacity or arrivals; 0: at once;
-  /// docs/design.md, "Ends under a queue").
+  /// docs/round.md, "Ends under a queue").
   double end_scale_period_s = 120;
   scale_rounds rounds = scale_rounds::arrivals;
   elastic_floor floor = elastic_floor::request;

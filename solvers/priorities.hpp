@@ -1,5 +1,5 @@
 #pragma once
-/// Job classes (docs/design.md, "Priorities"): the queue walks higher classes first, and a
+/// Job classes (docs/tenants.md, "Priorities"): the queue walks higher classes first, and a
 /// waiting job's class rises with its wait so that no stream of higher-class jobs holds it
 /// back for ever. Pure.
 ///
@@ -33,7 +33,7 @@ bool priority_may_preempt(const job_entry& q, const job_entry& v, int max_preemp
 /// Whether policy `p` preempts lower classes for a job's class (the rule of
 /// queue_preemption.cpp): only its rounds with elasticity or loaning do. The rigid policies'
 /// rounds and the preemptive ones' rankings (srtf, las) have no place for it, so a job with a
-/// class other than 0 is refused under them (docs/design.md, "Priorities").
+/// class other than 0 is refused under them (docs/tenants.md, "Priorities").
 inline bool preempts_for_classes(const policy_spec& p) { return !p.preemptive && (p.elastic || p.loaning); }
 
 namespace detail {

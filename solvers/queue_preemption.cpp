@@ -1,6 +1,6 @@
 // Step 1's fallbacks of an elastic round: a queued job that fits nowhere may stop running
-// jobs that have far longer to go (docs/design.md, "Preemption for short jobs"), or of a
-// lower class (docs/design.md, "Priorities").
+// jobs that have far longer to go (docs/preemption.md, "Preemption for short jobs"), or of a
+// lower class (docs/tenants.md, "Priorities").
 #include <algorithm>
 #include <array>
 #include <limits>

@@ -1,4 +1,4 @@
-// Step 1b's quota growth (docs/design.md, "Tenants and quotas"): a running elastic job below
+// Step 1b's quota growth (docs/tenants.md, "Tenants and quotas"): a running elastic job below
 // its requested size, of a tenant whose quota has room for the rest, grows to it on its own
 // server, on GPUs free or held by extra workers, else by stopping the fewest jobs of tenants
 // that borrow there (choose_quota_victims), when the time it saves pays for every stop.

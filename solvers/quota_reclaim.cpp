@@ -1,4 +1,4 @@
-// Step 1's quota reclaim (docs/design.md, "Tenants and quotas"): a queued job within its
+// Step 1's quota reclaim (docs/tenants.md, "Tenants and quotas"): a queued job within its
 // tenant's unused quota that fits nowhere stops jobs of tenants that borrow, the fewest
 // possible (choose_quota_victims), after the GPUs of extra workers, which it takes first.
 #include "solvers/reason_text.hpp"

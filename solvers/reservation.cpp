@@ -1,5 +1,5 @@
 // Reservation for a job queued past planner_options::reserve_after_s or reserve_stretch
-// (docs/design.md, "Backfill", "Starved jobs"): the servers that would hold it soonest are
+// (docs/preemption.md, "Backfill", "Starved jobs"): the servers that would hold it soonest are
 // held for it in step 1.
 #include <algorithm>
 #include <limits>

@@ -1,5 +1,5 @@
 #pragma once
-/// One scheduling round (docs/design.md, "Rounds"): phase 1 places base demand in queue-policy
+/// One scheduling round (docs/round.md, "The steps"): phase 1 places base demand in queue-policy
 /// order; phase 2 shares the GPUs left over among elastic jobs. Pure: every decision is
 /// applied to the ledger here and returned, for the scheduler actor to send out.
 #include <string>

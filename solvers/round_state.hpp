@@ -396,7 +396,7 @@ inline bool reserves(const job_entry& j, const planner_options& o, sim_time now)
          waited >= std::max(o.reserve_stretch_min_s, o.reserve_stretch * j.predicted_work / j.requested_rate);
 }
 /// The options the job that holds servers is placed with: it may stop jobs already stopped
-/// max_preemptions times (docs/design.md, "Starved jobs").
+/// max_preemptions times (docs/preemption.md, "Starved jobs").
 inline planner_options holder_options(const planner_options& o) {
   planner_options h = o;
   h.max_preemptions = std::numeric_limits<int>::max();
@@ -431,7 +431,7 @@ inline bool preempt_eligible(const cluster_ledger& l, const planner_options& o, 
 bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
                  work_view& view, work_view& hard, int only_type = -1, double budget_s = -1);
 
-/// Step 1's last fallback (queue_preemption.cpp, docs/design.md "Priorities"): running jobs
+/// Step 1's last fallback (queue_preemption.cpp, docs/tenants.md "Priorities"): running jobs
 /// of a lower class than queued job `id`, each stopped for a class fewer than
 /// ledger_params::priority_max_preemptions times and with more time left than its stop
 /// costs, make room for it; false when classes are off or no such stop makes room.
@@ -443,7 +443,7 @@ bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const p
 bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
                        work_view& view, work_view& hard);
 
-/// Step 1b (quota_growth.cpp, docs/design.md "Tenants and quotas"), after plan_running: each
+/// Step 1b (quota_growth.cpp, docs/tenants.md "Tenants and quotas"), after plan_running: each
 /// running elastic job on one training server below its requested size (at most the server),
 /// of a tenant whose quota has room for its extra workers up to that size (its jobs' base and
 /// such extras counted), grows to it in place, outside its cooldown and when the time it saves

@@ -1,5 +1,5 @@
 #pragma once
-/// Tenants (docs/design.md, "Tenants and quotas"): each tenant's decayed usage, the
+/// Tenants (docs/tenants.md, "Tenants and quotas"): each tenant's decayed usage, the
 /// fair-share order in which a round takes queued jobs across tenants, quota admission, and
 /// the choice of borrowed jobs to stop when a quota's owner needs it back. Pure.
 ///

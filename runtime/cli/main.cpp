@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
   add_workload_flags(sim, sf);
   sim->add_option("--mode", sf.mode, "simulated | wallclock");
   sim->add_flag("--check-invariants", sf.check_invariants, "check cluster invariants on every event");
-  sim->add_option("--faults", sf.faults, "a fault plan (YAML, docs/reliability.md)");
+  sim->add_option("--faults", sf.faults, "a fault plan (YAML, docs/faults.md)");
   sim->add_flag("--quiet", sf.quiet, "no summary table or progress");
 
   std::string problem, method = "greedy", in_file;

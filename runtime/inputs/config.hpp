@@ -103,7 +103,7 @@ struct config {
   double inference_headroom = 0.1;
   int64_t inference_grace_s = 120;
 
-  // --- tenants (docs/design.md, "Tenants and quotas")
+  // --- tenants (docs/tenants.md, "Tenants and quotas")
   std::map<std::string, tenant_config> tenants;
   /// Every tenant of the trace gets a quota in proportion to its jobs' GPU-seconds.
   bool tenants_from_demand = false;
@@ -111,7 +111,7 @@ struct config {
   bool tenants_fair_share = true;
   double tenants_halflife_s = 3600;
   double tenants_reclaim_grace_s = 120;
-  // --- priorities (docs/design.md, "Priorities")
+  // --- priorities (docs/tenants.md, "Priorities")
   /// A queued job's class rises by one per this many seconds of waiting (0: never).
   double priorities_aging_s = 1800;
   /// A job is stopped for a higher class at most this many times (0: classes never preempt).
@@ -135,7 +135,7 @@ struct config {
   /// serve --state: ended jobs between two compactions of the journal (their rows folded
   /// into compact final records); 0: only when serve starts.
   int state_compact_every = 100;
-  /// serve's limits on connections (docs/live.md, "Connections"): hello within this many
+  /// serve's limits on connections (docs/protocol.md, "Connections"): hello within this many
   /// seconds of connecting; connections in all (at most what RLIMIT_NOFILE leaves); those not
   /// past hello yet, in all and from one peer address; closes before hello per peer address
   /// and second, past which such a connection is silenced rather than closed.
@@ -147,7 +147,7 @@ struct config {
   /// A submitted job without a run-time estimate gets this one (seconds at its requested
   /// workers) and is marked unpredicted.
   double default_estimate_s = 3600;
-  /// serve's bounds on clients' submits (docs/live.md, "Connections"): jobs clients keep
+  /// serve's bounds on clients' submits (docs/config.md, `live.*`): jobs clients keep
   /// queued or running, in all and per client address; bytes of a submit's name, command and
   /// tenant; submits a second per address (bursts of twice that).
   int max_active_submits = 10000;

@@ -11,8 +11,8 @@
 namespace aryl {
 namespace {
 
-// Constants derived from /work/shared/traces/philly-sia/philly.csv (82,247 jobs); the derivation
-// is in docs/workload.md.
+// Constants derived from the Philly trace (philly.csv, 82,247 jobs); scripts/synthetic_constants.py
+// prints them (docs/workload.md, "Constants").
 
 /// GPUs per job and how many Philly jobs asked for that many.
 struct size_weight {

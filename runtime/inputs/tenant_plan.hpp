@@ -1,5 +1,5 @@
 #pragma once
-/// The tenants of a run from its config and its jobs (docs/design.md, "Tenants and quotas").
+/// The tenants of a run from its config and its jobs (docs/tenants.md, "Tenants and quotas").
 #include <vector>
 
 #include "runtime/inputs/config.hpp"

@@ -6,7 +6,7 @@
 
 #include "runtime/wire/codec.hpp"
 
-// The inventory while a run goes on (docs/live.md, "A live inventory"): machines joining a
+// The inventory while a run goes on (docs/live.md, "Static inventory, or a live one"): machines joining a
 // running cluster, and operators' cordon, drain and resume orders, passed to the scheduler
 // through the driver's router.
 namespace aryl::live {

@@ -199,7 +199,7 @@ struct submit {
   /// Who the job runs for; absent: no tenant. Where tenants are configured the scheduler
   /// refuses a name it does not know.
   std::optional<std::string> tenant;
-  /// Its class (docs/design.md, "Priorities"): higher goes first; absent: 0.
+  /// Its class (docs/tenants.md, "Priorities"): higher goes first; absent: 0.
   std::optional<int32_t> priority;
   /// Seconds it may hold workers in one attempt; at the limit its workers get SIGTERM, then
   /// SIGKILL after the stop grace, and it ends as timeout. Absent: no limit.
@@ -297,7 +297,7 @@ struct loan_info {
   bool operator==(const loan_info&) const = default;
 };
 
-/// One tenant's GPUs of training servers in a status_reply (docs/design.md, "Tenants and
+/// One tenant's GPUs of training servers in a status_reply (docs/tenants.md, "Tenants and
 /// quotas"; the same numbers as /metrics' aryl_tenant_gpus).
 struct tenant_info {
   std::string name;

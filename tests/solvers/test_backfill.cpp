@@ -1,4 +1,4 @@
-// Backfilling in aryl's rounds (docs/design.md, "Backfill"): on by default for the policies
+// Backfilling in aryl's rounds (docs/preemption.md, "Backfill"): on by default for the policies
 // that loan or scale, off for the rigid baselines; a full round leaves no queued job that
 // fits, and a local round stays strict.
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
-// Elastic changes that pay for themselves (docs/design.md, "What a change of size must pay",
-// "Preemption for short jobs"): the holding-time estimate, the cooldown, the efficiency
+// Elastic changes that pay for themselves (docs/elastic.md, "What a change of size must pay";
+// docs/preemption.md, "Preemption for short jobs"): the holding-time estimate, the cooldown, the efficiency
 // floor, the margin, and preemption for queued jobs, each on a hand-made ledger.
 #include <doctest/doctest.h>
 

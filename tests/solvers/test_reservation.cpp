@@ -1,4 +1,4 @@
-// scheduler.reserve_after_s (docs/design.md, "Backfill"): a job queued past the bound goes
+// scheduler.reserve_after_s (docs/preemption.md, "Backfill"): a job queued past the bound goes
 // first, and when it finds no room the server that would hold it soonest is held for it, in
 // full rounds and in the local rounds between them, until it starts there.
 #include <doctest/doctest.h>
