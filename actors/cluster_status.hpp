@@ -107,6 +107,7 @@ struct cluster_status {
   /// Each completed reclaim: simulated seconds from the request to the servers' return.
   std::vector<double> reclaim_latency_s;
   uint64_t reclaim_slo_misses = 0;  ///< servers returned after their deadline
+  int inference_needed = -1;        ///< inference servers demand needs now (headroom in); -1: none
   latency_histogram rounds;
   std::vector<tenant_report> tenants;  ///< governed tenants only (none: empty)
   run_counts counts;

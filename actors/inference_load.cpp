@@ -42,10 +42,14 @@ inference_actor::behavior_type inference_behavior(inference_actor::stateful_poin
     self->send(recorder, event_atom::value,
                event_record{now.us, "inference", std::move(event), std::move(detail), std::move(why)});
   };
-  // GPUs that serve demand now; the rest of the serving servers idle.
+  // GPUs that serve demand now (the rest of the serving servers idle), and the servers needed.
   auto report_busy = [=](sim_time now, int need) {
     auto& st = self->state;
     int busy = std::min<int>(need, static_cast<int>(st.serving.size())) * st.setup.gpus_per_server;
+    if (need != st.reported_need) {
+      st.reported_need = need;
+      self->send(recorder, need_atom::value, need);
+    }
     if (busy == st.reported_busy) return;
     st.reported_busy = busy;
     self->send(recorder, serving_atom::value, now.us, busy);

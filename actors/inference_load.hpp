@@ -36,6 +36,7 @@ struct inference_state {
   std::deque<pending> reclaims;
   uint64_t next_reclaim = 0;
   int reported_busy = -1;  ///< GPUs serving demand, as last told to the recorder
+  int reported_need = -1;  ///< servers needed (headroom included), as last told to the recorder
   int pushed = -1;         ///< demand pushed live (servers, before headroom); -1: none
   static inline const char* name = "inference";
 };

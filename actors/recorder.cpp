@@ -111,6 +111,7 @@ recorder_actor::behavior_type recorder_behavior(recorder_actor::stateful_pointer
         self->state.status->slo_misses += static_cast<uint64_t>(count);
         measured();
       },
+      [=](need_atom, int servers) { self->state.status->inference_needed.store(servers, std::memory_order_relaxed); },
       [=](serving_atom, int64_t t_us, int gpus) {
         if (!self->state.status->finished.load()) self->state.writer->serving(t_us, gpus);
       },

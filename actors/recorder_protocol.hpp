@@ -18,6 +18,7 @@ using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using violation_atom = caf::atom_constant<caf::atom("violation")>;
 using slo_atom = caf::atom_constant<caf::atom("slo")>;
 using serving_atom = caf::atom_constant<caf::atom("serving")>;
+using need_atom = caf::atom_constant<caf::atom("need")>;
 using failed_atom = caf::atom_constant<caf::atom("failed")>;
 using lag_atom = caf::atom_constant<caf::atom("lag")>;
 using expect_atom = caf::atom_constant<caf::atom("expect")>;
@@ -59,7 +60,8 @@ typename Inspector::result_type inspect(Inspector& f, cluster_snapshot& x) {
 /// order, then the snapshot after it, the round's scope (round_scope as an integer) and, for
 /// a full round, its round_cause (a round's messages to the recorder, as one).
 /// violation: an invariant broke (the run stops). slo: servers returned late.
-/// serving(t_us, gpus): inference GPUs busy serving demand from t on. failed(message,
+/// serving(t_us, gpus): inference GPUs busy serving demand from t on. need(servers): the
+/// inference servers demand needs now, headroom included (live mode's metrics show it). failed(message,
 /// exit code): an actor threw; the run stops with that message and code. lag(us): a job's
 /// completion timer fired this late (wall clock only; simulated time is exact).
 /// expect: one more job, submitted while the run goes on (live mode): the run waits for it
@@ -78,6 +80,7 @@ using recorder_actor = caf::typed_actor<caf::reacts_to<event_atom, event_record>
                                         caf::reacts_to<violation_atom, std::string>,
                                         caf::reacts_to<slo_atom, int>,
                                         caf::reacts_to<serving_atom, int64_t, int>,
+                                        caf::reacts_to<need_atom, int>,
                                         caf::reacts_to<failed_atom, std::string, int>,
                                         caf::reacts_to<lag_atom, int64_t>,
                                         caf::reacts_to<expect_atom>,

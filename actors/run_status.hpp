@@ -21,6 +21,7 @@ struct run_status {
   /// Jobs holding GPUs after the latest round (each has a finish timer: the run moves on).
   std::atomic<int> running_jobs{0};
   std::atomic<uint64_t> slo_misses{0};  ///< servers returned to inference after their deadline
+  std::atomic<int> inference_needed{-1};  ///< inference servers demand needs now; -1: no inference
   /// The latest a job completion timer fired past its due time (wall clock), µs.
   std::atomic<int64_t> max_lag_us{0};
   run_summary summary;   ///< set before `finished`

@@ -88,7 +88,7 @@ typename Inspector::result_type inspect(Inspector& f, end_histogram& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
   return f(caf::meta::type_name("cluster_status"), x.t_us, x.jobs, x.servers, x.jobs_finished, x.jobs_failed,
-           x.jobs_cancelled, x.reclaim_latency_s, x.reclaim_slo_misses, x.rounds, x.tenants, x.counts, x.ends);
+           x.jobs_cancelled, x.reclaim_latency_s, x.reclaim_slo_misses, x.inference_needed, x.rounds, x.tenants, x.counts, x.ends);
 }
 
 template <class Inspector>

@@ -157,6 +157,7 @@ int main(int argc, char** argv) {
   // A flag given twice takes its last value, as --set does.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("aryl ") + ARYL_VERSION, "print aryl's version and exit");
 
   simulate_flags sf;
   auto* sim = app.add_subcommand("simulate", "simulate a workload (the built-in synthetic one by default)");

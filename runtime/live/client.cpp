@@ -431,8 +431,10 @@ void print_show_node(std::ostream& out, const wire::show_node_reply& r) {
   out << fmt::format("   Hold={}", v.hold ? escape_control(*v.hold) : std::string("none"));
   if (v.reason) out << fmt::format(" Reason={}", escape_control(*v.reason));
   out << '\n';
-  out << fmt::format("   Address={} LastHeard={}\n", r.address ? escape_control(*r.address) : std::string("-"),
-                     r.heard_s ? fmt::format("{:.1f}s ago", *r.heard_s) : std::string("(no agent connected)"));
+  out << fmt::format("   Address={} LastHeard={} AgentVersion={}\n",
+                     r.address ? escape_control(*r.address) : std::string("-"),
+                     r.heard_s ? fmt::format("{:.1f}s ago", *r.heard_s) : std::string("(no agent connected)"),
+                     r.agent_version ? escape_control(*r.agent_version) : std::string("-"));
   out << fmt::format("   Jobs={}\n", r.jobs.size());
   if (r.jobs.empty()) return;
   out << fmt::format("   {:>6}  {:<20} {:>7}  {}\n", "JOB", "NAME", "WORKERS", "RANKS");
@@ -454,6 +456,7 @@ std::string show_node_json(const wire::show_node_reply& r) {
     j["jobs"].push_back({{"job_id", x.job_id}, {"name", x.name}, {"workers", x.workers}, {"ranks", x.ranks}});
   if (r.heard_s) j["heard_s"] = *r.heard_s;
   if (r.address) j["address"] = *r.address;
+  if (r.agent_version) j["agent_version"] = *r.agent_version;
   return j.dump(2);
 }
 

@@ -108,6 +108,7 @@ std::optional<wire::show_node_reply> show_node_reply_of(const cluster_status& s,
   }
   out.heard_s = there.heard_s;
   out.address = there.address;
+  out.agent_version = there.version;
   return out;
 }
 

@@ -39,6 +39,8 @@ struct node_presence {
   std::optional<double> heard_s;
   /// Where its workers are reached; nothing: never registered.
   std::optional<std::string> address;
+  /// Its agent's version; nothing: never registered, or not said.
+  std::optional<std::string> version;
 };
 
 /// `aryl show node NAME`: the server as the scheduler reports it, its running jobs with their

@@ -63,6 +63,8 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
     /// Where the job's other machines reach its workers (register's address, else the address
     /// its agent connected from): MASTER_ADDR for jobs whose rank 0 runs there.
     std::string address;
+    /// Its agent's register.version ("": it did not say).
+    std::string agent_version;
   };
   /// MASTER_PORT of each job's latest launch, on its master server (network thread only).
   struct master_port {

@@ -134,6 +134,7 @@ void session::take_register(const wire::register_& reg) {
     returning = slot.registered;
     slot.registered = true;
     slot.address = r->address.value_or(address_);
+    slot.agent_version = r->version.value_or("");
     ++slot.registrations;
     server_id_ = slot.id;
     backlog.swap(slot.backlog);

@@ -90,6 +90,7 @@ void gateway::impl::answer_show_node(session& who, const cluster_status& s, cons
       for (auto& launched : slot.generations) there.ranks[launched.first.first].push_back(launched.first.second);
       if (auto agent = slot.agent.lock()) there.heard_s = heard_ago_s(*agent);
       if (!slot.address.empty()) there.address = slot.address;
+      if (!slot.agent_version.empty()) there.version = slot.agent_version;
     }
   }
   if (auto reply = show_node_reply_of(s, away, server, there))

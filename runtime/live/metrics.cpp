@@ -90,6 +90,13 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   family("aryl_servers", "gauge",
          "Servers by home pool and mode (training, serving, loaned, reclaiming, down, cordoned: held by an operator).");
   for (auto& [k, n] : servers) out += fmt::format("aryl_servers{{pool=\"{}\",mode=\"{}\"}} {}\n", k.first, k.second, n);
+  if (s.inference_needed >= 0) {
+    // Beside aryl_servers{pool="inference"} by mode: what loaning and reclaim answer to.
+    family("aryl_inference_demand_servers", "gauge",
+           "Inference servers the demand needs now, headroom included (the last `aryl demand`, else the demand "
+           "curve). Absent in a cluster without inference servers.");
+    out += fmt::format("aryl_inference_demand_servers {}\n", s.inference_needed);
+  }
   family("aryl_server_held", "gauge", "1 for each server an operator holds, by hold (cordoned, draining, drained).");
   for (auto& v : s.servers)
     if (v.node_state != "up" && !v.node_state.empty())

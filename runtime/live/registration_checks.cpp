@@ -1,5 +1,7 @@
 #include "runtime/live/registration_checks.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "solvers/control_chars.hpp"
@@ -49,6 +51,14 @@ std::string registration_problem(const wire::register_& r) {
       if (!(name_char(c) || c == ':'))
         return fmt::format("server '{}': address '{}' is not a host name or an IP address", r.server,
                            escape_control(a));
+  }
+  // Printed by show node: no control characters, no spaces, bounded.
+  if (r.version) {
+    const auto& v = *r.version;
+    bool printable = std::all_of(v.begin(), v.end(), [](char c) { return c > ' ' && c < 127; });
+    if (v.empty() || v.size() > 64 || !printable)
+      return fmt::format("server '{}': version '{}' is not 1 to 64 printable ASCII bytes without spaces", r.server,
+                         escape_control(v));
   }
   return "";
 }

@@ -406,6 +406,7 @@ class agent {
     wire::register_ r{o_.name, o_.gpu_type, o_.gpus, o_.pool, {}};
     if (!o_.address.empty()) r.address = o_.address;
     r.instance = instance_;
+    r.version = ARYL_VERSION;
     for (auto& [id, w] : workers_)
       if (!w->status)
         r.workers.push_back({w->job_id, w->rank, w->gpus, static_cast<uint32_t>(w->proc.pid()), std::nullopt,

@@ -338,6 +338,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         [tasks, &sys, scheduler, status] {
           auto s = ask<cluster_status>(*tasks, sys, scheduler, cluster_status{}, status_atom::value);
           s.reclaim_slo_misses = status->slo_misses.load();
+          s.inference_needed = status->inference_needed.load();
           return s;
         },
         [inference](int servers) {
@@ -400,6 +401,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
               self->request(scheduler, std::chrono::seconds(2), status_atom::value)
                   .then([=](cluster_status& s) {
                           s.reclaim_slo_misses = status->slo_misses.load();
+          s.inference_needed = status->inference_needed.load();
                           reply(std::move(s));
                         },
                         [=](caf::error&) { reply(cluster_status{}); });

@@ -46,6 +46,7 @@ void fields(A& a, T& m) {
   a("workers", m.workers);
   a("address", m.address);
   a("instance", m.instance);
+  a("version", m.version);
 }
 
 template <class A, is<heartbeat> T>
@@ -319,6 +320,7 @@ void fields(A& a, T& m) {
   a("jobs", m.jobs);
   a("heard_s", m.heard_s);
   a("address", m.address);
+  a("agent_version", m.agent_version);
 }
 
 /// Wire names of enum values, indexed by the enum's value.

@@ -100,6 +100,9 @@ struct register_ {
   /// Random per agent process: a new connection of the same process takes over a name its
   /// old connection still holds; another process's is refused (error code `name_held`).
   std::optional<std::string> instance{};
+  /// The agent's release (`aryl --version` for aryl's own agent; 1-64 printable ASCII bytes),
+  /// shown by `aryl show node`. Absent: an agent that does not say.
+  std::optional<std::string> version{};
   bool operator==(const register_&) const = default;
 };
 
@@ -413,6 +416,8 @@ struct show_node_reply {
   /// Where its workers are reached (register's address, else where its agent connected from);
   /// absent: no agent has registered it yet.
   std::optional<std::string> address{};
+  /// Its agent's register.version; absent: no agent registered it, or it did not say.
+  std::optional<std::string> agent_version{};
   bool operator==(const show_node_reply&) const = default;
 };
 

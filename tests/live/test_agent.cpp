@@ -117,8 +117,13 @@ TEST_CASE("live agent: says hello with its token, then registers its machine") {
   REQUIRE(reg->instance);
   CHECK(reg->instance->size() == 32);
   CHECK(reg->instance->find_first_not_of("0123456789abcdef") == std::string::npos);
+  // Its version is the build's release, as `aryl --version` prints it (MAJOR.MINOR.PATCH).
+  REQUIRE(reg->version);
+  CHECK(std::count(reg->version->begin(), reg->version->end(), '.') == 2);
+  CHECK(reg->version->find_first_not_of("0123456789.") == std::string::npos);
   auto machine = *reg;
   machine.instance.reset();
+  machine.version.reset();
   CHECK(machine == wire::register_{"node-a", "A100", 4, wire::pool_kind::inference, {}});
   CHECK(s.skipped().empty());
   CHECK(agent.stop() == 0);

@@ -758,6 +758,12 @@ TEST_CASE_FIXTURE(gateway_fixture, "gateway: a registration beyond the limits is
   CHECK(refused(addressed) == "register: server 't0': address '10.0.0.7 && rm' is not a host name or an IP address");
   addressed.address = "";
   CHECK(refused(addressed) == "register: server 't0': address is empty or over 253 bytes");
+  wire::register_ versioned{"t0", "V100", 8, wire::pool_kind::training, {}};
+  versioned.version = "0.14 beta";
+  CHECK(refused(versioned) == "register: server 't0': version '0.14 beta' is not 1 to 64 printable ASCII bytes "
+                              "without spaces");
+  versioned.version = std::string(65, '1');
+  CHECK(refused(versioned).find("is not 1 to 64 printable ASCII bytes") != std::string::npos);
   agent.send(wire::progress{7, 0, 2.5, 3});
   CHECK(saw("progress server=1 job=7 rank=0 2.5"));
 }

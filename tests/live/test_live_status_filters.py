@@ -21,6 +21,7 @@ every flag. Serve is stopped with SIGTERM; no process is left, no port bound.
 import json
 import os
 import signal
+import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -130,6 +131,9 @@ def run(a, work, procs):
               and "hold" not in n, f"show node t0 gives its size, state and mode ({n})")
         check(n.get("address") == "127.0.0.1", f"show node t0 gives its agent's address ({n.get('address')})")
         check(0 <= n.get("heard_s", -1) < 10, f"t0's agent was heard within seconds ({n.get('heard_s')})")
+        version = subprocess.run([bed.aryl, "--version"], capture_output=True, text=True).stdout.split()
+        check(version and version[0] == "aryl" and n.get("agent_version") == version[-1],
+              f"show node t0 gives its agent's version ({n.get('agent_version')}, aryl --version: {version})")
     r = bed.client("show", "node", "t0")
     check(r.returncode == 0 and "NodeName=t0" in r.stdout and "Address=127.0.0.1" in r.stdout
           and "LastHeard=" in r.stdout and "RANKS" in r.stdout, f"show node t0 as text ({r.stdout})")

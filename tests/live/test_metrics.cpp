@@ -71,6 +71,15 @@ TEST_CASE("metrics: the exposition counts jobs, GPUs by pool and use, servers by
     CHECK_MESSAGE(text.find(std::string(line) + "\n") != std::string::npos, line);
 }
 
+TEST_CASE("metrics: the inference demand is a gauge of servers needed, absent where no inference follows demand") {
+  auto s = sample_status();
+  s.inference_needed = 3;
+  CHECK(live::render_metrics(s, {8, 7}).find("\naryl_inference_demand_servers 3\n") != std::string::npos);
+  s.inference_needed = 0;
+  CHECK(live::render_metrics(s, {8, 7}).find("\naryl_inference_demand_servers 0\n") != std::string::npos);
+  CHECK(live::render_metrics(cluster_status{}, {2, 0}).find("aryl_inference_demand_servers") == std::string::npos);
+}
+
 TEST_CASE("metrics: per tenant, quota, GPUs in use, borrowed and lent, and queued jobs, with names escaped") {
   auto text = live::render_metrics(sample_status(), {8, 7});
   for (auto* line : {"aryl_tenant_gpus{tenant=\"vc \\\"a\\\"\",kind=\"quota\"} 8",

@@ -31,7 +31,7 @@ EXPECTED = [
     {"type": "register", "server": "node-07", "gpu_type": "a100", "gpus": 8, "pool": "inference",
      "workers": [{"job_id": 42, "rank": 3, "gpus": [0, 1], "pid": 12345},
                  {"job_id": 43, "rank": 0, "gpus": [7], "exit_code": 0, "exit_signal": 9}],
-     "address": "node-07.example"},
+     "address": "node-07.example", "version": "0.14.0"},
     {"type": "heartbeat", "seq": 1 << 40},
     {"type": "launch", "job_id": 9000000000, "rank": 2, "world_size": 4, "gpus": [4, 5],
      "checkpoint_dir": "/ckpt/job-9", "rendezvous": "10.0.0.7:29500",
@@ -87,7 +87,7 @@ EXPECTED = [
      "node": {"name": "node-03", "gpu_type": "a100", "gpus": 8, "free": 0, "pool": "training", "state": "up",
               "hold": "draining", "reason": "disk swap"},
      "mode": "training", "jobs": [{"job_id": 1, "name": "a", "workers": 2, "ranks": [0, 3]}],
-     "heard_s": 0.5, "address": "10.0.0.3"},
+     "heard_s": 0.5, "address": "10.0.0.3", "agent_version": "0.14.0"},
 ]
 
 

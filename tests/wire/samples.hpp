@@ -13,7 +13,8 @@ inline std::vector<message> sample_messages() {
                              .exit_signal = std::nullopt},
                             {.job_id = 43, .rank = 0, .gpus = {7}, .pid = std::nullopt, .exit_code = 0,
                              .exit_signal = 9}},
-                .address = "node-07.example"};
+                .address = "node-07.example",
+                .version = "0.14.0"};
   launch go{.job_id = 9'000'000'000,
             .rank = 2,
             .world_size = 4,
@@ -113,7 +114,8 @@ inline std::vector<message> sample_messages() {
                       .mode = "training",
                       .jobs = {{.job_id = 1, .name = "a", .workers = 2, .ranks = {0, 3}}},
                       .heard_s = 0.5,
-                      .address = "10.0.0.3"},
+                      .address = "10.0.0.3",
+                      .agent_version = "0.14.0"},
   };
 }
 
