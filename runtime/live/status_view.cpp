@@ -30,20 +30,6 @@ constexpr status_column columns[] = {
     {"reason", "REASON", "reason exits", false},
 };
 
-std::vector<std::string> split_list(const std::string& list) {
-  std::vector<std::string> out;
-  std::string item;
-  std::istringstream in(list);
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 const status_column* column_named(const std::string& name) {
   for (auto& c : columns)
     if (c.name == name) return &c;
@@ -72,6 +58,20 @@ std::optional<double> number(const wire::job_info& j, const status_column& c) {
 }
 
 } // namespace
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(list);
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 std::span<const status_column> status_columns() { return columns; }
 
@@ -192,22 +192,30 @@ std::string cell(const wire::job_info& j, const status_column& c) {
 
 std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector<const status_column*>& columns) {
   std::vector<std::vector<std::string>> rows(1);
-  for (auto* c : columns) rows[0].emplace_back(c->header);
+  std::vector<bool> right;
+  for (auto* c : columns) {
+    rows[0].emplace_back(c->header);
+    // A state sorts by its order but reads as a word.
+    right.push_back(c->numeric && c->name != "state");
+  }
   for (auto& j : jobs) {
     rows.emplace_back();
     for (auto* c : columns) rows.back().push_back(cell(j, *c));
   }
-  std::vector<size_t> width(columns.size(), 0);
+  return aligned_table(rows, right);
+}
+
+std::string aligned_table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
+  std::vector<size_t> width(right.size(), 0);
   for (auto& r : rows)
-    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
   std::string out;
   for (auto& r : rows) {
     std::string line;
-    for (size_t i = 0; i < r.size(); ++i) {
-      // Numbers right-aligned, as squeue does (a state sorts by its order but reads as a word);
-      // the last column unpadded.
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i) {
+      // Numbers right-aligned, as squeue does; the last column unpadded.
       if (i > 0) line += "  ";
-      if (columns[i]->numeric && columns[i]->name != "state") line += fmt::format("{:>{}}", r[i], width[i]);
+      if (right[i]) line += fmt::format("{:>{}}", r[i], width[i]);
       else line += i + 1 == r.size() ? r[i] : fmt::format("{:<{}}", r[i], width[i]);
     }
     out += line + '\n';

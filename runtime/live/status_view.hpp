@@ -62,6 +62,17 @@ std::string cell(const wire::job_info& j, const status_column& c);
 /// widest cell.
 std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector<const status_column*>& columns);
 
+/// Rows of cells as a table: each column as wide as its widest cell, two spaces between,
+/// `right[i]`: column i right-aligned (numbers), else left (the last one unpadded). The first
+/// row is the heading. Shared by `status` and `history`.
+std::string aligned_table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right);
+
+/// The non-empty items of a comma list ("a,,b" is a and b).
+std::vector<std::string> split_list(const std::string& list);
+
+/// ASCII lower case, for names matched in any case.
+std::string lower(std::string s);
+
 /// The job_info keys of `columns` (their `json`), for `status --json --format`.
 std::set<std::string> json_keys(const std::vector<const status_column*>& columns);
 
