@@ -52,7 +52,7 @@ class state_journal : public state_sink {
   /// ended_records_per_row to a row) in one transaction; load() returns them as ended jobs
   /// whose spec holds what the record does (index, name, sizes, submit, duration).
   size_t compact() override;
-  /// Rows in the file, every table counted (for tests and the log).
+  /// Rows in the file, every table but history counted (for tests and the log).
   size_t rows() const;
   void put_progress(const std::vector<std::pair<uint32_t, double>>& work_done) override;
   void put_server_mode(const std::string& server, const std::string& mode) override;
