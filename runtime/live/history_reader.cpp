@@ -142,6 +142,8 @@ std::vector<history_row> read_history(const std::string& path, const history_fil
   } else {
     sql += in_list("outcome", outcomes, binds);
     sql += in_list("state", states, binds);
+    // Jobs not ended, through the end-time index rather than every row's state.
+    if (!states.empty()) sql += fmt::format(" AND end_us = {}", history_open_end);
   }
   if (f.since_us) sql += " AND end_us >= ?";
   if (f.until_us) sql += " AND submit_us <= ?";
