@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <ctime>
 #include <regex>
 
@@ -142,18 +141,11 @@ std::string history_cell(const history_row& r, const history_column& c) {
 
 std::string history_table(const std::vector<history_row>& rows, std::vector<const history_column*> picked) {
   picked = or_all(std::move(picked));
-  std::vector<std::vector<std::string>> cells(1);
   std::vector<bool> right;
-  for (auto* c : picked) {
-    cells[0].emplace_back(c->header);
-    right.push_back(c->right);
-  }
-  cells.reserve(rows.size() + 1);
-  for (auto& r : rows) {
-    cells.emplace_back();
-    for (auto* c : picked) cells.back().push_back(history_cell(r, *c));
-  }
-  return aligned_table(cells, right);
+  for (auto* c : picked) right.push_back(c->right);
+  return aligned_table(rows.size() + 1, right, [&](size_t row, size_t col) {
+    return row == 0 ? std::string(picked[col]->header) : history_cell(rows[row - 1], *picked[col]);
+  });
 }
 
 std::string history_csv(const std::vector<history_row>& rows, std::vector<const history_column*> picked) {

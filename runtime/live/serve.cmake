@@ -3,7 +3,7 @@
 find_package(SQLite3 REQUIRED)
 add_library(aryl_state_journal STATIC ${CMAKE_CURRENT_LIST_DIR}/state_journal.cpp
             ${CMAKE_CURRENT_LIST_DIR}/state_checks.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/history_table.cpp)
+            ${CMAKE_CURRENT_LIST_DIR}/history_table.cpp ${CMAKE_CURRENT_LIST_DIR}/state_journal_history.cpp)
 target_include_directories(aryl_state_journal PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(aryl_state_journal PUBLIC aryl_io PRIVATE SQLite::SQLite3 fmt::fmt nlohmann_json::nlohmann_json)
 

@@ -545,45 +545,6 @@ void state_journal::write_job(const saved_job& j) {
   }
 }
 
-void state_journal::history_table() {
-  auto failer = [this](const std::string& w) { fail(w); };
-  // One transaction: a file whose old jobs cannot be read gains no empty table that would
-  // stay empty once they can.
-  in_transaction(db_, [&] {
-    try {
-      if (!ensure_history_table(db_)) return;
-      // A file from before the table: its jobs so far, those of the compact store without
-      // their users (it never kept them).
-      history_writer w(db_);
-      for (auto& j : load().jobs) w.put(j);
-    } catch (const input_error&) {
-      throw;
-    } catch (const std::runtime_error& e) {
-      fail(e.what());
-    }
-  }, failer);
-}
-
-void state_journal::put_history(const std::vector<saved_job>& jobs) {
-  auto failer = [this](const std::string& w) { fail(w); };
-  in_transaction(db_, [&] {
-    try {
-      history_writer w(db_);
-      for (auto& j : jobs) w.put(j);
-    } catch (const std::runtime_error& e) {
-      fail(e.what());
-    }
-  }, failer);
-}
-
-void state_journal::mark_simulated() { put_meta("simulated", "1"); }
-
-bool state_journal::simulated() const {
-  statement s(db_, "SELECT count(*) FROM meta WHERE key = 'simulated'");
-  if (!s.ok() || s.step() != SQLITE_ROW) fail(sqlite3_errmsg(db_));
-  return s.integer(0) > 0;
-}
-
 void state_journal::put_progress(const std::vector<std::pair<uint32_t, double>>& work_done) {
   if (work_done.empty()) return;
   auto failer = [this](const std::string& w) { fail(w); };

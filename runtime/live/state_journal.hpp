@@ -91,6 +91,9 @@ class state_journal : public state_sink {
   void write_next_index(uint32_t next);
   /// Creates the history table where missing, filled from the jobs a file from before it has.
   void history_table();
+  /// Runs `f` in one transaction (state_journal_history.cpp), rolled back if it throws.
+  template <class F>
+  void history_transaction(F&& f);
   /// Sets meta row `key` to `value`, in a transaction of its own.
   void put_meta(const char* key, const std::string& value);
   [[noreturn]] void fail(const std::string& what) const;
