@@ -105,6 +105,7 @@ int simulate(const simulate_flags& f) {
   std::vector<std::string> users;
   std::function<void(const aryl::job_record&)> on_job;
   if (!f.db.empty()) {
+    aryl::live::check_simulation_db(f.db);
     for (auto& j : inputs.jobs) users.push_back(j.user);
     on_job = [&records](const aryl::job_record& r) { records.push_back(r); };
   }

@@ -29,20 +29,23 @@ saved_job ended(const job_record& r, const std::vector<std::string>& users) {
 
 } // namespace
 
+bool check_simulation_db(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  bool ours = false;
+  {
+    state_journal existing(path);  // refuses what is not an aryl state file, naming it
+    ours = existing.simulated();
+  }
+  if (!ours)
+    throw input_error(fmt::format("{}: --db: a serve's state file, not a simulation's database; give another path", path));
+  return true;
+}
+
 void write_simulation_db(const std::string& path, const std::vector<job_record>& records,
                          const std::vector<std::string>& users) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    bool ours = false;
-    {
-      state_journal existing(path);  // refuses what is not an aryl state file, naming it
-      ours = existing.simulated();
-    }
-    if (!ours)
-      throw input_error(fmt::format("{}: --db: a serve's state file, not a simulation's database; give another path",
-                                    path));
+  if (check_simulation_db(path))
     for (auto* suffix : {"", "-wal", "-shm"}) ::unlink((path + suffix).c_str());
-  }
   state_journal db(path);
   db.mark_simulated();
   // In batches: a million jobs' rows in one go would hold them all in memory twice.

@@ -10,6 +10,11 @@
 
 namespace aryl::live {
 
+/// Whether `path` is a simulation's database (false: no file there); throws aryl::input_error
+/// naming the file if it is anything else. `simulate --db` asks before the run, so that a run
+/// is not made in vain.
+bool check_simulation_db(const std::string& path);
+
 /// Writes `records` (each job's final record) to `path`, `users[i]` as job i's user. A file
 /// already there is replaced if it is a simulation's database, else refused: throws
 /// aryl::input_error naming the file.
