@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <charconv>
+#include <chrono>
+#include <functional>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +28,8 @@
 #include "runtime/live/client_config.hpp"
 #include "runtime/live/client_status.hpp"
 #include "runtime/live/status_view.hpp"
+#include "runtime/live/sim_history.hpp"
+#include "runtime/cli/history_command.hpp"
 #include "runtime/live/client_nodes.hpp"
 #include "runtime/node/gpu_detect.hpp"
 #include "runtime/live/job_file.hpp"
@@ -40,6 +44,7 @@ namespace {
 
 struct simulate_flags {
   std::string config_file, trace, trace_format, policy, placement, out, mode, faults;
+  std::string db;  ///< simulate --db: the jobs' history, as `aryl history` reads it
   // Unset unless given: then validated by the config key they set.
   std::string servers, gpus_per_server, seed, speedup;
   std::vector<std::string> sets;
@@ -95,7 +100,17 @@ int simulate(const simulate_flags& f) {
   std::string note;
   auto inputs = aryl::load_inputs(c, &note);
   if (!note.empty()) std::cerr << note;
-  auto out = aryl::run_simulation(c, std::move(inputs), f.quiet || !c.progress ? nullptr : &std::cerr);
+  // --db: the records jobs.csv is made of, kept for the history table once the run is over.
+  std::vector<aryl::job_record> records;
+  std::vector<std::string> users;
+  std::function<void(const aryl::job_record&)> on_job;
+  if (!f.db.empty()) {
+    aryl::live::check_simulation_db(f.db);
+    for (auto& j : inputs.jobs) users.push_back(j.user);
+    on_job = [&records](const aryl::job_record& r) { records.push_back(r); };
+  }
+  auto out = aryl::run_simulation(c, std::move(inputs), f.quiet || !c.progress ? nullptr : &std::cerr, nullptr,
+                                  std::move(on_job));
   // Beside the outputs, so that whatever reads them takes the parameters from the run itself.
   aryl::write_effective_config(c, c.out_dir + "/config.json");
   if (!out.ok) {
@@ -103,6 +118,7 @@ int simulate(const simulate_flags& f) {
     return out.exit_code;
   }
   if (!out.warning.empty()) std::cerr << "aryl: warning: " << out.warning << '\n';
+  if (!f.db.empty()) aryl::live::write_simulation_db(f.db, records, users);
   if (!f.quiet) aryl::print_summary_table(std::cout, out.summary);
   std::cout << "outputs in " << c.out_dir << "/\n";
   return 0;
@@ -166,6 +182,9 @@ int main(int argc, char** argv) {
   sim->add_flag("--check-invariants", sf.check_invariants, "check cluster invariants on every event");
   sim->add_option("--faults", sf.faults, "a fault plan (YAML, docs/faults.md)");
   sim->add_flag("--quiet", sf.quiet, "no summary table or progress");
+  sim->add_option("--db", sf.db,
+                  "also write every job to this database's history table, for `aryl history --db FILE` (a "
+                  "simulation's database there is replaced; the run decides the same)");
 
   std::string problem, method = "greedy", in_file;
   auto* solve = app.add_subcommand("solve", "run one solver on JSON input, print JSON");
@@ -375,6 +394,9 @@ int main(int argc, char** argv) {
   token_create->add_flag("--cert", token_cert,
                          "with --identities: no token; the identity presents a TLS client certificate whose CN is its name");
 
+  aryl::cli::history_flags hf;
+  auto* history_cmd = aryl::cli::add_history_command(app, hf);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -402,6 +424,10 @@ int main(int argc, char** argv) {
   };
   try {
     if (*sim) return simulate(sf);
+    if (*history_cmd) {
+      auto now = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch());
+      return aryl::cli::run_history(hf, now.count(), std::cout);
+    }
     if (*serve) {
       aryl::live::stamped_log stamped(std::cerr.rdbuf());
       std::ostream log(&stamped);

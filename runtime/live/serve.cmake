@@ -2,7 +2,8 @@
 # restored journal passes. No CAF.
 find_package(SQLite3 REQUIRED)
 add_library(aryl_state_journal STATIC ${CMAKE_CURRENT_LIST_DIR}/state_journal.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/state_checks.cpp)
+            ${CMAKE_CURRENT_LIST_DIR}/state_checks.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/history_table.cpp ${CMAKE_CURRENT_LIST_DIR}/state_journal_history.cpp)
 target_include_directories(aryl_state_journal PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(aryl_state_journal PUBLIC aryl_io PRIVATE SQLite::SQLite3 fmt::fmt nlohmann_json::nlohmann_json)
 
@@ -46,3 +47,4 @@ target_compile_definitions(aryl_serve PRIVATE BOOST_ASIO_NO_DEPRECATED)
 # aryl_build_info's version: serve.cpp alone, so a new version rebuilds one file.
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/serve.cpp PROPERTIES
                             COMPILE_DEFINITIONS "ARYL_VERSION=\"${PROJECT_VERSION}\"")
+include(${CMAKE_CURRENT_LIST_DIR}/history.cmake)

@@ -83,6 +83,11 @@ serve_state open_serve_state(const std::string& path, config& c, run_inputs& inp
                              std::ostream& log, bool inventory_from_file) {
   serve_state s;
   s.journal = std::make_shared<state_journal>(path);
+  // Its history is a simulation's: a live run's jobs would take the same ids.
+  if (s.journal->simulated())
+    throw input_error(fmt::format("{}: a simulation's database (aryl simulate --db), not a state file to serve on; give "
+                                  "serve a file of its own",
+                                  path));
   world.journal = s.journal;
   if (inventory_from_file && !s.journal->fresh()) {
     take_fingerprint(c, s.journal->load().run.cluster, path);

@@ -15,6 +15,7 @@
 #include <variant>
 
 #include "solvers/input_error.hpp"
+#include "runtime/live/history_table.hpp"
 #include "runtime/live/job_record_fields.hpp"
 
 namespace aryl::live {
@@ -289,6 +290,7 @@ state_journal::state_journal(std::string path) : path_(std::move(path)) {
       exec(fmt::format("INSERT INTO meta VALUES ('format', 'aryl-state'), ('version', '{}')", state_format_version)
                .c_str());
       exec("INSERT INTO meta VALUES ('opened', '0')");
+      history_table();
       return;
     }
     statement meta(db_, "SELECT key, value FROM meta WHERE key IN ('format', 'version')");
@@ -306,6 +308,7 @@ state_journal::state_journal(std::string path) : path_(std::move(path)) {
     if (version != std::to_string(state_format_version))
       fail(fmt::format("state format version '{}', this aryl reads version {}", version, state_format_version));
     exec(create_audit);
+    history_table();
     // A write takes the exclusive lock now, not at the run's first change.
     exec("INSERT INTO meta VALUES ('opened', '1') ON CONFLICT(key) DO UPDATE SET value = value + 1");
   } catch (...) {
@@ -535,6 +538,11 @@ void state_journal::write_job(const saved_job& j) {
   s.bind(8, to_json(j.spec).dump());
   s.bind(9, to_json(j.record).dump());
   if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+  try {
+    history_writer(db_).put(j);
+  } catch (const std::runtime_error& e) {
+    fail(e.what());
+  }
 }
 
 void state_journal::put_progress(const std::vector<std::pair<uint32_t, double>>& work_done) {

@@ -52,7 +52,7 @@ class state_journal : public state_sink {
   /// ended_records_per_row to a row) in one transaction; load() returns them as ended jobs
   /// whose spec holds what the record does (index, name, sizes, submit, duration).
   size_t compact() override;
-  /// Rows in the file, every table counted (for tests and the log).
+  /// Rows in the file, every table but history counted (for tests and the log).
   size_t rows() const;
   void put_progress(const std::vector<std::pair<uint32_t, double>>& work_done) override;
   void put_server_mode(const std::string& server, const std::string& mode) override;
@@ -63,6 +63,13 @@ class state_journal : public state_sink {
   /// Appended to meta 'joined' (a JSON array), read and written in one transaction.
   void put_joined(const saved_machine& m) override;
   void put_audit(const std::string& line) override;
+  /// Rows of the history table (history_table.hpp) for `jobs`, in one transaction: a
+  /// simulation's jobs (`aryl simulate --db`) and a file from before the table. A job's row
+  /// is also written with each of its changes (put_job, put_admitted).
+  void put_history(const std::vector<saved_job>& jobs);
+  /// A simulation's database (`aryl simulate --db`): history reads it, serve refuses it.
+  void mark_simulated();
+  bool simulated() const;
   /// The audit lines journaled, oldest first.
   std::vector<std::string> audit_lines() const;
 
@@ -82,6 +89,11 @@ class state_journal : public state_sink {
   // Inside a transaction of the caller's.
   void write_job(const saved_job& j);
   void write_next_index(uint32_t next);
+  /// Creates the history table where missing, filled from the jobs a file from before it has.
+  void history_table();
+  /// Runs `f` in one transaction (state_journal_history.cpp), rolled back if it throws.
+  template <class F>
+  void history_transaction(F&& f);
   /// Sets meta row `key` to `value`, in a transaction of its own.
   void put_meta(const char* key, const std::string& value);
   [[noreturn]] void fail(const std::string& what) const;

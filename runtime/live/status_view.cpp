@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <optional>
 #include <sstream>
 
@@ -29,20 +30,6 @@ constexpr status_column columns[] = {
     {"servers", "SERVERS", "servers", false},
     {"reason", "REASON", "reason exits", false},
 };
-
-std::vector<std::string> split_list(const std::string& list) {
-  std::vector<std::string> out;
-  std::string item;
-  std::istringstream in(list);
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 const status_column* column_named(const std::string& name) {
   for (auto& c : columns)
@@ -72,6 +59,20 @@ std::optional<double> number(const wire::job_info& j, const status_column& c) {
 }
 
 } // namespace
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(list);
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 std::span<const status_column> status_columns() { return columns; }
 
@@ -191,26 +192,31 @@ std::string cell(const wire::job_info& j, const status_column& c) {
 }
 
 std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector<const status_column*>& columns) {
-  std::vector<std::vector<std::string>> rows(1);
-  for (auto* c : columns) rows[0].emplace_back(c->header);
-  for (auto& j : jobs) {
-    rows.emplace_back();
-    for (auto* c : columns) rows.back().push_back(cell(j, *c));
-  }
-  std::vector<size_t> width(columns.size(), 0);
-  for (auto& r : rows)
-    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  std::vector<bool> right;
+  // A state sorts by its order but reads as a word.
+  for (auto* c : columns) right.push_back(c->numeric && c->name != "state");
+  return aligned_table(jobs.size() + 1, right, [&](size_t row, size_t col) {
+    return row == 0 ? std::string(columns[col]->header) : cell(jobs[row - 1], *columns[col]);
+  });
+}
+
+std::string aligned_table(size_t rows, const std::vector<bool>& right,
+                          const std::function<std::string(size_t row, size_t col)>& cell_at) {
+  // Two passes over the cells rather than a table of them: a million rows of history would
+  // hold a gigabyte of cells.
+  std::vector<size_t> width(right.size(), 0);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t i = 0; i < right.size(); ++i) width[i] = std::max(width[i], cell_at(r, i).size());
   std::string out;
-  for (auto& r : rows) {
-    std::string line;
-    for (size_t i = 0; i < r.size(); ++i) {
-      // Numbers right-aligned, as squeue does (a state sorts by its order but reads as a word);
-      // the last column unpadded.
-      if (i > 0) line += "  ";
-      if (columns[i]->numeric && columns[i]->name != "state") line += fmt::format("{:>{}}", r[i], width[i]);
-      else line += i + 1 == r.size() ? r[i] : fmt::format("{:<{}}", r[i], width[i]);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t i = 0; i < right.size(); ++i) {
+      // Numbers right-aligned, as squeue does; the last column unpadded.
+      if (i > 0) out += "  ";
+      auto v = cell_at(r, i);
+      if (right[i]) out += fmt::format("{:>{}}", v, width[i]);
+      else out += i + 1 == right.size() ? v : fmt::format("{:<{}}", v, width[i]);
     }
-    out += line + '\n';
+    out += '\n';
   }
   return out;
 }

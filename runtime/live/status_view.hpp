@@ -2,6 +2,7 @@
 /// What `aryl status` makes of a status reply before printing it (issue 51, as squeue's
 /// filters and -O columns): which jobs to keep, their order, and their cells in named columns.
 /// Pure: no network, no clock; the reply stays whole on the wire and the client narrows it.
+#include <functional>
 #include <set>
 #include <span>
 #include <string>
@@ -61,6 +62,19 @@ std::string cell(const wire::job_info& j, const status_column& c);
 /// The jobs in `columns`: a heading line, then a line per job, each column as wide as its
 /// widest cell.
 std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector<const status_column*>& columns);
+
+/// `rows` rows of `right.size()` cells as a table, `cell_at(row, col)` each (called twice):
+/// each column as wide as its widest cell, two spaces between, `right[i]`: column i
+/// right-aligned (numbers), else left (the last one unpadded). Row 0 is the heading. Shared
+/// by `status` and `history`.
+std::string aligned_table(size_t rows, const std::vector<bool>& right,
+                          const std::function<std::string(size_t row, size_t col)>& cell_at);
+
+/// The non-empty items of a comma list ("a,,b" is a and b).
+std::vector<std::string> split_list(const std::string& list);
+
+/// ASCII lower case, for names matched in any case.
+std::string lower(std::string s);
 
 /// The job_info keys of `columns` (their `json`), for `status --json --format`.
 std::set<std::string> json_keys(const std::vector<const status_column*>& columns);

@@ -593,7 +593,8 @@ void check_runnable(const config& c, const std::vector<job_spec>& jobs,
   for (auto& j : jobs) check_runnable(c, plan.setup, j, label(j));
 }
 
-run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live) {
+run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live,
+                           std::function<void(const job_record&)> on_job) {
   auto plan = plan_cluster(c);
   plan.setup.tenants = plan_tenants(c, in.jobs, plan.setup.params);
   if (live) restore_tenant_usage(plan.setup.tenants, live->tenants);
@@ -604,6 +605,7 @@ run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progres
   auto writer = std::make_shared<run_writer>(c.out_dir, live != nullptr, live && live->carry_on_outputs);
   if (live) writer->restore_measures(live->measures);
   if (live) writer->observe(live->on_event, live->on_job);
+  else if (on_job) writer->observe({}, std::move(on_job));
   if (!in.jobs.empty()) writer->set_window_end(in.jobs.back().submit.us);
   if (live && live->nodes.size() != plan.setup.servers.size())
     throw input_error(fmt::format("live: {} machines for {} configured servers", live->nodes.size(),

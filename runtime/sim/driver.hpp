@@ -152,6 +152,9 @@ void check_runnable(const config& c, const std::vector<job_spec>& jobs,
 /// type the cluster lacks, a job that would outlast the simulation horizon) and for output
 /// files that cannot be written. `progress` gets a progress line now and then on long runs.
 /// `live`: run against real machines (config run.mode must be wallclock); null: simulate.
-run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live = nullptr);
+/// `on_job`: a simulation's jobs' final records as jobs.csv gets them (`simulate --db`); it
+/// only looks, the run decides the same without it (live mode: live_world::on_job).
+run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live = nullptr,
+                           std::function<void(const job_record&)> on_job = {});
 
 } // namespace aryl
