@@ -173,12 +173,14 @@ wire::status_reply narrowed(wire::status_reply s, const status_filter& f, const 
 std::string cell(const wire::job_info& j, const status_column& c) {
   auto text = [](const std::optional<std::string>& v) { return v ? escape_control(*v) : std::string("-"); };
   auto count = [](const std::optional<uint32_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
-  if (c.name == "jobid") return std::to_string(j.job_id);
+  if (c.name == "jobid") return j.array_job && j.array_task ? fmt::format("{}_{}", *j.array_job, *j.array_task)
+                                                          : std::to_string(j.job_id);
   if (c.name == "name") return escape_control(j.name);
   if (c.name == "user") return text(j.user);
   if (c.name == "tenant") return text(j.tenant);
   // An ended job: its outcome, finer than its state (timeout and node_lost are failed).
-  if (c.name == "state") return j.outcome ? escape_control(*j.outcome) : std::string(state_name(j.state));
+  if (c.name == "state")
+    return j.outcome ? escape_control(*j.outcome) : j.held && *j.held ? "held" : std::string(state_name(j.state));
   if (c.name == "workers") return std::to_string(j.workers);
   if (c.name == "gpus") return count(j.gpus);
   if (c.name == "min_workers") return count(j.min_workers);
@@ -190,12 +192,14 @@ std::string cell(const wire::job_info& j, const status_column& c) {
   return "?";
 }
 
-std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector<const status_column*>& columns) {
+std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector<const status_column*>& columns,
+                      const std::vector<std::string>& ids) {
   std::vector<std::vector<std::string>> rows(1);
   for (auto* c : columns) rows[0].emplace_back(c->header);
-  for (auto& j : jobs) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
     rows.emplace_back();
-    for (auto* c : columns) rows.back().push_back(cell(j, *c));
+    for (auto* c : columns)
+      rows.back().push_back(c->name == "jobid" && i < ids.size() ? ids[i] : cell(jobs[i], *c));
   }
   std::vector<size_t> width(columns.size(), 0);
   for (auto& r : rows)

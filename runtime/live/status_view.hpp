@@ -60,7 +60,9 @@ std::string cell(const wire::job_info& j, const status_column& c);
 
 /// The jobs in `columns`: a heading line, then a line per job, each column as wide as its
 /// widest cell.
-std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector<const status_column*>& columns);
+/// `ids`: the jobid column of each job (fold_arrays'); empty: their ids.
+std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector<const status_column*>& columns,
+                      const std::vector<std::string>& ids = {});
 
 /// The job_info keys of `columns` (their `json`), for `status --json --format`.
 std::set<std::string> json_keys(const std::vector<const status_column*>& columns);
