@@ -15,9 +15,12 @@ it ends done; an update of a running job is refused. A chain A -> B (afterok, B 
 --after of an unknown job is refused. An array --array 0-5%2 never has more than 2 tasks
 running, its table row is folded (JOB_[0-5]) unless --array, `show JOB_3` shows task 3, each
 task sees ARYL_ARRAY_TASK_ID, ARYL_ARRAY_JOB_ID and ARYL_ARRAY_TASK_COUNT; `cancel JOB_5`
-cancels task 5 only, and `cancel JOB` of another array cancels its every task. --help of
-hold, release, update and submit lists their flags. Serve is stopped with SIGTERM; no process
-is left, no port bound.
+cancels task 5 only, and `cancel JOB` of another array cancels its every task. Serve runs
+with --state: killed (SIGKILL) with a job held, one waiting for it and an array whose limit
+keeps 3 of its 4 tasks waiting, the serve restarted on the state file still has the job held,
+the other waiting for it and the array's tasks beyond its limit waiting; released, the held
+job runs and the one after it follows. --help of hold, release, update and submit lists their
+flags. Serve is stopped with SIGTERM; no process is left, no port bound.
 """
 
 import json
@@ -152,12 +155,43 @@ def arrays(bed):
     return True
 
 
+def restart(bed, serve, args):
+    """Kills serve with a job held, one after it and a limited array, and checks what the serve
+    restarted on the state file keeps; the new serve, or None."""
+    h = bed.submit("--name", "H", "--gpus", "1", "--hold", "--", "sh", "-c", "sleep 1")
+    x = bed.submit("--name", "X", "--gpus", "1", "--after", str(h), "--", "sh", "-c", "sleep 1")
+    w = bed.submit("--name", "W", "--gpus", "1", "--array", "0-3%1", "--", "sh", "-c", "sleep 60")
+    if not check(all(isinstance(v, int) for v in (h, x, w)), f"H, X and array W are submitted ({h}, {x}, {w})"):
+        return None
+    wait_for(lambda: any(j.get("array_job") == w and j["state"] == "running" for j in bed.status()["jobs"]), 10,
+             "W's first task to run")
+    serve.kill()
+    serve.wait()
+    serve = bed.serve(args, log="serve-2.log", port=bed.port)
+    if not serve or not check(wait_for(lambda: bed.status() is not None and job(bed.status(), h), 40,
+                                       "the restarted serve to answer"), "the restarted serve answers"):
+        return serve
+    s = bed.status()
+    check(job(s, h).get("held") is True, f"H is still held after the restart ({job(s, h)})")
+    check(job(s, x).get("reason") == f"dependency (afterok:{h})", f"X still waits for H ({job(s, x)})")
+    tasks = [j for j in s["jobs"] if j.get("array_job") == w]
+    waiting = [j for j in tasks if j.get("reason", "").startswith("array limit")]
+    check(len(tasks) == 4 and len(waiting) == 3, f"3 of W's 4 tasks still wait for its limit ({tasks})")
+    r = bed.client("release", str(h))
+    check(r.returncode == 0, f"H is released after the restart ({r.stdout}{r.stderr})")
+    check(wait_for(lambda: ended(bed, x) == "done", 30, "X to end"), "H runs, then X after it, both done")
+    check(ended(bed, h) == "done", f"H ended done ({ended(bed, h)})")
+    bed.client("cancel", str(w))
+    return serve
+
+
 def run(a, work, procs):
     bed = Bed(a, work, procs, "live-queue-test-token")
-    serve = bed.serve(["--no-workload", "--servers", "1", "--set", "cluster.training.gpus_per_server=4",
-                       "--set", "cluster.inference.servers=0", "--speedup", "1", "--policy", "fifo",
-                       "--set", "scheduler.backfill=false", "--set", "jobs.restart_overhead_s=0",
-                       "--set", "jobs.scale_overhead_s=0"])
+    args = ["--no-workload", "--servers", "1", "--set", "cluster.training.gpus_per_server=4",
+            "--set", "cluster.inference.servers=0", "--speedup", "1", "--policy", "fifo",
+            "--set", "scheduler.backfill=false", "--set", "jobs.restart_overhead_s=0",
+            "--set", "jobs.scale_overhead_s=0", "--state", os.path.join(bed.dir, "state.db")]
+    serve = bed.serve(args)
     if not serve:
         return None
     bed.agent("t0", 4)
@@ -170,10 +204,11 @@ def run(a, work, procs):
         text = bed.client(cmd, "--help").stdout
         missing = [f for f in flags if f not in text]
         check(not missing, f"{cmd} --help lists its flags (missing {missing})")
-    holds(bed) and dependencies(bed) and arrays(bed)
+    if holds(bed) and dependencies(bed) and arrays(bed):
+        serve = restart(bed, serve, args) or serve
     bed.stop(serve)
     return [bed.port]
 
 
 if __name__ == "__main__":
-    sys.exit(main("live-queue", DEADLINE_S, run, ("serve.log", "agent-t0/agent.log")))
+    sys.exit(main("live-queue", DEADLINE_S, run, ("serve.log", "serve-2.log", "agent-t0/agent.log")))
