@@ -24,6 +24,9 @@ struct active_job {
   std::string servers;   ///< running: "t0:4 t1:2"
   bool predicted = true; ///< false: its duration is the default estimate
   std::string tenant;    ///< who it runs for; empty: no tenant
+  bool held = false;     ///< queued and held (`aryl hold`)
+  int64_t array_job = -1;   ///< an array task: its array's id (-1: not a task)
+  uint32_t array_task = 0;  ///< and its task id
 };
 
 struct server_report {

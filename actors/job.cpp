@@ -107,7 +107,8 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
                        a.overhead_s / env->workers.speedup,
                        st.spec.command.empty() ? env->workers.command : st.spec.command, st.decided_unix_ns,
                        st.spec.user, a.servers.front(), static_cast<uint32_t>(i),
-                       static_cast<uint32_t>(a.servers.size())};
+                       static_cast<uint32_t>(a.servers.size()), st.spec.array_job, st.spec.array_task,
+                       st.spec.array_count};
       for (int w = 0; w < a.server_workers[i]; ++w) st.live_ranks.insert(rank++);
       self->send(env->servers->at(static_cast<size_t>(a.servers[i])), launch_atom::value, std::move(r));
     }

@@ -12,10 +12,12 @@ namespace aryl {
 /// non-zero or was killed, and its retries ran out (or a simulated worker crash did). timeout:
 /// it held workers for its time limit. cancelled: by a client, or because the run was told to
 /// stop. node_lost: a machine it ran on was lost, and its retries ran out.
-enum class job_outcome : int32_t { done, failed, timeout, cancelled, node_lost };
+/// dependency_never_met: it waited for a job (`aryl submit --after`) that ended so that it can
+/// never start (an afterok job that did not end done, an afternotok one that did).
+enum class job_outcome : int32_t { done, failed, timeout, cancelled, node_lost, dependency_never_met };
 
-inline constexpr std::array<std::string_view, 5> job_outcome_names{"done", "failed", "timeout", "cancelled",
-                                                                   "node_lost"};
+inline constexpr std::array<std::string_view, 6> job_outcome_names{"done",      "failed",    "timeout",
+                                                                   "cancelled", "node_lost", "dependency_never_met"};
 
 constexpr std::string_view to_string(job_outcome o) { return job_outcome_names[static_cast<size_t>(o)]; }
 

@@ -106,6 +106,13 @@ journal_actor::behavior_type journal_behavior(journal_self self, std::shared_ptr
         st.unwritten_admits.emplace_back(j, next_index);
         return caf::make_error(caf::sec::runtime_error, "the state file cannot be written");
       },
+      [=](jadmits_atom, const std::vector<saved_job>& rows, uint32_t next_index) -> caf::result<uint32_t> {
+        auto& st = self->state;
+        if (try_write(self, progress_every, [&] { st.sink->put_admitted_all(rows, next_index); }))
+          return rows.empty() ? 0u : rows.front().spec.index;
+        for (auto& j : rows) st.unwritten_admits.emplace_back(j, next_index);
+        return caf::make_error(caf::sec::runtime_error, "the state file cannot be written");
+      },
       [=](jprogress_atom, uint32_t job, double work_done) {
         auto& st = self->state;
         st.progress[job] = work_done;

@@ -22,6 +22,7 @@ using jtenants_atom = caf::atom_constant<caf::atom("jtenants")>;
 using jretry_atom = caf::atom_constant<caf::atom("jretry")>;
 using jjoined_atom = caf::atom_constant<caf::atom("jjoined")>;
 using jaudit_atom = caf::atom_constant<caf::atom("jaudit")>;
+using jadmits_atom = caf::atom_constant<caf::atom("jadmits")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, saved_machine& x) {
@@ -57,7 +58,8 @@ typename Inspector::result_type inspect(Inspector& f, saved_job& x) {
 /// that the scheduler answers the client only then. jmeasures(m): the run's measures so far,
 /// from the recorder. jtenants(t): every tenant's decayed usage, at a round's end. jretry: its
 /// own timer, while writes fail. jjoined(m): a machine that joined the running cluster.
-/// jaudit(line): a line of the audit log.
+/// jaudit(line): a line of the audit log. jadmits(rows, next): an array's tasks, as jadmit
+/// (one transaction); replies the first task's index.
 using journal_actor = caf::typed_actor<caf::reacts_to<jjob_atom, saved_job>,
                                        caf::replies_to<jadmit_atom, saved_job, uint32_t>::with<uint32_t>,
                                        caf::reacts_to<jprogress_atom, uint32_t, double>,
@@ -66,6 +68,7 @@ using journal_actor = caf::typed_actor<caf::reacts_to<jjob_atom, saved_job>,
                                        caf::reacts_to<jtenants_atom, std::vector<saved_tenant>>,
                                        caf::reacts_to<jflush_atom>, caf::reacts_to<jretry_atom>,
                                        caf::reacts_to<jjoined_atom, saved_machine>,
-                                       caf::reacts_to<jaudit_atom, std::string>>;
+                                       caf::reacts_to<jaudit_atom, std::string>,
+                                       caf::replies_to<jadmits_atom, std::vector<saved_job>, uint32_t>::with<uint32_t>>;
 
 } // namespace aryl

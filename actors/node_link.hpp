@@ -34,6 +34,10 @@ struct node_launch {
   int master_server = -1;
   uint32_t group_rank = 0;
   uint32_t group_count = 1;
+  /// An array task (-1: not one): ARYL_ARRAY_JOB_ID, ARYL_ARRAY_TASK_ID, ARYL_ARRAY_TASK_COUNT.
+  int64_t array_job = -1;
+  uint32_t array_task = 0;
+  uint32_t array_count = 0;
 };
 
 struct node_link {

@@ -454,7 +454,7 @@ void count_end(scheduler_state& st, const job_entry& j, const job_record& r) {
 
 void count_outcome(scheduler_state& st, job_outcome outcome) {
   // /metrics and status count three outcomes: a job that timed out or lost its machine failed.
-  if (outcome == job_outcome::cancelled) ++st.jobs_cancelled;
+  if (outcome == job_outcome::cancelled || outcome == job_outcome::dependency_never_met) ++st.jobs_cancelled;
   else if (outcome != job_outcome::done) ++st.jobs_failed;
 }
 
@@ -466,6 +466,7 @@ const char* end_event(job_outcome outcome) {
     case job_outcome::node_lost: return "fail";
     case job_outcome::timeout: return "timeout";
     case job_outcome::cancelled: return "cancel";
+    case job_outcome::dependency_never_met: return "unmet";
   }
   return "?";
 }
@@ -509,6 +510,7 @@ void end_job(self_ptr self, uint32_t job, job_outcome outcome, const std::string
                      st.setup.planner.end_scale_period_s > 0 && !st.ledger.queued.empty();
   if (waits) st.ends_waiting = true;
   mark_dirty(self, round_cause::end, resize && !waits ? replan::sizes : replan::none);
+  after_end(self, job, outcome);
 }
 
 } // namespace sched
@@ -555,6 +557,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
     auto now = st.jenv.tb.now(self);
     accept_job(self, spec, now);
     journal_job(self, index, now);
+    settle_never(self, index);
   };
   return {
       [=](submit_atom, job_spec& spec) -> caf::result<void> {
@@ -569,39 +572,20 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
       },
       [=](admit_atom, job_spec& spec) -> caf::result<int64_t> {
         if (self->state.away) return caf::skip;
-        auto& st = self->state;
-        if (st.drained) return int64_t{-1};
-        auto index = spec.index = st.next_index++;
-        // A client's job arrives now: whatever time the sender put on it is not the scheduler's.
-        auto now = st.jenv.tb.now(self);
-        spec.submit = now;
-        // Before anything else about the job reaches the recorder: the run now waits for it.
-        self->send(st.jenv.recorder, expect_atom::value);
-        accept_job(self, spec, now);
-        if (!st.setup.journal) return static_cast<int64_t>(index);
-        // The client learns the id only once the job and the index counter are on disk: a
-        // scheduler killed after the answer carries the job on and never gives the id again.
-        // The job is scheduled meanwhile; its later rows reach the journal after this one.
-        auto answer = self->make_response_promise<int64_t>();
-        self->request(st.setup.journal, caf::infinite, jadmit_atom::value,
-                      journal_row(self, index, st.jenv.tb.now(self)), st.next_index)
-            .then([=](uint32_t) mutable { answer.deliver(static_cast<int64_t>(index)); },
-                  [=](caf::error&) mutable {
-                    // Refused, so not run: the client is told it has no job.
-                    if (index < self->state.jobs.size() && self->state.jobs[index])
-                      end_job(self, index, job_outcome::cancelled, "its submit could not be journaled");
-                    answer.deliver(int64_t{-3});
-                  });
-        return answer;
+        if (self->state.drained) return int64_t{-1};
+        return admit_job(self, spec);
       },
       [=](cancel_atom, uint32_t job) -> caf::result<std::string> {
         if (self->state.away) return caf::skip;
-        auto& st = self->state;
-        if (job >= st.jobs.size() || (st.names[job].empty() && !st.jobs[job]))
-          return fmt::format("job {}: no such job", job);
-        if (!st.jobs[job]) return fmt::format("job {} ({}) has already ended", job, st.names[job]);
-        end_job(self, job, job_outcome::cancelled, "cancelled by a client");
-        return std::string{};
+        return cancel_job(self, job);
+      },
+      [=](jobctl_atom, const job_order& o) -> caf::result<node_answer> {
+        if (self->state.away) return caf::skip;
+        return on_job_order(self, o);
+      },
+      [=](vet_atom, const job_spec& spec) -> caf::result<std::string> {
+        if (self->state.away) return caf::skip;
+        return vet_spec(self->state, spec);
       },
       [=](drain_atom) -> caf::result<void> {
         if (self->state.away) return caf::skip;
@@ -610,8 +594,10 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
         st.drained = true;
         std::vector<uint32_t> active(st.ledger.running.begin(), st.ledger.running.end());
         active.insert(active.end(), st.ledger.queued.begin(), st.ledger.queued.end());
+        active.insert(active.end(), st.ledger.parked.begin(), st.ledger.parked.end());
         std::sort(active.begin(), active.end());
-        for (auto id : active) end_job(self, id, job_outcome::cancelled, "the run was told to stop");
+        for (auto id : active)
+          if (st.jobs[id]) end_job(self, id, job_outcome::cancelled, "the run was told to stop");
         self->send(st.jenv.recorder, close_atom::value);
         return caf::unit;
       },
@@ -741,6 +727,7 @@ scheduler_actor::behavior_type scheduler_behavior(scheduler_actor::stateful_poin
       [=](restore_atom, std::vector<saved_job>& rows) -> caf::result<int> {
         if (self->state.away) return caf::skip;
         for (auto& row : rows) restore_job(self, row);
+        for (auto& row : rows) settle_never(self, row.spec.index);
         return static_cast<int>(rows.size());
       },
       [=](dump_atom) -> caf::result<std::string> {

@@ -14,6 +14,7 @@
 #include "solvers/heartbeats.hpp"
 #include "solvers/cluster_ledger.hpp"
 #include "solvers/duration_estimate.hpp"
+#include "solvers/job_queue_rules.hpp"
 #include "solvers/round_planner.hpp"
 
 namespace aryl {
@@ -168,6 +169,28 @@ struct scheduler_state {
   std::vector<double> reclaim_latency_s;
   run_counts counts;                ///< status_of reports them (the /metrics counters)
   std::vector<end_histogram> ends;  ///< ended jobs' queue wait and JCT, by tenant and outcome
+  /// Holds, dependencies and arrays (scheduler_queue.cpp): by job, sized once a job has one.
+  struct job_rules {
+    bool held = false;
+    std::string held_by;
+    std::vector<job_dependency> after;    ///< as submitted or updated (arrays named by their id)
+    std::vector<job_dependency> waiting;  ///< of `after`, per task, those whose job has not ended
+    int64_t array_job = -1;               ///< an array task: its array's id
+    uint32_t array_task = 0;
+    bool counted = false;                 ///< takes one of its array's places (queued or running)
+  };
+  std::vector<job_rules> rules;
+  struct array_entry {
+    std::vector<uint32_t> tasks;  ///< job indices, in task order
+    std::vector<uint32_t> ids;    ///< task ids, likewise
+    uint32_t limit = 0;           ///< most tasks queued or running at once (0: all)
+    uint32_t active = 0;          ///< tasks counted now
+  };
+  std::map<uint32_t, array_entry> arrays;  ///< by array id
+  /// By job: the jobs whose dependencies wait for its end.
+  std::map<uint32_t, std::vector<uint32_t>> dependents;
+  /// By job: -1 active or unknown, 1 ended done, 0 ended otherwise (what dependencies read).
+  std::vector<int8_t> ended_done;
 
   static inline const char* name = "scheduler";
 };

@@ -24,6 +24,8 @@ bool may_grow_at_start(const scheduler_state& st, const job_entry& j) {
   return free > j.min_workers;
 }
 
+} // namespace
+
 /// The most GPUs of one type an elastic job needing `gpu_type` (empty: any) may hold in the
 /// configured cluster: training servers, and inference ones when the policy loans (0: none).
 long floor_cap(scheduler_state& st, const std::string& gpu_type) {
@@ -39,8 +41,6 @@ long floor_cap(scheduler_state& st, const std::string& gpu_type) {
       most = std::max(most, st.pool_gpus[t][0] + (st.setup.policy.loaning ? st.pool_gpus[t][1] : 0));
   return most;
 }
-
-} // namespace
 
 /// Takes a submitted job into the queue and spawns its actor. `restored`: the job as the
 /// journal of a scheduler that went away had it; it keeps its submit time, measurements and
@@ -59,9 +59,9 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
     st.unpredicted.resize(spec.index + 1);
     st.retries.resize(spec.index + 1);
     st.attempts.resize(spec.index + 1);
-    if (st.setup.journal) st.specs.resize(spec.index + 1);
+    if (keeps_specs(st)) st.specs.resize(spec.index + 1);
   }
-  if (st.setup.journal) st.specs[spec.index] = spec;
+  if (keeps_specs(st)) st.specs[spec.index] = spec;
   st.attempts[spec.index].time_limit_s = spec.time_limit_s;
   st.attempts[spec.index].max_retries = spec.max_retries;
   st.names[spec.index] = spec.name;
@@ -139,12 +139,48 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
                     spec.name),
         "");
   }
+  take_rules(self, spec, restored);
   st.jobs[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
   const bool sized_alone = st.setup.planner.rounds == scale_rounds::capacity;
   mark_dirty(self, round_cause::arrival,
              restored != nullptr        ? replan::sizes
              : may_grow_at_start(st, j) ? (sized_alone ? replan::starts : replan::sizes)
                                         : replan::none);
+}
+
+/// A client's job (see admit in scheduler_protocol.hpp): numbered, taken, journaled; the
+/// answer is its index once the journal has it.
+caf::result<int64_t> admit_job(self_ptr self, job_spec& spec) {
+  auto& st = self->state;
+  if (!spec.array.empty()) return admit_array(self, spec);
+  auto index = spec.index = st.next_index++;
+  // A client's job arrives now: whatever time the sender put on it is not the scheduler's.
+  auto now = st.jenv.tb.now(self);
+  spec.submit = now;
+  // Before anything else about the job reaches the recorder: the run now waits for it.
+  self->send(st.jenv.recorder, expect_atom::value);
+  accept_job(self, spec, now);
+  if (!st.setup.journal) {
+    settle_never(self, index);
+    return static_cast<int64_t>(index);
+  }
+  // The client learns the id only once the job and the index counter are on disk: a
+  // scheduler killed after the answer carries the job on and never gives the id again.
+  // The job is scheduled meanwhile; its later rows reach the journal after this one.
+  auto answer = self->make_response_promise<int64_t>();
+  self->request(st.setup.journal, caf::infinite, jadmit_atom::value,
+                journal_row(self, index, st.jenv.tb.now(self)), st.next_index)
+      .then([=](uint32_t) mutable {
+              answer.deliver(static_cast<int64_t>(index));
+              settle_never(self, index);
+            },
+            [=](caf::error&) mutable {
+              // Refused, so not run: the client is told it has no job.
+              if (index < self->state.jobs.size() && self->state.jobs[index])
+                end_job(self, index, job_outcome::cancelled, "its submit could not be journaled");
+              answer.deliver(int64_t{-3});
+            });
+  return answer;
 }
 
 /// After a restart: starts a restored (queued) job on the workers found still running, in
@@ -212,12 +248,13 @@ void restore_job(self_ptr self, saved_job& row) {
     st.unpredicted.resize(index + 1);
     st.retries.resize(index + 1);
     st.attempts.resize(index + 1);
-    if (st.setup.journal) st.specs.resize(index + 1);
+    if (keeps_specs(st)) st.specs.resize(index + 1);
   }
   st.names[index] = row.spec.name;
   st.durations[index] = row.spec.duration_s;
   ++st.jobs_finished;
   count_outcome(st, row.record.outcome);
+  after_end(self, index, row.record.outcome);
   log(self, now, "restore",
       fmt::format("{} name={} outcome={}", job_name(index), row.spec.name, to_string(row.record.outcome)),
       "ended before the scheduler restarted");

@@ -40,8 +40,41 @@ void count_outcome(scheduler_state& st, job_outcome outcome);
 // scheduler_jobs.cpp: taking jobs in.
 /// Takes a submitted job into the queue and spawns its actor (see the definition).
 void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* restored = nullptr);
+/// A client's job (admit in scheduler_protocol.hpp), while the run is not stopping.
+caf::result<int64_t> admit_job(self_ptr self, job_spec& spec);
 /// One job of a restarted scheduler's journal (see restore in scheduler_protocol.hpp).
 void restore_job(self_ptr self, saved_job& row);
+
+/// The most GPUs of one type an elastic job needing `gpu_type` (empty: any) may hold.
+long floor_cap(scheduler_state& st, const std::string& gpu_type);
+
+// scheduler_queue.cpp: holds, dependencies and array tasks' limits.
+/// Whether the scheduler keeps every job's spec (st.specs): journaling, or live mode (a
+/// client's update makes a job's actor again from it).
+bool keeps_specs(const scheduler_state& st);
+/// Why `job` may not wait for the jobs of `after` ("3:ok,4:any"): unknown, itself, a cycle, or
+/// one that can never be met now; "" if it may.
+std::string vet_after(const scheduler_state& st, uint32_t job, const std::string& after);
+/// Why a client's submit is refused for its dependencies or array ("" if it is not).
+std::string vet_spec(const scheduler_state& st, const job_spec& spec);
+/// A job just taken (accept_job): its hold, dependencies and array place, parking it if any
+/// keeps it; nothing for a job without them. `restored`: as accept_job's.
+void take_rules(self_ptr self, const job_spec& spec, const saved_job* restored);
+/// A dependency of `job` that ended before it was taken and can never be met ends it now.
+void settle_never(self_ptr self, uint32_t job);
+/// `job` ended so: the dependencies on it are settled (met, or never: those jobs end), and its
+/// array's place goes to its next task.
+void after_end(self_ptr self, uint32_t job, job_outcome outcome);
+/// A parked job's reason for status: held, dependency (...), array limit (...).
+std::string parked_reason(const scheduler_state& st, uint32_t job);
+/// A client's cancel of a job, or of every active task of an array by its id; "" or why not.
+std::string cancel_job(self_ptr self, uint32_t job);
+/// A client's array (spec.array set, vetted): admitted as its tasks, numbered from the next
+/// index in task order and journaled at once; answers the array's id (its first task's) as
+/// admit does, -4 for an array that does not parse.
+caf::result<int64_t> admit_array(self_ptr self, const job_spec& spec);
+/// A client's hold, release, update or task cancel (see job_order).
+node_answer on_job_order(self_ptr self, const job_order& o);
 
 // scheduler_attempts.cpp: time limits, and each attempt's end.
 /// A job got workers: its attempt has started, and its time limit (if any) is watched.

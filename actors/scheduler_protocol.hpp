@@ -8,6 +8,7 @@
 
 #include "actors/cluster_status.hpp"
 #include "actors/inference_protocol.hpp"
+#include "actors/job_orders.hpp"
 #include "actors/job_protocol.hpp"
 #include "actors/journal_protocol.hpp"
 #include "actors/node_orders.hpp"
@@ -29,13 +30,17 @@ using restore_atom = caf::atom_constant<caf::atom("restore")>;
 /// An operator's cordon, drain or resume of a server (not drain_atom: that stops the run).
 using node_atom = caf::atom_constant<caf::atom("nodeorder")>;
 using join_atom = caf::atom_constant<caf::atom("nodejoin")>;
+/// A client's hold, release, update or task cancel (actors/job_orders.hpp).
+using jobctl_atom = caf::atom_constant<caf::atom("jobctl")>;
+/// A client's submit checked before it is admitted: its dependencies and array.
+using vet_atom = caf::atom_constant<caf::atom("vet")>;
 /// Self-sent: check a job's time limit.
 using limit_atom = caf::atom_constant<caf::atom("timelimit")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, active_job& x) {
   return f(caf::meta::type_name("active_job"), x.job, x.name, x.running, x.workers, x.reason, x.gpus, x.min_workers,
-           x.max_workers, x.gpu_type, x.run_s, x.servers, x.predicted, x.tenant);
+           x.max_workers, x.gpu_type, x.run_s, x.servers, x.predicted, x.tenant, x.held, x.array_job, x.array_task);
 }
 
 template <class Inspector>
@@ -52,6 +57,12 @@ typename Inspector::result_type inspect(Inspector& f, node_order& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_answer& x) {
   return f(caf::meta::type_name("node_answer"), x.ok, x.text);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_order& x) {
+  return f(caf::meta::type_name("job_order"), x.job, x.task, x.action, x.by, x.set_priority, x.priority, x.time_limit_s,
+           x.min_workers, x.max_workers, x.duration_s, x.set_after, x.after);
 }
 
 template <class Inspector>
@@ -100,7 +111,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
   return f(caf::meta::type_name("job_spec"), x.index, x.name, x.submit, x.gpus, x.duration_s,
            x.gpu_type, x.elastic, x.min_workers, x.max_workers, x.predict_factor, x.estimated, x.estimate_s, x.user, x.tenant,
-           x.command, x.predicted, x.time_limit_s, x.max_retries);
+           x.command, x.predicted, x.time_limit_s, x.max_retries, x.held, x.after, x.array, x.array_job,
+           x.array_task, x.array_count, x.array_limit);
 }
 
 /// submit(job), submit(jobs): a job arrives, or every job the trace feeder has due at one
@@ -111,7 +123,11 @@ typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
 /// status: the active jobs and the servers now (live mode's `aryl status`).
 /// admit(job): a job submitted while the run goes on (live mode): replies the index it gets,
 /// while journaling only once the journal has committed the job (-3 if it could not), or -1
-/// once the run is stopping. cancel(job): ends a queued or running job as cancelled; replies "" or why it cannot.
+/// once the run is stopping; an array's spec (job_spec::array) is admitted as its tasks, the
+/// reply the first one's index (the array's id). cancel(job): ends a queued or running job as
+/// cancelled (an array's id: each of its active tasks); replies "" or why it cannot.
+/// jobctl(order): a client's hold, release, update or task cancel; replies what was done or
+/// why not. vet(job): a submit's dependencies and array checked; replies "" or why refused.
 /// drain: the run is told to stop: every active job ends as cancelled, then the recorder
 /// closes the outputs. Faults (actors/fault_protocol.hpp): crash(server, down µs) and
 /// wcrash(job) from the fault actor; lost and back when a server's heartbeats stop and when
@@ -139,6 +155,8 @@ using scheduler_actor = caf::typed_actor<
     caf::replies_to<status_atom>::with<cluster_status>,
     caf::replies_to<admit_atom, job_spec>::with<int64_t>,
     caf::replies_to<cancel_atom, uint32_t>::with<std::string>,
+    caf::replies_to<jobctl_atom, job_order>::with<node_answer>,
+    caf::replies_to<vet_atom, job_spec>::with<std::string>,
     caf::reacts_to<drain_atom>,
     caf::reacts_to<crash_atom, int, int64_t>,
     caf::reacts_to<wcrash_atom, uint32_t>,

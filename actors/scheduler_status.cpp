@@ -22,9 +22,16 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
                         j.gpu_type >= 0 ? st.setup.type_names[static_cast<size_t>(j.gpu_type)] : std::string(),
                         j.started_once ? (now - j.first_start).seconds() : -1.0, alloc_text(st, j.alloc),
                         !st.unpredicted[id], l.tenants[static_cast<size_t>(j.tenant)].name});
+    if (id < st.rules.size()) {
+      auto& r = st.rules[id];
+      out.jobs.back().held = r.held;
+      out.jobs.back().array_job = r.array_job;
+      out.jobs.back().array_task = r.array_task;
+    }
   };
   for (auto id : l.running) add(id, true, {});
   for (auto id : l.queued) add(id, false, queue_wait_reason(l, st.setup.policy, st.setup.planner, id, st.setup.type_names));
+  for (auto id : l.parked) add(id, false, parked_reason(st, id));
   // A lost or held server's GPUs are not free: nothing can be placed there until its agent is
   // back or an operator resumes it.
   for (auto& s : l.servers)

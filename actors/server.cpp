@@ -30,7 +30,7 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
     node_launch l{job, p->second.job_name, p->second.generation, p->second.rank_offset, p->second.world_size, {},
                   p->second.work_s, p->second.rate, p->second.startup_s, p->second.command,
                   p->second.decided_unix_ns, p->second.user, p->second.master_server, p->second.group_rank,
-                  p->second.group_count};
+                  p->second.group_count, p->second.array_job, p->second.array_task, p->second.array_count};
     for (size_t g = 0; g < st.gpu_job.size() && static_cast<int>(l.gpus.size()) < p->second.workers; ++g)
       if (st.gpu_job[g] == job) l.gpus.push_back(static_cast<uint32_t>(g));
     if (static_cast<int>(l.gpus.size()) < p->second.workers) return;

@@ -35,6 +35,9 @@ struct launch_request {
   int master_server = -1;       ///< the server holding rank 0 (its MASTER_ADDR)
   uint32_t group_rank = 0;      ///< this server's place among the launch's servers
   uint32_t group_count = 1;     ///< the launch's servers
+  int64_t array_job = -1;       ///< an array task: its array's id, task id and the array's tasks
+  uint32_t array_task = 0;
+  uint32_t array_count = 0;
 };
 
 template <class Inspector>
@@ -42,7 +45,7 @@ typename Inspector::result_type inspect(Inspector& f, launch_request& x) {
   return f(caf::meta::type_name("launch_request"), x.job, x.job_name, x.generation, x.rank_offset, x.workers,
            x.world_size,
            x.work_s, x.rate, x.startup_s, x.command, x.decided_unix_ns, x.user, x.master_server, x.group_rank,
-           x.group_count);
+           x.group_count, x.array_job, x.array_task, x.array_count);
 }
 
 /// From the scheduler: place(job, gpus), remove(job), mode(server_mode as int: who the

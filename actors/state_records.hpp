@@ -90,6 +90,11 @@ struct state_sink {
   /// A job a client submitted, with the next free index, in one transaction that is on disk
   /// when this returns: the client is told the job's id only after it.
   virtual void put_admitted(const saved_job& j, uint32_t next_index) = 0;
+  /// An array's tasks a client submitted, likewise (a sink that cannot write them in one
+  /// transaction writes them one by one).
+  virtual void put_admitted_all(const std::vector<saved_job>& rows, uint32_t next_index) {
+    for (auto& r : rows) put_admitted(r, next_index);
+  }
   /// Folds the rows of ended jobs into the compact store of final records (all a restart
   /// needs of them). Returns how many were folded.
   virtual size_t compact() = 0;

@@ -198,9 +198,25 @@ void cluster_ledger::enqueue(job_entry& j) {
   queued_by_remaining.emplace(j.predicted_remaining(), j.index);
 }
 
+void cluster_ledger::park(uint32_t index) {
+  auto& j = jobs.at(index);
+  if (j.status != job_status::queued || j.parked) broken("job " + std::to_string(index) + " parked while not queued");
+  dequeue(j);
+  j.parked = true;
+  parked.insert(index);
+}
+
+void cluster_ledger::unpark(uint32_t index) {
+  auto& j = jobs.at(index);
+  if (!j.parked) broken("job " + std::to_string(index) + " unparked while not parked");
+  j.parked = false;
+  parked.erase(index);
+  enqueue(j);
+}
+
 void cluster_ledger::set_predicted_work(uint32_t index, double work) {
   auto& j = jobs.at(index);
-  if (j.status != job_status::queued) {
+  if (j.status != job_status::queued || j.parked) {
     if (j.predicted_work != work)
       for (auto& [sid, w] : j.alloc) stoppable_changed(sid);
     j.predicted_work = work;
@@ -386,7 +402,12 @@ void cluster_ledger::finish(uint32_t index, sim_time now) {
   auto& j = jobs.at(index);
   if (j.status == job_status::queued) {
     j.queued_s += (now - j.queued_since).seconds();
-    dequeue(j);
+    if (j.parked) {
+      j.parked = false;
+      parked.erase(index);
+    } else {
+      dequeue(j);
+    }
     j.status = job_status::done;
     return;
   }

@@ -62,6 +62,9 @@ struct job_entry {
   int priority_preemptions = 0;
 
   job_status status = job_status::unsubmitted;
+  /// Queued but out of the queue a round walks (cluster_ledger::park): held, waiting for a
+  /// dependency, or beyond its array's limit of tasks at once.
+  bool parked = false;
   allocation alloc;       ///< (server id, workers)
   /// An elastic job's first min_workers of `alloc` on the fewest servers (keep_on_fewest):
   /// what it keeps when it shrinks to its minimum. Kept with `alloc`, since every round and
@@ -239,6 +242,12 @@ public:
   void reassign(const std::vector<reassignment>& changes, sim_time now);
   /// Sets a job's predicted work (re-keying it in the queue if queued).
   void set_predicted_work(uint32_t index, double work);
+  /// Takes a queued job out of the queue rounds walk (`queued` and its orders) without ending
+  /// its wait: no round starts it until unpark puts it back under the same keys, where it was.
+  void park(uint32_t index);
+  void unpark(uint32_t index);
+  /// The parked jobs (status queued, not in `queued`).
+  std::set<uint32_t> parked;
   /// Marks a job done and frees its GPUs. A job may finish while queued when its own
   /// completion crossed a preemption in flight (live mode): its work is done all the same.
   void finish(uint32_t index, sim_time now);

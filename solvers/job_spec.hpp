@@ -48,6 +48,20 @@ struct job_spec {
   /// Retries after a failure (a worker exiting non-zero, a lost machine) before it ends failed
   /// or node_lost (Kubernetes' backoffLimit); -1: the config's faults.max_retries.
   int max_retries = -1;
+  /// `aryl hold`: queued, never started until `aryl release` (journaled with the job).
+  bool held = false;
+  /// `aryl submit --after`: the jobs that must end first and how, "ok:3,any:5"
+  /// (solvers/job_queue_rules.hpp); empty: none.
+  std::string after;
+  /// An array task (`aryl submit --array`): its array's id (the index of its first task; -1:
+  /// not a task), its task id, the array's task count and the most of its tasks queued or
+  /// running at once (0: no limit). On a client's submit, `array` is the task list as given
+  /// ("0-99%10"), expanded by the scheduler.
+  std::string array;
+  int64_t array_job = -1;
+  uint32_t array_task = 0;
+  uint32_t array_count = 0;
+  uint32_t array_limit = 0;
   /// Live mode: argv of each worker (submitted with the job); empty = live.worker_command.
   std::vector<std::string> command;
 };

@@ -16,6 +16,7 @@ add_library(aryl_policy STATIC
   ${CMAKE_CURRENT_LIST_DIR}/quota_growth.cpp
   ${CMAKE_CURRENT_LIST_DIR}/heartbeats.cpp
   ${CMAKE_CURRENT_LIST_DIR}/priorities.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/job_queue_rules.cpp
 )
 target_link_libraries(aryl_policy PUBLIC aryl_solvers)
 target_include_directories(aryl_policy PUBLIC ${PROJECT_SOURCE_DIR})

@@ -33,7 +33,7 @@ CLI::App* add_history_command(CLI::App& app, history_flags& f) {
   list("--user", f.users, "only jobs these users submitted (comma list)");
   list("--tenant", f.tenants, "only jobs of these tenants (comma list)");
   list("--outcome", f.outcomes,
-       "only jobs that ended so: done, failed, timeout, node_lost, cancelled, or queued, running for jobs not ended; "
+       "only jobs that ended so: done, failed, timeout, node_lost, cancelled, dependency_never_met, or queued, running for jobs not ended; "
        "sacct's CD, F, TO, NF, CA, PD, R (comma list)");
   h->add_option("--format", f.format, "these columns (comma list): " + column_names());
   auto* json = h->add_flag("--json", f.json, "one JSON object: {\"jobs\": [...]}, durations in seconds");

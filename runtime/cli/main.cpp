@@ -37,6 +37,7 @@
 #include "runtime/live/serve.hpp"
 #include "runtime/live/token.hpp"
 #include "runtime/node/worker.hpp"
+#include "runtime/cli/queue_commands.hpp"
 #include "runtime/cli/solve_command.hpp"
 #include "runtime/wire/tls_stream.hpp"
 
@@ -282,6 +283,9 @@ int main(int argc, char** argv) {
   client_flags(status_cmd);
   status_cmd->add_flag("--json", stf.json, "one JSON object instead of tables (the jobs the other flags keep)");
   status_cmd->add_flag("--all", stf.all, "ended jobs too, with their outcome");
+  status_cmd->add_flag("--array,-r", stf.expand_arrays,
+                       "one row per array task (as squeue --array); by default the table folds each array into one "
+                       "row, JOB_[TASKS] (--json always lists every task)");
   auto list_flag = [&](const char* name, std::vector<std::string>& to, const char* what) {
     status_cmd->add_option(name, to, what)->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   };
@@ -313,7 +317,7 @@ int main(int argc, char** argv) {
       "show", "live mode: `show JOB`: one job's spec, allocation history and outcome (as scontrol show job); "
               "`show node NAME`: a server's size, state, hold, agent and the jobs and ranks on it");
   client_flags(show_cmd);
-  show_cmd->add_option("what", show_what, "JOB (a job id), or: node NAME")->required()->expected(1, 2);
+  show_cmd->add_option("what", show_what, "JOB (a job id; JOB_TASK: a task of an array), or: node NAME")->required()->expected(1, 2);
   show_cmd->add_flag("--json", show_json, "one JSON object instead of text");
   auto* demand_cmd = app.add_subcommand(
       "demand", "live mode: set the inference demand from now on; serve keeps ceil(N x (1 + inference.headroom)) "
@@ -354,12 +358,29 @@ int main(int argc, char** argv) {
       "--max-retries", job_retries,
       "times a failed job (a worker exiting non-zero, its machine lost) is run again before it ends failed "
       "(default: the scheduler's faults.max_retries)");
+  std::string job_after, job_array;
+  auto* after_opt = submit_cmd->add_option(
+      "--after", job_after,
+      "start only once these jobs ended: JOB[:ok|any|notok][,JOB...] (Slurm's afterok, afterany, afternotok; ok by "
+      "default; an array's id: each of its tasks). A job whose dependency can never be met ends "
+      "dependency_never_met");
+  auto* array_opt = submit_cmd->add_option(
+      "--array", job_array,
+      "an array of tasks: ids 0-99, 1,3,5-7 or 0-15:4, and %K for at most K queued or running at once (0-99%10); "
+      "each task gets ARYL_ARRAY_TASK_ID; prints the array's id");
+  bool job_hold = false;
+  submit_cmd->add_flag("--hold", job_hold, "held from the start: not started until `aryl release`");
   std::vector<std::string> job_command;
   submit_cmd->add_option("command", job_command, "worker argv after -- (default: the configured worker)");
-  uint64_t cancel_job = 0;
-  auto* cancel_cmd = app.add_subcommand("cancel", "live mode: cancel a queued or running job");
+  std::string cancel_job;
+  auto* cancel_cmd = app.add_subcommand("cancel", "live mode: cancel a queued or running job, an array, or one task");
   client_flags(cancel_cmd);
-  cancel_cmd->add_option("job", cancel_job, "job id (as `aryl submit` printed it)")->required();
+  cancel_cmd
+      ->add_option("job", cancel_job,
+                   "job id (as `aryl submit` printed it): an array's id cancels each of its tasks, JOB_TASK one task")
+      ->required();
+  aryl::cli::queue_commands queue_cmds;
+  aryl::cli::add_queue_commands(app, queue_cmds, client_flags);
   // An operator's orders about a training server (docs/live.md, "Draining a server").
   aryl::wire::node_request node_order;
   std::string node_reason;
@@ -478,6 +499,11 @@ int main(int argc, char** argv) {
       if (*priority_opt) job.priority = job_priority;
       if (*limit_opt) job.time_limit_s = aryl::live::time_limit_of("submit: --time-limit", job_time_limit);
       if (*retries_opt) job.max_retries = job_retries;
+      if (*after_opt) check_name("submit: --after", job_after);
+      if (*after_opt) job.after = job_after;
+      if (*array_opt) check_name("submit: --array", job_array);
+      if (*array_opt) job.array = job_array;
+      if (job_hold) job.hold = true;
       if (!job_command.empty()) job.command = job_command;
       if ((*min_opt && from_flags.min_workers == 0) || (*max_opt && from_flags.max_workers == 0))
         throw aryl::input_error("submit: --min-workers and --max-workers must be at least 1");
@@ -492,10 +518,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*cancel_cmd) {
+      auto ref = aryl::cli::parse_job_ref("cancel", cancel_job);
       connect_to(cancel_cmd);
-      std::cout << aryl::live::cancel(co, cancel_job) << '\n';
+      std::cout << (ref.task ? aryl::cli::cancel_task(co, ref) : aryl::live::cancel(co, ref.job)) << '\n';
       return 0;
     }
+    if (aryl::cli::run_queue_commands(queue_cmds, connect_to, co, std::cout)) return 0;
     for (auto* c : {cordon_cmd, drain_cmd, resume_cmd}) {
       if (!*c) continue;
       node_order.action = c->get_name();
@@ -542,13 +570,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*show_cmd) {
-      uint64_t show_job = 0;
-      auto& id = show_what.front();
-      auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), show_job);
-      if (ec != std::errc() || end != id.data() + id.size() || show_what.size() != 1)
-        throw aryl::input_error("show: '" + aryl::escape_control(id) + "' is not a job id (give a job id, or node NAME)");
+      if (show_what.size() != 1)
+        throw aryl::input_error("show: give a job id (JOB, or JOB_TASK of an array), or node NAME");
+      auto ref = aryl::cli::parse_job_ref("show", show_what.front());
       connect_to(show_cmd);
-      auto reply = aryl::live::ask(co, aryl::wire::show_request{show_job}, true);
+      auto reply = aryl::live::ask(co, aryl::wire::show_request{ref.job, ref.task}, true);
       auto* s = std::get_if<aryl::wire::show_reply>(&*reply);
       if (!s) throw aryl::input_error("show: the scheduler answered '" + std::string(aryl::wire::type_of(*reply)) + "'");
       if (show_json) std::cout << aryl::live::show_json(*s) << '\n';

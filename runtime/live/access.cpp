@@ -9,14 +9,19 @@ namespace aryl::live {
 namespace {
 
 constexpr std::string_view action_names[] = {"submit", "cancel", "show",      "logs",    "status",
-                                             "node",   "demand", "token",     "show-node", "register"};
+                                             "node",   "demand", "token",     "show-node", "register",
+                                             "hold",   "release", "update"};
 
 /// The same, as a refusal says it.
 constexpr std::string_view action_texts[] = {"submit jobs", "cancel", "show", "read the logs of", "read status",
                                              "cordon, drain or resume servers", "set the inference demand",
-                                             "manage identities", "show a node", "register a node"};
+                                             "manage identities", "show a node", "register a node",
+                                             "hold", "release", "update"};
 
-bool own_job_action(action a) { return a == action::cancel || a == action::show || a == action::logs; }
+bool own_job_action(action a) {
+  return a == action::cancel || a == action::show || a == action::logs || a == action::hold || a == action::release ||
+         a == action::update;
+}
 
 bool role_may(role r, action a) {
   switch (r) {

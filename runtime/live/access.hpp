@@ -12,7 +12,9 @@
 namespace aryl::live {
 
 /// The requests a peer makes, as the audit log names them.
-enum class action { submit, cancel, show, logs, status, node_order, demand, tokens, show_node, register_node };
+enum class action {
+  submit, cancel, show, logs, status, node_order, demand, tokens, show_node, register_node, hold, release, update
+};
 
 std::string_view action_name(action a);
 
@@ -25,7 +27,8 @@ struct principal {
   bool cluster_token = true;
 };
 
-/// Why `p` may not do `a` ("" if it may). `job_owner`: for cancel, show and logs, the user
+/// Why `p` may not do `a` ("" if it may). `job_owner`: for cancel, show, logs, hold, release
+/// and update, the user
 /// the job was submitted by; `known_job`: false when the job is unknown (a user is then told
 /// the job does not exist, whoever's it would be).
 std::string refusal(const principal& p, action a, const std::string& job_owner = {}, bool known_job = true);

@@ -12,6 +12,7 @@
 
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
+#include "runtime/live/array_rows.hpp"
 #include "runtime/live/status_view.hpp"
 #include "runtime/wire/plain_text.hpp"
 #include "runtime/wire/tls_stream.hpp"
@@ -248,7 +249,7 @@ std::optional<wire::message> ask(const client_options& o, const wire::message& r
   return reply;
 }
 
-void print_status(std::ostream& out, const wire::status_reply& s) {
+void print_status(std::ostream& out, const wire::status_reply& s, const std::vector<std::string>& ids) {
   // User and tenant columns only where some job has one: a cluster without identities or
   // tenants reads as before.
   const bool tenants = std::any_of(s.jobs.begin(), s.jobs.end(), [](auto& j) { return j.tenant.has_value(); });
@@ -264,13 +265,14 @@ void print_status(std::ostream& out, const wire::status_reply& s) {
   row("JOB", "NAME", "USER", "TENANT", "STATE", "WORKERS", "GPUS", "MIN-MAX", "TYPE", "TIME", "SERVERS", "WAITING BECAUSE");
   auto opt = [](const std::optional<uint32_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
   // Names come from users and agents: escaped, one row each.
-  for (auto& j : s.jobs) {
+  for (size_t i = 0; i < s.jobs.size(); ++i) {
+    auto& j = s.jobs[i];
     std::string name = escape_control(j.name);
     if (j.predicted && !*j.predicted) name += " (no estimate)";
     // An ended job: its outcome (a newer scheduler's, finer than its state) and its exits.
-    std::string state = j.outcome ? escape_control(*j.outcome) : state_text(j.state);
+    std::string state = j.outcome ? escape_control(*j.outcome) : j.held && *j.held ? "held" : state_text(j.state);
     std::string why = j.exits ? "exits " + escape_control(*j.exits) : escape_control(j.reason.value_or(""));
-    row(j.job_id, name, escape_control(j.user.value_or("-")), escape_control(j.tenant.value_or("-")), state, j.workers, opt(j.gpus),
+    row(i < ids.size() ? ids[i] : job_id_text(j), name, escape_control(j.user.value_or("-")), escape_control(j.tenant.value_or("-")), state, j.workers, opt(j.gpus),
         j.min_workers && j.max_workers ? fmt::format("{}-{}", *j.min_workers, *j.max_workers) : std::string("-"),
         escape_control(j.gpu_type.value_or("any")), j.run_s ? clock_text(*j.run_s) : std::string("-"),
         escape_control(j.servers.value_or("")), why);
@@ -313,6 +315,9 @@ nlohmann::ordered_json job_json(const wire::job_info& x) {
   if (x.outcome) e["outcome"] = *x.outcome;
   if (x.exits) e["exits"] = *x.exits;
   if (x.user) e["user"] = *x.user;
+  if (x.held) e["held"] = *x.held;
+  if (x.array_job) e["array_job"] = *x.array_job;
+  if (x.array_task) e["array_task"] = *x.array_task;
   return e;
 }
 
@@ -327,6 +332,7 @@ std::string show_json(const wire::show_reply& s) {
   j["history"] = nlohmann::ordered_json::array();
   for (auto& h : s.history) j["history"].push_back({{"t_s", h.t_s}, {"event", h.event}, {"detail", h.detail}, {"why", h.why}});
   if (s.time_limit_s) j["time_limit_s"] = *s.time_limit_s;
+  if (s.after) j["after"] = *s.after;
   if (s.max_retries) j["max_retries"] = *s.max_retries;
   if (s.attempts) {
     j["attempts"] = nlohmann::ordered_json::array();
@@ -381,7 +387,9 @@ std::string status_json(const wire::status_reply& s, const std::set<std::string>
 
 void print_show(std::ostream& out, const wire::show_reply& s) {
   auto& j = s.job;
-  out << fmt::format("JobId={} Name={} State={}", j.job_id, escape_control(j.name), state_text(j.state));
+  out << fmt::format("JobId={} Name={} State={}", j.job_id, escape_control(j.name),
+                     j.held && *j.held ? "held" : state_text(j.state));
+  if (j.array_job && j.array_task) out << fmt::format(" ArrayJobId={} ArrayTaskId={}", *j.array_job, *j.array_task);
   if (j.outcome) out << fmt::format(" Outcome={}", escape_control(*j.outcome));
   if (j.exits) out << fmt::format(" Exits={}", escape_control(*j.exits));
   out << '\n';
@@ -407,6 +415,7 @@ void print_show(std::ostream& out, const wire::show_reply& s) {
   out << '\n';
   if (j.servers && !j.servers->empty()) out << fmt::format("   Servers={}\n", escape_control(*j.servers));
   if (j.reason) out << fmt::format("   Reason={}\n", escape_control(*j.reason));
+  if (s.after) out << fmt::format("   Dependency={}\n", escape_control(*s.after));
   if (s.attempts && !s.attempts->empty()) {
     out << "   Attempts (simulated seconds since the run started):\n";
     for (size_t i = 0; i < s.attempts->size(); ++i) {

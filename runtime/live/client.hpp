@@ -63,7 +63,8 @@ void logs(const client_options& o, uint64_t job, uint32_t rank, bool follow, std
 /// squeue/sinfo-like tables of a status reply: active jobs with their size, GPU type, run
 /// time, servers and why each queued one waits; then ended ones (if listed) with their
 /// outcome; then the servers.
-void print_status(std::ostream& out, const wire::status_reply& s);
+/// `ids`: the JOB column of each job (fold_arrays'); empty: their ids.
+void print_status(std::ostream& out, const wire::status_reply& s, const std::vector<std::string>& ids = {});
 
 /// The status reply as one JSON object; with `job_keys`, each job keeps only those keys.
 std::string status_json(const wire::status_reply& s, const std::set<std::string>& job_keys = {});

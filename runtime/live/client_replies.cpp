@@ -21,6 +21,11 @@ wire::job_info job_info_of(const active_job& j) {
   if (j.running) out.servers = j.servers;
   out.predicted = j.predicted;
   if (!j.tenant.empty()) out.tenant = j.tenant;
+  if (j.held) out.held = true;
+  if (j.array_job >= 0) {
+    out.array_job = static_cast<uint64_t>(j.array_job);
+    out.array_task = j.array_task;
+  }
   return out;
 }
 
@@ -130,6 +135,9 @@ job_spec spec_of(const wire::submit& j, double default_estimate_s) {
   // Beyond int: job_spec_problem refuses it, as any count out of range.
   out.max_retries = j.max_retries ? static_cast<int>(std::min<uint32_t>(*j.max_retries, INT32_MAX)) : -1;
   out.command = j.command;
+  out.after = j.after.value_or("");
+  out.array = j.array.value_or("");
+  out.held = j.hold.value_or(false);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "solvers/input_error.hpp"
+#include "runtime/live/array_rows.hpp"
 #include "runtime/live/status_view.hpp"
 
 namespace aryl::live {
@@ -40,9 +41,14 @@ void run_status(const client_options& o, const status_flags& f, std::ostream& ou
     auto* s = std::get_if<wire::status_reply>(&*reply);
     if (!s) throw input_error("status: the scheduler answered '" + std::string(wire::type_of(*reply)) + "'");
     auto shown = narrowed(*s, filter, sort);
-    if (f.json) out << status_json(shown, json_keys(columns)) << '\n';
-    else if (!columns.empty()) out << job_table(shown.jobs, columns);
-    else print_status(out, shown);
+    if (f.json) {
+      out << status_json(shown, json_keys(columns)) << '\n';
+    } else {
+      auto rows = fold_arrays(shown.jobs, f.expand_arrays);
+      shown.jobs = std::move(rows.jobs);
+      if (!columns.empty()) out << job_table(shown.jobs, columns, rows.ids);
+      else print_status(out, shown, rows.ids);
+    }
     out << std::flush;
   }
 }

@@ -18,6 +18,7 @@ struct status_flags {
   std::vector<std::string> users, tenants, servers;
   std::string states, sort, format;
   std::optional<double> watch_s;  ///< nothing: once
+  bool expand_arrays = false;     ///< a row per array task (tables fold each array otherwise)
 };
 
 /// Checks every flag before connecting (aryl::input_error naming the flag), then asks and

@@ -38,6 +38,12 @@ void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
   if (l.startup_s > 0) env["ARYL_STARTUP_S"] = fmt::format("{:.6f}", l.startup_s);
   env["ARYL_JOB_NAME"] = l.job_name;
   if (l.decided_unix_ns > 0) env["ARYL_DECIDED_UNIX_NS"] = std::to_string(l.decided_unix_ns);
+  // An array task's place in its array (Slurm's SLURM_ARRAY_*).
+  if (l.array_job >= 0) {
+    env["ARYL_ARRAY_JOB_ID"] = std::to_string(l.array_job);
+    env["ARYL_ARRAY_TASK_ID"] = std::to_string(l.array_task);
+    env["ARYL_ARRAY_TASK_COUNT"] = std::to_string(l.array_count);
+  }
   for (size_t i = 0; i < l.gpus.size(); ++i) {
     wire::launch w;
     w.job_id = l.job;

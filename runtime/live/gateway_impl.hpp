@@ -273,6 +273,9 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   /// A client's cordon, drain or resume, asked of the scheduler without waiting, as a
   /// submit: `who` is answered (node_reply, or an error frame and the close) when it answers.
   void node_for(const std::shared_ptr<session>& who, const wire::node_request& q);
+  /// A client's hold, release, update or array task cancel (gateway_jobs.cpp), asked as a
+  /// submit: `who` is answered (job_reply, or an error frame and the close). `by`: who asks.
+  void job_for(const std::shared_ptr<session>& who, const wire::job_request& q, const std::string& by);
 };
 
 /// Starts serving a connection just accepted (gateway_session.cpp).

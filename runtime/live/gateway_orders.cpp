@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "runtime/wire/codec.hpp"
+#include "solvers/input_error.hpp"
+#include "solvers/job_queue_rules.hpp"
 
 // Clients' submits and cancels: asked of the scheduler without blocking the network thread
 // (worker_router::submit and cancel reply from the driver's thread), so that a slow scheduler
@@ -48,6 +50,12 @@ void gateway::impl::submit_for(const std::shared_ptr<session>& who, job_spec spe
         }
         g->log(fmt::format("{}: submitted job {} ({})", peer, result.job, spec.name));
         g->limits.taken(address_of(*asker), static_cast<uint32_t>(result.job));
+        // An array's tasks count each (their ids follow the array's).
+        if (!spec.array.empty()) try {
+            auto n = parse_array(spec.array, "array").ids.size();
+            for (uint32_t i = 1; i < n; ++i) g->limits.taken(address_of(*asker), static_cast<uint32_t>(result.job) + i);
+          } catch (const input_error&) {
+          }
         if (g->opts.book) {
           auto booked = spec;
           booked.index = static_cast<uint32_t>(result.job);

@@ -286,9 +286,11 @@ void session::on_client(const wire::message& msg) {
     return g_->ask_status({shared_from_this(), q->all.value_or(false) ? kind::status_all : kind::status, 0});
   }
   if (auto* q = std::get_if<wire::show_request>(&msg)) {
-    if (!allowed_on_job(action::show, q->job_id)) return;
+    auto job = task_index(q->job_id, q->array_task);
+    if (!job) return;
+    if (!allowed_on_job(action::show, *job)) return;
     awaiting_answer_ = true;
-    return g_->ask_status({shared_from_this(), gateway::impl::status_wait::kind::show, q->job_id});
+    return g_->ask_status({shared_from_this(), gateway::impl::status_wait::kind::show, *job});
   }
   if (auto* q = std::get_if<wire::show_node_request>(&msg)) {
     if (!allowed(action::show_node, q->server)) return;
@@ -346,6 +348,7 @@ void session::on_client(const wire::message& msg) {
     awaiting_answer_ = true;
     return g_->cancel_for(shared_from_this(), x->job_id);
   }
+  if (auto* q = std::get_if<wire::job_request>(&msg)) return on_job_request(*q);
   if (auto* t = std::get_if<wire::token_request>(&msg)) {
     if (!allowed(action::tokens, t->name)) return;
     return on_tokens(*t);
@@ -353,6 +356,29 @@ void session::on_client(const wire::message& msg) {
   // A client's bye is its normal end: no log line, no error frame.
   if (std::holds_alternative<wire::bye>(msg)) return quiet_close();
   close(fmt::format("a client cannot send '{}'", wire::type_of(msg)));
+}
+
+std::optional<uint64_t> session::task_index(uint64_t job, std::optional<uint32_t> task) {
+  if (!task) return job;
+  auto index = g_->opts.book && job <= UINT32_MAX ? g_->opts.book->task_index(static_cast<uint32_t>(job), *task)
+                                                  : std::nullopt;
+  if (!index) close(fmt::format("job {}_{}: no such array task", job, *task));
+  return index;
+}
+
+void session::on_job_request(const wire::job_request& q) {
+  const auto a = q.action == "hold"      ? action::hold
+                 : q.action == "release" ? action::release
+                 : q.action == "update"  ? action::update
+                 : q.action == "cancel"  ? action::cancel
+                                         : action::register_node;
+  if (a == action::register_node)
+    return close(fmt::format("job_request: action '{}': not hold, release, update or cancel", q.action));
+  if (!allowed_on_job(a, q.job_id)) return;
+  pending_audit_ = entry(q.action, q.array_task ? fmt::format("job-{}_{}", q.job_id, *q.array_task)
+                                                 : fmt::format("job-{}", q.job_id));
+  awaiting_answer_ = true;
+  g_->job_for(shared_from_this(), q, who_.cluster_token ? std::string() : who_.name);
 }
 
 void session::on_tokens(const wire::token_request& q) {

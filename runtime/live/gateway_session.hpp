@@ -200,6 +200,10 @@ class session : public std::enable_shared_from_this<session> {
   bool allowed(action a, const std::string& target, const std::string& owner = {}, bool known = true);
 
   bool allowed_on_job(action a, uint64_t job);
+  /// The index of task `task` of array `job` (the job itself without a task); nothing, and the
+  /// connection closed saying so, for a task the array does not have.
+  std::optional<uint64_t> task_index(uint64_t job, std::optional<uint32_t> task);
+  void on_job_request(const wire::job_request& q);
 
   /// Identity mode: a credential revoked or replaced since the last frame ends the
   /// connection now, before `what` is done.

@@ -81,15 +81,15 @@ int64_t parse_history_time(const std::string& flag, const std::string& text, int
 std::set<std::string> parse_outcomes(const std::string& flag, const std::string& list) {
   static const std::pair<std::string_view, std::string_view> names[] = {
       {"done", "done"},     {"failed", "failed"},       {"timeout", "timeout"}, {"node_lost", "node_lost"},
-      {"cancelled", "cancelled"}, {"queued", "queued"}, {"running", "running"}, {"cd", "done"},
+      {"cancelled", "cancelled"}, {"dependency_never_met", "dependency_never_met"}, {"queued", "queued"}, {"running", "running"}, {"cd", "done"},
       {"f", "failed"},      {"to", "timeout"},          {"nf", "node_lost"},    {"ca", "cancelled"},
       {"pd", "queued"},     {"r", "running"}};
   std::set<std::string> out;
   for (auto& item : split_list(list)) {
     auto it = std::find_if(std::begin(names), std::end(names), [&](auto& n) { return n.first == lower(item); });
     if (it == std::end(names))
-      throw input_error(fmt::format("{}: '{}' is not an outcome (done, failed, timeout, node_lost, cancelled, or "
-                                    "queued, running for jobs not ended; sacct's CD, F, TO, NF, CA, PD, R)",
+      throw input_error(fmt::format("{}: '{}' is not an outcome (done, failed, timeout, node_lost, cancelled, "
+                                    "dependency_never_met, or queued, running for jobs not ended; sacct's CD, F, TO, NF, CA, PD, R)",
                                     flag, escape_control(item)));
     out.emplace(it->second);
   }

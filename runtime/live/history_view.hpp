@@ -42,8 +42,8 @@ struct history_filter {
 /// aryl::input_error naming `flag` and the accepted forms.
 int64_t parse_history_time(const std::string& flag, const std::string& text, int64_t now_us);
 
-/// `--outcome`: a comma list of done, failed, timeout, node_lost, cancelled (and queued,
-/// running), or sacct's CD, F, TO, NF, CA (PD, R), in any case; their canonical names.
+/// `--outcome`: a comma list of done, failed, timeout, node_lost, cancelled,
+/// dependency_never_met (and queued, running), or sacct's CD, F, TO, NF, CA (PD, R), in any case; their canonical names.
 std::set<std::string> parse_outcomes(const std::string& flag, const std::string& list);
 
 /// `unix_us` as 2026-11-01T12:00:30 (UTC, to the second).

@@ -1,7 +1,11 @@
 #include "runtime/live/job_book.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <string_view>
+
+#include "solvers/input_error.hpp"
+#include "solvers/job_queue_rules.hpp"
 
 namespace aryl::live {
 
@@ -28,7 +32,8 @@ std::string rest_of(const std::string& detail) {
 wire::job_state outcome_state(job_outcome outcome) {
   switch (outcome) {
     case job_outcome::done: return wire::job_state::done;
-    case job_outcome::cancelled: return wire::job_state::cancelled;
+    case job_outcome::cancelled:
+    case job_outcome::dependency_never_met: return wire::job_state::cancelled;
     case job_outcome::failed:
     case job_outcome::timeout:
     case job_outcome::node_lost: return wire::job_state::failed;
@@ -38,7 +43,64 @@ wire::job_state outcome_state(job_outcome outcome) {
 
 void job_book::spec(const job_spec& s) {
   std::lock_guard lock(m_);
-  jobs_[s.index].spec = s;
+  if (s.array.empty() || s.array_job >= 0) {
+    jobs_[s.index].spec = s;
+    if (s.array_job >= 0) {
+      auto& ids = arrays_[static_cast<uint32_t>(s.array_job)];
+      if (std::find(ids.begin(), ids.end(), s.array_task) == ids.end()) ids.push_back(s.array_task);
+    }
+    return;
+  }
+  array_tasks tasks;
+  try {
+    tasks = parse_array(s.array, "array");
+  } catch (const input_error&) {
+    return;  // the scheduler took it, so it parsed there: nothing to book otherwise
+  }
+  arrays_[s.index] = tasks.ids;
+  for (size_t i = 0; i < tasks.ids.size(); ++i) {
+    auto t = s;
+    t.index = s.index + static_cast<uint32_t>(i);
+    t.array.clear();
+    t.array_job = s.index;
+    t.array_task = tasks.ids[i];
+    t.array_count = static_cast<uint32_t>(tasks.ids.size());
+    t.array_limit = tasks.limit;
+    jobs_[t.index].spec = std::move(t);
+  }
+}
+
+std::optional<uint32_t> job_book::task_index(uint32_t job, uint32_t task) const {
+  std::lock_guard lock(m_);
+  auto it = arrays_.find(job);
+  if (it == arrays_.end()) return std::nullopt;
+  auto at = std::find(it->second.begin(), it->second.end(), task);
+  if (at == it->second.end()) return std::nullopt;
+  return job + static_cast<uint32_t>(at - it->second.begin());
+}
+
+void job_book::updated(uint32_t job, std::optional<uint32_t> task, const wire::job_request& q) {
+  std::lock_guard lock(m_);
+  std::vector<uint32_t> targets{job};
+  if (auto it = arrays_.find(job); it != arrays_.end()) {
+    targets.clear();
+    for (size_t i = 0; i < it->second.size(); ++i)
+      if (!task || it->second[i] == *task) targets.push_back(job + static_cast<uint32_t>(i));
+  }
+  for (auto t : targets) {
+    auto e = jobs_.find(t);
+    if (e == jobs_.end() || !e->second.spec || e->second.end) continue;
+    auto& s = *e->second.spec;
+    if (q.priority) s.priority = *q.priority;
+    if (q.time_limit_s) s.time_limit_s = *q.time_limit_s;
+    if (q.min_workers) s.min_workers = static_cast<int>(*q.min_workers);
+    if (q.max_workers) s.max_workers = static_cast<int>(*q.max_workers);
+    if (q.expected_duration_s) {
+      s.duration_s = *q.expected_duration_s;
+      s.predicted = true;
+    }
+    if (q.after) s.after = *q.after;
+  }
 }
 
 void job_book::event(const event_record& e) {
@@ -100,6 +162,10 @@ wire::job_info ended_info(uint32_t id, const job_record& r, const std::optional<
     out.max_workers = static_cast<uint32_t>(spec->max_workers);
     if (!spec->gpu_type.empty()) out.gpu_type = spec->gpu_type;
     if (!spec->user.empty()) out.user = spec->user;
+    if (spec->array_job >= 0) {
+      out.array_job = static_cast<uint64_t>(spec->array_job);
+      out.array_task = spec->array_task;
+    }
   }
   if (!r.tenant.empty()) out.tenant = r.tenant;
   if (r.first_start_us >= 0 && r.end_us >= r.first_start_us)
@@ -127,10 +193,15 @@ std::optional<wire::show_reply> job_book::show(uint32_t job) const {
     out.job.predicted = s.predicted;
     if (!s.tenant.empty()) out.job.tenant = s.tenant;
     if (!s.user.empty()) out.job.user = s.user;
+    if (s.array_job >= 0) {
+      out.job.array_job = static_cast<uint64_t>(s.array_job);
+      out.job.array_task = s.array_task;
+    }
     out.command = s.command;
     out.expected_duration_s = s.duration_s;
     out.submit_s = s.submit.seconds();
     if (s.time_limit_s > 0) out.time_limit_s = s.time_limit_s;
+    if (!s.after.empty()) out.after = s.after;
     if (s.max_retries >= 0) out.max_retries = static_cast<uint32_t>(s.max_retries);
   }
   if (e.end) {

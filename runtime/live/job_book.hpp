@@ -17,8 +17,15 @@ namespace aryl::live {
 
 class job_book {
  public:
-  /// The job's spec as submitted (a trace job at the start, a client's once accepted).
+  /// The job's spec as submitted (a trace job at the start, a client's once accepted). An
+  /// array's (s.array set, s.index its id) is booked as each of its tasks' (indices from the id
+  /// on, in task order).
   void spec(const job_spec& s);
+  /// A client's update of a queued job took (`task`: of that array task; none: of the job, or
+  /// of each task of the array `job`): its spec shows the new values.
+  void updated(uint32_t job, std::optional<uint32_t> task, const wire::job_request& q);
+  /// The index of task `task` of the array whose id is `job`; nothing if it has no such task.
+  std::optional<uint32_t> task_index(uint32_t job, uint32_t task) const;
   /// One line of events.log; those of the scheduler about one job ("job-N ...") are kept
   /// as its history, the latest wire::max_list of them.
   void event(const event_record& e);
@@ -48,6 +55,8 @@ class job_book {
   };
   mutable std::mutex m_;
   std::map<uint32_t, entry> jobs_;
+  /// Arrays by id: their task ids, in task order (task i is job id + i).
+  std::map<uint32_t, std::vector<uint32_t>> arrays_;
   /// Ended jobs in the order they ended.
   std::vector<uint32_t> ended_order_;
 };

@@ -14,7 +14,7 @@ target_link_libraries(aryl_state_journal PUBLIC aryl_io PRIVATE SQLite::SQLite3 
 add_library(aryl_gateway STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_waits.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_session.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_requests.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/gateway_status.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_orders.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/gateway_status.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_orders.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_jobs.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_nodes.cpp ${CMAKE_CURRENT_LIST_DIR}/registration_checks.cpp
             ${CMAKE_CURRENT_LIST_DIR}/submit_limits.cpp
             ${CMAKE_CURRENT_LIST_DIR}/job_book.cpp
@@ -35,7 +35,7 @@ target_compile_definitions(aryl_gateway PRIVATE BOOST_ASIO_NO_DEPRECATED)
 add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client.cpp ${CMAKE_CURRENT_LIST_DIR}/client_nodes.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client_tokens.cpp ${CMAKE_CURRENT_LIST_DIR}/client_status.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/status_view.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/status_view.cpp ${CMAKE_CURRENT_LIST_DIR}/array_rows.cpp
             ${CMAKE_CURRENT_LIST_DIR}/job_file.cpp
             ${CMAKE_CURRENT_LIST_DIR}/metrics.cpp ${CMAKE_CURRENT_LIST_DIR}/serve_state.cpp
             ${CMAKE_CURRENT_LIST_DIR}/node_holds.cpp

@@ -90,7 +90,10 @@ json to_json(const job_spec& s) {
           {"tenant", s.tenant},       {"estimated", s.estimated},
           {"estimate_s", s.estimate_s}, {"predicted", s.predicted},
           {"priority", s.priority},   {"time_limit_s", s.time_limit_s},
-          {"max_retries", s.max_retries}};
+          {"max_retries", s.max_retries}, {"held", s.held},
+          {"after", s.after},         {"array_job", s.array_job},
+          {"array_task", s.array_task}, {"array_count", s.array_count},
+          {"array_limit", s.array_limit}};
 }
 
 job_spec spec_from(const json& j) {
@@ -116,6 +119,13 @@ job_spec spec_from(const json& j) {
   // Absent before time limits: none, and the config's retries.
   if (j.contains("time_limit_s")) s.time_limit_s = j.at("time_limit_s").get<double>();
   if (j.contains("max_retries")) s.max_retries = whole_at<int>(j, "max_retries");
+  // Absent before holds, dependencies and arrays: none.
+  s.held = j.value("held", false);
+  if (j.contains("after")) s.after = j.at("after").get<std::string>();
+  if (j.contains("array_job")) s.array_job = whole_at<int64_t>(j, "array_job");
+  if (j.contains("array_task")) s.array_task = whole_at<uint32_t>(j, "array_task");
+  if (j.contains("array_count")) s.array_count = whole_at<uint32_t>(j, "array_count");
+  if (j.contains("array_limit")) s.array_limit = whole_at<uint32_t>(j, "array_limit");
   return s;
 }
 
@@ -505,18 +515,20 @@ void state_journal::put_job(const saved_job& j) {
   in_transaction(db_, [&] { write_job(j); }, failer);
 }
 
-void state_journal::put_admitted(const saved_job& j, uint32_t next_index) {
+void state_journal::put_admitted(const saved_job& j, uint32_t next_index) { put_admitted_all({j}, next_index); }
+
+void state_journal::put_admitted_all(const std::vector<saved_job>& rows, uint32_t next_index) {
   auto failer = [this](const std::string& w) { fail(w); };
-  // A client is told the job's id once this returns: its commit waits for the disk (the WAL
-  // synced), so that not even a machine crash loses an acknowledged job. Every other write
-  // can be redone by the restart, and does not wait.
+  // A client is told the job's (or array's) id once this returns: its commit waits for the
+  // disk (the WAL synced), so that not even a machine crash loses an acknowledged job. Every
+  // other write can be redone by the restart, and does not wait.
   exec("PRAGMA synchronous = FULL");
   struct normal_again {
     sqlite3* db;
     ~normal_again() { sqlite3_exec(db, "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr); }
   } guard{db_};
   in_transaction(db_, [&] {
-    write_job(j);
+    for (auto& j : rows) write_job(j);
     write_next_index(next_index);
   }, failer);
 }

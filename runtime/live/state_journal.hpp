@@ -48,6 +48,7 @@ class state_journal : public state_sink {
   void put_job(const saved_job& j) override;
   /// The job and the counter in one transaction, synced to disk before it returns.
   void put_admitted(const saved_job& j, uint32_t next_index) override;
+  void put_admitted_all(const std::vector<saved_job>& rows, uint32_t next_index) override;
   /// Moves the rows of ended jobs from `jobs` to the compact store (their final records,
   /// ended_records_per_row to a row) in one transaction; load() returns them as ended jobs
   /// whose spec holds what the record does (index, name, sizes, submit, duration).

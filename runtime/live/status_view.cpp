@@ -174,12 +174,14 @@ wire::status_reply narrowed(wire::status_reply s, const status_filter& f, const 
 std::string cell(const wire::job_info& j, const status_column& c) {
   auto text = [](const std::optional<std::string>& v) { return v ? escape_control(*v) : std::string("-"); };
   auto count = [](const std::optional<uint32_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
-  if (c.name == "jobid") return std::to_string(j.job_id);
+  if (c.name == "jobid") return j.array_job && j.array_task ? fmt::format("{}_{}", *j.array_job, *j.array_task)
+                                                          : std::to_string(j.job_id);
   if (c.name == "name") return escape_control(j.name);
   if (c.name == "user") return text(j.user);
   if (c.name == "tenant") return text(j.tenant);
   // An ended job: its outcome, finer than its state (timeout and node_lost are failed).
-  if (c.name == "state") return j.outcome ? escape_control(*j.outcome) : std::string(state_name(j.state));
+  if (c.name == "state")
+    return j.outcome ? escape_control(*j.outcome) : j.held && *j.held ? "held" : std::string(state_name(j.state));
   if (c.name == "workers") return std::to_string(j.workers);
   if (c.name == "gpus") return count(j.gpus);
   if (c.name == "min_workers") return count(j.min_workers);
@@ -191,12 +193,15 @@ std::string cell(const wire::job_info& j, const status_column& c) {
   return "?";
 }
 
-std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector<const status_column*>& columns) {
+std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector<const status_column*>& columns,
+                      const std::vector<std::string>& ids) {
   std::vector<bool> right;
   // A state sorts by its order but reads as a word.
   for (auto* c : columns) right.push_back(c->numeric && c->name != "state");
   return aligned_table(jobs.size() + 1, right, [&](size_t row, size_t col) {
-    return row == 0 ? std::string(columns[col]->header) : cell(jobs[row - 1], *columns[col]);
+    if (row == 0) return std::string(columns[col]->header);
+    auto& c = *columns[col];
+    return c.name == "jobid" && row - 1 < ids.size() ? ids[row - 1] : cell(jobs[row - 1], c);
   });
 }
 

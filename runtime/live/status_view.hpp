@@ -61,7 +61,9 @@ std::string cell(const wire::job_info& j, const status_column& c);
 
 /// The jobs in `columns`: a heading line, then a line per job, each column as wide as its
 /// widest cell.
-std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector<const status_column*>& columns);
+/// `ids`: the jobid column of each job (fold_arrays'); empty: their ids.
+std::string job_table(const std::vector<wire::job_info>& jobs, const std::vector<const status_column*>& columns,
+                      const std::vector<std::string>& ids = {});
 
 /// `rows` rows of `right.size()` cells as a table, `cell_at(row, col)` each (called twice):
 /// each column as wide as its widest cell, two spaces between, `right[i]`: column i

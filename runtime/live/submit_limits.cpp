@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "solvers/input_error.hpp"
+#include "solvers/job_queue_rules.hpp"
+
 namespace aryl::live {
 
 void submit_limits::forget_ended(const std::function<bool(uint32_t)>& ended) {
@@ -35,10 +38,25 @@ std::string submit_limits::admit(const std::string& address, const job_spec& spe
     return fmt::format("more than {:g} submits a second from {} (live.submits_per_s): try again shortly",
                        o_.submits_per_s, address);
   forget_ended(ended);
+  // An array counts as its tasks (one that does not parse is the scheduler's to refuse).
+  size_t jobs = 1;
+  if (!spec.array.empty()) try {
+      jobs = std::max<size_t>(1, parse_array(spec.array, "array").ids.size());
+    } catch (const input_error&) {
+    }
+  if (active_.size() + jobs > o_.max_active && jobs > 1)
+    return fmt::format("clients' jobs queued or running: {}, and {} tasks more would pass the most serve keeps, {} "
+                       "(live.max_active_submits)",
+                       active_.size(), jobs, o_.max_active);
   if (active_.size() >= o_.max_active)
     return fmt::format("clients' jobs queued or running: {}, the most serve keeps (live.max_active_submits)",
                        active_.size());
   auto here = per_address_.find(address);
+  const size_t mine = here != per_address_.end() ? here->second : 0;
+  if (jobs > 1 && mine + jobs > o_.max_active_per_address)
+    return fmt::format("jobs queued or running from {}: {}, and {} tasks more would pass the most one address may "
+                       "keep, {} (live.max_active_submits_per_address)",
+                       address, mine, jobs, o_.max_active_per_address);
   if (here != per_address_.end() && here->second >= o_.max_active_per_address)
     return fmt::format("jobs queued or running from {}: {}, the most one address may keep "
                        "(live.max_active_submits_per_address)",

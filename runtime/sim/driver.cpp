@@ -372,12 +372,24 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
               return submit_result{-1, fmt::format("job '{}': {}", name,
                                                    index == -1   ? "the run is stopping"
                                                    : index == -3 ? "the state file cannot be written (see serve's log); submits are refused until it can, running jobs go on"
+                                                   : index == -4 ? "its --array is not a list of task ids"
                                                                  : "the scheduler did not answer"),
                                   {}};
             };
             sys.spawn([=](caf::event_based_actor* self, int) {
-              self->request(scheduler, std::chrono::seconds(2), admit_atom::value, job)
-                  .then([=](int64_t index) { reply(outcome(index)); }, [=](caf::error&) { reply(outcome(-2)); });
+              auto admit = [=] {
+                self->request(scheduler, std::chrono::seconds(2), admit_atom::value, job)
+                    .then([=](int64_t index) { reply(outcome(index)); }, [=](caf::error&) { reply(outcome(-2)); });
+              };
+              if (job.after.empty() && job.array.empty()) return admit();
+              // Its dependencies and array checked first: a refusal says why.
+              self->request(scheduler, std::chrono::seconds(2), vet_atom::value, job)
+                  .then(
+                      [=](std::string& why) {
+                        if (why.empty()) return admit();
+                        reply(submit_result{-1, fmt::format("job '{}': {}", job.name, why), {}});
+                      },
+                      [=](caf::error&) { reply(outcome(-2)); });
             }, 0);
           });
         },
@@ -438,6 +450,15 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         },
         [journal](std::string line) {
           if (journal) caf::anon_send(journal, jaudit_atom::value, std::move(line));
+        },
+        [tasks, &sys, scheduler](job_order o, std::function<void(node_answer)> reply) {
+          tasks->post([&sys, scheduler, o = std::move(o), reply] {
+            sys.spawn([=](caf::event_based_actor* self, int) {
+              self->request(scheduler, std::chrono::seconds(2), jobctl_atom::value, o)
+                  .then([=](node_answer& a) { reply(std::move(a)); },
+                        [=](caf::error&) { reply(node_answer{false, fmt::format("job {}: the scheduler did not answer", o.job)}); });
+            }, 0);
+          });
         }});
   }
   auto total_jobs = in.jobs.size() + restored_jobs;

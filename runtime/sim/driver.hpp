@@ -10,6 +10,7 @@
 
 #include "actors/cluster_status.hpp"
 #include "actors/node_link.hpp"
+#include "actors/job_orders.hpp"
 #include "actors/node_orders.hpp"
 #include "actors/worker_settings.hpp"
 #include "runtime/inputs/config.hpp"
@@ -87,6 +88,9 @@ struct worker_router {
   std::function<void(node_order order, std::function<void(node_answer)> reply)> node;
   /// A line of the audit log, journaled after those before it (`serve --state`; else dropped).
   std::function<void(std::string line)> audit;
+  /// A client's hold, release, update or array task cancel, without blocking: `reply` is
+  /// called as node's, with the scheduler's answer.
+  std::function<void(job_order order, std::function<void(node_answer)> reply)> job{};
 };
 
 /// Live mode: the machines behind the server actors, and the way in for their reports.

@@ -108,6 +108,9 @@ void fields(A& a, T& m) {
   a("priority", m.priority);
   a("time_limit_s", m.time_limit_s);
   a("max_retries", m.max_retries);
+  a("after", m.after);
+  a("array", m.array);
+  a("hold", m.hold);
 }
 
 template <class A, is<submit_ok> T>
@@ -144,6 +147,9 @@ void fields(A& a, T& m) {
   a("outcome", m.outcome);
   a("exits", m.exits);
   a("user", m.user);
+  a("held", m.held);
+  a("array_job", m.array_job);
+  a("array_task", m.array_task);
 }
 
 template <class A, is<server_info> T>
@@ -199,6 +205,7 @@ void fields(A&, T&) {}
 template <class A, is<show_request> T>
 void fields(A& a, T& m) {
   a("job_id", m.job_id);
+  a("array_task", m.array_task);
 }
 
 template <class A, is<history_entry> T>
@@ -229,6 +236,7 @@ void fields(A& a, T& m) {
   a("time_limit_s", m.time_limit_s);
   a("max_retries", m.max_retries);
   a("attempts", m.attempts);
+  a("after", m.after);
 }
 
 template <class A, is<shutdown> T>
@@ -321,6 +329,25 @@ void fields(A& a, T& m) {
   a("heard_s", m.heard_s);
   a("address", m.address);
   a("agent_version", m.agent_version);
+}
+
+template <class A, is<job_request> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+  a("array_task", m.array_task);
+  a("action", m.action);
+  a("priority", m.priority);
+  a("time_limit_s", m.time_limit_s);
+  a("min_workers", m.min_workers);
+  a("max_workers", m.max_workers);
+  a("expected_duration_s", m.expected_duration_s);
+  a("after", m.after);
+}
+
+template <class A, is<job_reply> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+  a("text", m.text);
 }
 
 /// Wire names of enum values, indexed by the enum's value.

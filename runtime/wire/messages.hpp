@@ -210,6 +210,15 @@ struct submit {
   /// Retries after a failure (a worker exiting non-zero or killed, its machine lost) before it
   /// ends failed or node_lost. Absent: the scheduler's faults.max_retries.
   std::optional<uint32_t> max_retries{};
+  /// Jobs that must end first, and how: "3", "3:ok,4:any,5:notok" (Slurm's afterok, afterany,
+  /// afternotok; ok by default). An unknown job, a cycle or one that can never be met now is
+  /// refused. Absent: none.
+  std::optional<std::string> after{};
+  /// An array: its task ids ("0-99", "1,3,5-7", "0-15:4") and, after %, the most of them queued
+  /// or running at once ("0-99%10"). The job id answered is the array's. Absent: one job.
+  std::optional<std::string> array{};
+  /// Held from the start (Slurm's --hold): not started until released. Absent: false.
+  std::optional<bool> hold{};
   bool operator==(const submit&) const = default;
 };
 
@@ -272,6 +281,11 @@ struct job_info {
   /// The identity that submitted it (serve with --identities); absent: none known (cluster-token
   /// mode, a trace job, an older scheduler).
   std::optional<std::string> user{};
+  /// A queued job held by `aryl hold` (its reason says by whom); absent: not held.
+  std::optional<bool> held{};
+  /// An array task: its array's id (the id of its first task) and its task id ("7" of 42_7).
+  std::optional<uint64_t> array_job{};
+  std::optional<uint32_t> array_task{};
   bool operator==(const job_info&) const = default;
 };
 
@@ -333,6 +347,8 @@ struct status_reply {
 struct show_request {
   static constexpr std::string_view type = "show_request";
   uint64_t job_id = 0;
+  /// One task of the array `job_id` (`aryl show 42_7`); absent: the job itself.
+  std::optional<uint32_t> array_task{};
   bool operator==(const show_request&) const = default;
 };
 
@@ -381,6 +397,8 @@ struct show_reply {
   std::optional<uint32_t> max_retries{};
   /// An ended job's attempts, oldest first (at most max_list; the latest kept).
   std::optional<std::vector<attempt_info>> attempts{};
+  /// The jobs it waits for, as submitted or updated ("ok:3,any:4"); absent: none.
+  std::optional<std::string> after{};
   bool operator==(const show_reply&) const = default;
 };
 
@@ -510,6 +528,36 @@ struct node_reply {
   bool operator==(const node_reply&) const = default;
 };
 
+/// Client -> scheduler: a change to a queued job (`aryl hold`, `release`, `update`, and
+/// `cancel` of one array task): a user's own jobs, an admin's any. Answered by job_reply, or
+/// refused with an error frame saying why (a running job, max below min, ...).
+struct job_request {
+  static constexpr std::string_view type = "job_request";
+  uint64_t job_id = 0;
+  /// One task of the array `job_id`; absent: the job, or every active task of the array.
+  std::optional<uint32_t> array_task{};
+  /// hold | release | update | cancel
+  std::string action;
+  /// update only, for a job not yet started: the values to change (absent: unchanged).
+  std::optional<int32_t> priority{};
+  /// Seconds; 0: no limit.
+  std::optional<double> time_limit_s{};
+  std::optional<uint32_t> min_workers{};
+  std::optional<uint32_t> max_workers{};
+  std::optional<double> expected_duration_s{};
+  /// Its dependencies, as submit's `after`; "" removes them.
+  std::optional<std::string> after{};
+  bool operator==(const job_request&) const = default;
+};
+
+/// Scheduler -> client: what a job_request did, one line ("job 7 held").
+struct job_reply {
+  static constexpr std::string_view type = "job_reply";
+  uint64_t job_id = 0;
+  std::string text;
+  bool operator==(const job_reply&) const = default;
+};
+
 /// Client -> scheduler: an admin's change to the identities (`aryl token`): `create` makes a
 /// credential for `name` with `role` and answers its token once; `revoke` removes it; `list`
 /// answers every identity (names, roles, enrolment; never a token or its hash).
@@ -553,7 +601,7 @@ using message = std::variant<hello, hello_ok, register_, heartbeat, launch, stop
                              submit, submit_ok, cancel, status_request, status_reply, demand,
                              error, bye, show_request, show_reply, shutdown, logs_request, log_fetch,
                              log_chunk, logs_reply, node_request, node_reply, token_request,
-                             token_reply, show_node_request, show_node_reply>;
+                             token_reply, show_node_request, show_node_reply, job_request, job_reply>;
 
 /// The wire type of `m` ("hello", "register", ...).
 std::string_view type_of(const message& m);

@@ -67,6 +67,8 @@ inline scheduler_actor::behavior_type recording_scheduler(scheduler_actor::point
       [=](status_atom) -> cluster_status { return {}; },
       [=](admit_atom, job_spec&) -> int64_t { return -1; },
       [=](cancel_atom, uint32_t) -> std::string { return "recording scheduler"; },
+      [=](jobctl_atom, const job_order&) -> node_answer { return {false, "recording scheduler"}; },
+      [=](vet_atom, const job_spec&) -> std::string { return {}; },
       [=](drain_atom) {},
       [=](crash_atom, int, int64_t) {},
       [=](wcrash_atom, uint32_t) {},

@@ -132,6 +132,7 @@ TEST_CASE_FIXTURE(journal_fixture, "a submitted job is scheduled while its journ
         [](jretry_atom) {},
         [](jjoined_atom, const saved_machine&) {},
         [](jaudit_atom, const std::string&) {},
+        [](jadmits_atom, const std::vector<saved_job>&, uint32_t) -> uint32_t { return 0; },
     };
   }, 0);
   auto s = spawn_scheduler(silent, 0);

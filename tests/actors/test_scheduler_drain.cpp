@@ -27,6 +27,7 @@ journal_actor::behavior_type recording_journal(journal_actor::pointer,
       [=](jretry_atom) {},
       [=](jjoined_atom, const saved_machine&) {},
       [=](jaudit_atom, const std::string&) {},
+      [=](jadmits_atom, const std::vector<saved_job>& rows, uint32_t) -> uint32_t { return rows.front().spec.index; },
   };
 }
 

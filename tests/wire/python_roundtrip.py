@@ -42,7 +42,8 @@ EXPECTED = [
     {"type": "exit", "job_id": 77, "rank": 1, "code": -2, "signal": 9},
     {"type": "submit", "name": "r\u00e9sum\u00e9-\u03bb", "gpus": 8, "min_workers": 2,
      "max_workers": 16, "command": ["bash", "-c", "echo hi"], "expected_duration_s": 7200.25,
-     "gpu_type": "v100", "tenant": "vision", "priority": -3},
+     "gpu_type": "v100", "tenant": "vision", "priority": -3, "after": "3:ok,4:any", "array": "0-99%10",
+     "hold": True},
     {"type": "submit_ok", "job_id": 123, "note": "runs on at least 4 workers"},
     {"type": "cancel", "job_id": 124},
     {"type": "status_request", "all": True},
@@ -51,7 +52,7 @@ EXPECTED = [
                "max_workers": 8, "gpu_type": "a100", "run_s": 61.5, "servers": "node-01:4", "predicted": False,
                "tenant": "vision", "user": "alice"},
               {"job_id": 2, "name": "b", "state": "queued", "workers": 0,
-               "reason": "behind job 1 in queue order (aryl)"}],
+               "reason": "behind job 1 in queue order (aryl)", "held": True, "array_job": 2, "array_task": 7}],
      "servers": [{"name": "node-01", "gpu_type": "a100", "gpus": 8, "free": 2, "pool": "training", "state": "up"},
                  {"name": "node-02", "gpu_type": "a100", "gpus": 8, "free": 0, "pool": "training", "state": "lost"},
                  {"name": "node-03", "gpu_type": "a100", "gpus": 8, "free": 0, "pool": "training", "state": "up",
@@ -63,7 +64,7 @@ EXPECTED = [
     {"type": "demand", "servers_needed": 3},
     {"type": "error", "reason": "token rejected"},
     {"type": "bye"},
-    {"type": "show_request", "job_id": 5},
+    {"type": "show_request", "job_id": 5, "array_task": 3},
     {"type": "show_reply",
      "job": {"job_id": 5, "name": "c", "state": "cancelled", "workers": 0, "predicted": True},
      "command": ["train.sh"], "expected_duration_s": 3600.0, "submit_s": 12.25, "end_s": 99.5,
@@ -88,6 +89,10 @@ EXPECTED = [
               "hold": "draining", "reason": "disk swap"},
      "mode": "training", "jobs": [{"job_id": 1, "name": "a", "workers": 2, "ranks": [0, 3]}],
      "heard_s": 0.5, "address": "10.0.0.3", "agent_version": "0.14.0"},
+    {"type": "job_request", "job_id": 42, "array_task": 7, "action": "update", "priority": 2,
+     "time_limit_s": 3600.0, "min_workers": 2, "max_workers": 8, "expected_duration_s": 1800.5,
+     "after": "41:notok"},
+    {"type": "job_reply", "job_id": 42, "text": "job 42_7 updated"},
 ]
 
 

@@ -34,7 +34,12 @@ inline std::vector<message> sample_messages() {
              .expected_duration_s = 7200.25,
              .gpu_type = "v100",
              .tenant = "vision",
-             .priority = -3};
+             .priority = -3,
+             .time_limit_s = std::nullopt,
+             .max_retries = std::nullopt,
+             .after = "3:ok,4:any",
+             .array = "0-99%10",
+             .hold = true};
   // Jobs are built field by field: most of job_info's fields are optional.
   auto job_of = [](uint64_t id, const char* name, job_state state, uint32_t workers) {
     job_info j;
@@ -71,6 +76,9 @@ inline std::vector<message> sample_messages() {
   status.jobs[0].predicted = false;
   status.jobs[0].tenant = "vision";
   status.jobs[0].user = "alice";
+  status.jobs[1].held = true;
+  status.jobs[1].array_job = 2;
+  status.jobs[1].array_task = 7;
   show_reply show{.job = job_of(5, "c", job_state::cancelled, 0),
                   .command = {"train.sh"},
                   .expected_duration_s = 3600.0,
@@ -97,7 +105,7 @@ inline std::vector<message> sample_messages() {
       demand{.servers_needed = 3},
       error{.reason = "token rejected"},
       bye{},
-      show_request{.job_id = 5},
+      show_request{.job_id = 5, .array_task = 3},
       show,
       shutdown{.reason = "the run is over"},
       logs_request{.job_id = 5, .rank = 1, .offset = 4096},
@@ -116,6 +124,9 @@ inline std::vector<message> sample_messages() {
                       .heard_s = 0.5,
                       .address = "10.0.0.3",
                       .agent_version = "0.14.0"},
+      job_request{.job_id = 42, .array_task = 7, .action = "update", .priority = 2, .time_limit_s = 3600.0,
+                  .min_workers = 2, .max_workers = 8, .expected_duration_s = 1800.5, .after = "41:notok"},
+      job_reply{.job_id = 42, .text = "job 42_7 updated"},
   };
 }
 
