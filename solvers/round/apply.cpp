@@ -81,8 +81,8 @@ void apply_round(cluster_ledger& l, sim_time now, round_plans& made, round_scrat
 
 /// The longest predicted remaining time keep their extras, which save them the most; no
 /// other job changes.
-void scale_in_losers(const cluster_ledger& l, const policy_spec& p, const walk_state& walk, const work_view& view,
-                     round_plans& made, round_scratch& scr) {
+void scale_in_losers(const cluster_ledger& l, const policy_spec& p, const work_view& view, round_plans& made,
+                     round_scratch& scr) {
   // Only servers this round took GPUs from can have lost extra workers' GPUs; in id order.
   auto& losers = scr.losers;
   auto& changed = scr.changed;
@@ -111,8 +111,6 @@ void scale_in_losers(const cluster_ledger& l, const policy_spec& p, const walk_s
     for (auto id : s.jobs)
       if (l.jobs[id].elastic && !stopped(id)) losers.push_back(id);
     std::sort(losers.begin(), losers.end(), [&](uint32_t x, uint32_t y) {  // a total order
-      bool px = walk.is_protected(x), py = walk.is_protected(y);
-      if (px != py) return py;
       auto rx = l.jobs[x].predicted_remaining(), ry = l.jobs[y].predicted_remaining();
       return rx < ry || (rx == ry && x > y);
     });

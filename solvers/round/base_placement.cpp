@@ -9,43 +9,6 @@
 namespace aryl::detail {
 namespace {
 
-/// Before queued job `q` may take GPUs of extra workers (planner_options::protect_requested):
-/// every running elastic job whose predicted remaining time is below q's predicted run keeps
-/// its workers up to its requested size, held back from the view until step 1 ends. A job
-/// protected against one queued job stays so for the rest of the walk (in SJF order the
-/// later ones are no shorter), so one pass over the jobs by remaining time serves a round.
-void protect_shorter(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& q,
-                     int demand, round_context& c, work_view& view) {
-  if (!o.protect_requested || !p.elastic) return;
-  auto& b = c;
-  if (!b.step1.protect_built) {
-    b.step1.protect_built = true;
-    b.step1.protect_order.clear();
-    for (auto id : l.running_elastic) {
-      auto& j = l.jobs[id];
-      if (j.workers <= j.min_workers || j.gpus <= j.min_workers || j.progress.rate <= 0) continue;
-      b.step1.protect_order.emplace_back(j.predicted_remaining() / j.progress.rate, id);
-    }
-    std::sort(b.step1.protect_order.begin(), b.step1.protect_order.end());
-  }
-  double best = 0;
-  for (auto s : l.params.type_speed) best = std::max(best, s);
-  const double q_run = q.predicted_remaining() / work_rate(l.params.model, q.gpus, demand, 1, best);
-  while (b.step1.protect_next < b.step1.protect_order.size() && b.step1.protect_order[b.step1.protect_next].first < q_run) {
-    auto id = b.step1.protect_order[b.step1.protect_next++].second;
-    auto& j = l.jobs[id];
-    if (std::any_of(b.made.victims.begin(), b.made.victims.end(), [&](auto& v) { return v.job == id; })) continue;
-    int share = std::min(j.workers, j.gpus) - j.min_workers;
-    for_each_extra(j.alloc, j.base, [&](int sid, int w) {
-      int r = std::min({w, share, view.at(sid)});
-      if (r <= 0) return;
-      view.at_mut(sid) -= r;
-      share -= r;
-      b.step1.protected_gpus.emplace_back(id, sid, r);
-    });
-  }
-}
-
 /// Where queued job `j`'s base demand (`demand` workers) would go on view `v`'s GPUs of
 /// `type` under step 1's placement, without taking them; nothing if it does not fit there.
 std::optional<allocation> base_on(const cluster_ledger& l, const policy_spec& p, const planner_options& o,
@@ -109,7 +72,6 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
   auto& types = b.scratch.types;
   types_for(l, j, o, types);
   const int demand = base_demand(j, p);
-  protect_shorter(l, p, o, j, demand, c, view);
   int type = -1;
   bool on_hard = false;
   if (o.free_gpus_first) {
@@ -146,12 +108,6 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
 }
 
 } // namespace
-
-/// After step 1: what protect_shorter held back counts free again for the later steps (the
-/// protected jobs' extras are intact, so they may keep them).
-void unprotect(const walk_state& w, work_view& view) {
-  for (auto& [id, sid, r] : w.protected_gpus) view.at_mut(sid) += r;
-}
 
 void place_on_loaned(const cluster_ledger& l, const policy_spec& p, const planner_options& o, round_context& c,
                      work_view& view, work_view& hard) {

@@ -21,17 +21,16 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
                   std::vector<decision>& out, bool starts_only) {
   work_view view = view_of(l, c.view_mem), hard = view_of(l, c.hard_mem);
   build_views(p, view, hard);
-  const walk_outcome walked = walk_for_bases(l, p, o, now, c, view, hard);
+  walk_for_bases(l, p, o, now, c, view, hard);
   auto& plans = c.made.plans;
   if (starts_only) {
     // A round that sizes only its starts (round_scope::starts): the running jobs keep what
     // they hold, less the extras its starts took; the starts share the GPUs really free.
-    scale_in_losers(l, p, c.step1, view, c.made, c.scratch);
+    scale_in_losers(l, p, view, c.made, c.scratch);
   } else {
     plan_running(l, p, o, view, hard, c.made, c.scratch);
     own_quota_growth(l, p, o, now, c.walk.books, view, hard, c.made);
-    if (o.migrate && (walked.queue_cleared || !o.migrate_only_when_queue_empty))
-      move_to_faster(l, p, o, view, hard, plans, c.scratch);
+    if (o.migrate) move_to_faster(l, p, o, view, hard, plans, c.scratch);
     if (consolidates(p, o)) consolidate(l, p, o, now, view, hard, plans, c.scratch);
     freeze_in_cooldown(l, p, o, now, view, plans, c.scratch.kept);
   }

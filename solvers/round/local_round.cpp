@@ -44,10 +44,9 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
     return find_room(l, p, o, id, c, view, hard);
   });
   if (!viewing) return;
-  unprotect(c.step1, view);
   release_reserved(c.step1, view);
   for (auto& e : c.made.plans) e.final = e.base;  // jobs started now run at their base
-  scale_in_losers(l, p, c.step1, view, c.made, c.scratch);
+  scale_in_losers(l, p, view, c.made, c.scratch);
   apply_round(l, now, c.made, c.scratch, out, why);
 }
 

@@ -30,19 +30,13 @@ std::optional<allocation> place_move(const cluster_ledger& l, const policy_spec&
   return place_one(o.placement, slots, {static_cast<int>(j.index), w, type, {}});
 }
 
-
-/// Free GPUs per type on the servers elastic jobs may use (training, and loaned ones when
-/// loaning), as moves take them: in the view with extras and in the one really free.
-struct type_free {
-  std::vector<long>& hard;
-  std::vector<long>& view;
-};
-
 /// Moves plan `e` (a running job `rem` predicted seconds from its end) to the first faster
 /// type where that pays for its restart, if any: its size there where the fast GPUs hold it
-/// (kept there as it is, out of this round's knapsack), else its base.
+/// (kept there as it is, out of this round's knapsack), else its base. Only onto GPUs really
+/// free: a move never takes GPUs from other jobs (`hard_free`: their count per type on the
+/// servers elastic jobs may use, as moves take them).
 void try_move(const cluster_ledger& l, const policy_spec& p, const planner_options& o, elastic_plan& e, double rem,
-              work_view& view, work_view& hard, type_free tf, std::vector<server_slot>& slots_buf) {
+              work_view& view, work_view& hard, std::vector<long>& hard_free, std::vector<server_slot>& slots_buf) {
   auto& j = l.jobs[e.job];
   auto base_workers = [&](const job_entry& x) { return aryl::detail::base_workers(x, p); };
   double t_now = -1;  // computed when some faster type has room: most rounds none has
@@ -56,18 +50,15 @@ void try_move(const cluster_ledger& l, const policy_spec& p, const planner_optio
     int type = static_cast<int>(t);
     // A job pinned to a GPU type (its gpu_type) never moves off it, however fast another is.
     if (speed(l, type) <= speed(l, e.type) || (j.gpu_type >= 0 && type != j.gpu_type)) continue;
-    // Only onto GPUs that are really free: a move never takes GPUs from other jobs.
-    auto& target = o.migrate_onto_extras ? view : hard;
-    auto& target_free = o.migrate_onto_extras ? tf.view : tf.hard;
     const int sizes[2] = {std::max(sized, base_workers(j)), base_workers(j)};
     for (int k = 0; k < (sizes[0] > sizes[1] ? 2 : 1); ++k) {
       const int w = sizes[k];
-      if (target_free[t] < w) continue;  // most rounds: the fast GPUs are all busy
+      if (hard_free[t] < w) continue;  // most rounds: the fast GPUs are all busy
       if (t_now < 0)
         t_now = remaining_time_s(l.params.model, rem, j.gpus, e.current, servers_spanned(j.alloc), speed(l, e.type));
       // One server is the best any placement gives: no need to place where that cannot pay.
       if (t_now - t_new(type, 1, w) <= o.migrate_min_gain_s) continue;
-      a = place_move(l, p, o, j, target, type, w, slots_buf);
+      a = place_move(l, p, o, j, hard, type, w, slots_buf);
       if (a && t_now - t_new(type, servers_spanned(*a), w) > o.migrate_min_gain_s) {
         moved_workers = w;
         break;
@@ -79,11 +70,9 @@ void try_move(const cluster_ledger& l, const policy_spec& p, const planner_optio
     e.cost_s = l.params.restart_overhead_s;
     view.give(e.base);
     view.take(*a);
-    tf.view[static_cast<size_t>(e.type)] += count_workers(e.base);
-    tf.view[t] -= count_workers(*a);
     for (auto& [sid, w] : *a) {
       auto& f = hard.at_mut(sid);
-      tf.hard[t] -= std::min(std::max(f, 0), w);
+      hard_free[t] -= std::min(std::max(f, 0), w);
       f -= w;
     }
     if (moved_workers > base_workers(j)) {
@@ -109,15 +98,12 @@ void move_to_faster(const cluster_ledger& l, const policy_spec& p, const planner
     if (!plans[i].started && speed(l, plans[i].type) < best)
       slow.emplace_back(-l.jobs[plans[i].job].predicted_remaining(), i);
   std::sort(slow.begin(), slow.end());
-  type_free tf{s.hard_type_free, s.view_type_free};
-  tf.hard.assign(l.params.type_speed.size(), 0);
-  tf.view.assign(l.params.type_speed.size(), 0);
+  auto& hard_free = s.hard_type_free;
+  hard_free.assign(l.params.type_speed.size(), 0);
   if (!slow.empty())
-    for (size_t t = 0; t < tf.hard.size(); ++t) {
-      tf.hard[t] = static_cast<int>(hard.total(static_cast<int>(t), p.loaning));
-      tf.view[t] = static_cast<int>(view.total(static_cast<int>(t), p.loaning));
-    }
-  for (auto& [neg_rem, i] : slow) try_move(l, p, o, plans[i], -neg_rem, view, hard, tf, s.slots);
+    for (size_t t = 0; t < hard_free.size(); ++t)
+      hard_free[t] = static_cast<int>(hard.total(static_cast<int>(t), p.loaning));
+  for (auto& [neg_rem, i] : slow) try_move(l, p, o, plans[i], -neg_rem, view, hard, hard_free, s.slots);
 }
 
 } // namespace aryl::detail

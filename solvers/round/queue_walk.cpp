@@ -5,17 +5,14 @@
 
 namespace aryl::detail {
 
-walk_outcome walk_for_bases(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                            round_context& c, work_view& view, work_view& hard) {
-  walk_outcome out;
+void walk_for_bases(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                    round_context& c, work_view& view, work_view& hard) {
   l.reserved_servers.clear();
-  reserve_first(l, p, o, now, c, view, hard, l.reserved_servers, l.reserved_for, out);
-  walk_bases(l, p, o, c, view, hard, [](uint32_t) { return true; }, out);
+  const double shadow_s = reserve_first(l, p, o, now, c, view, hard, l.reserved_servers, l.reserved_for);
+  walk_bases(l, p, o, c, view, hard, [](uint32_t) { return true; });
   if (l.params.quotas && p.loaning) place_on_loaned(l, p, o, c, view, hard);
-  shadow_backfill(l, p, o, c, view, hard, l.reserved_servers, out);
-  unprotect(c.step1, view);
+  shadow_backfill(l, p, o, c, view, hard, l.reserved_servers, shadow_s);
   release_reserved(c.step1, view);
-  return out;
 }
 
 } // namespace aryl::detail

@@ -106,10 +106,11 @@ void release_reserved(const walk_state& w, work_view& view) {
   for (auto& [sid, v, h] : w.reserved) view.at_mut(sid) += v - h;
 }
 
-void reserve_first(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                   round_context& c, work_view& view, work_view& hard, std::vector<int>& reserved_servers,
-                   uint32_t& reserved_for, walk_outcome& out) {
-  if (o.reserve_after_s <= 0 && o.reserve_stretch <= 0) return;
+double reserve_first(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                     round_context& c, work_view& view, work_view& hard, std::vector<int>& reserved_servers,
+                     uint32_t& reserved_for) {
+  double shadow_s = 0;
+  if (o.reserve_after_s <= 0 && o.reserve_stretch <= 0) return shadow_s;
   const planner_options holder = holder_options(o);
   std::optional<long> top_class;
   walk_queue(l, p, c.walk, [&](uint32_t id) {
@@ -122,30 +123,28 @@ void reserve_first(const cluster_ledger& l, const policy_spec& p, const planner_
     if (!reserves(l.jobs[id], o, now)) return true;
     c.step1.promoted.push_back(id);
     if (find_room(l, p, holder, id, c, view, hard)) return true;
-    out.queue_cleared = false;
-    out.shadow_s = reserve_for(l, p, holder, l.jobs[id], c, view, hard);
+    shadow_s = reserve_for(l, p, holder, l.jobs[id], c, view, hard);
     reserved_for = id;
     for (auto& r : c.step1.reserved) reserved_servers.push_back(std::get<0>(r));
     return false;  // one reservation a round: the first such job in queue order
   });
+  return shadow_s;
 }
 
 void shadow_backfill(const cluster_ledger& l, const policy_spec& p, const planner_options& o, round_context& c,
-                     work_view& view, work_view& hard, const std::vector<int>& reserved_servers,
-                     walk_outcome& out) {
-  if (!backfills(p, o) || !o.shadow_backfill || reserved_servers.empty() || out.shadow_s <= 0 ||
-      out.shadow_s >= std::numeric_limits<double>::infinity())
+                     work_view& view, work_view& hard, const std::vector<int>& reserved_servers, double shadow_s) {
+  if (!backfills(p, o) || !o.shadow_backfill || reserved_servers.empty() || shadow_s <= 0 ||
+      shadow_s >= std::numeric_limits<double>::infinity())
     return;
   unhold_all(c.step1, view, hard);
   const double sp = speed(l, l.servers[static_cast<size_t>(reserved_servers.front())].gpu_type);
-  const double shadow_s = out.shadow_s;
   const auto& starts = c.made.starts;
   walk_bases(l, p, o, c, view, hard, [&](uint32_t id) {
     if (std::any_of(starts.begin(), starts.end(), [&](auto& st) { return st.job == id; })) return false;
     auto& j = l.jobs[id];
     const double rate = work_rate(l.params.model, j.gpus, base_demand(j, p), 1, sp);
     return rate > 0 && j.predicted_remaining() / rate <= shadow_s;
-  }, out);
+  });
   for (int sid : reserved_servers) hold_server(sid, c.step1, view, hard);
 }
 

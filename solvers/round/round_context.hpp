@@ -95,19 +95,12 @@ struct round_plans {
 };
 
 /// What step 1 (the queue walk) keeps while it walks: the jobs tried first and the servers
-/// held for one (reservation), the GPUs held back for running jobs (protect_requested), and
-/// the bounds that let preemption skip its pass over the servers.
+/// held for one (reservation), and the bounds that let preemption skip its pass over the servers.
 struct walk_state {
   /// planner_options::reserve_after_s: the jobs tried first, and the GPUs held for the one that
   /// found no room (server, held in the view with extras, of them really free).
   std::vector<uint32_t> promoted;
   std::vector<std::tuple<int, int, int>> reserved;
-  /// Requested-size protection (planner_options::protect_requested): running elastic jobs by
-  /// predicted remaining time, the next to protect, and what step 1 holds back for them.
-  std::vector<std::pair<double, uint32_t>> protect_order;
-  size_t protect_next = 0;
-  bool protect_built = false;
-  std::vector<std::tuple<uint32_t, int, int>> protected_gpus;  ///< (job, server, GPUs)
   std::vector<std::pair<double, uint32_t>> candidates;  ///< (-predicted remaining s, job)
   /// A server's share of a preemption: (victims' GPUs, -GPUs it gives, -the least time left
   /// of its victims, server), best first.
@@ -118,10 +111,6 @@ struct walk_state {
   /// fails the rule skips the pass over every server.
   bool preempt_bound_known = false;
   double preempt_longest_s = -1, preempt_cheapest_s = 0;
-
-  bool is_protected(uint32_t id) const {
-    return std::any_of(protected_gpus.begin(), protected_gpus.end(), [&](auto& x) { return std::get<0>(x) == id; });
-  }
 };
 
 /// The knapsack of step 3 (sizing): its classes, which plan each is, its solution, and what
@@ -148,7 +137,7 @@ struct round_scratch {
   std::vector<uint32_t> losers;             ///< a local round's jobs with extra workers on one server
   std::vector<std::pair<size_t, int>> still_needed;   ///< step 4: (plan, extra workers)
   std::vector<std::pair<double, size_t>> slow;        ///< step 2's candidates
-  std::vector<long> hard_type_free, view_type_free;   ///< step 2: free GPUs per type
+  std::vector<long> hard_type_free;                   ///< steps 2 and 2b: GPUs really free per type
   std::vector<std::vector<server_slot>> extra_slots;  ///< step 4's servers with GPUs left, by type
   std::vector<char> listed;                           ///< ... whether listed this round
   std::vector<server_slot> home_slots;                ///< step 4: a job's own servers, before any list
@@ -177,9 +166,6 @@ struct round_context {
   /// Empties what the last round decided, keeping the memory.
   void recycle() {
     step1.preempt_bound_known = false;
-    step1.protect_built = false;
-    step1.protect_next = 0;
-    step1.protected_gpus.clear();
     step1.promoted.clear();
     step1.reserved.clear();
     made.started_now.clear();

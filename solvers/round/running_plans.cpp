@@ -59,14 +59,13 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
     best = std::max(best, s);
     slowest = std::min(slowest, s);
   }
-  // Step 2 moves a job only onto a faster type's GPUs free in its view: where no type but
-  // the slowest has one, no job moves this round, and a job on a slower type is as inert as
-  // one on the fastest (nothing later in the round frees GPUs of a faster type).
+  // Step 2 moves a job only onto a faster type's GPUs really free: where no type but the
+  // slowest has one, no job moves this round, and a job on a slower type is as inert as one
+  // on the fastest (nothing later in the round frees GPUs of a faster type).
   bool moves_closed = true;
   if (o.migrate) {
-    auto& target = o.migrate_onto_extras ? view : hard;
     for (size_t t = 0; t < l.params.type_speed.size() && moves_closed; ++t)
-      moves_closed = !(l.params.type_speed[t] > slowest && target.total(static_cast<int>(t), p.loaning) > 0);
+      moves_closed = !(l.params.type_speed[t] > slowest && hard.total(static_cast<int>(t), p.loaning) > 0);
   }
   // Each type's GPUs, counted the first time a job needs them (most rounds none does).
   auto& type_gpus = scr.type_gpus;

@@ -28,15 +28,14 @@ inline void base_of(const job_entry& j, const policy_spec& p, allocation& out) {
   else keep_on_fewest(j.alloc, base_workers(j, p), out);
 }
 
-/// The GPU types a queued job tries, in order, into `types`: fastest first, or slowest first
-/// for a short elastic job (sum of JCTs is least when the longest jobs run fastest), or the
-/// fastest alone for a long one whose request that type's servers hold (planner_options::long_job_s).
+/// The GPU types a queued job tries, in order, into `types`: fastest first, or for a long
+/// elastic job whose request that type's servers hold, the fastest alone
+/// (planner_options::long_job_s).
 inline void types_for(const cluster_ledger& l, const job_entry& j, const planner_options& o, std::vector<int>& types) {
   types_by_speed(l, j.gpu_type, types);
   if (!j.elastic || types.size() < 2) return;
   const double left = j.predicted_remaining();
-  if (left < o.short_job_s) std::reverse(types.begin(), types.end());
-  else if (o.long_job_s > 0 && left >= o.long_job_s && l.type_gpus(types.front(), true) >= std::max(j.gpus, j.min_workers))
+  if (o.long_job_s > 0 && left >= o.long_job_s && l.type_gpus(types.front(), true) >= std::max(j.gpus, j.min_workers))
     types.erase(types.begin() + 1, types.end());
 }
 
@@ -56,19 +55,11 @@ inline int grow_room(const cluster_ledger& l, const policy_spec& p, const planne
 
 // ---- Step 1: the queue walk (queue_walk.cpp) and base placement (base_placement.cpp) ----
 
-/// What step 1 leaves for the later steps besides its plans: whether every queued job found
-/// room (moves wait for an empty queue under migrate_only_when_queue_empty), and when the
-/// servers held for a waiting job are predicted to hold it (the shadow walk's bound).
-struct walk_outcome {
-  bool queue_cleared = true;
-  double shadow_s = 0;
-};
-
 /// Step 1 of a full round: queued jobs' base demand in queue order after those that hold
 /// servers (reserve_first), then with loaning and quotas on loaned servers, then the shadow
 /// walk on held servers; the ledger's reserved servers are set for the next rounds.
-walk_outcome walk_for_bases(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                            round_context& c, work_view& view, work_view& hard);
+void walk_for_bases(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                    round_context& c, work_view& view, work_view& hard);
 
 /// The views of a round: `view` counts every elastic job's extra workers free, `hard` only
 /// the GPUs really free.
@@ -81,8 +72,6 @@ bool find_room(const cluster_ledger& l, const policy_spec& p, const planner_opti
 std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l, const policy_spec& p,
                                                         const planner_options& o, const job_entry& j,
                                                         round_scratch& s);
-/// After step 1, the GPUs protect_requested held back count free again.
-void unprotect(const walk_state& w, work_view& view);
 /// With quotas and loaning, after step 1's walk: each queued job the walk passed over because
 /// its quota does not admit it (tenant_round::passed, in walk order) starts at its base on free
 /// GPUs of loaned servers alone, which lie outside every quota; booked against no quota.
@@ -93,16 +82,16 @@ void place_on_loaned(const cluster_ledger& l, const policy_spec& p, const planne
 
 /// Step 1's first walk: queued jobs past reserve_after_s or reserve_stretch (of the queue's
 /// highest class) go first; the first that finds no room holds the servers that would hold it
-/// soonest (their ids into `reserved_servers`, the job into `reserved_for`).
-void reserve_first(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                   round_context& c, work_view& view, work_view& hard, std::vector<int>& reserved_servers,
-                   uint32_t& reserved_for, walk_outcome& out);
+/// soonest (their ids into `reserved_servers`, the job into `reserved_for`). Returns in how
+/// many seconds those servers are predicted to hold it (0: none held; infinity: never).
+double reserve_first(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                     round_context& c, work_view& view, work_view& hard, std::vector<int>& reserved_servers,
+                     uint32_t& reserved_for);
 /// EASY's shadow time, after the walk: a job that found no room may still start on the held
-/// servers (`reserved_servers`) if it is predicted to end before they would hold the waiting
-/// job; they are held again after.
+/// servers (`reserved_servers`) if it is predicted to end within `shadow_s`, before they would
+/// hold the waiting job; they are held again after.
 void shadow_backfill(const cluster_ledger& l, const policy_spec& p, const planner_options& o, round_context& c,
-                     work_view& view, work_view& hard, const std::vector<int>& reserved_servers,
-                     walk_outcome& out);
+                     work_view& view, work_view& hard, const std::vector<int>& reserved_servers, double shadow_s);
 /// Holding every GPU of a server for the rest of step 1.
 void hold_server(int sid, walk_state& w, work_view& view, work_view& hard);
 /// Whether queued job `j` has waited long enough at `now` to go first and hold servers:
@@ -217,8 +206,8 @@ void place_extra_workers(const cluster_ledger& l, const policy_spec& p, const pl
 
 /// Where this round's starts took GPUs of extra workers (servers `view` touched), those jobs
 /// scale in: the shortest predicted remaining time first; their plans are frozen at that size.
-void scale_in_losers(const cluster_ledger& l, const policy_spec& p, const walk_state& w, const work_view& view,
-                     round_plans& made, round_scratch& s);
+void scale_in_losers(const cluster_ledger& l, const policy_spec& p, const work_view& view, round_plans& made,
+                     round_scratch& s);
 /// Applies a round to the ledger: its stops, the changed running jobs as one batch, then
 /// its starts; each as a decision into `out`.
 void apply_round(cluster_ledger& l, sim_time now, round_plans& made, round_scratch& s, std::vector<decision>& out,

@@ -63,10 +63,9 @@ TEST_CASE("round context: a context kept over many rounds decides as a fresh one
   CHECK(rounds_that_differ(o) == 0);
 }
 
-TEST_CASE("round context: so it does with reservation and requested-size protection on") {
+TEST_CASE("round context: so it does with servers held for a starved job") {
   planner_options o;
   o.placement = placement_mode::consolidated;
   o.reserve_after_s = 200;
-  o.protect_requested = true;
   CHECK(rounds_that_differ(o) == 0);
 }
