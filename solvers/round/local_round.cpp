@@ -19,7 +19,9 @@ void plan_local(cluster_ledger& l, const policy_spec& p, const planner_options& 
   auto& promoted = c.step1.promoted;
   if (!l.reserved_servers.empty()) {
     // The job they are held for goes first, on them too; if it still finds no room, they stay
-    // held for the rest of the round.
+    // held for the rest of the round. Before any walk: its quota is read from this round's
+    // books, as a walk would set them up.
+    if (l.params.quotas || l.params.fair_share) begin_tenant_round(l, p, c.walk.books);
     const uint32_t id = l.reserved_for;
     promoted.push_back(id);
     if (l.queued.count(id) == 0 || find_room(l, p, holder_options(o), id, c, view, hard))
