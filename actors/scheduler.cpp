@@ -245,7 +245,7 @@ void run_round(self_ptr self) {
   if (scope == round_scope::starts) st.wanted = replan::none;
   if (st.unestimated_active > 0)
     refresh_estimates(st.ledger, st.history, st.setup.planner.unestimated_prior_s, now);
-  auto decisions = plan_round(st.ledger, st.setup.policy, st.setup.planner, now, scope);
+  auto decisions = plan_round(st.ledger, st.setup.policy, st.setup.planner, now, st.round, scope);
   // One message per server changed (its removals, then its placements) and one to the
   // recorder: a round that rescales many jobs is most of its messages otherwise. Servers
   // hear before any job does, so a removal never reaches a server after the new launch.

@@ -16,6 +16,7 @@
 #include "solvers/duration_estimate.hpp"
 #include "solvers/job_queue_rules.hpp"
 #include "solvers/round_planner.hpp"
+#include "solvers/round/round_context.hpp"
 
 namespace aryl {
 
@@ -54,6 +55,7 @@ enum class replan { none, starts, sizes };
 
 struct scheduler_state {
   cluster_ledger ledger;
+  round_context round;  ///< the rounds' working buffers, reused from one round to the next
   scheduler_setup setup;
   std::vector<job_actor> jobs;
   /// Trace name and recorded duration per job, for the job records only.

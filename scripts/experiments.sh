@@ -151,10 +151,8 @@ done
 ablations=(
   "defaults|"
   "free_gpus_first=true (a queued job takes free slower GPUs before extra workers' GPUs of its fastest type)|--set scheduler.free_gpus_first=true"
-  "migrate_onto_extras=true|--set scheduler.migrate_onto_extras=true"
   "migrate=false|--set scheduler.migrate=false"
   "inelastic_on_loaned=true|--set scheduler.inelastic_on_loaned=true"
-  "short_job_s=3600|--set scheduler.short_job_s=3600"
   "scale_horizon=end (extras valued to the job's end)|--set scheduler.scale_horizon=end"
   "rescale_margin_s=0|--set scheduler.rescale_margin_s=0"
   "rescale_cooldown_s=0|--set scheduler.rescale_cooldown_s=0"
@@ -166,7 +164,6 @@ ablations=(
   "base_room_to_grow=false|--set scheduler.base_room_to_grow=false"
   "move_with_size=false|--set scheduler.move_with_size=false"
   "consolidate=false|--set scheduler.consolidate=false"
-  "protect_requested=true|--set scheduler.protect_requested=true"
   "backfill=false (a job that finds no room stops the queue, as in the SJF baseline)|--set scheduler.backfill=false"
   "all eight above (the earlier, myopic rule)|--set scheduler.scale_horizon=end --set scheduler.rescale_margin_s=0 --set scheduler.rescale_cooldown_s=0 --set scheduler.min_extra_efficiency=0 --set scheduler.preempt_ratio=0 --set scheduler.base_room_to_grow=false --set scheduler.move_with_size=false --set scheduler.consolidate=false"
   "scale_rounds=every (every round re-plans every size)|--set scheduler.scale_rounds=every"

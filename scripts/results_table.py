@@ -190,7 +190,7 @@ def main(work, out):
     if tuned:
         tw = [wid for wid in order if role[wid] == "tuning"][0]
         w(f"- **Tuning window** {label[tw]}: aryl's design choices (`scheduler.free_gpus_first`,")
-        w("  `scheduler.migrate_onto_extras`, the paid-scaling rule's `scheduler.preempt_ratio` and")
+        w("  the paid-scaling rule's `scheduler.preempt_ratio` and")
         w("  `scheduler.rescale_cooldown_s`, ...; docs/decisions/) were chosen on it. **Evaluation windows** "
           + ", ".join(label[wid] for wid in order if role[wid] == "evaluation") + ":")
         w("  never used for tuning. The all-policies tables are the evaluation windows'; the comparisons give")

@@ -138,8 +138,7 @@ struct ledger_params {
   /// Tenants: quotas are enforced and reclaimed (else tenants only label jobs), and the
   /// queue is walked in fair-share order across tenants; the half-life of a tenant's usage
   /// and the deadline of a quota reclaim, seconds.
-  bool quotas = false;
-  bool fair_share = false;
+  bool quotas = false, fair_share = false;
   double tenant_halflife_s = 3600;
   double quota_grace_s = 120;
   /// Job classes (solvers/priorities.hpp): on once some job has a class other than 0. A

@@ -1,4 +1,5 @@
 #include "solvers/mckp.hpp"
+#include "solvers/spare.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -78,13 +79,7 @@ struct scratch_space {
   std::vector<std::vector<uint16_t>> choice;
   std::vector<int> his, steps;
 
-  std::vector<kept_item> item_list() {
-    if (spare.empty()) return {};
-    auto v = std::move(spare.back());
-    spare.pop_back();
-    v.clear();
-    return v;
-  }
+  std::vector<kept_item> item_list() { return take_spare(spare); }
   void recycle(std::vector<prepared_class>& classes) {
     for (auto& pc : classes) spare.push_back(std::move(pc.items));
     classes.clear();
@@ -290,18 +285,15 @@ void validate(const mckp_input& in) {
   }
 }
 
-/// Exact problem reduction by a Lagrangian bound (docs/solvers.md). The LP relaxation
-/// (classes' upper concave hulls filled by decreasing gradient) gives the multiplier
-/// lambda = gradient of the segment that does not fit; UB = lambda * capacity +
-/// sum_j max(0, max_k v_jk - lambda * w_jk) bounds every solution, and the LP solution
-/// rounded down (then greedily topped up) is a feasible lower bound LB. Forcing class j to
-/// option k lowers the bound by loss_jk = best_j - (v_jk - lambda w_jk); if loss_jk exceeds
-/// UB - LB no optimum uses that option, so it is dropped. A class left with one option is
-/// fixed; one that lost "none" must take an item: its lightest survivor becomes a base and
-/// the others upgrades on top of it. Fills `r`; false when there is nothing to reduce.
-bool reduce(int capacity, const std::vector<prepared_class>& classes, reduction& r) {
-  // Hull segments as parallel arrays (compact for the selection below). A segment's rank
-  // in the LP's fill order: gradient descending, then creation order (class, then hull).
+/// A hull segment's rank in the LP's fill order: gradient descending, then creation order
+/// (class, then hull).
+inline bool seg_before(const std::vector<double>& grad, uint32_t a, uint32_t b) {
+  return grad[a] > grad[b] || (grad[a] == grad[b] && a < b);
+}
+
+/// The classes' upper concave hulls as segments, in sc's parallel arrays (compact for the
+/// selection in lp_split): gradient, width, class, the item it ends at, and each class's first.
+void build_hulls(const std::vector<prepared_class>& classes) {
   size_t n_items = 0;
   for (const auto& pc : classes) n_items += pc.items.size();
   auto& grad = sc.grad;
@@ -346,12 +338,15 @@ bool reduce(int capacity, const std::vector<prepared_class>& classes, reduction&
     }
   }
   first_seg[classes.size()] = grad.size();
-  auto before = [&](uint32_t a, uint32_t b) {
-    return grad[a] > grad[b] || (grad[a] == grad[b] && a < b);
-  };
+}
 
-  // The LP takes segments in rank order until one does not fit: the split. Found by
-  // weighted quickselect (expected linear) rather than by sorting every segment.
+/// The LP takes segments in rank order until one does not fit: the split, -1 when every
+/// segment fits. Found by weighted quickselect (expected linear) rather than by sorting
+/// every segment.
+long lp_split(int capacity) {
+  const auto& grad = sc.grad;
+  const auto& seg_dw = sc.seg_dw;
+  auto before = [&grad](uint32_t a, uint32_t b) { return seg_before(grad, a, b); };
   auto& order = sc.order;
   order.resize(grad.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -379,15 +374,23 @@ bool reduce(int capacity, const std::vector<prepared_class>& classes, reduction&
     room -= seg_dw[pivot];
     lo = static_cast<size_t>(mid - order.begin()) + 1;
   }
-  if (split < 0) return false;  // everything fits: nothing to bound
-  const double lambda = grad[static_cast<size_t>(split)];
+  return split;
+}
 
-  // Lower bound: the LP solution rounded down (every segment ranked before the split),
-  // then topped up by repeatedly taking the best-ranked next hull segment of any class that
-  // still fits (what continuing the LP's fill past the split would take). Fewer than one
-  // segment's width is left, so this loops only a few times.
+/// The lower bound's solution, into sc.at (each class's item, -1: none): the LP solution
+/// rounded down (every segment ranked before `split`), then topped up by repeatedly taking
+/// the best-ranked next hull segment of any class that still fits (what continuing the LP's
+/// fill past the split would take). Fewer than one segment's width is left, so this loops
+/// only a few times.
+void lp_rounded(int capacity, size_t n_classes, long split) {
+  const auto& grad = sc.grad;
+  const auto& seg_dw = sc.seg_dw;
+  const auto& seg_cls = sc.seg_cls;
+  const auto& seg_to = sc.seg_to;
+  const auto& first_seg = sc.first_seg;
+  auto before = [&grad](uint32_t a, uint32_t b) { return seg_before(grad, a, b); };
   auto& at = sc.at;
-  at.assign(classes.size(), -1);
+  at.assign(n_classes, -1);
   auto& next = sc.next;  // per class
   next.assign(first_seg.begin(), first_seg.end() - 1);
   long left = capacity;
@@ -399,7 +402,7 @@ bool reduce(int capacity, const std::vector<prepared_class>& classes, reduction&
     }
   while (left > 0) {
     long pick = -1;
-    for (size_t p = 0; p < classes.size(); ++p) {
+    for (size_t p = 0; p < n_classes; ++p) {
       size_t i = next[p];
       if (i < first_seg[p + 1] && seg_dw[i] <= left &&
           (pick < 0 || before(static_cast<uint32_t>(i), static_cast<uint32_t>(pick))))
@@ -411,7 +414,24 @@ bool reduce(int capacity, const std::vector<prepared_class>& classes, reduction&
     next[p] = static_cast<size_t>(pick) + 1;
     left -= seg_dw[static_cast<size_t>(pick)];
   }
+}
 
+/// Exact problem reduction by a Lagrangian bound (docs/solvers.md). The LP relaxation
+/// (classes' upper concave hulls filled by decreasing gradient) gives the multiplier
+/// lambda = gradient of the segment that does not fit; UB = lambda * capacity +
+/// sum_j max(0, max_k v_jk - lambda * w_jk) bounds every solution, and the LP solution
+/// rounded down (then greedily topped up) is a feasible lower bound LB. Forcing class j to
+/// option k lowers the bound by loss_jk = best_j - (v_jk - lambda w_jk); if loss_jk exceeds
+/// UB - LB no optimum uses that option, so it is dropped. A class left with one option is
+/// fixed; one that lost "none" must take an item: its lightest survivor becomes a base and
+/// the others upgrades on top of it. Fills `r`; false when there is nothing to reduce.
+bool reduce(int capacity, const std::vector<prepared_class>& classes, reduction& r) {
+  build_hulls(classes);
+  const long split = lp_split(capacity);
+  if (split < 0) return false;  // everything fits: nothing to bound
+  const double lambda = sc.grad[static_cast<size_t>(split)];
+  lp_rounded(capacity, classes.size(), split);
+  const auto& at = sc.at;
   double lb = 0, ub = lambda * capacity;
   auto& best = sc.best;
   best.assign(classes.size(), 0.0);

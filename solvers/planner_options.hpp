@@ -60,13 +60,8 @@ struct planner_options {
   bool move_with_size = true;
   /// A move must shorten the job's predicted remaining time by more than this.
   double migrate_min_gain_s = 60;
-  bool migrate_only_when_queue_empty = false;
-  /// Moves may also take GPUs held by other elastic jobs' extra workers.
-  bool migrate_onto_extras = false;
   /// Place base demand on free GPUs of any type before shrinking elastic jobs' extra workers.
   bool free_gpus_first = false;
-  /// Elastic jobs predicted shorter than this start on the slowest GPU type that fits.
-  double short_job_s = 0;
   /// Elastic jobs predicted to run at least this long start only on their fastest GPU type,
   /// when its servers can hold them: on a slower one they would lose more than they wait
   /// (docs/elastic.md, "Long jobs on their fastest type"). 0: off.
@@ -100,11 +95,6 @@ struct planner_options {
   /// A running elastic job spread over more servers than its workers need moves onto fewer
   /// when GPUs free up, if the rate it gains over its expected hold pays for the change.
   bool consolidate = true;
-  /// A queued job may take a running elastic job's workers between its minimum and its
-  /// requested size only if the queued job's predicted run is at least the running job's
-  /// predicted remaining time (SRTF's order between the two requests); workers beyond the
-  /// request stay free to take. Off: step 1 takes any extra worker's GPUs.
-  bool protect_requested = false;
   /// A queued job whose base demand fits nowhere may preempt running jobs without extra
   /// workers when each victim's predicted remaining time exceeds this many times the queued
   /// job's predicted run plus the victim's restart and checkpoint (0: off).

@@ -38,13 +38,19 @@ inline bool preempts_for_classes(const policy_spec& p) { return !p.preemptive &&
 
 namespace detail {
 
+/// by_class's order and its sort keys, kept for their memory.
+struct class_order {
+  std::vector<std::tuple<long, long, uint32_t>> keyed;
+  std::vector<std::pair<long, uint32_t>> out;
+};
+
 /// Queued job ids of `index` (the policy's order), reordered by effective class at the
-/// ledger's round time, highest first; the policy's order within a class. Pairs (rank, id),
-/// the shape the walks read.
+/// ledger's round time, highest first; the policy's order within a class; into `order`.
+/// Pairs (rank, id), the shape the walks read.
 template <class Index>
-const std::vector<std::pair<long, uint32_t>>& by_class(const cluster_ledger& l, const Index& index) {
-  thread_local std::vector<std::tuple<long, long, uint32_t>> keyed;
-  thread_local std::vector<std::pair<long, uint32_t>> out;
+const std::vector<std::pair<long, uint32_t>>& by_class(const cluster_ledger& l, const Index& index, class_order& order) {
+  auto& keyed = order.keyed;
+  auto& out = order.out;
   keyed.clear();
   out.clear();
   long pos = 0;

@@ -5,13 +5,13 @@
 #include <stdexcept>
 
 #include "solvers/plural.hpp"
+#include "solvers/round/round_context.hpp"
 
 namespace aryl {
 
 namespace detail {
 
 bool usable_for(const server_entry& s, const job_entry& j, const policy_spec& p, const planner_options& o) {
-  if (tenant_books.loaned_only == static_cast<int64_t>(j.index) && s.mode != server_mode::loaned) return false;
   if (s.mode == server_mode::training) return true;
   return s.mode == server_mode::loaned && p.loaning && (j.elastic || o.inelastic_on_loaned);
 }
@@ -104,10 +104,10 @@ void start_job(cluster_ledger& l, std::vector<decision>& out, uint32_t id, alloc
 /// Non-preemptive phase 1: queued jobs in policy order; a job that does not fit blocks the
 /// rest unless backfilling is on.
 void place_queue(cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                 std::vector<decision>& out) {
-  detail::walk_queue(l, p, [&](uint32_t id) {
+                 detail::queue_walk& walk, std::vector<decision>& out) {
+  detail::walk_queue(l, p, walk, [&](uint32_t id) {
     auto placed = try_place(l, l.jobs[id], p, o);
-    if (!placed) return detail::quota_reclaim_rigid(l, p, o, id, now, out, policy_reason(p)) || backfills(p, o);
+    if (!placed) return detail::quota_reclaim_rigid(l, p, o, id, now, walk.books, out, policy_reason(p)) || backfills(p, o);
     start_job(l, out, id, std::move(placed->first), placed->second, now, policy_reason(p));
     return true;
   });
@@ -167,6 +167,91 @@ void place_preemptive(cluster_ledger& l, const policy_spec& p, const planner_opt
   }
 }
 
+/// GPUs of types `first`..`last` as queue_wait_reason weighs them, each the best single type
+/// (a job's workers share one GPU type): on servers open to the job, with loaned servers too,
+/// with drained or cordoned ones too, free on those; and the servers lost.
+struct type_gpus {
+  long usable = 0, with_loaned = 0, with_held = 0, free_held = 0;
+  int lost = 0;
+};
+type_gpus count_type_gpus(const cluster_ledger& l, int first, int last, bool may_loan) {
+  type_gpus c;
+  for (int t = first; t <= last; ++t) {
+    long here = 0, lent = 0, held = 0, held_free = 0;
+    for (auto& s : l.servers) {
+      if (s.gpu_type != t) continue;
+      if (s.mode == server_mode::training) here += s.gpus;
+      else if (s.mode == server_mode::loaned) lent += s.gpus;
+      else if (s.mode == server_mode::down) ++c.lost;
+      else if (s.mode == server_mode::cordoned) {
+        held += s.gpus;
+        held_free += s.free;
+      }
+    }
+    c.usable = std::max(c.usable, here + (may_loan ? lent : 0));
+    c.with_loaned = std::max(c.with_loaned, here + lent);
+    c.with_held = std::max(c.with_held, here + (may_loan ? lent : 0) + held);
+    c.free_held = std::max(c.free_held, held_free);
+  }
+  return c;
+}
+
+/// Under a strict queue order (a non-preemptive policy without backfill): "behind job N in
+/// queue order" when job `job` is not the queue's head.
+std::optional<std::string> behind_in_queue(const cluster_ledger& l, const policy_spec& p, const planner_options& o,
+                                           uint32_t job) {
+  if (p.preemptive || backfills(p, o)) return std::nullopt;
+  std::optional<uint32_t> head;
+  detail::queue_walk walk;
+  detail::walk_queue(l, p, walk, [&](uint32_t id) {
+    head = id;
+    return false;
+  });
+  if (!head || *head == job) return std::nullopt;
+  std::string out = "behind job ";
+  out += std::to_string(*head);
+  out += " in queue order (";
+  out += p.name;
+  out += ')';
+  return out;
+}
+
+/// The servers held for the job queued longest (reserve_after_s or reserve_stretch).
+std::string held_for_text(const cluster_ledger& l, const planner_options& o) {
+  std::string out = "GPUs held for job ";
+  out += std::to_string(l.reserved_for);
+  const bool after = o.reserve_after_s > 0 && l.jobs.at(l.reserved_for).waited_s(l.round_at) >= o.reserve_after_s;
+  out += after ? " (queued past scheduler.reserve_after_s) on"
+               : " (queued past scheduler.reserve_stretch x its predicted run) on";
+  for (int sid : l.reserved_servers) {
+    out += ' ';
+    out += l.servers.at(static_cast<size_t>(sid)).name;
+  }
+  return out;
+}
+
+/// With quotas: why the admission the round's queue walk applies (walk_tenants, on the same
+/// books) refuses `base` GPUs of job `j`; nothing when it admits them.
+std::optional<std::string> quota_refusal(const cluster_ledger& l, const policy_spec& p, const job_entry& j, int base,
+                                         bool may_loan) {
+  if (!l.params.quotas) return std::nullopt;
+  detail::tenant_round books;
+  detail::begin_tenant_round(l, p, books);
+  if (detail::quota_admits(l, books, j, base)) return std::nullopt;
+  auto t = static_cast<size_t>(j.tenant);
+  auto& e = l.tenants[t];
+  std::string out = e.name.empty() ? std::string("quota: no tenant") : "quota: tenant " + e.name;
+  out += e.quota > 0 ? " holds " + std::to_string(books.held[t]) + " of its quota " + std::to_string(e.quota)
+                     : " has no quota";
+  out += e.borrow ? ", and " + std::to_string(std::max(0L, books.lendable)) + " GPUs are free to borrow (needs " +
+                        std::to_string(base) + ")"
+                  : " and may not borrow";
+  if (p.loaning && may_loan &&
+      std::any_of(l.servers.begin(), l.servers.end(), [](auto& s) { return s.mode == server_mode::loaned; }))
+    out += "; no loaned server has room for it";
+  return out;
+}
+
 } // namespace
 
 std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, const planner_options& o,
@@ -177,26 +262,7 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
   const bool loans = p.loaning && !may_loan;  // loaned servers exist, for other jobs only
   const int types = static_cast<int>(l.params.type_speed.size());
   const int first = j.gpu_type >= 0 ? j.gpu_type : 0, last = j.gpu_type >= 0 ? j.gpu_type : types - 1;
-  // A job's workers share one GPU type: the best single type decides.
-  long usable = 0, with_loaned = 0, with_held = 0, free_held = 0;
-  int lost = 0;
-  for (int t = first; t <= last; ++t) {
-    long here = 0, lent = 0, held = 0, held_free = 0;
-    for (auto& s : l.servers) {
-      if (s.gpu_type != t) continue;
-      if (s.mode == server_mode::training) here += s.gpus;
-      else if (s.mode == server_mode::loaned) lent += s.gpus;
-      else if (s.mode == server_mode::down) ++lost;
-      else if (s.mode == server_mode::cordoned) {
-        held += s.gpus;
-        held_free += s.free;
-      }
-    }
-    usable = std::max(usable, here + (may_loan ? lent : 0));
-    with_loaned = std::max(with_loaned, here + lent);
-    with_held = std::max(with_held, here + (may_loan ? lent : 0) + held);
-    free_held = std::max(free_held, held_free);
-  }
+  const auto [usable, with_loaned, with_held, free_held, lost] = count_type_gpus(l, first, last, may_loan);
   std::string out;
   auto needs = [&](const char* head) {
     out += head;
@@ -241,21 +307,7 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
     lost_note();
     return out;
   }
-  if (!p.preemptive && !backfills(p, o)) {
-    std::optional<uint32_t> head;
-    detail::walk_queue(l, p, [&](uint32_t id) {
-      head = id;
-      return false;
-    });
-    if (head && *head != job) {
-      out = "behind job ";
-      out += std::to_string(*head);
-      out += " in queue order (";
-      out += p.name;
-      out += ')';
-      return out;
-    }
-  }
+  if (auto behind = behind_in_queue(l, p, o, job)) return *behind;
   long room = 0, room_loaned = 0;
   for (int t = first; t <= last; ++t) {
     room = std::max(room, l.capacity(t, may_loan, p.elastic));
@@ -295,36 +347,8 @@ std::string queue_wait_reason(const cluster_ledger& l, const policy_spec& p, con
     out += " free, not placeable together";
     return out;
   }
-  if (!l.reserved_servers.empty() && job != l.reserved_for) {
-    out = "GPUs held for job ";
-    out += std::to_string(l.reserved_for);
-    const bool after = o.reserve_after_s > 0 && l.jobs.at(l.reserved_for).waited_s(l.round_at) >= o.reserve_after_s;
-    out += after ? " (queued past scheduler.reserve_after_s) on"
-                 : " (queued past scheduler.reserve_stretch x its predicted run) on";
-    for (int sid : l.reserved_servers) {
-      out += ' ';
-      out += l.servers.at(static_cast<size_t>(sid)).name;
-    }
-    return out;
-  }
-  if (l.params.quotas) {
-    // The admission the round's queue walk applies (walk_tenants), on the same books.
-    detail::begin_tenant_round(l, p);
-    if (!detail::quota_admits(l, j, static_cast<int>(base))) {
-      auto t = static_cast<size_t>(j.tenant);
-      auto& e = l.tenants[t];
-      out = e.name.empty() ? std::string("quota: no tenant") : "quota: tenant " + e.name;
-      out += e.quota > 0 ? " holds " + std::to_string(detail::tenant_books.held[t]) + " of its quota " + std::to_string(e.quota)
-                         : " has no quota";
-      out += e.borrow ? ", and " + std::to_string(std::max(0L, detail::tenant_books.lendable)) +
-                            " GPUs are free to borrow (needs " + std::to_string(base) + ")"
-                      : " and may not borrow";
-      if (p.loaning && may_loan &&
-          std::any_of(l.servers.begin(), l.servers.end(), [](auto& s) { return s.mode == server_mode::loaned; }))
-        out += "; no loaned server has room for it";
-      return out;
-    }
-  }
+  if (!l.reserved_servers.empty() && job != l.reserved_for) return held_for_text(l, o);
+  if (auto refused = quota_refusal(l, p, j, base, may_loan)) return *refused;
   if (p.preemptive) {
     out = "ranked behind the running jobs (";
     out += p.name;
@@ -386,19 +410,26 @@ bool freed_may_resize(const cluster_ledger& l, const policy_spec& p, const plann
 
 std::vector<decision> plan_round(cluster_ledger& l, const policy_spec& p, const planner_options& o,
                                  sim_time now, round_scope scope) {
+  round_context c;
+  return plan_round(l, p, o, now, c, scope);
+}
+
+std::vector<decision> plan_round(cluster_ledger& l, const policy_spec& p, const planner_options& o,
+                                 sim_time now, round_context& c, round_scope scope) {
   std::vector<decision> out;
+  c.recycle();
   l.round_at = now;
   // walk_queue knows the orders of the non-preemptive policies only.
   if (!p.preemptive && p.order != queue_order::fifo && p.order != queue_order::sjf)
     throw std::invalid_argument("policy " + p.name + ": a non-preemptive policy must rank by fifo or sjf");
   if (plans_by_scope(p) && scope == round_scope::local)
-    detail::plan_local(l, p, o, now, out);
+    detail::plan_local(l, p, o, now, c, out);
   else if (plans_by_scope(p))
-    detail::plan_elastic(l, p, o, now, out, scope == round_scope::starts);
+    detail::plan_elastic(l, p, o, now, c, out, scope == round_scope::starts);
   else if (p.preemptive)
     place_preemptive(l, p, o, now, out);
   else
-    place_queue(l, p, o, now, out);
+    place_queue(l, p, o, now, c.walk, out);
   return out;
 }
 

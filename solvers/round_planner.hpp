@@ -36,7 +36,17 @@ enum class round_scope { full, local, starts };
 /// Whether a round's scope changes what `p` plans: elastic or loaning, not preemptive.
 inline bool plans_by_scope(const policy_spec& p) { return (p.elastic || p.loaning) && !p.preemptive; }
 
-/// Runs one round at `now` and returns the decisions in the order they were made.
+/// A round's working state (solvers/round/round_context.hpp), owned by the caller so that
+/// its buffers are reused from one round to the next.
+struct round_context;
+
+/// Runs one round at `now` with `context`'s buffers and returns the decisions in the order
+/// they were made. The decisions depend only on the ledger, the policy, the options, `now`
+/// and `scope`: a context carries no state from one round to the next.
+std::vector<decision> plan_round(cluster_ledger& ledger, const policy_spec& policy,
+                                 const planner_options& opts, sim_time now, round_context& context,
+                                 round_scope scope = round_scope::full);
+/// The same with a context of its own (one-off rounds and tests).
 std::vector<decision> plan_round(cluster_ledger& ledger, const policy_spec& policy,
                                  const planner_options& opts, sim_time now,
                                  round_scope scope = round_scope::full);
@@ -50,23 +60,30 @@ bool freed_may_resize(const cluster_ledger& ledger, const policy_spec& policy, c
                       const allocation& servers);
 
 namespace detail {
-/// Rounds of non-preemptive policies with elastic scaling or loaning (elastic_round.cpp).
+/// Rounds of non-preemptive policies with elastic scaling or loaning (round/elastic_round.cpp).
 /// `starts_only`: the round of round_scope::starts.
 void plan_elastic(cluster_ledger& ledger, const policy_spec& policy, const planner_options& opts, sim_time now,
-                  std::vector<decision>& out, bool starts_only = false);
-/// The local round of those policies.
+                  round_context& c, std::vector<decision>& out, bool starts_only = false);
+/// The local round of those policies (round/local_round.cpp).
 void plan_local(cluster_ledger& ledger, const policy_spec& policy, const planner_options& opts, sim_time now,
-                std::vector<decision>& out);
-/// The quota reclaim of rounds without elastic scaling or loaning (quota_reclaim.cpp): stops
-/// the fewest jobs of borrowing tenants for queued job `id`, within its tenant's unused quota,
-/// and starts it; false if no such stop makes room.
+                round_context& c, std::vector<decision>& out);
+/// The quota reclaim of rounds without elastic scaling or loaning (round/quota_reclaim.cpp): stops
+/// the fewest jobs of borrowing tenants for queued job `id`, within its tenant's unused quota
+/// (as `books` has it this round), and starts it; false if no such stop makes room.
 bool quota_reclaim_rigid(cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id, sim_time now,
-                         std::vector<decision>& out, const char* start_why);
+                         tenant_round& books, std::vector<decision>& out, const char* start_why);
 /// The servers job `j` may use under the policy.
 bool usable_for(const server_entry& s, const job_entry& j, const policy_spec& p, const planner_options& o);
 /// Queued or running job ids ranked by the policy (ties: job index).
 std::vector<uint32_t> ranked(const cluster_ledger& l, const std::vector<uint32_t>& ids, const policy_spec& p,
                              const planner_options& o, sim_time now);
+
+/// A queue walk's state: the tenants' books (set up by each walk, read by the round's steps
+/// until the next walk) and the class order's buffers.
+struct queue_walk {
+  tenant_round books;
+  class_order classes;
+};
 
 /// Calls `f(id)` for the queued jobs in the non-preemptive policy's order until it returns
 /// false. The queue is read from the ledger's index for that order, so a round that stops
@@ -75,16 +92,16 @@ std::vector<uint32_t> ranked(const cluster_ledger& l, const std::vector<uint32_t
 /// (solvers/priorities.hpp), the policy's order within one. `f` may start the job it is
 /// given, no other (and may stop running jobs for it, which then queue).
 template <class F>
-void walk_queue(const cluster_ledger& l, const policy_spec& p, F f) {
+void walk_queue(const cluster_ledger& l, const policy_spec& p, queue_walk& w, F f) {
   auto walk = [&](const auto& index) {
     if (l.params.priorities) {
-      auto& order = by_class(l, index);
-      if (l.params.quotas || l.params.fair_share) return walk_tenants(l, p, order, f);
+      auto& order = by_class(l, index, w.classes);
+      if (l.params.quotas || l.params.fair_share) return walk_tenants(l, p, w.books, order, f);
       for (auto& [rank, id] : order)
         if (!f(id)) return;
       return;
     }
-    if (l.params.quotas || l.params.fair_share) return walk_tenants(l, p, index, f);
+    if (l.params.quotas || l.params.fair_share) return walk_tenants(l, p, w.books, index, f);
     for (auto it = index.begin(); it != index.end();) {
       auto id = (it++)->second;  // advanced first: starting the job erases its entry
       if (!f(id)) return;

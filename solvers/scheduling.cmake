@@ -4,16 +4,22 @@ add_library(aryl_policy STATIC
   ${CMAKE_CURRENT_LIST_DIR}/policy.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cluster_ledger.cpp
   ${CMAKE_CURRENT_LIST_DIR}/round_planner.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/elastic_round.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/base_placement.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/consolidation.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/reservation.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/queue_preemption.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/running_plans.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/elastic_round.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/local_round.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/queue_walk.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/base_placement.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/queue_preemption.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/quota_reclaim.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/reservation.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/running_plans.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/quota_growth.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/moves.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/consolidation.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/sizing.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/extra_workers.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/round/apply.cpp
   ${CMAKE_CURRENT_LIST_DIR}/duration_estimate.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tenants.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/quota_reclaim.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/quota_growth.cpp
   ${CMAKE_CURRENT_LIST_DIR}/heartbeats.cpp
   ${CMAKE_CURRENT_LIST_DIR}/priorities.cpp
   ${CMAKE_CURRENT_LIST_DIR}/job_queue_rules.cpp

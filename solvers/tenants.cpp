@@ -183,8 +183,7 @@ quota_reclaim_result choose_quota_victims(const quota_reclaim_input& in) {
 
 namespace detail {
 
-void begin_tenant_round(const cluster_ledger& l, const policy_spec& p) {
-  auto& b = tenant_books;
+void begin_tenant_round(const cluster_ledger& l, const policy_spec& p, tenant_round& b) {
   const size_t n = l.tenants.size();
   b.passed.clear();
   b.held.assign(n, 0);
@@ -237,14 +236,13 @@ void begin_tenant_round(const cluster_ledger& l, const policy_spec& p) {
   b.lendable = pool - held - kept;
 }
 
-bool quota_entitled(const cluster_ledger& l, const job_entry& j, int demand) {
+bool quota_entitled(const cluster_ledger& l, const tenant_round& books, const job_entry& j, int demand) {
   auto t = static_cast<size_t>(j.tenant);
   auto& e = l.tenants[t];
-  return e.quota >= 0 && tenant_books.held[t] + demand <= e.quota;
+  return e.quota >= 0 && books.held[t] + demand <= e.quota;
 }
 
-bool quota_admits(const cluster_ledger& l, const job_entry& j, int demand) {
-  auto& b = tenant_books;
+bool quota_admits(const cluster_ledger& l, const tenant_round& b, const job_entry& j, int demand) {
   auto t = static_cast<size_t>(j.tenant);
   auto& e = l.tenants[t];
   long own = std::min<long>(demand, b.reserve[t]);
@@ -252,20 +250,18 @@ bool quota_admits(const cluster_ledger& l, const job_entry& j, int demand) {
   return e.borrow && demand - own <= b.lendable;
 }
 
-void quota_took(const cluster_ledger& l, const job_entry& j, int demand) {
-  auto& b = tenant_books;
+void quota_took(tenant_round& b, const job_entry& j, int demand) {
   auto t = static_cast<size_t>(j.tenant);
   long own = std::min<long>(demand, b.reserve[t]);
   b.reserve[t] -= own;
   b.lendable -= demand - own;
   b.held[t] += demand;
-  (void)l;
 }
 
-std::vector<long> borrowed_now(const cluster_ledger& l) {
+std::vector<long> borrowed_now(const cluster_ledger& l, const tenant_round& books) {
   std::vector<long> out(l.tenants.size(), 0);
   for (size_t t = 0; t < out.size(); ++t)
-    out[t] = tenant_books.held[t] - std::max(0L, l.tenants[t].quota);
+    out[t] = books.held[t] - std::max(0L, l.tenants[t].quota);
   return out;
 }
 

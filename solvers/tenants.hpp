@@ -72,31 +72,31 @@ struct tenant_round {
   /// Queued jobs the walk passed over because quotas do not admit them, in walk order (with
   /// loaning, place_on_loaned offers them the loaned servers, outside every quota).
   std::vector<uint32_t> passed;
-  /// The job offered loaned servers only, while it is offered; -1: none. usable_for reads it.
-  int64_t loaned_only = -1;
   /// While a job its quota does not admit looks for room by stopping lower-class jobs of its
   /// own tenant (which leaves the tenant's holding no larger): that tenant; -1: none.
   /// find_room and priority_preempt_for read it.
   int own_victims_only = -1;
+  /// The fair-share walk's queued jobs by tenant and the next of each (kept for their memory).
+  std::vector<std::vector<uint32_t>> queues;
+  std::vector<size_t> next;
 };
-inline thread_local tenant_round tenant_books;
 
 /// A queued job's base demand under the policy: its minimum if elastic under an elastic
 /// policy, else its GPUs.
 inline int base_demand(const job_entry& j, const policy_spec& p) { return p.elastic && j.elastic ? j.min_workers : j.gpus; }
 
-/// Sets up tenant_books from the ledger: what each tenant's running jobs hold now, its usage
+/// Sets up `books` from the ledger: what each tenant's running jobs hold now, its usage
 /// as settled at the last round's end.
-void begin_tenant_round(const cluster_ledger& l, const policy_spec& p);
+void begin_tenant_round(const cluster_ledger& l, const policy_spec& p, tenant_round& books);
 /// Whether quotas let `demand` GPUs of job `j` start: within its tenant's unused quota, and
 /// for the rest (if it may borrow) on GPUs no owner keeps.
-bool quota_admits(const cluster_ledger& l, const job_entry& j, int demand);
+bool quota_admits(const cluster_ledger& l, const tenant_round& books, const job_entry& j, int demand);
 /// Whether `demand` is within the unused quota of `j`'s tenant: a reclaim may make room.
-bool quota_entitled(const cluster_ledger& l, const job_entry& j, int demand);
+bool quota_entitled(const cluster_ledger& l, const tenant_round& books, const job_entry& j, int demand);
 /// Books `demand` GPUs of `j` as started this round.
-void quota_took(const cluster_ledger& l, const job_entry& j, int demand);
+void quota_took(tenant_round& books, const job_entry& j, int demand);
 /// By tenant, base GPUs held beyond quota this round (<= 0: not borrowing).
-std::vector<long> borrowed_now(const cluster_ledger& l);
+std::vector<long> borrowed_now(const cluster_ledger& l, const tenant_round& books);
 
 /// Calls `f(id)` for queued jobs in `index` order (the policy's), interleaved across tenants
 /// by fair share when it is on (the next job from the tenant whose key, counting the jobs
@@ -104,13 +104,12 @@ std::vector<long> borrowed_now(const cluster_ledger& l);
 /// With quotas, a job quotas do not admit is passed over. `f` returns true when it placed the
 /// job (or, backfilling, when the walk goes on).
 template <class Index, class F>
-void walk_tenants(const cluster_ledger& l, const policy_spec& p, const Index& index, F f) {
-  begin_tenant_round(l, p);
-  auto& books = tenant_books;
+void walk_tenants(const cluster_ledger& l, const policy_spec& p, tenant_round& books, const Index& index, F f) {
+  begin_tenant_round(l, p, books);
   auto visit = [&](uint32_t id) {
     auto& j = l.jobs[id];
     const int demand = base_demand(j, p);
-    if (l.params.quotas && !quota_admits(l, j, demand)) {
+    if (l.params.quotas && !quota_admits(l, books, j, demand)) {
       // A class still ranks within its tenant's share: room made by stopping the tenant's own
       // lower-class jobs keeps the tenant where it was, so the quota need not admit it.
       if (l.params.priorities && j.priority > 0) {
@@ -123,7 +122,7 @@ void walk_tenants(const cluster_ledger& l, const policy_spec& p, const Index& in
       return true;
     }
     if (!f(id)) return false;
-    if (l.params.quotas) quota_took(l, j, demand);
+    if (l.params.quotas) quota_took(books, j, demand);
     auto t = static_cast<size_t>(j.tenant);
     books.key[t] += demand * books.mean_life_s / l.tenants[t].weight;
     return true;
@@ -135,8 +134,8 @@ void walk_tenants(const cluster_ledger& l, const policy_spec& p, const Index& in
     }
     return;
   }
-  thread_local std::vector<std::vector<uint32_t>> queues;
-  thread_local std::vector<size_t> next;
+  auto& queues = books.queues;
+  auto& next = books.next;
   queues.resize(l.tenants.size());
   for (auto& q : queues) q.clear();
   for (auto& [key, id] : index) queues[static_cast<size_t>(l.jobs[id].tenant)].push_back(id);

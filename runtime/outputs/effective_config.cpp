@@ -20,10 +20,7 @@ std::string effective_config_json(const config& c) {
   j["scheduler.backfill"] = policy ? backfills(*policy, s) : s.backfill.value_or(false);
   j["scheduler.migrate"] = s.migrate;
   j["scheduler.migrate_min_gain_s"] = s.migrate_min_gain_s;
-  j["scheduler.migrate_only_when_queue_empty"] = s.migrate_only_when_queue_empty;
-  j["scheduler.migrate_onto_extras"] = s.migrate_onto_extras;
   j["scheduler.free_gpus_first"] = s.free_gpus_first;
-  j["scheduler.short_job_s"] = s.short_job_s;
   j["scheduler.long_job_s"] = s.long_job_s;
   j["scheduler.scale_period_s"] = s.scale_period_s;
   j["scheduler.end_scale_period_s"] = s.end_scale_period_s;
@@ -38,7 +35,6 @@ std::string effective_config_json(const config& c) {
   j["scheduler.move_with_size"] = s.move_with_size;
   j["scheduler.base_room_to_grow"] = s.base_room_to_grow;
   j["scheduler.consolidate"] = s.consolidate;
-  j["scheduler.protect_requested"] = s.protect_requested;
   j["scheduler.reserve_after_s"] = s.reserve_after_s;
   j["scheduler.reserve_stretch"] = s.reserve_stretch;
   j["scheduler.reserve_stretch_min_s"] = s.reserve_stretch_min_s;

@@ -18,7 +18,6 @@ namespace {
 void check_finite(const aryl::config& c) {
   const std::pair<const char*, double> numbers[] = {
       {"scheduler.migrate_min_gain_s", c.scheduler.migrate_min_gain_s},
-      {"scheduler.short_job_s", c.scheduler.short_job_s},
       {"scheduler.long_job_s", c.scheduler.long_job_s},
       {"model.eff_exponent", c.eff_exponent},
       {"synthetic.load", c.synthetic_load},

@@ -410,7 +410,6 @@ TEST_CASE("over random rounds of every scope and random preemption, protection, 
     planner_options o = options();
     const double ratios[] = {0, 2, 4, 8};
     o.preempt_ratio = ratios[pick(4)];
-    o.protect_requested = pick(2) == 0;
     o.free_gpus_first = pick(3) > 0;
     o.backfill = pick(4) == 0;
     o.reserve_after_s = pick(3) == 0 ? 200 : 0;
@@ -491,7 +490,6 @@ TEST_CASE("over random full rounds on fast and slow loaned servers, skipping the
     l.params.model.cross_server_eff = factors[pick(3)];
     planner_options o;
     o.placement = placement_mode::consolidated;
-    o.migrate_onto_extras = pick(4) == 0;
     o.consolidate = pick(3) > 0;
     o.rescale_cooldown_s = pick(2) == 0 ? 0 : 300;
     o.preempt_ratio = pick(2) == 0 ? 0 : 4;

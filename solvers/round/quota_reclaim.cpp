@@ -2,7 +2,7 @@
 // tenant's unused quota that fits nowhere stops jobs of tenants that borrow, the fewest
 // possible (choose_quota_victims), after the GPUs of extra workers, which it takes first.
 #include "solvers/reason_text.hpp"
-#include "solvers/round_state.hpp"
+#include "solvers/round/steps.hpp"
 #include "solvers/plural.hpp"
 
 namespace aryl::detail {
@@ -19,9 +19,10 @@ struct quota_site {
 /// `free_at(sid)`: GPUs the job could take there now; `base_on(job, sid)`: GPUs a stop of
 /// that job frees there (-1: every server); `excluded(job)`: not a candidate.
 template <class Free, class BaseOn, class Excluded>
-std::optional<quota_site> best_site(const cluster_ledger& l, const planner_options& o, const job_entry& q, int demand,
+std::optional<quota_site> best_site(const cluster_ledger& l, const tenant_round& books, const planner_options& o,
+                                    const job_entry& q, int demand,
                                     const std::vector<int>& types, Free free_at, BaseOn base_on, Excluded excluded) {
-  const auto borrowed = borrowed_now(l);
+  const auto borrowed = borrowed_now(l, books);
   std::optional<quota_site> best;
   auto candidate = [&](uint32_t vid, int sid, quota_reclaim_input& in) {
     auto& v = l.jobs[vid];
@@ -71,22 +72,22 @@ std::optional<quota_site> best_site(const cluster_ledger& l, const planner_optio
   return best;
 }
 
-std::string why(const cluster_ledger& l, uint32_t victim, uint32_t id) {
+std::string why(const cluster_ledger& l, const tenant_round& books, uint32_t victim, uint32_t id) {
   auto& v = l.jobs[victim];
   auto& q = l.jobs[id];
-  const long borrowed = borrowed_now(l)[static_cast<size_t>(v.tenant)];
+  const long borrowed = borrowed_now(l, books)[static_cast<size_t>(v.tenant)];
   return reason_text("quota reclaim for job ", id, " of tenant ", l.tenants[static_cast<size_t>(q.tenant)].name,
                      ": tenant ", l.tenants[static_cast<size_t>(v.tenant)].name, " borrows ", borrowed,
                      gpus_word(borrowed), " beyond its quota");
 }
 
 /// The round's books: a victim's tenant holds its base GPUs no more.
-void released(const cluster_ledger& l, const policy_spec& p, const quota_site& site) {
+void released(const cluster_ledger& l, const policy_spec& p, const quota_site& site, tenant_round& books) {
   for (auto vid : site.res.victims) {
     auto& v = l.jobs[vid];
     long gpus = base_held(v, p);
-    tenant_books.held[static_cast<size_t>(v.tenant)] -= gpus;
-    tenant_books.lendable += gpus;
+    books.held[static_cast<size_t>(v.tenant)] -= gpus;
+    books.lendable += gpus;
   }
 }
 
@@ -102,21 +103,21 @@ int base_gpus(const job_entry& v, const policy_spec& p, int sid, allocation& scr
 } // namespace
 
 bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
-                       work_view& view, work_view& hard) {
+                       round_context& c, work_view& view, work_view& hard) {
   auto& q = l.jobs[id];
   const int demand = base_demand(q, p);
-  if (!l.params.quotas || demand < 1 || !quota_entitled(l, q, demand)) return false;
-  auto& b = buffers;
-  auto& types = b.types;
+  if (!l.params.quotas || demand < 1 || !quota_entitled(l, c.walk.books, q, demand)) return false;
+  auto& b = c;
+  auto& types = b.scratch.types;
   types_for(l, q, o, types);
   allocation scratch;
   auto is_victim = [&](uint32_t vid) {
-    if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) return true;
-    if (b.started_now_has(vid)) return true;
-    return std::any_of(b.starts.begin(), b.starts.end(), [&](auto& s) { return s.job == vid; });
+    if (std::any_of(b.made.victims.begin(), b.made.victims.end(), [&](auto& x) { return x.job == vid; })) return true;
+    if (b.made.started_now_has(vid)) return true;
+    return std::any_of(b.made.starts.begin(), b.made.starts.end(), [&](auto& s) { return s.job == vid; });
   };
   auto site = best_site(
-      l, o, q, demand, types, [&](int sid) { return view.at(sid); },
+      l, c.walk.books, o, q, demand, types, [&](int sid) { return view.at(sid); },
       [&](uint32_t vid, int sid) { return base_gpus(l.jobs[vid], p, sid, scratch); }, is_victim);
   if (!site) return false;
   auto give = [&](bool back) {
@@ -136,7 +137,7 @@ bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const plan
   if (site->server >= 0) {
     a = allocation{{site->server, demand}};
   } else {
-    auto& slots = view.slots(q, p, o, site->type, b.slots);
+    auto& slots = view.slots(q, p, o, site->type, b.scratch.slots);
     std::erase_if(slots, [&](auto& s) { return l.servers[static_cast<size_t>(s.id)].home != server_home::training; });
     a = place_one(o.placement, slots, {static_cast<int>(id), demand, site->type, {}});
   }
@@ -144,29 +145,29 @@ bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const plan
     give(true);
     return false;
   }
-  // A victim gets no plan in this round (plan_running skips b.victims).
-  for (auto vid : site->res.victims) b.victims.push_back({vid, why(l, vid, id)});
-  released(l, p, *site);
+  // A victim gets no plan in this round (plan_running skips the victims).
+  for (auto vid : site->res.victims) b.made.victims.push_back({vid, why(l, b.walk.books, vid, id)});
+  released(l, p, *site, b.walk.books);
   view.take(*a);
   hard.take(*a);
   long plan = -1;
   if (q.elastic) {
-    plan = static_cast<long>(b.plans.size());
-    b.plans.push_back(elastic_plan{id, *a, site->type, base_workers(q, p), true, {}});
+    plan = static_cast<long>(b.made.plans.size());
+    b.made.plans.push_back(elastic_plan{id, *a, site->type, base_workers(q, p), true, {}});
   }
-  b.starts.push_back({id, std::move(*a), plan});
+  b.made.starts.push_back({id, std::move(*a), plan});
   return true;
 }
 
 bool quota_reclaim_rigid(cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id, sim_time now,
-                         std::vector<decision>& out, const char* start_why) {
+                         tenant_round& books, std::vector<decision>& out, const char* start_why) {
   auto& q = l.jobs[id];
   const int demand = base_demand(q, p);
-  if (!l.params.quotas || demand < 1 || !quota_entitled(l, q, demand)) return false;
+  if (!l.params.quotas || demand < 1 || !quota_entitled(l, books, q, demand)) return false;
   std::vector<int> types;
   types_by_speed(l, q.gpu_type, types);
   auto site = best_site(
-      l, o, q, demand, types, [&](int sid) { return l.servers[static_cast<size_t>(sid)].free; },
+      l, books, o, q, demand, types, [&](int sid) { return l.servers[static_cast<size_t>(sid)].free; },
       [&](uint32_t vid, int sid) {
         int n = 0;
         for (auto& [s, w] : l.jobs[vid].alloc)
@@ -190,8 +191,8 @@ bool quota_reclaim_rigid(cluster_ledger& l, const policy_spec& p, const planner_
   else a = place_one(o.placement, slots, {static_cast<int>(id), demand, site->type, {}});
   if (!a) return false;
   std::vector<std::string> reasons;
-  for (auto vid : site->res.victims) reasons.push_back(why(l, vid, id));
-  released(l, p, *site);
+  for (auto vid : site->res.victims) reasons.push_back(why(l, books, vid, id));
+  released(l, p, *site, books);
   for (size_t k = 0; k < site->res.victims.size(); ++k) {
     auto vid = site->res.victims[k];
     auto reason = std::move(reasons[k]);

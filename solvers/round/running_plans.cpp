@@ -4,7 +4,7 @@
 #include <iterator>
 #include <limits>
 
-#include "solvers/round_state.hpp"
+#include "solvers/round/steps.hpp"
 
 namespace aryl::detail {
 namespace {
@@ -53,24 +53,22 @@ bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options&
 /// their ties read them). Jobs step 1 preempted and inert jobs get none: no later step
 /// would change them or let them change another job's outcome.
 void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view,
-                  const work_view& hard) {
-  auto& b = buffers;
+                  const work_view& hard, round_plans& made, round_scratch& scr) {
   double best = 0, slowest = std::numeric_limits<double>::infinity();
   for (auto s : l.params.type_speed) {
     best = std::max(best, s);
     slowest = std::min(slowest, s);
   }
-  // Step 2 moves a job only onto a faster type's GPUs free in its view: where no type but
-  // the slowest has one, no job moves this round, and a job on a slower type is as inert as
-  // one on the fastest (nothing later in the round frees GPUs of a faster type).
+  // Step 2 moves a job only onto a faster type's GPUs really free: where no type but the
+  // slowest has one, no job moves this round, and a job on a slower type is as inert as one
+  // on the fastest (nothing later in the round frees GPUs of a faster type).
   bool moves_closed = true;
   if (o.migrate) {
-    auto& target = o.migrate_onto_extras ? view : hard;
     for (size_t t = 0; t < l.params.type_speed.size() && moves_closed; ++t)
-      moves_closed = !(l.params.type_speed[t] > slowest && target.total(static_cast<int>(t), p.loaning) > 0);
+      moves_closed = !(l.params.type_speed[t] > slowest && hard.total(static_cast<int>(t), p.loaning) > 0);
   }
   // Each type's GPUs, counted the first time a job needs them (most rounds none does).
-  auto& type_gpus = b.type_gpus;
+  auto& type_gpus = scr.type_gpus;
   type_gpus.clear();
   auto gpus_of = [&](int type) {
     if (type_gpus.empty()) {
@@ -81,8 +79,8 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
   };
   // The plans step 1 made for its starts wait aside while the running jobs' are built in
   // place ahead of them (plans are large: each is built once and moved no more).
-  auto& plans = b.plans;
-  auto& started = b.started_plans;
+  auto& plans = made.plans;
+  auto& started = scr.started_plans;
   started.clear();
   started.swap(plans);
   // Under a power law that does not rise, a GPU's share of the work only falls as workers are
@@ -90,7 +88,7 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
   // eff(min + 1) loc(2) / (eff(min) loc(1)), whatever the job's speed and request: decided
   // once per minimum a round meets, with a margin far above rounding error (at the margin,
   // each size is checked as the knapsack would).
-  auto& fails = b.share_fails;  // by minimum: -1 not yet known
+  auto& fails = scr.share_fails;  // by minimum: -1 not yet known
   fails.clear();
   auto fails_at = [&](int min) {
     auto i = static_cast<size_t>(min);
@@ -103,13 +101,13 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
     return fails[i] == 1;
   };
   for (auto id : l.running_elastic) {
-    if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; })) continue;
+    if (made.stopped(id)) continue;
     if (o.skip_inert && inert(l, p, o, id, view, best, moves_closed, gpus_of, fails_at)) continue;
     auto& j = l.jobs[id];
-    auto& e = plans.emplace_back(elastic_plan{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()});
+    auto& e = plans.emplace_back(elastic_plan{id, made.spare_alloc(), j.alloc_type, j.workers, false, made.spare_alloc()});
     base_of(j, p, e.base);
   }
-  for (auto& st : b.starts)
+  for (auto& st : made.starts)
     if (st.plan >= 0) st.plan += static_cast<long>(plans.size());
   std::move(started.begin(), started.end(), std::back_inserter(plans));
   started.clear();

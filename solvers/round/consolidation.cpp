@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "solvers/round_state.hpp"
+#include "solvers/round/steps.hpp"
 
 namespace aryl::detail {
 
@@ -13,14 +13,13 @@ namespace aryl::detail {
 /// (r_new / r_now - 1), exceeds the change's overhead, checkpoint and margin. The job keeps
 /// that allocation this round (out of the knapsack).
 void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                 work_view& view, work_view& hard) {
-  auto& b = buffers;
+                 work_view& view, work_view& hard, std::vector<elastic_plan>& plans, round_scratch& scr) {
   // GPUs really free per type where elastic jobs may run (a job moves onto fewer servers only
   // if some server has room beyond its own share), and the largest server: counted at the
   // first spread job, as most rounds have none.
-  auto& type_free = b.hard_type_free;
+  auto& type_free = scr.hard_type_free;
   int widest = 0;
-  for (auto& e : b.plans) {
+  for (auto& e : plans) {
     if (e.started || e.frozen || e.type != l.jobs[e.job].alloc_type) continue;
     auto& j = l.jobs[e.job];
     if (j.alloc.size() <= 1) continue;  // one server (an allocation lists each server once)
@@ -47,7 +46,7 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
     bool intact = true;
     for_each_extra(j.alloc, e.base, [&](int sid, int w) { intact = intact && view.at(sid) >= w; });
     if (!intact) continue;  // its size changes anyway: the knapsack places it
-    auto& slots = hard.slots(j, p, o, e.type, b.slots);
+    auto& slots = hard.slots(j, p, o, e.type, scr.slots);
     for (auto& sl : slots)
       for (auto& [sid, w] : j.alloc)
         if (sid == sl.id) sl.free += w;

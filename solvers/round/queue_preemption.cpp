@@ -7,7 +7,7 @@
 
 #include "solvers/priorities.hpp"
 #include "solvers/reason_text.hpp"
-#include "solvers/round_state.hpp"
+#include "solvers/round/steps.hpp"
 
 namespace aryl::detail {
 
@@ -28,13 +28,14 @@ using stoppable_index = cluster_ledger::stoppable_index;
 /// less than it.
 template <class Rule>
 bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
-                  work_view& view, work_view& hard, const Rule& rule, int only_type = -1, double budget_s = -1) {
-  auto& b = buffers;
+                  round_context& c, work_view& view, work_view& hard, const Rule& rule, int only_type = -1,
+                  double budget_s = -1) {
+  auto& b = c;
   auto& q = l.jobs[id];
   const int demand = q.elastic ? base_workers(q, p) : q.gpus;
   const bool loaned = p.loaning && (q.elastic || o.inelastic_on_loaned);
   if (demand < 1) return false;
-  auto& types = b.types;
+  auto& types = b.scratch.types;
   types_for(l, q, o, types);
   for (int type : types) {
     if (only_type >= 0 && type != only_type) continue;
@@ -42,10 +43,10 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
     const double q_run = base_run_s(l, q, demand, type);
     if (!rule.possible(q_run)) continue;
     // Per server that can give its share: (victims' GPUs, -GPUs it gives, server), and the
-    // victims, in b.server_victims[k].
-    auto& opts = b.preempt_options;
+    // victims, in server_victims[k].
+    auto& opts = b.step1.preempt_options;
     opts.clear();
-    b.server_victims.resize(std::max(b.server_victims.size(), l.servers.size()));
+    b.step1.server_victims.resize(std::max(b.step1.server_victims.size(), l.servers.size()));
     auto consider = [&](const server_entry& s) {
       if (!work_view::in_scope(s, type, loaned) || (one_server && s.gpus < demand)) return;
       const int need = one_server ? demand : s.gpus;
@@ -53,15 +54,15 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
       // A server that cannot give its share even if every job the rule could stop there
       // stopped gives nothing: skipped without a look at its jobs.
       if (have < need && !rule.server_may_give(s.id, need - have, q_run)) return;
-      auto& cand = b.candidates;
+      auto& cand = b.step1.candidates;
       cand.clear();
       if (have < need)
         for (auto vid : s.jobs) {
           auto& v = l.jobs[vid];
           if (v.status != job_status::running) continue;
           if (v.elastic && p.elastic && v.workers > v.min_workers) continue;  // its extras go first
-          if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
-          if (b.started_now_has(vid)) continue;  // started by this round
+          if (std::any_of(b.made.victims.begin(), b.made.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
+          if (b.made.started_now_has(vid)) continue;  // started by this round
           // The ledger's mirror runs at the rate of the job's allocation (set at every change
           // of it): the same value as l.rate(v, v.alloc, v.alloc_type), without recounting.
           double rate = v.progress.rate;
@@ -71,7 +72,7 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
         }
       std::sort(cand.begin(), cand.end());  // longest remaining first: they lose least by waiting
       // The last chosen has the least time left of this server's victims.
-      auto& chosen = b.server_victims[static_cast<size_t>(s.id)];
+      auto& chosen = b.step1.server_victims[static_cast<size_t>(s.id)];
       chosen.clear();
       long gpus = 0;
       double shortest = std::numeric_limits<double>::infinity();
@@ -114,31 +115,31 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
     if (left > 0) continue;
     bool any = false;
     for (size_t k = 0; k < used; ++k)
-      any = any || !b.server_victims[static_cast<size_t>(std::get<3>(opts[k]))].empty();
+      any = any || !b.step1.server_victims[static_cast<size_t>(std::get<3>(opts[k]))].empty();
     if (!any) continue;  // it fits without stopping anyone: not this step's to place
     if (budget_s >= 0) {
       double loss = 0;
       for (size_t k = 0; k < used; ++k)
-        for (auto vid : b.server_victims[static_cast<size_t>(std::get<3>(opts[k]))]) loss += q_run + rule.cost(l.jobs[vid]);
+        for (auto vid : b.step1.server_victims[static_cast<size_t>(std::get<3>(opts[k]))]) loss += q_run + rule.cost(l.jobs[vid]);
       if (loss >= budget_s) continue;
     }
     std::sort(a.begin(), a.end());
     for (size_t k = 0; k < used; ++k)
-      for (auto vid : b.server_victims[static_cast<size_t>(std::get<3>(opts[k]))]) {
-        if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
+      for (auto vid : b.step1.server_victims[static_cast<size_t>(std::get<3>(opts[k]))]) {
+        if (std::any_of(b.made.victims.begin(), b.made.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
         auto& v = l.jobs[vid];
         view.give(v.alloc);
         hard.give(v.alloc);
-        b.victims.push_back({vid, rule.why(v, q_run)});
+        b.made.victims.push_back({vid, rule.why(v, q_run)});
       }
     view.take(a);
     hard.take(a);
     long plan = -1;
     if (q.elastic) {
-      plan = static_cast<long>(b.plans.size());
-      b.plans.push_back(elastic_plan{id, a, type, base_workers(q, p), true, {}});
+      plan = static_cast<long>(b.made.plans.size());
+      b.made.plans.push_back(elastic_plan{id, a, type, base_workers(q, p), true, {}});
     }
-    b.starts.push_back({id, std::move(a), plan});
+    b.made.starts.push_back({id, std::move(a), plan});
     return true;
   }
   return false;
@@ -151,40 +152,40 @@ bool preempt_with(const cluster_ledger& l, const policy_spec& p, const planner_o
 /// run + the victim's restart overhead and checkpoint), none preempted max_preemptions
 /// times already.
 bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
-                 work_view& view, work_view& hard, int only_type, double budget_s) {
+                 round_context& c, work_view& view, work_view& hard, int only_type, double budget_s) {
   if (o.preempt_ratio <= 0) return false;
   struct {
     const cluster_ledger& l;
     const policy_spec& p;
     const planner_options& o;
+    walk_state& w;  // the bounds, found at the round's first call
     uint32_t id;
     double cost(const job_entry& v) const { return stop_cost_s(l, v); }
     bool eligible(const job_entry& v, double v_time, double q_run) const { return preempt_eligible(l, o, v, v_time, q_run); }
     // Exact: an eligible victim has v_time <= the longest and cost >= the cheapest, and the
     // rule's sum and product only grow with their operands.
     bool possible(double q_run) const {
-      auto& b = buffers;
-      if (!b.preempt_bound_known) {
-        b.preempt_bound_known = true;
+      if (!w.preempt_bound_known) {
+        w.preempt_bound_known = true;
         refresh_stoppable();
-        b.preempt_longest_s = -1;
+        w.preempt_longest_s = -1;
         for (auto& listed : l.stoppable_by_type)
-          if (!listed.empty()) b.preempt_longest_s = std::max(b.preempt_longest_s, -listed.begin()->first);
-        b.preempt_cheapest_s = l.stoppable_cheapest.empty() ? 0 : *l.stoppable_cheapest.begin();
+          if (!listed.empty()) w.preempt_longest_s = std::max(w.preempt_longest_s, -listed.begin()->first);
+        w.preempt_cheapest_s = l.stoppable_cheapest.empty() ? 0 : *l.stoppable_cheapest.begin();
       }
-      return b.preempt_longest_s >= 0 && b.preempt_longest_s > o.preempt_ratio * (q_run + b.preempt_cheapest_s);
+      return w.preempt_longest_s >= 0 && w.preempt_longest_s > o.preempt_ratio * (q_run + w.preempt_cheapest_s);
     }
     // Exact for the same reason, per server: its jobs the rule could stop (as of the round's
     // first call; later victims only give GPUs, which `have` already counts) hold at most
     // these GPUs there, and none is eligible unless the longest of them is.
     bool server_may_give(int sid, int short_by, double q_run) const {
       auto& s = l.stoppable[static_cast<size_t>(sid)];
-      return s.gpus >= short_by && s.longest_s > o.preempt_ratio * (q_run + buffers.preempt_cheapest_s);
+      return s.gpus >= short_by && s.longest_s > o.preempt_ratio * (q_run + w.preempt_cheapest_s);
     }
     /// The servers of `type` with a job the rule could stop, longest first (the ledger's
     /// index of the summaries), and the bar their longest must pass to give.
     const stoppable_index* listed(int type) const { return &l.stoppable_by_type[static_cast<size_t>(type)]; }
-    double bar(double q_run) const { return o.preempt_ratio * (q_run + buffers.preempt_cheapest_s); }
+    double bar(double q_run) const { return o.preempt_ratio * (q_run + w.preempt_cheapest_s); }
     // The ledger's per-server summaries, read again where its jobs changed (all of them when
     // the options it was read for changed, or the servers).
     void refresh_stoppable() const {
@@ -240,22 +241,22 @@ bool preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_op
       return why;
     }
     double budget_s;
-  } rule{l, p, o, id, budget_s};
-  return preempt_with(l, p, o, id, view, hard, rule, only_type, budget_s);
+  } rule{l, p, o, c.step1, id, budget_s};
+  return preempt_with(l, p, o, id, c, view, hard, rule, only_type, budget_s);
 }
 
 bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
-                          work_view& view, work_view& hard) {
+                          round_context& c, work_view& view, work_view& hard) {
   if (!l.params.priorities || l.params.priority_max_preemptions <= 0) return false;
   struct {
     const cluster_ledger& l;
     uint32_t id;
+    int own;  // tenant_round::own_victims_only
     bool possible(double) const { return true; }
     bool server_may_give(int, int, double) const { return true; }
     const stoppable_index* listed(int) const { return nullptr; }
     double bar(double) const { return 0; }
     bool eligible(const job_entry& v, double, double) const {
-      const int own = tenant_books.own_victims_only;
       return (own < 0 || v.tenant == own) &&
              priority_may_preempt(l.jobs[id], v, l.params.priority_max_preemptions, left(v), cost(v));
     }
@@ -271,8 +272,8 @@ bool priority_preempt_for(const cluster_ledger& l, const policy_spec& p, const p
                          " stops for a class): its predicted remaining ", whole{left(v)},
                          " s exceeds its restart and checkpoint ", whole{cost(v)}, " s");
     }
-  } rule{l, id};
-  return preempt_with(l, p, o, id, view, hard, rule);
+  } rule{l, id, c.walk.books.own_victims_only};
+  return preempt_with(l, p, o, id, c, view, hard, rule);
 }
 
 } // namespace aryl::detail

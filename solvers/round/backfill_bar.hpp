@@ -1,8 +1,8 @@
 #pragma once
-// Step 1's backfilling walk (elastic_round.cpp). Internal to solvers/.
+// Step 1's backfilling walk (round/base_walk.hpp). Internal to solvers/.
 #include <vector>
 
-#include "solvers/round_state.hpp"
+#include "solvers/round_planner.hpp"
 
 namespace aryl::detail {
 

@@ -7,16 +7,17 @@
 #include <utility>
 #include <vector>
 
-#include "solvers/round_state.hpp"
+#include "solvers/priorities.hpp"
+#include "solvers/round/base_walk.hpp"
 
 namespace aryl::detail {
 
 /// Takes every GPU of server `sid` out of both views for the rest of step 1 (reserve_for).
-void hold_server(int sid, work_view& view, work_view& hard) {
+void hold_server(int sid, walk_state& w, work_view& view, work_view& hard) {
   const int v = view.at(sid), h = hard.at(sid);
   view.at_mut(sid) -= v;
   hard.at_mut(sid) -= h;
-  buffers.reserved.emplace_back(sid, v, h);
+  w.reserved.emplace_back(sid, v, h);
 }
 
 /// For queued job `j`, which found no room (planner_options::reserve_after_s): holds every GPU
@@ -27,12 +28,12 @@ void hold_server(int sid, work_view& view, work_view& hard) {
 /// back after step 1); their free GPUs stay free for it. Returns in how many seconds the held
 /// servers are predicted to hold it (the latest of theirs), infinity when one never does.
 double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& j,
-                 work_view& view, work_view& hard) {
-  auto& b = buffers;
+                   round_context& c, work_view& view, work_view& hard) {
+  auto& b = c;
   const int demand = base_demand(j, p);
-  types_for(l, j, o, b.types);
+  types_for(l, j, o, b.scratch.types);
   std::vector<std::pair<double, int>> ends;  // (predicted end s, base workers here)
-  for (int type : b.types) {
+  for (int type : b.scratch.types) {
     long gpus = 0;
     bool one = false;
     for (auto& s : l.servers)
@@ -59,9 +60,9 @@ double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_
         auto& r = l.jobs[id];
         // Its base workers here (base_of: all of a rigid job's): its extras are room in the
         // view already.
-        base_of(r, p, b.base);
+        base_of(r, p, b.scratch.base);
         int w = 0;
-        for (auto& [sid, n] : b.base)
+        for (auto& [sid, n] : b.scratch.base)
           if (sid == s.id) w += n;
         double end = r.progress.rate > 0 ? r.predicted_remaining() / r.progress.rate : 1e18;
         if (end < 1e18 && stoppable(r, end)) end = 0;
@@ -80,7 +81,7 @@ double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_
     int held = 0;
     double shadow = 0;
     for (auto& [when, neg_free, sid] : order) {
-      hold_server(sid, view, hard);
+      hold_server(sid, c.step1, view, hard);
       held += l.servers[static_cast<size_t>(sid)].gpus;
       shadow = when >= 1e18 ? std::numeric_limits<double>::infinity() : std::max(shadow, when);
       if (held >= demand) break;
@@ -92,17 +93,59 @@ double reserve_for(const cluster_ledger& l, const policy_spec& p, const planner_
 
 /// Gives the held servers' GPUs back to both views before the shadow walk (its jobs may use
 /// them); hold_server takes them again after it.
-void unhold_all(work_view& view, work_view& hard) {
-  for (auto& [sid, v, h] : buffers.reserved) {
+void unhold_all(walk_state& w, work_view& view, work_view& hard) {
+  for (auto& [sid, v, h] : w.reserved) {
     view.at_mut(sid) += v;
     hard.at_mut(sid) += h;
   }
-  buffers.reserved.clear();
+  w.reserved.clear();
 }
 
 /// After step 1: the extra workers' GPUs on reserved servers count again (they keep them).
-void release_reserved(work_view& view) {
-  for (auto& [sid, v, h] : buffers.reserved) view.at_mut(sid) += v - h;
+void release_reserved(const walk_state& w, work_view& view) {
+  for (auto& [sid, v, h] : w.reserved) view.at_mut(sid) += v - h;
+}
+
+double reserve_first(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                     round_context& c, work_view& view, work_view& hard, std::vector<int>& reserved_servers,
+                     uint32_t& reserved_for) {
+  double shadow_s = 0;
+  if (o.reserve_after_s <= 0 && o.reserve_stretch <= 0) return shadow_s;
+  const planner_options holder = holder_options(o);
+  std::optional<long> top_class;
+  walk_queue(l, p, c.walk, [&](uint32_t id) {
+    if (l.params.priorities) {
+      // Classes come first: a job below the queue's highest class holds no servers.
+      const long k = effective_class(l.jobs[id], l.round_at, l.params.priority_aging_s);
+      if (!top_class) top_class = k;
+      if (k < *top_class) return false;
+    }
+    if (!reserves(l.jobs[id], o, now)) return true;
+    c.step1.promoted.push_back(id);
+    if (find_room(l, p, holder, id, c, view, hard)) return true;
+    shadow_s = reserve_for(l, p, holder, l.jobs[id], c, view, hard);
+    reserved_for = id;
+    for (auto& r : c.step1.reserved) reserved_servers.push_back(std::get<0>(r));
+    return false;  // one reservation a round: the first such job in queue order
+  });
+  return shadow_s;
+}
+
+void shadow_backfill(const cluster_ledger& l, const policy_spec& p, const planner_options& o, round_context& c,
+                     work_view& view, work_view& hard, const std::vector<int>& reserved_servers, double shadow_s) {
+  if (!backfills(p, o) || !o.shadow_backfill || reserved_servers.empty() || shadow_s <= 0 ||
+      shadow_s >= std::numeric_limits<double>::infinity())
+    return;
+  unhold_all(c.step1, view, hard);
+  const double sp = speed(l, l.servers[static_cast<size_t>(reserved_servers.front())].gpu_type);
+  const auto& starts = c.made.starts;
+  walk_bases(l, p, o, c, view, hard, [&](uint32_t id) {
+    if (std::any_of(starts.begin(), starts.end(), [&](auto& st) { return st.job == id; })) return false;
+    auto& j = l.jobs[id];
+    const double rate = work_rate(l.params.model, j.gpus, base_demand(j, p), 1, sp);
+    return rate > 0 && j.predicted_remaining() / rate <= shadow_s;
+  });
+  for (int sid : reserved_servers) hold_server(sid, c.step1, view, hard);
 }
 
 } // namespace aryl::detail

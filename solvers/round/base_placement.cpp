@@ -4,52 +4,15 @@
 #include <algorithm>
 #include <optional>
 
-#include "solvers/round_state.hpp"
+#include "solvers/round/steps.hpp"
 
 namespace aryl::detail {
 namespace {
 
-/// Before queued job `q` may take GPUs of extra workers (planner_options::protect_requested):
-/// every running elastic job whose predicted remaining time is below q's predicted run keeps
-/// its workers up to its requested size, held back from the view until step 1 ends. A job
-/// protected against one queued job stays so for the rest of the walk (in SJF order the
-/// later ones are no shorter), so one pass over the jobs by remaining time serves a round.
-void protect_shorter(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const job_entry& q,
-                     int demand, work_view& view) {
-  if (!o.protect_requested || !p.elastic) return;
-  auto& b = buffers;
-  if (!b.protect_built) {
-    b.protect_built = true;
-    b.protect_order.clear();
-    for (auto id : l.running_elastic) {
-      auto& j = l.jobs[id];
-      if (j.workers <= j.min_workers || j.gpus <= j.min_workers || j.progress.rate <= 0) continue;
-      b.protect_order.emplace_back(j.predicted_remaining() / j.progress.rate, id);
-    }
-    std::sort(b.protect_order.begin(), b.protect_order.end());
-  }
-  double best = 0;
-  for (auto s : l.params.type_speed) best = std::max(best, s);
-  const double q_run = q.predicted_remaining() / work_rate(l.params.model, q.gpus, demand, 1, best);
-  while (b.protect_next < b.protect_order.size() && b.protect_order[b.protect_next].first < q_run) {
-    auto id = b.protect_order[b.protect_next++].second;
-    auto& j = l.jobs[id];
-    if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; })) continue;
-    int share = std::min(j.workers, j.gpus) - j.min_workers;
-    for_each_extra(j.alloc, j.base, [&](int sid, int w) {
-      int r = std::min({w, share, view.at(sid)});
-      if (r <= 0) return;
-      view.at_mut(sid) -= r;
-      share -= r;
-      b.protected_gpus.emplace_back(id, sid, r);
-    });
-  }
-}
-
 /// Where queued job `j`'s base demand (`demand` workers) would go on view `v`'s GPUs of
 /// `type` under step 1's placement, without taking them; nothing if it does not fit there.
 std::optional<allocation> base_on(const cluster_ledger& l, const policy_spec& p, const planner_options& o,
-                                  const job_entry& j, int demand, work_view& v, int type) {
+                                  const job_entry& j, int demand, work_view& v, int type, round_scratch& s) {
   const bool loaned = p.loaning && (j.elastic || o.inelastic_on_loaned);
   if (o.placement == placement_mode::consolidated && demand >= 1 && demand <= l.smallest_server(type)) {
     const int room = grow_room(l, p, o, j, type);
@@ -64,23 +27,22 @@ std::optional<allocation> base_on(const cluster_ledger& l, const policy_spec& p,
   if (o.placement == placement_mode::consolidated && v.best_fit(type, l.smallest_server(type), loaned) < 0)
     return std::nullopt;
   if (v.capacity(type, loaned) < demand) return std::nullopt;  // most rounds with a blocked queue head: no scan
-  auto& slots = v.slots(j, p, o, type, buffers.slots);
+  auto& slots = v.slots(j, p, o, type, s.slots);
   return place_one(o.placement, slots, {static_cast<int>(j.index), demand, type, {}});
 }
 
 /// Records queued job `id`'s start on `a`, taken from both views.
-void start_on(const cluster_ledger& l, const policy_spec& p, uint32_t id, allocation a, work_view& view,
-              work_view& hard) {
-  auto& b = buffers;
+void start_on(const cluster_ledger& l, const policy_spec& p, uint32_t id, allocation a, round_plans& made,
+              work_view& view, work_view& hard) {
   auto& j = l.jobs[id];
   view.take(a);
   hard.take(a);
   long plan = -1;
   if (j.elastic) {
-    plan = static_cast<long>(b.plans.size());
-    b.plans.push_back(elastic_plan{id, a, type_of(l, a), base_workers(j, p), true, {}});
+    plan = static_cast<long>(made.plans.size());
+    made.plans.push_back(elastic_plan{id, a, type_of(l, a), base_workers(j, p), true, {}});
   }
-  b.starts.push_back({id, std::move(a), plan});
+  made.starts.push_back({id, std::move(a), plan});
 }
 
 /// planner_options::preempt_for_speed, for queued job `j` whose base step 1 would start on
@@ -88,13 +50,13 @@ void start_on(const cluster_ledger& l, const policy_spec& p, uint32_t id, alloca
 /// it preempts on `fast` when its gain there, its predicted run at its base on `slow` less
 /// that on `fast`, exceeds what its victims lose. False if it does not (nothing changed).
 bool preempt_for_speed(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
-                       int demand, int fast, int slow, work_view& view, work_view& hard) {
+                       int demand, int fast, int slow, round_context& c, work_view& view, work_view& hard) {
   auto& j = l.jobs[id];
   const double r_fast = work_rate(l.params.model, j.gpus, demand, base_span(l, fast, demand), speed(l, fast));
   const double r_slow = work_rate(l.params.model, j.gpus, demand, base_span(l, slow, demand), speed(l, slow));
   if (r_slow <= 0 || r_fast <= r_slow) return false;
   const double gain = j.predicted_remaining() / r_slow - j.predicted_remaining() / r_fast;
-  return preempt_for(l, p, o, id, view, hard, fast, gain);
+  return preempt_for(l, p, o, id, c, view, hard, fast, gain);
 }
 
 /// Step 1 for one queued job: its base demand on GPUs that are really free (`hard`) if it
@@ -103,32 +65,31 @@ bool preempt_for_speed(const cluster_ledger& l, const policy_spec& p, const plan
 /// fastest by preemption (planner_options::preempt_for_speed). Records the start; false if
 /// it fits nowhere.
 bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id,
-                work_view& view, work_view& hard) {
-  auto& b = buffers;
+                round_context& c, work_view& view, work_view& hard) {
+  auto& b = c;
   auto& j = l.jobs[id];
   std::optional<allocation> a;
-  auto& types = b.types;
+  auto& types = b.scratch.types;
   types_for(l, j, o, types);
   const int demand = base_demand(j, p);
-  protect_shorter(l, p, o, j, demand, view);
   int type = -1;
   bool on_hard = false;
   if (o.free_gpus_first) {
     for (int t : types)
-      if ((a = base_on(l, p, o, j, demand, hard, t))) {
+      if ((a = base_on(l, p, o, j, demand, hard, t, b.scratch))) {
         type = t;
         on_hard = true;
         break;
       }
     if (!a)
       for (int t : types)
-        if ((a = base_on(l, p, o, j, demand, view, t))) {
+        if ((a = base_on(l, p, o, j, demand, view, t, b.scratch))) {
           type = t;
           break;
         }
   } else {
     for (int t : types) {
-      if ((a = base_on(l, p, o, j, demand, hard, t)) || (a = base_on(l, p, o, j, demand, view, t))) {
+      if ((a = base_on(l, p, o, j, demand, hard, t, b.scratch)) || (a = base_on(l, p, o, j, demand, view, t, b.scratch))) {
         type = t;
         break;
       }
@@ -139,25 +100,20 @@ bool place_base(const cluster_ledger& l, const policy_spec& p, const planner_opt
   if (o.preempt_for_speed && o.preempt_ratio > 0 && speed(l, fast) > speed(l, type)) {
     // Free GPUs come first, so a start on a slower type's free GPUs has not yet looked at the
     // fastest type's extras; otherwise the fastest type was tried in full before.
-    const bool fast_holds = o.free_gpus_first && on_hard && base_on(l, p, o, j, demand, view, fast);
-    if (!fast_holds && preempt_for_speed(l, p, o, id, demand, fast, type, view, hard)) return true;
+    const bool fast_holds = o.free_gpus_first && on_hard && base_on(l, p, o, j, demand, view, fast, b.scratch);
+    if (!fast_holds && preempt_for_speed(l, p, o, id, demand, fast, type, c, view, hard)) return true;
   }
-  start_on(l, p, id, std::move(*a), view, hard);
+  start_on(l, p, id, std::move(*a), c.made, view, hard);
   return true;
 }
 
 } // namespace
 
-/// After step 1: what protect_shorter held back counts free again for the later steps (the
-/// protected jobs' extras are intact, so they may keep them).
-void unprotect(work_view& view) {
-  for (auto& [id, sid, r] : buffers.protected_gpus) view.at_mut(sid) += r;
-}
-
-void place_on_loaned(const cluster_ledger& l, const policy_spec& p, const planner_options& o, work_view& view,
-                     work_view& hard) {
-  auto& books = tenant_books;
-  thread_local std::vector<int> types;
+void place_on_loaned(const cluster_ledger& l, const policy_spec& p, const planner_options& o, round_context& c,
+                     work_view& view, work_view& hard) {
+  const auto& books = c.walk.books;
+  auto& types = c.scratch.types;
+  auto& slots = c.scratch.slots;
   for (size_t i = 0; i < books.passed.size(); ++i) {
     const uint32_t id = books.passed[i];
     auto& j = l.jobs[id];
@@ -169,22 +125,22 @@ void place_on_loaned(const cluster_ledger& l, const policy_spec& p, const planne
     const int demand = base_workers(j, p);
     types_for(l, j, o, types);
     std::optional<allocation> a;
-    books.loaned_only = j.index;  // usable_for: loaned servers only
-    for (int t : types)
-      if ((a = place_one(o.placement, hard.slots(j, p, o, t, buffers.slots), {static_cast<int>(j.index), demand, t, {}})))
-        break;
-    books.loaned_only = -1;
-    if (a) start_on(l, p, id, std::move(*a), view, hard);
+    for (int t : types) {
+      hard.slots(j, p, o, t, slots);
+      std::erase_if(slots, [&](auto& x) { return l.servers[static_cast<size_t>(x.id)].mode != server_mode::loaned; });
+      if ((a = place_one(o.placement, slots, {static_cast<int>(j.index), demand, t, {}}))) break;
+    }
+    if (a) start_on(l, p, id, std::move(*a), c.made, view, hard);
   }
 }
 
 /// Step 1 for queued job `id`: room for its base demand, by placing it, reclaiming its
 /// tenant's quota, or preempting; false if none.
-bool find_room(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id, work_view& view,
-               work_view& hard) {
-  if (tenant_books.own_victims_only >= 0) return priority_preempt_for(l, p, o, id, view, hard);
-  return place_base(l, p, o, id, view, hard) || quota_reclaim_for(l, p, o, id, view, hard) ||
-         preempt_for(l, p, o, id, view, hard) || priority_preempt_for(l, p, o, id, view, hard);
+bool find_room(const cluster_ledger& l, const policy_spec& p, const planner_options& o, uint32_t id, round_context& c,
+               work_view& view, work_view& hard) {
+  if (c.walk.books.own_victims_only >= 0) return priority_preempt_for(l, p, o, id, c, view, hard);
+  return place_base(l, p, o, id, c, view, hard) || quota_reclaim_for(l, p, o, id, c, view, hard) ||
+         preempt_for(l, p, o, id, c, view, hard) || priority_preempt_for(l, p, o, id, c, view, hard);
 }
 
 /// The views of a round: `view` counts every elastic job's extra workers free, `hard` only
@@ -197,9 +153,9 @@ void build_views(const policy_spec& p, work_view& view, work_view& hard) {
 /// A queued job's base demand on GPUs really free now, from the ledger (its free-GPU index
 /// where the request fits one server), in the order of step 1.
 std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l, const policy_spec& p,
-                                                        const planner_options& o, const job_entry& j) {
-  auto& b = buffers;
-  auto& types = b.types;
+                                                        const planner_options& o, const job_entry& j,
+                                                        round_scratch& scr) {
+  auto& types = scr.types;
   types_for(l, j, o, types);
   const int demand = j.elastic ? base_workers(j, p) : j.gpus;
   const bool loaned = p.loaning && (j.elastic || o.inelastic_on_loaned);
@@ -211,7 +167,7 @@ std::optional<std::pair<allocation, int>> place_on_free(const cluster_ledger& l,
       if (sid >= 0) return std::make_pair(allocation{{sid, demand}}, type);
       continue;
     }
-    auto& slots = b.slots;
+    auto& slots = scr.slots;
     slots.clear();
     for (auto& s : l.servers)
       if (s.gpu_type == type && usable_for(s, j, p, o)) slots.push_back({s.id, s.gpu_type, s.gpus, s.free});

@@ -6,7 +6,7 @@
 
 #include "solvers/jct_value.hpp"
 #include "solvers/reason_text.hpp"
-#include "solvers/round_state.hpp"
+#include "solvers/round/steps.hpp"
 #include "solvers/plural.hpp"
 
 namespace aryl::detail {
@@ -14,13 +14,12 @@ namespace {
 
 /// Removes the plan of job `id` (a victim of this step): later steps must not size it. The
 /// starts' plan indices follow.
-void drop_plan(uint32_t id) {
-  auto& b = buffers;
-  auto it = std::find_if(b.plans.begin(), b.plans.end(), [&](auto& e) { return !e.started && e.job == id; });
-  if (it == b.plans.end()) return;
-  const long k = it - b.plans.begin();
-  b.plans.erase(it);
-  for (auto& s : b.starts)
+void drop_plan(uint32_t id, round_plans& made) {
+  auto it = std::find_if(made.plans.begin(), made.plans.end(), [&](auto& e) { return !e.started && e.job == id; });
+  if (it == made.plans.end()) return;
+  const long k = it - made.plans.begin();
+  made.plans.erase(it);
+  for (auto& s : made.starts)
     if (s.plan > k) --s.plan;
 }
 
@@ -35,10 +34,8 @@ std::string why(const cluster_ledger& l, uint32_t victim, uint32_t id, long borr
 } // namespace
 
 void own_quota_growth(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                      work_view& view, work_view& hard) {
+                      tenant_round& books, work_view& view, work_view& hard, round_plans& made) {
   if (!l.params.quotas || !p.elastic) return;
-  auto& b = buffers;
-  auto& books = tenant_books;
   // Room left in each quota for its jobs' extra workers up to their requested sizes.
   std::vector<long> room(l.tenants.size(), 0);
   for (size_t t = 0; t < room.size(); ++t) room[t] = l.tenants[t].quota > 0 ? l.tenants[t].quota - books.held[t] : 0;
@@ -47,7 +44,7 @@ void own_quota_growth(const cluster_ledger& l, const policy_spec& p, const plann
     auto& j = l.jobs[id];
     auto t = static_cast<size_t>(j.tenant);
     if (!j.elastic || j.alloc.empty() || room[t] <= 0) continue;
-    if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& v) { return v.job == id; })) continue;
+    if (made.stopped(id)) continue;
     const int sid = j.alloc.front().first;
     auto& s = l.servers[static_cast<size_t>(sid)];
     if (s.home != server_home::training || s.mode != server_mode::training) continue;
@@ -63,7 +60,7 @@ void own_quota_growth(const cluster_ledger& l, const policy_spec& p, const plann
     quota_reclaim_result res;
     std::vector<long> borrowed;
     if (need > 0) {
-      borrowed = borrowed_now(l);
+      borrowed = borrowed_now(l, books);
       quota_reclaim_input in;
       in.need = need;
       in.borrowed = borrowed;
@@ -71,7 +68,7 @@ void own_quota_growth(const cluster_ledger& l, const policy_spec& p, const plann
         auto& v = l.jobs[vid];
         if (v.tenant == j.tenant || v.status != job_status::running || v.resized_at == now) continue;
         if (borrowed[static_cast<size_t>(v.tenant)] <= 0) continue;
-        if (std::any_of(b.victims.begin(), b.victims.end(), [&](auto& x) { return x.job == vid; })) continue;
+        if (made.stopped(vid)) continue;
         base_of(v, p, scratch);
         int here = 0;
         for (auto& [vs, w] : scratch)
@@ -93,8 +90,8 @@ void own_quota_growth(const cluster_ledger& l, const policy_spec& p, const plann
     room[t] -= target - std::max(j.min_workers, std::min(j.workers, want));
     for (auto vid : res.victims) {
       auto& v = l.jobs[vid];
-      b.victims.push_back({vid, why(l, vid, id, borrowed[static_cast<size_t>(v.tenant)])});
-      drop_plan(vid);
+      made.victims.push_back({vid, why(l, vid, id, borrowed[static_cast<size_t>(v.tenant)])});
+      drop_plan(vid, made);
       base_of(v, p, scratch);
       view.give(scratch);
       hard.give(v.alloc);
@@ -108,10 +105,10 @@ void own_quota_growth(const cluster_ledger& l, const policy_spec& p, const plann
     // job's own extra workers' GPUs, which it now needs again).
     auto& f = hard.at_mut(sid);
     f = std::min(f - std::max(0, target - j.workers), view.at(sid));
-    auto it = std::find_if(b.plans.begin(), b.plans.end(), [&](auto& e) { return !e.started && e.job == id; });
-    if (it == b.plans.end()) {
-      b.plans.push_back(elastic_plan{id, b.spare_alloc(), j.alloc_type, j.workers, false, b.spare_alloc()});
-      it = b.plans.end() - 1;
+    auto it = std::find_if(made.plans.begin(), made.plans.end(), [&](auto& e) { return !e.started && e.job == id; });
+    if (it == made.plans.end()) {
+      made.plans.push_back(elastic_plan{id, made.spare_alloc(), j.alloc_type, j.workers, false, made.spare_alloc()});
+      it = made.plans.end() - 1;
       base_of(j, p, it->base);
     }
     it->final.assign(it->base.begin(), it->base.end());
