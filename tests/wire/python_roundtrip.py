@@ -88,6 +88,15 @@ EXPECTED = [
               "hold": "draining", "reason": "disk swap"},
      "mode": "training", "jobs": [{"job_id": 1, "name": "a", "workers": 2, "ranks": [0, 3]}],
      "heard_s": 0.5, "address": "10.0.0.3", "agent_version": "0.14.0"},
+    {"type": "history_request", "since_us": 1790000000000000, "users": ["alice", "bob"], "tenants": [],
+     "outcomes": ["done", "running"], "after": 4096, "limit": 500},
+    {"type": "history_reply",
+     "jobs": [{"job_id": 7, "name": "bert", "user": "alice", "tenant": "vision", "state": "ended",
+               "outcome": "failed", "submit_us": 1790000000000000, "start_us": 1790000030000000,
+               "end_us": 1790000090500000, "wait_s": 30.0, "gpus": 4, "exits": "0:1 1:sig15", "attempts": 2},
+              {"job_id": 9, "name": "queued-one", "user": "", "tenant": "", "state": "queued",
+               "submit_us": 1790000100000000, "wait_s": 12.5, "gpus": 2, "exits": "", "attempts": 0}],
+     "next_after": 9},
 ]
 
 
