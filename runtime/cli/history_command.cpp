@@ -76,7 +76,7 @@ std::vector<live::history_row> ask_history(const live::client_options& o, const 
     }
     if (!r->next_after) return std::nullopt;
     // Each page starts past the last: a reply that does not move on would loop for ever.
-    if (*r->next_after <= q.after.value_or(0))
+    if (q.after && *r->next_after <= *q.after)
       throw input_error(fmt::format("history: {}:{} gave a page that does not move on (next after job {})", o.host,
                                     o.port, *r->next_after));
     q.after = r->next_after;

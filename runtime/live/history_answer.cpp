@@ -71,11 +71,14 @@ size_t encoded_bytes(const wire::history_job& j) {
 wire::history_reply answer_history(const state_journal& journal, const wire::history_request& q) {
   auto f = filter_of(q);
   wire::history_reply reply;
-  const auto after = q.after.value_or(0);
-  if (after >= std::numeric_limits<uint32_t>::max()) return reply;  // no job id is above it
+  std::optional<uint32_t> after;
+  if (q.after) {
+    if (*q.after >= std::numeric_limits<uint32_t>::max()) return reply;  // no job id is above it
+    after = static_cast<uint32_t>(*q.after);
+  }
   size_t limit = std::min<size_t>(q.limit.value_or(history_page_rows), history_page_rows);
   limit = std::max<size_t>(limit, 1);
-  auto rows = journal.history_page(f, static_cast<uint32_t>(after), limit);
+  auto rows = journal.history_page(f, after, limit);
   size_t bytes = 0;
   for (auto& r : rows) {
     auto j = job_of(r);

@@ -125,8 +125,9 @@ std::string in_list(const char* col, const std::set<std::string>& values, std::v
 
 
 
-/// The rows of `f` with ids above `after`, at most `limit` (0: all), from an open file.
-std::vector<history_row> select_history(const reader& r, const history_filter& f, uint32_t after, size_t limit) {
+/// The rows of `f` with ids above `after` (none: from the first), at most `limit` (0: all), from an open file.
+std::vector<history_row> select_history(const reader& r, const history_filter& f, std::optional<uint32_t> after,
+                                       size_t limit) {
   auto clock = clock_of(r);
   std::vector<std::string> binds;
   std::string sql = "SELECT id, name, user, tenant, state, outcome, submit_us, start_us, end_us, queued_s, gpus, "
@@ -150,7 +151,7 @@ std::vector<history_row> select_history(const reader& r, const history_filter& f
   }
   if (f.since_us) sql += " AND end_us >= ?";
   if (f.until_us) sql += " AND submit_us <= ?";
-  if (after > 0) sql += fmt::format(" AND id > {}", after);
+  if (after) sql += fmt::format(" AND id > {}", *after);
   sql += " ORDER BY id";
   if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
   std::vector<history_row> out;
@@ -187,11 +188,11 @@ std::vector<history_row> select_history(const reader& r, const history_filter& f
 std::vector<history_row> read_history(const std::string& path, const history_filter& f) {
   reader r{path};
   open(r);
-  return select_history(r, f, 0, 0);
+  return select_history(r, f, std::nullopt, 0);
 }
 
-std::vector<history_row> query_history(sqlite3* db, const std::string& path, const history_filter& f, uint32_t after,
-                                       size_t limit) {
+std::vector<history_row> query_history(sqlite3* db, const std::string& path, const history_filter& f,
+                                       std::optional<uint32_t> after, size_t limit) {
   reader r{path, db, false};
   return select_history(r, f, after, limit);
 }

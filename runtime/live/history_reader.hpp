@@ -6,6 +6,7 @@
 /// (query_history, state_journal::history_page).
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,10 @@ namespace aryl::live {
 std::vector<history_row> read_history(const std::string& path, const history_filter& f);
 
 /// A page of the same from a connection already open on the state file `path` (serve's own,
-/// state_journal::history_page): the jobs `f` keeps with an id above `after`, at most `limit`
+/// state_journal::history_page): the jobs `f` keeps with an id above `after` (none: from the
+/// first), at most `limit`
 /// of them (0: every one), by id. Throws aryl::input_error naming the file.
-std::vector<history_row> query_history(sqlite3* db, const std::string& path, const history_filter& f, uint32_t after,
-                                       size_t limit);
+std::vector<history_row> query_history(sqlite3* db, const std::string& path, const history_filter& f,
+                                       std::optional<uint32_t> after, size_t limit);
 
 } // namespace aryl::live

@@ -59,7 +59,8 @@ void state_journal::put_history(const std::vector<saved_job>& jobs) {
   });
 }
 
-std::vector<history_row> state_journal::history_page(const history_filter& f, uint32_t after, size_t limit) const {
+std::vector<history_row> state_journal::history_page(const history_filter& f, std::optional<uint32_t> after,
+                                                     size_t limit) const {
   return query_history(db_, path_, f, after, limit);
 }
 

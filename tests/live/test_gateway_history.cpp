@@ -124,6 +124,15 @@ TEST_CASE("history over the wire: pages of any size give every job once, in id o
   CHECK(pages == 3);
 }
 
+TEST_CASE("history over the wire: a page of one job moves on from job 0") {
+  history_fixture f(5);
+  wire::history_request one;
+  one.limit = 1;
+  int pages = 0;
+  CHECK(f.ids(one, &pages) == range(0, 5));
+  CHECK(pages == 6);  // a job a page, then an empty last one
+}
+
 TEST_CASE("history over the wire: a page carries the row's fields on the wall clock, and no command") {
   history_fixture f(3);
   auto reply = ask(f.client(), wire::history_request{}, true);
