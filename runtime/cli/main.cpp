@@ -417,6 +417,7 @@ int main(int argc, char** argv) {
 
   aryl::cli::history_flags hf;
   auto* history_cmd = aryl::cli::add_history_command(app, hf);
+  client_flags(history_cmd);
 
   try {
     app.parse(argc, argv);
@@ -447,7 +448,16 @@ int main(int argc, char** argv) {
     if (*sim) return simulate(sf);
     if (*history_cmd) {
       auto now = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch());
-      return aryl::cli::run_history(hf, now.count(), std::cout);
+      if (!hf.file.empty())
+        for (auto* flag : {"--host", "--port", "--token-file", "--tls-ca", "--tls-cert", "--tls-key"})
+          if (history_cmd->count(flag) > 0)
+            throw aryl::input_error(fmt::format("history: {} is for asking serve; --state/--db reads the file "
+                                                "instead: give one or the other",
+                                                flag));
+      return aryl::cli::run_history(hf, now.count(), std::cout, [&] {
+        connect_to(history_cmd);
+        return co;
+      });
     }
     if (*serve) {
       aryl::live::stamped_log stamped(std::cerr.rdbuf());

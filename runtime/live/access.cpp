@@ -10,13 +10,13 @@ namespace {
 
 constexpr std::string_view action_names[] = {"submit", "cancel", "show",      "logs",    "status",
                                              "node",   "demand", "token",     "show-node", "register",
-                                             "hold",   "release", "update"};
+                                             "hold",   "release", "update", "history"};
 
 /// The same, as a refusal says it.
 constexpr std::string_view action_texts[] = {"submit jobs", "cancel", "show", "read the logs of", "read status",
                                              "cordon, drain or resume servers", "set the inference demand",
                                              "manage identities", "show a node", "register a node",
-                                             "hold", "release", "update"};
+                                             "hold", "release", "update", "read the job history"};
 
 bool own_job_action(action a) {
   return a == action::cancel || a == action::show || a == action::logs || a == action::hold || a == action::release ||
@@ -26,10 +26,13 @@ bool own_job_action(action a) {
 bool role_may(role r, action a) {
   switch (r) {
     case role::admin: return a != action::register_node;
-    // A node's detail names its jobs and ranks, never their commands: anyone who may read status.
-    case role::user: return a == action::submit || a == action::status || a == action::show_node || own_job_action(a);
+    // A node's detail names its jobs and ranks, and history its jobs, never their commands:
+    // anyone who may read status.
+    case role::user:
+      return a == action::submit || a == action::status || a == action::show_node || a == action::history ||
+             own_job_action(a);
     case role::agent: return a == action::register_node;
-    case role::reader: return a == action::status || a == action::show_node;
+    case role::reader: return a == action::status || a == action::show_node || a == action::history;
   }
   return false;
 }

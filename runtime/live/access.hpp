@@ -13,7 +13,7 @@ namespace aryl::live {
 
 /// The requests a peer makes, as the audit log names them.
 enum class action {
-  submit, cancel, show, logs, status, node_order, demand, tokens, show_node, register_node, hold, release, update
+  submit, cancel, show, logs, status, node_order, demand, tokens, show_node, register_node, hold, release, update, history
 };
 
 std::string_view action_name(action a);

@@ -249,6 +249,19 @@ std::optional<wire::message> ask(const client_options& o, const wire::message& r
   return reply;
 }
 
+void ask_each(const client_options& o, const wire::message& first,
+              const std::function<std::optional<wire::message>(const wire::message& reply)>& next) {
+  checked_frame(first);
+  connection c(o);
+  greet(c, o);
+  std::optional<wire::message> request = first;
+  while (request) {
+    c.send(*request);
+    request = next(c.receive());
+  }
+  c.send(wire::bye{});
+}
+
 void print_status(std::ostream& out, const wire::status_reply& s, const std::vector<std::string>& ids) {
   // User and tenant columns only where some job has one: a cluster without identities or
   // tenants reads as before.

@@ -50,6 +50,12 @@ endpoint resolve_endpoint(const std::string& command, const std::string& host, s
 /// limit (wire::default_max_frame_bytes; the message names the limit and what to shrink).
 std::optional<wire::message> ask(const client_options& o, const wire::message& request, bool expect_reply);
 
+/// Sends `first`, then each request `next` makes of the reply before it, on one connection,
+/// until `next` returns none (a client that pages through an answer: `aryl history`). Throws
+/// as ask does; and what `next` throws.
+void ask_each(const client_options& o, const wire::message& first,
+              const std::function<std::optional<wire::message>(const wire::message& reply)>& next);
+
 /// Cancels a job and returns what it did, one line ("cancelled job 7 (train): it was running
 /// on 4 workers, stopped"); throws aryl::input_error with the scheduler's reason (naming the
 /// job) if it refuses.

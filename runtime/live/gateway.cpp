@@ -233,6 +233,11 @@ void gateway::close() {
     p->io.stop();
   });
   impl_->thread.join();
+  // A page being read finishes; none begins. Its answer goes nowhere: the io has stopped.
+  if (impl_->history_pool) {
+    impl_->history_pool->stop();
+    impl_->history_pool->join();
+  }
   if (impl_->reserve_fd >= 0) ::close(impl_->reserve_fd);
   impl_->reserve_fd = -1;
 }

@@ -110,6 +110,10 @@ struct gateway_options {
   /// Every job's spec, history and end, for `show` and `status --all`; null: only active
   /// jobs are known (the scheduler's status), and `show` is refused.
   std::shared_ptr<job_book> book;
+  /// `aryl history` (history_request): a page of the state file's history, read on a thread
+  /// of the gateway's own, never the network thread; throws aryl::input_error (the client is
+  /// told why). Unset: serve keeps no state file, and history is refused saying so.
+  std::function<wire::history_reply(const wire::history_request&)> history;
 };
 
 /// A machine whose agent joined (gateway_options::join).

@@ -3,7 +3,8 @@
 /// launches), gateway_waits.cpp (what its callers wait for), gateway_listener.cpp (accepting,
 /// caps), gateway_session.cpp (one peer's connection), gateway_status.cpp (status and show
 /// requests, answered asynchronously), gateway_orders.cpp (submits and cancels, likewise),
-/// gateway_nodes.cpp (the inventory while a run goes on). Included by those only.
+/// gateway_nodes.cpp (the inventory while a run goes on), gateway_history.cpp (`aryl history`).
+/// Included by those only.
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange
 
 #include <boost/asio.hpp>
@@ -169,6 +170,16 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   std::shared_ptr<session> take_waiting(uint64_t ask);
 
   log_relay logs;  ///< `aryl logs` (network thread only)
+
+  // `aryl history` (gateway_history.cpp): pages read on a thread of their own (made at the
+  // first request), one at a time; the connections waiting, by ask number (network thread
+  // only). Declared after io: it is stopped and joined first (close does it already).
+  std::optional<asio::thread_pool> history_pool;
+  std::map<uint64_t, std::shared_ptr<session>> history_waiting;
+  uint64_t history_asks = 0;
+  /// Reads the page `q` asks for off the network thread and answers `who` with it (or the
+  /// reason it cannot: no state file, a bad outcome, an unreadable file).
+  void history_for(const std::shared_ptr<session>& who, wire::history_request q);
 
   std::mutex m;  // guards what follows: the network thread and the caller share it
   std::condition_variable registered_cv;

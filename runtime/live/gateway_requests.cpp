@@ -297,6 +297,11 @@ void session::on_client(const wire::message& msg) {
     awaiting_answer_ = true;
     return g_->ask_status({shared_from_this(), gateway::impl::status_wait::kind::show_node, 0, q->server});
   }
+  if (auto* q = std::get_if<wire::history_request>(&msg)) {
+    if (!allowed(action::history, "")) return;
+    awaiting_answer_ = true;
+    return g_->history_for(shared_from_this(), *q);
+  }
   if (auto* q = std::get_if<wire::logs_request>(&msg)) {
     if (!allowed_on_job(action::logs, q->job_id)) return;
     return ask_log(*q);

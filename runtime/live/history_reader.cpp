@@ -18,13 +18,17 @@ namespace {
 struct reader {
   std::string path;
   sqlite3* db = nullptr;
-  ~reader() { sqlite3_close(db); }
+  bool owned = true;  ///< false: serve's journal connection, closed by the journal
+  ~reader() {
+    if (owned) sqlite3_close(db);
+  }
 
   [[noreturn]] void fail(const std::string& what) const {
     auto code = db ? sqlite3_errcode(db) : SQLITE_OK;
     if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
-      throw input_error(fmt::format("{}: held by a running `aryl serve` (serve holds its state file while it runs); "
-                                    "history reads it once serve has stopped",
+      throw input_error(fmt::format("{}: held by a running `aryl serve` (serve holds its state file while it runs): "
+                                    "ask serve instead: run `aryl history` without --state, with --port (or ARYL_ADDR) "
+                                    "and the token as for `aryl status`",
                                     path));
     if (code == SQLITE_NOTADB)
       throw input_error(fmt::format("{}: not an aryl state file or simulation database ({})", path, what));
@@ -119,11 +123,11 @@ std::string in_list(const char* col, const std::set<std::string>& values, std::v
   return sql + ")";
 }
 
-} // namespace
 
-std::vector<history_row> read_history(const std::string& path, const history_filter& f) {
-  reader r{path};
-  open(r);
+
+/// The rows of `f` with ids above `after` (none: from the first), at most `limit` (0: all), from an open file.
+std::vector<history_row> select_history(const reader& r, const history_filter& f, std::optional<uint32_t> after,
+                                       size_t limit) {
   auto clock = clock_of(r);
   std::vector<std::string> binds;
   std::string sql = "SELECT id, name, user, tenant, state, outcome, submit_us, start_us, end_us, queued_s, gpus, "
@@ -147,7 +151,9 @@ std::vector<history_row> read_history(const std::string& path, const history_fil
   }
   if (f.since_us) sql += " AND end_us >= ?";
   if (f.until_us) sql += " AND submit_us <= ?";
+  if (after) sql += fmt::format(" AND id > {}", *after);
   sql += " ORDER BY id";
+  if (limit > 0) sql += fmt::format(" LIMIT {}", limit);
   std::vector<history_row> out;
   r.query(
       sql,
@@ -175,6 +181,20 @@ std::vector<history_row> read_history(const std::string& path, const history_fil
         out.push_back(std::move(h));
       });
   return out;
+}
+
+} // namespace
+
+std::vector<history_row> read_history(const std::string& path, const history_filter& f) {
+  reader r{path};
+  open(r);
+  return select_history(r, f, std::nullopt, 0);
+}
+
+std::vector<history_row> query_history(sqlite3* db, const std::string& path, const history_filter& f,
+                                       std::optional<uint32_t> after, size_t limit) {
+  reader r{path, db, false};
+  return select_history(r, f, after, limit);
 }
 
 } // namespace aryl::live

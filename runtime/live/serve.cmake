@@ -3,7 +3,8 @@
 find_package(SQLite3 REQUIRED)
 add_library(aryl_state_journal STATIC ${CMAKE_CURRENT_LIST_DIR}/state_journal.cpp
             ${CMAKE_CURRENT_LIST_DIR}/state_checks.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/history_table.cpp ${CMAKE_CURRENT_LIST_DIR}/state_journal_history.cpp)
+            ${CMAKE_CURRENT_LIST_DIR}/history_table.cpp ${CMAKE_CURRENT_LIST_DIR}/state_journal_history.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/history_reader.cpp)
 target_include_directories(aryl_state_journal PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(aryl_state_journal PUBLIC aryl_io PRIVATE SQLite::SQLite3 fmt::fmt nlohmann_json::nlohmann_json)
 
@@ -15,6 +16,7 @@ add_library(aryl_gateway STATIC ${CMAKE_CURRENT_LIST_DIR}/gateway.cpp ${CMAKE_CU
             ${CMAKE_CURRENT_LIST_DIR}/gateway_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_session.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_requests.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_status.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_orders.cpp ${CMAKE_CURRENT_LIST_DIR}/gateway_jobs.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/gateway_history.cpp
             ${CMAKE_CURRENT_LIST_DIR}/gateway_nodes.cpp ${CMAKE_CURRENT_LIST_DIR}/registration_checks.cpp
             ${CMAKE_CURRENT_LIST_DIR}/submit_limits.cpp
             ${CMAKE_CURRENT_LIST_DIR}/job_book.cpp
@@ -39,6 +41,7 @@ add_library(aryl_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/serve.cpp
             ${CMAKE_CURRENT_LIST_DIR}/job_file.cpp
             ${CMAKE_CURRENT_LIST_DIR}/metrics.cpp ${CMAKE_CURRENT_LIST_DIR}/serve_state.cpp
             ${CMAKE_CURRENT_LIST_DIR}/node_holds.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/history_answer.cpp
             ${CMAKE_CURRENT_LIST_DIR}/client_config.cpp ${CMAKE_CURRENT_LIST_DIR}/listen_policy.cpp)
 target_include_directories(aryl_serve PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(aryl_serve PUBLIC aryl_driver aryl_gateway aryl_wire aryl_state_journal

@@ -17,6 +17,7 @@
 #include "solvers/input_error.hpp"
 #include "runtime/inputs/load_inputs.hpp"
 #include "runtime/live/gateway.hpp"
+#include "runtime/live/history_answer.hpp"
 #include "runtime/live/listen_policy.hpp"
 #include "runtime/live/metrics.hpp"
 #include "runtime/live/serve_state.hpp"
@@ -233,6 +234,9 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   world.on_event = [book](const event_record& e) { book->event(e); };
   world.on_job = [book](const job_record& r) { book->ended(r); };
   g.book = book;
+  // `aryl history` while serve runs: from the state file, through the journal's connection.
+  if (state.journal)
+    g.history = [journal = state.journal](const wire::history_request& q) { return answer_history(*journal, q); };
   gateway net(g, log);
 
   if (state.journal) state.journal->watch_troubles(log);

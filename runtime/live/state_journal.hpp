@@ -10,6 +10,7 @@
 #include <string>
 
 #include "actors/state_records.hpp"
+#include "runtime/live/history_view.hpp"
 
 struct sqlite3;
 
@@ -71,6 +72,11 @@ class state_journal : public state_sink {
   /// A simulation's database (`aryl simulate --db`): history reads it, serve refuses it.
   void mark_simulated();
   bool simulated() const;
+  /// `aryl history` asked of serve (history_request): the jobs `f` keeps with an id above
+  /// `after` (none: from the first), at most `limit`, read through this journal's own connection (no other can read
+  /// the file while it holds it). Safe from any thread: the connection is serialized (SQLite's
+  /// FULLMUTEX), and each page is one bounded statement. Throws aryl::input_error.
+  std::vector<history_row> history_page(const history_filter& f, std::optional<uint32_t> after, size_t limit) const;
   /// The audit lines journaled, oldest first.
   std::vector<std::string> audit_lines() const;
 

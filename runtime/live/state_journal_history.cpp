@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "runtime/live/history_reader.hpp"
 #include "runtime/live/history_table.hpp"
 #include "runtime/live/state_journal.hpp"
 #include "solvers/input_error.hpp"
@@ -56,6 +57,11 @@ void state_journal::put_history(const std::vector<saved_job>& jobs) {
       fail(e.what());
     }
   });
+}
+
+std::vector<history_row> state_journal::history_page(const history_filter& f, std::optional<uint32_t> after,
+                                                     size_t limit) const {
+  return query_history(db_, path_, f, after, limit);
 }
 
 void state_journal::mark_simulated() { put_meta("simulated", "1"); }

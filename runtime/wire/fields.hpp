@@ -350,6 +350,40 @@ void fields(A& a, T& m) {
   a("text", m.text);
 }
 
+template <class A, is<history_request> T>
+void fields(A& a, T& m) {
+  a("since_us", m.since_us);
+  a("until_us", m.until_us);
+  a("users", m.users);
+  a("tenants", m.tenants);
+  a("outcomes", m.outcomes);
+  a("after", m.after);
+  a("limit", m.limit);
+}
+
+template <class A, is<history_job> T>
+void fields(A& a, T& m) {
+  a("job_id", m.job_id);
+  a("name", m.name);
+  a("user", m.user);
+  a("tenant", m.tenant);
+  a("state", m.state);
+  a("outcome", m.outcome);
+  a("submit_us", m.submit_us);
+  a("start_us", m.start_us);
+  a("end_us", m.end_us);
+  a("wait_s", m.wait_s);
+  a("gpus", m.gpus);
+  a("exits", m.exits);
+  a("attempts", m.attempts);
+}
+
+template <class A, is<history_reply> T>
+void fields(A& a, T& m) {
+  a("jobs", m.jobs);
+  a("next_after", m.next_after);
+}
+
 /// Wire names of enum values, indexed by the enum's value.
 inline constexpr std::string_view peer_role_names[] = {"agent", "client"};
 inline constexpr std::string_view pool_kind_names[] = {"training", "inference"};

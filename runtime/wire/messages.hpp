@@ -580,6 +580,59 @@ struct token_reply {
   bool operator==(const token_reply&) const = default;
 };
 
+/// Client -> scheduler: a page of the jobs the state file's history table holds (`aryl history`
+/// against a running serve; docs/live.md, "Job history"), filtered as the command's flags.
+/// The client asks again from the reply's `next_after` until a reply has none.
+struct history_request {
+  static constexpr std::string_view type = "history_request";
+  /// Jobs that ended at or after this time (unix µs), and jobs not ended.
+  std::optional<uint64_t> since_us;
+  /// Jobs submitted at or before this time (unix µs).
+  std::optional<uint64_t> until_us;
+  /// Each list left empty keeps every job: submitters, tenants, and outcomes (done, failed,
+  /// timeout, node_lost, cancelled, or queued, running for jobs not ended).
+  std::vector<std::string> users;
+  std::vector<std::string> tenants;
+  std::vector<std::string> outcomes;
+  /// Only jobs with an id above this one (the previous reply's next_after); absent: from the first.
+  std::optional<uint64_t> after;
+  /// Most jobs in the reply; the scheduler answers fewer (its own cap, and a frame's bytes).
+  std::optional<uint32_t> limit;
+  bool operator==(const history_request&) const = default;
+};
+
+/// One job in a history_reply: the state file's row, never its command or environment.
+struct history_job {
+  uint64_t job_id = 0;
+  std::string name;
+  std::string user;
+  std::string tenant;
+  /// queued, running or ended.
+  std::string state;
+  /// An ended job: done, failed, timeout, node_lost or cancelled; absent: not ended.
+  std::optional<std::string> outcome;
+  /// Times on the wall clock (unix µs); start absent: it never had workers; end: not ended.
+  uint64_t submit_us = 0;
+  std::optional<uint64_t> start_us;
+  std::optional<uint64_t> end_us;
+  /// Time queued, each wait after a preemption included.
+  double wait_s = 0;
+  uint32_t gpus = 0;
+  /// How the last attempt's workers ended, by rank ("0:0 1:sig15").
+  std::string exits;
+  uint32_t attempts = 0;
+  bool operator==(const history_job&) const = default;
+};
+
+/// Scheduler -> client: a page of history, by job id.
+struct history_reply {
+  static constexpr std::string_view type = "history_reply";
+  std::vector<history_job> jobs;
+  /// More may follow: ask again with `after` set to this (the last job's id); absent: done.
+  std::optional<uint64_t> next_after;
+  bool operator==(const history_reply&) const = default;
+};
+
 /// Either side: why the sender is closing the connection (one line, for the peer's log).
 struct error {
   static constexpr std::string_view type = "error";
@@ -601,7 +654,8 @@ using message = std::variant<hello, hello_ok, register_, heartbeat, launch, stop
                              submit, submit_ok, cancel, status_request, status_reply, demand,
                              error, bye, show_request, show_reply, shutdown, logs_request, log_fetch,
                              log_chunk, logs_reply, node_request, node_reply, token_request,
-                             token_reply, show_node_request, show_node_reply, job_request, job_reply>;
+                             token_reply, show_node_request, show_node_reply, job_request, job_reply,
+                             history_request, history_reply>;
 
 /// The wire type of `m` ("hello", "register", ...).
 std::string_view type_of(const message& m);

@@ -123,16 +123,17 @@ TEST_CASE("identities: names follow the rules of Unix user names") {
 
 TEST_CASE("roles: every role and action, against the table of docs/security.md") {
   // admin: all but register; user: submit, status, show node, own cancel/show/logs; agent:
-  // register; reader: status, show node.
+  // register; reader: status, show node. History: whoever may read status.
   const std::map<role, std::set<action>> may = {
       {role::admin, {action::submit, action::cancel, action::show, action::logs, action::status, action::node_order,
-                     action::demand, action::tokens, action::show_node}},
-      {role::user, {action::submit, action::cancel, action::show, action::logs, action::status, action::show_node}},
+                     action::demand, action::tokens, action::show_node, action::history}},
+      {role::user, {action::submit, action::cancel, action::show, action::logs, action::status, action::show_node,
+                    action::history}},
       {role::agent, {action::register_node}},
-      {role::reader, {action::status, action::show_node}},
+      {role::reader, {action::status, action::show_node, action::history}},
   };
   for (auto r : {role::admin, role::user, role::agent, role::reader})
-    for (int a = 0; a <= static_cast<int>(action::register_node); ++a) {
+    for (int a = 0; a <= static_cast<int>(action::history); ++a) {
       auto act = static_cast<action>(a);
       principal p{"alice", r, false};
       const bool allowed = may.at(r).count(act) > 0;

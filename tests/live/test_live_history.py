@@ -11,8 +11,11 @@ submitted; serve is killed with -9 while e runs and started again on the same fi
 After the restart f (2 s) is submitted and ends done, e is cancelled; serve is stopped with
 SIGTERM.
 
-Checks: while serve runs, history refuses the file it holds, naming it (exit 2); after it
-stopped, history lists jobs 0..4 once each with their outcomes (a, b done, c timeout, e
+Checks: while serve runs, history refuses the file it holds, naming it and saying to ask serve
+(exit 2); after the restart, while serve runs, history without --state asks serve (the usual
+--port and token) and lists jobs 0..4 from before and after the restart, filtered by user,
+tenant and outcome, the same with a forced page of one job as in one page, and --state with
+--port is refused; after it stopped, history lists jobs 0..4 once each with their outcomes (a, b done, c timeout, e
 cancelled, f done), the trace's users and tenants; --user ana lists a and c; --tenant nlp b
 and c; --outcome timeout,CA c and e; --until the restart lists the jobs submitted before it
 (0..3), --since the restart the jobs that ended after it (e, f); --json and --csv carry the
@@ -42,6 +45,33 @@ DEADLINE_S = 120
 
 def iso(t):
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))
+
+
+def ask_serve(bed, state):
+    """History asked of the running serve (after the restart): its own file's rows, filtered,
+    paged; --state with --port is refused."""
+    def listed(*flags):
+        r = bed.client("history", "--json", "--format", "id,name,user,outcome", *flags)
+        if not check(r.returncode == 0, f"history {' '.join(flags)} asks serve ({r.stderr.strip()})"):
+            return None
+        return [(j["id"], j["name"], j["user"], j["outcome"]) for j in json.loads(r.stdout)["jobs"]]
+
+    every = listed()
+    check(every == [(0, "a", "ana", "done"), (1, "b", "bo", "done"), (2, "c", "ana", "timeout"),
+                    (3, "e", None, "cancelled"), (4, "f", None, "done")],
+          f"serve answers history with the jobs from before and after the restart ({every})")
+    check(listed("--page-size", "1") == every, "a page of one job at a time gives the same rows as one page")
+    got = listed("--user", "ana", "--page-size", "1")
+    check(got == [(0, "a", "ana", "done"), (2, "c", "ana", "timeout")], f"--user ana asks serve for a and c ({got})")
+    got = listed("--tenant", "nlp", "--outcome", "TO")
+    check(got == [(2, "c", "ana", "timeout")], f"--tenant nlp --outcome TO asks serve for c ({got})")
+    r = bed.client("history", "--csv", "--format", "id,outcome", "--page-size", "2")
+    check(r.returncode == 0 and r.stdout == "id,outcome\n0,done\n1,done\n2,timeout\n3,cancelled\n4,done\n",
+          f"--csv over the wire, paged by 2 ({r.stdout!r})")
+    r = bed.client("history", "--state", state)
+    check(r.returncode == 2 and r.stderr.startswith("aryl: history: --port is for asking serve; --state/--db reads "
+                                                    "the file instead") and r.stderr.count("\n") == 1,
+          f"--state with --port is refused ({r.stderr.strip()})")
 
 
 def run(a, work, procs):
@@ -79,7 +109,8 @@ def run(a, work, procs):
         return [bed.port]
     held = history()
     check(held.returncode == 2 and held.stderr.strip() == f"aryl: {state}: held by a running `aryl serve` (serve "
-          "holds its state file while it runs); history reads it once serve has stopped",
+          "holds its state file while it runs): ask serve instead: run `aryl history` without --state, with --port "
+          "(or ARYL_ADDR) and the token as for `aryl status`",
           f"history refuses the file a running serve holds, naming it ({held.stderr.strip()})")
     # The restart's second (history's times are whole seconds) after every submit and end before it.
     time.sleep(1.1)
@@ -96,6 +127,7 @@ def run(a, work, procs):
     r = bed.client("cancel", "3")
     check(r.returncode == 0, f"e is cancelled ({r.stderr.strip()})")
     check(wait_for(lambda: ended(3), 20, "e to end"), "e ends cancelled")
+    ask_serve(bed, state)
     bed.stop(serve)
 
     def rows(*flags):

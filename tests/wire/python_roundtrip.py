@@ -93,6 +93,15 @@ EXPECTED = [
      "time_limit_s": 3600.0, "min_workers": 2, "max_workers": 8, "expected_duration_s": 1800.5,
      "after": "41:notok"},
     {"type": "job_reply", "job_id": 42, "text": "job 42_7 updated"},
+    {"type": "history_request", "since_us": 1790000000000000, "users": ["alice", "bob"], "tenants": [],
+     "outcomes": ["done", "running"], "after": 4096, "limit": 500},
+    {"type": "history_reply",
+     "jobs": [{"job_id": 7, "name": "bert", "user": "alice", "tenant": "vision", "state": "ended",
+               "outcome": "failed", "submit_us": 1790000000000000, "start_us": 1790000030000000,
+               "end_us": 1790000090500000, "wait_s": 30.0, "gpus": 4, "exits": "0:1 1:sig15", "attempts": 2},
+              {"job_id": 9, "name": "queued-one", "user": "", "tenant": "", "state": "queued",
+               "submit_us": 1790000100000000, "wait_s": 12.5, "gpus": 2, "exits": "", "attempts": 0}],
+     "next_after": 9},
 ]
 
 
