@@ -199,6 +199,8 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.allow_root_jobs = c.allow_root_jobs;
   g.master_port_first = static_cast<uint16_t>(c.master_port_first);
   g.master_port_count = static_cast<uint16_t>(std::min(c.master_port_count, 65536 - c.master_port_first));
+  g.rdzv_endpoint = c.rdzv_endpoint;
+  g.rdzv_last_call_s = c.rdzv_last_call_s;
   g.submit_limits = {static_cast<size_t>(c.max_active_submits), static_cast<size_t>(c.max_active_submits_per_address),
                      static_cast<size_t>(c.max_submit_bytes), c.submits_per_s};
   // The simulation's detection delay (faults.heartbeat_s x faults.missed_heartbeats simulated
