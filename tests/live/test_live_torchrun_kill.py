@@ -21,7 +21,8 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from live_harness import check, environ, main, read, wait_for  # noqa: E402
-from torchrun_bed import has_torch, history, new_bed, resumed_checks, start_store, steps_at, train_command  # noqa: E402
+from torchrun_bed import (has_torch, history, new_bed, resumed_checks, start_agent, start_store, steps_at,  # noqa: E402
+                          train_command)
 
 
 def machine_processes(folder):
@@ -41,18 +42,21 @@ def run(a, work, procs):
         return None
     serve = bed.serve(["--no-workload", "--servers", "2", "--set", "cluster.training.gpus_per_server=2",
                        "--set", "cluster.inference.servers=0", "--speedup", "1",
+                       # Its floor is its minimum: the scheduler may shrink it onto one machine.
+                       "--set", "scheduler.elastic_floor=min", "--set", "scheduler.min_extra_efficiency=0.5",
                        "--set", f"live.rdzv_endpoint={store}"])
     if not serve:
         return None
-    bed.agent("t0", 2)
-    t1 = bed.agent("t1", 2)
+    start_agent(bed, "t0", 2)
+    t1 = start_agent(bed, "t1", 2)
     if not bed.run_starts():
         return [bed.port]
-    job = bed.submit("--name", "elastic", "--gpus", "2", "--min-workers", "2", "--max-workers", "4",
-                     "--duration", "120", *train_command(a, steps=1400))
+    job = bed.submit("--name", "elastic", "--gpus", "4", "--min-workers", "2", "--max-workers", "4",
+                     "--duration", "300", *train_command(a, steps=2400))
     if not check(isinstance(job, int), f"the torchrun job is taken ({job})"):
         return [bed.port]
-    if not check(wait_for(lambda: steps_at(bed, job, 4, count=3), 150, "training at world size 4"),
+    # Past its first checkpoint (every 50 steps), which the survivor resumes from.
+    if not check(wait_for(lambda: steps_at(bed, job, 4, count=7), 150, "training at world size 4"),
                  "the job trains with 4 workers, a torchrun node on t0 and one on t1"):
         return [bed.port]
     killed_at = history(bed, job)[-1]["time"]
@@ -68,8 +72,9 @@ def run(a, work, procs):
           f"t1's agent and its {len(victims) - 1} process(es) are killed")
     check(wait_for(lambda: steps_at(bed, job, 2, after=killed_at, count=2), 150, "training at world size 2"),
           "the job trains on with 2 workers on t0")
-    check(wait_for(lambda: re.search(r"scheduler lost server=t1", bed.events()) is not None or
-                   "lost server=t1" in bed.events(), 90, "the scheduler to lose t1"), "the scheduler loses t1")
+    again = next((e for e in history(bed, job) if e["kind"] == "start" and e["time"] > killed_at), None)
+    if again:
+        print(f"t0's node trained again {again['time'] - killed_at:.1f} s after t1's last logged step", flush=True)
     check(wait_for(lambda: any(e["kind"] == "done" for e in history(bed, job)), 300, "the job's end"),
           "the script trains to its last step")
     check(wait_for(lambda: bed.idle(), 60, "the job to end"), "the job ends")
@@ -77,6 +82,7 @@ def run(a, work, procs):
 
     resumed_checks(history(bed, job), [4, 2])
     events = bed.events()
+    check(re.search(r"scheduler lost server=t1 ", events) is not None, "the scheduler lost t1")
     check(re.search(rf"scheduler rescale job-{job} workers=2 .*shrinks onto its survivors", events) is not None,
           "the scheduler shrinks the job onto its survivor")
     nodes = re.findall(r"launch job \d+ torchrun node (\d+)", read(os.path.join(bed.dir, "serve.log")))
