@@ -3,8 +3,8 @@
 
 It reads only the standard environment (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK),
 which torchrun and aryl's agents both set, and keeps its checkpoint in CHECKPOINT_DIR (default:
-./checkpoint, the working directory being the job's own folder on each machine under aryl),
-resuming from it when it is there. A toy regression on CPU (gloo) or GPU (nccl), the same math
+./checkpoint in the working directory: under aryl the job's own folder on each machine where jobs
+run as their users, else the agent's), resuming from it when it is there. A toy regression on CPU (gloo) or GPU (nccl), the same math
 at any world size.
 
 Machines need not share a folder: every machine's LOCAL_RANK 0 saves the (replicated) model, and

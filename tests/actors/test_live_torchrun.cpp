@@ -6,6 +6,7 @@
 
 #include "actors/job.hpp"
 #include "actors/server.hpp"
+#include "solvers/cluster_ledger.hpp"
 #include "tests/actors/sim_fixture.hpp"
 
 using namespace aryl;

@@ -6,15 +6,18 @@ own checkpoint.
     test_live_torchrun.py --aryl BUILD/aryl --source SOURCE_DIR [--dir TMP]
 
 On loopback: scripts/rdzv_store.py (the c10d store, outside the job), serve with t0 (training,
-2 GPUs) and i0 (inference, 2 GPUs, V100 too), agents in separate work folders. With inference
-demand 0 the scheduler lends i0, and the job (2..4 workers, `torchrun --nnodes=1:2
---nproc_per_node=2 examples/torchrun/train.py`) runs 4 workers, a torchrun node on each machine.
-Demand 1 reclaims i0: aryl stops i0's node and leaves t0's running (TorchElastic restarts its
-workers at 2). Demand 0 lends i0 again: aryl starts a node there (TorchElastic restarts t0's
-workers, and the group is 4 again). The script's history, read from both agents' logs, must show
-world sizes 4, 2, 4 in order, each later launch resuming at the newest checkpoint, and the job
-must end done. Prints the restart cost of each change: from the scheduler's decision (events.log,
-at speedup 1 from the run's start) to the first start line and the first step at the new size.
+2 GPUs) and i0 (inference, 2 GPUs, V100 too), agents each in its own folder (their workers' working
+directory: no path shared). The job (2..4 workers, `torchrun --nnodes=1:2 --nproc_per_node=2
+examples/torchrun/train.py`) starts at 2 on t0 while i0 serves. Demand 0 lends i0: aryl starts a
+node there and TorchElastic restarts t0's workers in a group of 4. Demand 1 reclaims i0: aryl
+stops i0's node and leaves t0's running (its workers restart at 2). Demand 0 lends i0 again: 4.
+The script's history, read from both agents' logs, must show world sizes (2,) 4, 2, 4 in order,
+each later launch resuming at the newest checkpoint; the scheduler's decisions 2, 4, 2, 4; 3
+nodes started in all (t0's ran through every change); the job done. Prints the restart cost of
+each change: from the scheduler's decision (events.log, at speedup 1 from the run's start) to
+the first start line and the first step at the new size. The extra efficiency floor is lowered
+(scheduler.min_extra_efficiency=0.5): at the model's cross-server efficiency (0.66) the
+scheduler would not spread the job onto i0 at all.
 Exits 77 (skipped) where /usr/bin/python3 has no torch. Every process is stopped by its pid.
 """
 
