@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "actors/end_run_on_exception.hpp"
-#include "runtime/inputs/torchrun_command.hpp"
 
 namespace aryl {
 namespace {
@@ -214,8 +213,9 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
     if (auto g = std::exchange(st.ack_when_left, std::nullopt))
       self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, *g, st.progress.work_done});
   };
-  if (env->workers.follow_workers)
-    self->state.torchrun = is_torchrun(self->state.spec.command.empty() ? env->workers.command : self->state.spec.command);
+  if (env->workers.follow_workers && env->workers.node_per_server)
+    self->state.torchrun =
+        env->workers.node_per_server(self->state.spec.command.empty() ? env->workers.command : self->state.spec.command);
   return {
       [=](assign_atom, const job_assignment& a) {
         auto& st = self->state;

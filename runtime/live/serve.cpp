@@ -16,6 +16,7 @@
 #include "runtime/outputs/effective_config.hpp"
 #include "solvers/input_error.hpp"
 #include "runtime/inputs/load_inputs.hpp"
+#include "runtime/inputs/torchrun_command.hpp"
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/listen_policy.hpp"
 #include "runtime/live/metrics.hpp"
@@ -254,6 +255,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
     world.nodes.push_back(net.add_server(m.id, m.name, m.gpu_type, m.gpus,
                                          m.inference ? wire::pool_kind::inference : wire::pool_kind::training));
   world.workers.follow_workers = true;
+  world.workers.node_per_server = &is_torchrun;
   world.workers.speedup = c.speedup;
   world.workers.command = c.worker_command;
   // The run is said to start once its scheduler answers clients: a status asked right after

@@ -53,6 +53,7 @@ struct torchrun_fixture : sim_fixture {
     s.command = {"torchrun", "--nnodes=1:2", "--nproc_per_node=2", "train.py"};
     worker_settings w;
     w.follow_workers = true;
+    w.node_per_server = [](const std::vector<std::string>& c) { return !c.empty() && c[0] == "torchrun"; };
     job = sys->spawn(job_behavior, s,
                      job_env{tb, throughput_model{}, scheduler.address(), recorder, true, w,
                              std::make_shared<server_directory>(servers)});
