@@ -114,6 +114,109 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
     }
     if (a.ack) self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
   };
+  // Live mode, a torchrun job: starts a node on each server of `a` in `start` (all: a fresh
+  // start, with a rendezvous of its own), under the server's slot.
+  auto launch_nodes = [=](const job_assignment& a, const std::set<int>& start, bool fresh) {
+    auto& st = self->state;
+    if (fresh) {
+      st.node_slot.clear();
+      st.node_share.clear();
+      st.rdzv_epoch = a.generation;
+      st.rdzv_server = a.servers.empty() ? -1 : a.servers.front();
+    }
+    st.generation = a.generation;
+    st.workers = a.workers;
+    st.stopping = false;
+    st.exits.clear();
+    if (st.recovering && a.workers > 0) {
+      st.recovering = false;
+      self->send(env->recorder, lostwork_atom::value, 0.0, (env->tb.now(self) - st.recover_from).seconds());
+    }
+    double rate = work_rate(env->model, st.spec.gpus, a.workers, servers_spanned(a), a.type_speed) * env->workers.speedup;
+    std::map<int, int> share;
+    for (size_t i = 0; i < a.servers.size(); ++i) share[a.servers[i]] += a.server_workers[i];
+    st.node_share = share;
+    for (auto& [sid, workers] : share) {
+      if (!start.count(sid)) continue;
+      auto slot = st.node_slot.find(sid);
+      if (slot == st.node_slot.end()) {
+        uint32_t free = 0;
+        auto taken = [&](uint32_t k) {
+          if (st.live_ranks.count(k) || st.leaving.count(k)) return true;
+          for (auto& [s2, k2] : st.node_slot)
+            if (k2 == k) return true;
+          return false;
+        };
+        while (taken(free)) ++free;
+        slot = st.node_slot.emplace(sid, free).first;
+      }
+      launch_request r{st.spec.index, st.spec.name, a.generation, slot->second, workers,
+                       static_cast<uint32_t>(a.workers), st.spec.duration_s, rate,
+                       a.overhead_s / env->workers.speedup,
+                       st.spec.command.empty() ? env->workers.command : st.spec.command, st.decided_unix_ns,
+                       st.spec.user, st.rdzv_server, static_cast<uint32_t>(std::distance(share.begin(), share.find(sid))),
+                       static_cast<uint32_t>(share.size()), st.spec.array_job, st.spec.array_task,
+                       st.spec.array_count, true, static_cast<uint32_t>(st.spec.max_workers), st.rdzv_epoch};
+      st.live_ranks.insert(slot->second);
+      self->send(env->servers->at(static_cast<size_t>(sid)), launch_atom::value, std::move(r));
+    }
+  };
+  // Live mode, a torchrun job's new assignment: the nodes whose server keeps its share run on
+  // (TorchElastic restarts their workers when the group changes); the others are started,
+  // restarted or, where the job leaves a server, stopped by their servers. With none kept it
+  // starts afresh once the old nodes have exited.
+  auto assign_nodes = [=](const job_assignment& a) {
+    auto& st = self->state;
+    std::map<int, int> share;
+    for (size_t i = 0; i < a.servers.size(); ++i) share[a.servers[i]] += a.server_workers[i];
+    std::set<int> kept, start;
+    for (auto& [sid, slot] : st.node_slot) {
+      auto it = share.find(sid);
+      if (it != share.end() && st.live_ranks.count(slot) && it->second == st.node_share[sid]) kept.insert(sid);
+    }
+    for (auto& [sid, w] : share)
+      if (!kept.count(sid)) start.insert(sid);
+    if (kept.empty()) {
+      for (auto slot : st.live_ranks) st.leaving.insert(slot);
+      st.live_ranks.clear();
+      if (st.leaving.empty()) launch_nodes(a, start, true);
+      else st.next = a;  // started once the old nodes have exited
+      if (a.ack && st.leaving.empty()) self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
+      else if (a.ack) st.ack_when_left = a.generation;
+      return;
+    }
+    // A node on a server the job leaves goes; one whose share changes is relaunched under its
+    // slot (the agent stops the older generation first, whose exit is not reported).
+    for (auto it = st.node_slot.begin(); it != st.node_slot.end();) {
+      if (share.count(it->first)) {
+        ++it;
+        continue;
+      }
+      if (st.live_ranks.erase(it->second)) st.leaving.insert(it->second);
+      it = st.node_slot.erase(it);
+    }
+    launch_nodes(a, start, false);
+    if (!a.ack) return;
+    if (st.leaving.empty()) self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, a.generation, st.progress.work_done});
+    else st.ack_when_left = a.generation;
+  };
+  // A torchrun node stopped by a rescale has exited: once all have, a fresh start waiting for
+  // them goes ahead and an assignment waiting for them is acknowledged.
+  auto node_left = [=](uint32_t slot) {
+    auto& st = self->state;
+    if (!st.leaving.erase(slot) || !st.leaving.empty()) return;
+    if (st.next && st.live_ranks.empty()) {
+      auto a = std::move(*st.next);
+      st.next.reset();
+      std::set<int> all(a.servers.begin(), a.servers.end());
+      launch_nodes(a, all, true);
+    }
+    if (auto g = std::exchange(st.ack_when_left, std::nullopt))
+      self->send(scheduler(), ack_atom::value, job_ack{st.spec.index, *g, st.progress.work_done});
+  };
+  if (env->workers.follow_workers && env->workers.node_per_server)
+    self->state.torchrun =
+        env->workers.node_per_server(self->state.spec.command.empty() ? env->workers.command : self->state.spec.command);
   return {
       [=](assign_atom, const job_assignment& a) {
         auto& st = self->state;
@@ -122,7 +225,8 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
           st.decided_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count();
-          if (st.live_ranks.empty()) launch(a);
+          if (st.torchrun) assign_nodes(a);
+          else if (st.live_ranks.empty()) launch(a);
           else st.next = a;  // launched once the current workers have exited
           return;
         }
@@ -276,6 +380,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
         auto& st = self->state;
         const auto rank = e.rank;
         const int code = e.code, signal = e.signal;
+        if (st.torchrun && st.leaving.count(rank)) return node_left(rank);
         if (!st.live_ranks.erase(rank)) return;
         if (code == worker_lost_code && !st.recovering) {  // its machine was lost
           st.recovering = true;

@@ -1,6 +1,7 @@
 #pragma once
 /// The job actor: one per submitted job. It owns the job's true progress and completion
 /// timer; the scheduler only ever sees what it acknowledges.
+#include <map>
 #include <optional>
 #include <set>
 #include <vector>
@@ -42,6 +43,15 @@ struct job_state {
   /// records (sent to the scheduler before the failure or the end they cause).
   std::vector<worker_exit> exits;
   int64_t decided_unix_ns = 0;          ///< when the latest assignment arrived (system clock)
+  // Live mode, a torchrun job: one node (process) per server, TorchElastic re-forming the
+  // group when nodes come and go; live_ranks then holds node slots, not ranks.
+  bool torchrun = false;
+  std::map<int, uint32_t> node_slot;    ///< server -> the slot its node reports under
+  std::map<int, int> node_share;        ///< server -> the workers its node runs
+  std::set<uint32_t> leaving;           ///< slots of nodes a rescale stopped: exits expected
+  std::optional<uint64_t> ack_when_left;  ///< an assignment acknowledged once they have exited
+  uint64_t rdzv_epoch = 0;              ///< the generation its rendezvous started at
+  int rdzv_server = -1;                 ///< the server hosting it when no store is kept outside
   static inline const char* name = "job";
 };
 

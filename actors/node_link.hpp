@@ -38,6 +38,13 @@ struct node_launch {
   int64_t array_job = -1;
   uint32_t array_task = 0;
   uint32_t array_count = 0;
+  /// A torchrun job: this is one node of it, one process (rank_offset is its node slot, the
+  /// same while it runs) starting `gpus.size()` workers; its rendezvous is the job's
+  /// `rdzv_epoch` (the generation it last started afresh at), hosted on `master_server`
+  /// unless the store is kept outside the jobs; `max_nodes`: the job's max workers.
+  bool torchrun = false;
+  uint32_t max_nodes = 0;
+  uint64_t rdzv_epoch = 0;
 };
 
 struct node_link {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <iterator>
 #include <set>
 #include <utility>
@@ -27,16 +29,19 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
     auto& st = self->state;
     auto p = st.pending.find(job);
     if (p == st.pending.end()) return;
-    node_launch l{job, p->second.job_name, p->second.generation, p->second.rank_offset, p->second.world_size, {},
-                  p->second.work_s, p->second.rate, p->second.startup_s, p->second.command,
-                  p->second.decided_unix_ns, p->second.user, p->second.master_server, p->second.group_rank,
-                  p->second.group_count, p->second.array_job, p->second.array_task, p->second.array_count};
-    for (size_t g = 0; g < st.gpu_job.size() && static_cast<int>(l.gpus.size()) < p->second.workers; ++g)
+    auto& q = p->second;
+    node_launch l{job, q.job_name, q.generation, q.rank_offset, q.world_size, {}, q.work_s, q.rate, q.startup_s,
+                  q.command, q.decided_unix_ns, q.user, q.master_server, q.group_rank, q.group_count,
+                  q.array_job, q.array_task, q.array_count, q.torchrun, q.max_nodes, q.rdzv_epoch};
+    for (size_t g = 0; g < st.gpu_job.size() && static_cast<int>(l.gpus.size()) < q.workers; ++g)
       if (st.gpu_job[g] == job) l.gpus.push_back(static_cast<uint32_t>(g));
-    if (static_cast<int>(l.gpus.size()) < p->second.workers) return;
+    if (static_cast<int>(l.gpus.size()) < q.workers) return;
     st.pending.erase(p);
     ++st.launches;
-    for (uint32_t r = 0; r < l.gpus.size(); ++r) st.running[job][l.rank_offset + r] = st.launches;
+    // A torchrun node is one process, reported under its slot.
+    const uint32_t processes = l.torchrun ? 1 : static_cast<uint32_t>(l.gpus.size());
+    for (uint32_t r = 0; r < processes; ++r) st.running[job][l.rank_offset + r] = st.launches;
+    if (l.torchrun) st.torchrun_jobs.insert(job);
     st.node->launch(l);
   };
   // Its exit will never be reported: the job hears it as lost now.
@@ -66,8 +71,43 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
   auto violation = [=](std::string what) {
     self->send(recorder, violation_atom::value, fmt::format("server {}: {}", self->state.server, what));
   };
+  // Gives `job` free GPU indices up to the GPUs it is placed on here, then launches it if it
+  // waits for them.
+  auto fill = [=](uint32_t job) {
+    auto& st = self->state;
+    auto w = st.workers.find(job);
+    if (w == st.workers.end()) return;
+    int n = w->second - static_cast<int>(std::count(st.gpu_job.begin(), st.gpu_job.end(), job));
+    for (size_t g = 0; g < st.gpu_job.size() && n > 0; ++g)
+      if (st.gpu_job[g] < 0) {
+        st.gpu_job[g] = job;
+        --n;
+      }
+    try_launch(job);
+  };
+  // A parked torchrun node not placed again: stopped, and its GPU indices go to the jobs
+  // placed here meanwhile.
+  auto unpark_stop = [=](uint32_t job) {
+    auto& st = self->state;
+    if (!st.parked.erase(job)) return;
+    st.node->stop(job);
+    for (auto& g : st.gpu_job)
+      if (g == job) g = -1;
+    std::vector<uint32_t> waiting;
+    for (auto& [j, n] : st.workers) waiting.push_back(j);
+    for (auto j : waiting) fill(j);
+  };
   auto place = [=](uint32_t job, int n) {
     auto& st = self->state;
+    if (auto pk = st.parked.find(job); pk != st.parked.end()) {
+      if (pk->second.gpus == n) {  // the same share here: its node runs on
+        st.parked.erase(pk);
+        st.used += n;
+        st.workers[job] += n;
+        return;
+      }
+      unpark_stop(job);
+    }
     if (st.used + n > st.gpus)
       violation(fmt::format("job {} placed on {} with only {} free", job, gpus_text(n), st.gpus - st.used));
     if (st.mode == static_cast<int>(server_mode::serving))
@@ -75,12 +115,7 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
     st.used += n;
     st.workers[job] += n;
     if (!st.node) return;
-    for (size_t g = 0; g < st.gpu_job.size() && n > 0; ++g)
-      if (st.gpu_job[g] < 0) {
-        st.gpu_job[g] = job;
-        --n;
-      }
-    try_launch(job);
+    fill(job);
   };
   auto remove = [=](uint32_t job) {
     auto& st = self->state;
@@ -90,11 +125,21 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
       return;
     }
     st.used -= it->second;
+    const int n = it->second;
     st.workers.erase(it);
     if (!st.node) return;
+    st.pending.erase(job);
+    if (st.torchrun_jobs.count(job) && st.running.count(job)) {
+      // Its node may stay (the same share in the same round): decided by a place, or stopped
+      // when the park ends. The scheduler sends a round's removal and placement back to back.
+      auto serial = ++st.parks;
+      st.parked[job] = {n, serial};
+      self->delayed_send(self, std::chrono::milliseconds(500), park_atom::value, job, serial);
+      return;
+    }
+    st.torchrun_jobs.erase(job);
     for (auto& g : st.gpu_job)
       if (g == job) g = -1;
-    st.pending.erase(job);
     st.node->stop(job);
   };
   return {
@@ -118,6 +163,10 @@ server_actor::behavior_type server_behavior(server_actor::stateful_pointer<serve
         st.running.clear();
         for (auto& [job, ranks] : gone)
           for (auto& [r, launch] : ranks) give_up(job, r);
+      },
+      [=](park_atom, uint32_t job, uint64_t serial) {
+        auto pk = self->state.parked.find(job);
+        if (pk != self->state.parked.end() && pk->second.serial == serial) unpark_stop(job);
       },
       [=](launch_atom, launch_request& r) {
         auto& st = self->state;

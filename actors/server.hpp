@@ -31,6 +31,16 @@ struct server_state {
   uint64_t launches = 0;  ///< launches sent to the machine so far
   /// job -> ranks given up, then found still running when the agent came back (stopped then).
   std::map<uint32_t, std::set<uint32_t>> strays;
+  /// Jobs whose launch here is a torchrun node (one process that outlives a rescale).
+  std::set<uint32_t> torchrun_jobs;
+  /// A torchrun job removed here while its node runs: its GPU indices are kept until it is
+  /// placed again with as many (the node keeps running) or the park ends (it is stopped).
+  struct parking {
+    int gpus = 0;
+    uint64_t serial = 0;
+  };
+  std::map<uint32_t, parking> parked;
+  uint64_t parks = 0;
   static inline const char* name = "server";
 };
 
@@ -41,7 +51,9 @@ struct server_state {
 /// workers' reports go to the job's actor. When the server is marked down (lost), or its agent
 /// registers again without some of them, the workers launched here are reported to their
 /// jobs as exited with worker_lost_code; workers the returning agent still runs for jobs no
-/// longer placed here are stopped.
+/// longer placed here are stopped. A torchrun job's node removed and placed again here with
+/// as many GPUs (a rescale that leaves this server's share alone) keeps running; removed and
+/// not placed again at once, it is stopped.
 server_actor::behavior_type server_behavior(server_actor::stateful_pointer<server_state> self,
                                             std::string name, int gpus, int mode, recorder_actor recorder,
                                             std::shared_ptr<node_link> node);

@@ -17,6 +17,7 @@ using remove_atom = caf::atom_constant<caf::atom("remove")>;
 using changes_atom = caf::atom_constant<caf::atom("changes")>;
 using mode_atom = caf::atom_constant<caf::atom("mode")>;
 using launch_atom = caf::atom_constant<caf::atom("launch")>;
+using park_atom = caf::atom_constant<caf::atom("park")>;
 
 /// Live mode, job -> server: start this job's workers on the GPUs it was placed on here.
 struct launch_request {
@@ -38,6 +39,11 @@ struct launch_request {
   int64_t array_job = -1;       ///< an array task: its array's id, task id and the array's tasks
   uint32_t array_task = 0;
   uint32_t array_count = 0;
+  /// A torchrun job's node (node_launch): rank_offset is its slot, master_server its
+  /// rendezvous host, kept while any node of it runs.
+  bool torchrun = false;
+  uint32_t max_nodes = 0;
+  uint64_t rdzv_epoch = 0;
 };
 
 template <class Inspector>
@@ -45,7 +51,7 @@ typename Inspector::result_type inspect(Inspector& f, launch_request& x) {
   return f(caf::meta::type_name("launch_request"), x.job, x.job_name, x.generation, x.rank_offset, x.workers,
            x.world_size,
            x.work_s, x.rate, x.startup_s, x.command, x.decided_unix_ns, x.user, x.master_server, x.group_rank,
-           x.group_count, x.array_job, x.array_task, x.array_count);
+           x.group_count, x.array_job, x.array_task, x.array_count, x.torchrun, x.max_nodes, x.rdzv_epoch);
 }
 
 /// From the scheduler: place(job, gpus), remove(job), mode(server_mode as int: who the
@@ -55,12 +61,14 @@ typename Inspector::result_type inspect(Inspector& f, launch_request& x) {
 /// reconcile(jobs, ranks, launches) when that agent registers again. adopt(job, ranks, gpus,
 /// owner): after a scheduler restart, the job's workers still running here (rank i on GPU
 /// gpus[i]) are placed and followed as if launched, their reports going to `owner`.
+/// park(job, serial), to itself: the end of a torchrun node's parking (server_state::parked).
 using server_actor = caf::typed_actor<caf::reacts_to<place_atom, uint32_t, int>,
                                       caf::reacts_to<remove_atom, uint32_t>,
                                       caf::reacts_to<changes_atom, std::vector<uint32_t>, std::vector<uint32_t>,
                                                      std::vector<int>>,
                                       caf::reacts_to<mode_atom, int>,
                                       caf::reacts_to<launch_atom, launch_request>,
+                                      caf::reacts_to<park_atom, uint32_t, uint64_t>,
                                       caf::reacts_to<wprogress_atom, uint32_t, uint32_t, double>,
                                       caf::reacts_to<wexit_atom, uint32_t, worker_exit>,
                                       caf::reacts_to<reconcile_atom, std::vector<uint32_t>, std::vector<uint32_t>, uint64_t>,

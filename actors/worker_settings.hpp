@@ -16,6 +16,9 @@ struct worker_settings {
   double speedup = 1;
   /// argv of the worker; empty: the agent's emulated worker.
   std::vector<std::string> command;
+  /// Whether a job's command runs one process per server that starts the server's workers
+  /// itself (a torchrun launch: runtime/inputs/torchrun_command.hpp); null: none does.
+  bool (*node_per_server)(const std::vector<std::string>& command) = nullptr;
 };
 
 } // namespace aryl

@@ -74,6 +74,16 @@ double seconds(const std::string& v, double lo = 0) { return within(to_double(v)
 
 int count(const std::string& v, int64_t lo, int64_t hi) { return static_cast<int>(within(to_int(v), lo, hi)); }
 
+/// HOST:PORT (a name or IPv4 address; an IPv6 one in brackets), or empty.
+std::string endpoint_text(const std::string& v) {
+  if (v.empty()) return v;
+  auto colon = v.rfind(':');
+  if (colon == std::string::npos || colon == 0 || v.find_first_of(" \t,=") != std::string::npos)
+    bad_value("'" + v + "' is not HOST:PORT");
+  count(v.substr(colon + 1), 1, 65535);
+  return v;
+}
+
 double fraction(double v) {
   if (v < 0 || v > 1) bad_value("must be within [0, 1]");
   return v;
@@ -236,6 +246,8 @@ const std::map<std::string, setter>& setters() {
       {"live.master_port_first", [](config& c, const std::string& v) { c.master_port_first = count(v, 1024, 65535); }},
       {"live.master_port_count", [](config& c, const std::string& v) { c.master_port_count = count(v, 1, 10000); }},
       {"live.allow_root_jobs", [](config& c, const std::string& v) { c.allow_root_jobs = to_bool(v); }},
+      {"live.rdzv_endpoint", [](config& c, const std::string& v) { c.rdzv_endpoint = endpoint_text(v); }},
+      {"live.rdzv_last_call_s", [](config& c, const std::string& v) { c.rdzv_last_call_s = count(v, 1, 3600); }},
   };
   return table;
 }

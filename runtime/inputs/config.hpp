@@ -160,6 +160,11 @@ struct config {
   /// serve: the ports a launch's MASTER_PORT is chosen from, on its rank 0's machine.
   int master_port_first = 29500;
   int master_port_count = 500;
+  /// serve: torchrun jobs' c10d rendezvous store, HOST:PORT, kept outside the jobs
+  /// (scripts/rdzv_store.py); empty: each job's first server hosts it. And how long a formed
+  /// quorum of nodes waits for more (torchrun's last_call_timeout), whole seconds.
+  std::string rdzv_endpoint;
+  int rdzv_last_call_s = 5;
 
   friend bool operator==(const config&, const config&) = default;
 };

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/inputs/torchrun_command.hpp"
 #include "solvers/input_error.hpp"
 
 namespace aryl::live {
@@ -26,6 +27,7 @@ void gateway::impl::deliver(const std::string& server, wire::message msg) {
 }
 
 void gateway::impl::launch_on(const std::string& server, const node_launch& l) {
+  if (l.torchrun) return launch_node(server, l);
   {
     std::lock_guard lock(m);
     auto& slot = slots.at(server);
@@ -104,16 +106,61 @@ uint16_t gateway::impl::master_port_for(uint32_t job, uint64_t generation, const
   return port;
 }
 
-std::map<std::string, std::string> gateway::impl::launch_environment(const node_launch& l) {
-  std::string master, address;
+std::pair<std::string, std::string> gateway::impl::server_address(int id) {
+  std::lock_guard lock(m);
+  for (auto& [name, s] : slots)
+    if (s.id == id) return {name, s.address};
+  return {};
+}
+
+void gateway::impl::launch_node(const std::string& server, const node_launch& l) {
   {
     std::lock_guard lock(m);
-    for (auto& [name, s] : slots)
-      if (s.id == l.master_server) {
-        master = name;
-        address = s.address;
-      }
+    auto& slot = slots.at(server);
+    ++slot.launches;
+    slot.generations[{l.job, l.rank_offset}] = l.generation;
   }
+  logs.launched(l.job, l.rank_offset, server);
+  torchrun_node n;
+  n.nproc = static_cast<uint32_t>(l.gpus.size());
+  n.max_nodes = std::max<uint32_t>(l.max_nodes, 1);
+  n.rdzv_id = fmt::format("aryl-job-{}-{}", l.job, l.rdzv_epoch);
+  n.last_call_s = opts.rdzv_last_call_s;
+  node_launch plain = l;
+  plain.master_server = -1;  // torchrun sets its workers' MASTER_ADDR and MASTER_PORT itself
+  auto env = launch_environment(plain);
+  if (!opts.rdzv_endpoint.empty()) {
+    n.endpoint = opts.rdzv_endpoint;
+    n.store_outside = true;
+  } else if (auto [host, address] = server_address(l.master_server); !address.empty()) {
+    // Hosted by the torchrun on the job's first server of this rendezvous, which the others
+    // reach at its address: it ends with that server.
+    n.endpoint = fmt::format("{}:{}", address, master_port_for(l.job, l.rdzv_epoch, host));
+  }
+  wire::launch w;
+  w.job_id = l.job;
+  w.rank = l.rank_offset;
+  w.world_size = l.world_size;
+  w.gpus = l.gpus;
+  w.checkpoint_dir = opts.checkpoint_root + "/job-" + std::to_string(l.job);
+  w.command = torchrun_node_command(l.command, n);
+  w.env = std::move(env);
+  w.env["ARYL_JOB_NAME"] = l.job_name;
+  if (l.decided_unix_ns > 0) w.env["ARYL_DECIDED_UNIX_NS"] = std::to_string(l.decided_unix_ns);
+  // torchrun writes its workers' lines (--tee) to a file, the agent's log: unbuffered, they
+  // reach `aryl logs` as they come rather than 8 KiB at a time.
+  w.env["PYTHONUNBUFFERED"] = "1";
+  w.work_s = l.work_s;
+  w.rate = l.rate;
+  w.generation = l.generation;
+  if (opts.identities && !l.user.empty()) w.user = l.user;
+  deliver(server, std::move(w));
+  log(fmt::format("launch job {} torchrun node {} ({} worker(s), rendezvous {} at {}) on {}", l.job, l.rank_offset,
+                  l.gpus.size(), n.rdzv_id, n.endpoint.empty() ? "?" : n.endpoint, server));
+}
+
+std::map<std::string, std::string> gateway::impl::launch_environment(const node_launch& l) {
+  auto [master, address] = server_address(l.master_server);
   // torch.distributed's env:// and torchrun's worker variables; every worker of the launch on
   // this machine sees its GPUs, LOCAL_RANK picking its own, as torchrun's workers do.
   std::map<std::string, std::string> env;

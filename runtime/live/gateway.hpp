@@ -51,6 +51,10 @@ struct gateway_options {
   /// Where jobs keep their checkpoints (shared by every agent on a one-machine testbed).
   std::string checkpoint_root;
   double stop_grace_s = 10;        ///< SIGTERM to SIGKILL, for the agents' stops
+  /// torchrun jobs' c10d store, HOST:PORT, kept outside the jobs (live.rdzv_endpoint); empty:
+  /// each job's first server hosts it, at its MASTER_PORT.
+  std::string rdzv_endpoint;
+  int rdzv_last_call_s = 5;        ///< live.rdzv_last_call_s
   /// A peer silent this long (agents heartbeat every second) is dropped as vanished; a
   /// registered agent already after loss_grace_s if that is shorter.
   double agent_silence_s = 10;

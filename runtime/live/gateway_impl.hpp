@@ -81,6 +81,8 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   /// The standard environment the workers of `l` share (MASTER_ADDR, MASTER_PORT, WORLD_SIZE,
   /// ...); each adds its RANK and LOCAL_RANK.
   std::map<std::string, std::string> launch_environment(const node_launch& l);
+  /// The address of the server of `id` and its name ("" if unknown or not registered yet).
+  std::pair<std::string, std::string> server_address(int id);
   /// Exits of listed (then held) workers that came while no router was set, passed on when
   /// one is: (server id, job, rank, code, signal).
   std::vector<std::tuple<int, uint32_t, uint32_t, int, int>> early_exits;
@@ -268,6 +270,8 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   /// The run ended: every submit or cancel not answered yet is refused with `why`.
   void orders_unanswered(const std::string& why);
   void launch_on(const std::string& server, const node_launch& l);
+  /// A torchrun job's node on `server`: one process, torchrun with aryl's rendezvous options.
+  void launch_node(const std::string& server, const node_launch& l);
   void stop_on(const std::string& server, uint32_t job);
   /// Sends `msg` to the server's agent, or keeps it for when the agent is back.
   void deliver(const std::string& server, wire::message msg);

@@ -16,6 +16,7 @@
 #include "runtime/outputs/effective_config.hpp"
 #include "solvers/input_error.hpp"
 #include "runtime/inputs/load_inputs.hpp"
+#include "runtime/inputs/torchrun_command.hpp"
 #include "runtime/live/gateway.hpp"
 #include "runtime/live/history_answer.hpp"
 #include "runtime/live/listen_policy.hpp"
@@ -200,6 +201,8 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
   g.allow_root_jobs = c.allow_root_jobs;
   g.master_port_first = static_cast<uint16_t>(c.master_port_first);
   g.master_port_count = static_cast<uint16_t>(std::min(c.master_port_count, 65536 - c.master_port_first));
+  g.rdzv_endpoint = c.rdzv_endpoint;
+  g.rdzv_last_call_s = c.rdzv_last_call_s;
   g.submit_limits = {static_cast<size_t>(c.max_active_submits), static_cast<size_t>(c.max_active_submits_per_address),
                      static_cast<size_t>(c.max_submit_bytes), c.submits_per_s};
   // The simulation's detection delay (faults.heartbeat_s x faults.missed_heartbeats simulated
@@ -256,6 +259,7 @@ int run_serve(config c, const serve_options& o, std::ostream& out, std::ostream&
     world.nodes.push_back(net.add_server(m.id, m.name, m.gpu_type, m.gpus,
                                          m.inference ? wire::pool_kind::inference : wire::pool_kind::training));
   world.workers.follow_workers = true;
+  world.workers.node_per_server = &is_torchrun;
   world.workers.speedup = c.speedup;
   world.workers.command = c.worker_command;
   // The run is said to start once its scheduler answers clients: a status asked right after

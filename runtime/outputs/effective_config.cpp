@@ -146,6 +146,8 @@ std::string effective_config_json(const config& c) {
   j["live.allow_root_jobs"] = c.allow_root_jobs;
   j["live.master_port_first"] = c.master_port_first;
   j["live.master_port_count"] = c.master_port_count;
+  j["live.rdzv_endpoint"] = c.rdzv_endpoint;
+  j["live.rdzv_last_call_s"] = c.rdzv_last_call_s;
   return j.dump(2);
 }
 

@@ -2,6 +2,8 @@
 // (runtime/inputs/torchrun_command.hpp).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "runtime/inputs/torchrun_command.hpp"
 
 using namespace aryl;
@@ -46,4 +48,35 @@ TEST_CASE("torchrun: min or max workers that disagree with --nnodes x --nproc-pe
 TEST_CASE("torchrun: an --nnodes that is not N or MIN:MAX is refused") {
   for (auto* bad : {"--nnodes=0", "--nnodes=a", "--nnodes=4:2", "--nnodes=1:", "--nnodes=:2", "--nnodes=-1"})
     CHECK(torchrun_problem(with({"torchrun", bad, "t.py"}, 1, 1)).find("is not N or MIN:MAX") != std::string::npos);
+}
+
+TEST_CASE("torchrun: a node's command puts aryl's rendezvous, node count and per-node workers in place of the user's") {
+  torchrun_node n;
+  n.nproc = 3;
+  n.max_nodes = 4;
+  n.endpoint = "10.0.0.1:29400";
+  n.store_outside = true;
+  n.rdzv_id = "aryl-job-7-2";
+  auto got = torchrun_node_command({"python3", "-m", "torch.distributed.run", "--nnodes=1:2", "--nproc-per-node", "2",
+                                    "--rdzv-backend=etcd", "--standalone", "--log_dir", "/tmp/l", "--tee", "0",
+                                    "train.py", "--nnodes=9", "--lr", "0.1"},
+                                   n);
+  CHECK(got == std::vector<std::string>{"python3", "-m", "torch.distributed.run", "--log_dir", "/tmp/l",
+                                        "--nnodes=1:4", "--nproc_per_node=3", "--rdzv_backend=c10d",
+                                        "--rdzv_endpoint=10.0.0.1:29400", "--rdzv_id=aryl-job-7-2",
+                                        "--rdzv_conf=is_host=false,last_call_timeout=5", "--max_restarts=100",
+                                        "--monitor_interval=1", "--redirects=1", "--tee=1", "train.py", "--nnodes=9",
+                                        "--lr", "0.1"});
+}
+
+TEST_CASE("torchrun: a node whose store its first server hosts lets torchrun decide who hosts it") {
+  torchrun_node n;
+  n.endpoint = "127.0.0.1:29500";
+  n.rdzv_id = "r";
+  auto got = torchrun_node_command({"/usr/bin/torchrun", "t.py"}, n);
+  CHECK(std::find(got.begin(), got.end(), "--rdzv_conf=last_call_timeout=5") != got.end());
+  CHECK(got.front() == "/usr/bin/torchrun");
+  CHECK(got.back() == "t.py");
+  CHECK(is_torchrun({"/usr/bin/torchrun", "t.py"}));
+  CHECK(!is_torchrun({"/usr/bin/python3", "t.py"}));
 }

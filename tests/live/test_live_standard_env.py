@@ -97,7 +97,9 @@ def run(a, work, procs):
           and envs[0].get("MASTER_ADDR") == "127.0.0.1", f"one MASTER_ADDR:MASTER_PORT for both ({envs})")
     if has_torch():
         example = os.path.join(a.source, "examples", "torchrun", "train.py")
-        ddp = bed.submit("--name", "ddp", "--gpus", "2", "--duration", "30", "--", "/usr/bin/python3", example,
+        # Its checkpoint in the test's folder: a worker runs in its agent's working directory.
+        ddp = bed.submit("--name", "ddp", "--gpus", "2", "--duration", "30", "--", "/usr/bin/env",
+                         "CHECKPOINT_DIR=" + os.path.join(work, "ddp-checkpoint"), "/usr/bin/python3", example,
                          "--steps", "40")
         check(isinstance(ddp, int) and wait_for(lambda: "done step=40" in logs(ddp, 0), 120, "the torchrun example"),
               f"examples/torchrun/train.py trains across the two machines to its end ({logs(ddp, 0)[-300:]!r})")

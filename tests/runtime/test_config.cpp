@@ -65,6 +65,12 @@ TEST_CASE("a bad config value is an error naming the key and the value") {
         "--set: cluster.training.servers: 'many' is not an integer");
   CHECK(error_of([&] { apply_override(c, "policy=lottery"); }).find("unknown policy 'lottery'") != std::string::npos);
   CHECK(error_of([&] { apply_override(c, "noequals"); }) == "--set noequals: expected key=value");
+  CHECK(error_of([&] { apply_override(c, "live.rdzv_endpoint=store"); }) ==
+        "--set: live.rdzv_endpoint: 'store' is not HOST:PORT");
+  CHECK(error_of([&] { apply_override(c, "live.rdzv_endpoint=store:x"); }) ==
+        "--set: live.rdzv_endpoint: 'x' is not an integer");
+  apply_override(c, "live.rdzv_endpoint=10.0.0.5:29400");
+  CHECK(c.rdzv_endpoint == "10.0.0.5:29400");
 }
 
 TEST_CASE("a malformed tenant quota is an error naming the key") {
