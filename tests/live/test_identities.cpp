@@ -36,9 +36,18 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("aryl-identities-test-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+  // One folder per test process, removed when the process ends, so runs leave nothing behind.
+  struct folder {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("aryl-identities-test-" + std::to_string(::getpid()));
+    ~folder() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static folder dir;
+  std::filesystem::create_directories(dir.path);
+  return (dir.path / name).string();
 }
 
 void write_file(const std::string& path, const std::string& text, mode_t mode = 0600) {
@@ -122,13 +131,14 @@ TEST_CASE("identities: names follow the rules of Unix user names") {
 }
 
 TEST_CASE("roles: every role and action, against the table of docs/security.md") {
-  // admin: all but register; user: submit, status, show node, own cancel/show/logs; agent:
-  // register; reader: status, show node. History: whoever may read status.
+  // admin: all but register; user: submit, status, show node, own cancel/show/logs/hold/
+  // release/update; agent: register; reader: status, show node. History: whoever may read status.
   const std::map<role, std::set<action>> may = {
       {role::admin, {action::submit, action::cancel, action::show, action::logs, action::status, action::node_order,
-                     action::demand, action::tokens, action::show_node, action::history}},
+                     action::demand, action::tokens, action::show_node, action::hold, action::release, action::update,
+                     action::history}},
       {role::user, {action::submit, action::cancel, action::show, action::logs, action::status, action::show_node,
-                    action::history}},
+                    action::hold, action::release, action::update, action::history}},
       {role::agent, {action::register_node}},
       {role::reader, {action::status, action::show_node, action::history}},
   };
@@ -140,7 +150,8 @@ TEST_CASE("roles: every role and action, against the table of docs/security.md")
       INFO(role_name(r) << " " << action_name(act));
       CHECK(refusal(p, act, "alice", true).empty() == allowed);
       if (allowed) {
-        const bool own_only = r == role::user && (act == action::cancel || act == action::show || act == action::logs);
+        const bool own_only = r == role::user && (act == action::cancel || act == action::show || act == action::logs ||
+                                                  act == action::hold || act == action::release || act == action::update);
         CHECK(refusal(p, act, "bob", true).empty() == !own_only);
         CHECK(refusal(p, act, "", false).empty() == !own_only);
       } else {
