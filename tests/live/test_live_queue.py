@@ -87,7 +87,9 @@ def holds(bed):
 
 
 def dependencies(bed):
-    a = bed.submit("--name", "A", "--gpus", "1", "--", "sh", "-c", "sleep 1")
+    # A runs long enough that B is still waiting when status is read after four submits, even
+    # on a loaded machine (sanitizer builds).
+    a = bed.submit("--name", "A", "--gpus", "1", "--", "sh", "-c", "sleep 6")
     b = bed.submit("--name", "B", "--gpus", "1", "--max-retries", "0", "--after", str(a), "--", "sh", "-c", "exit 3")
     c = bed.submit("--name", "C", "--gpus", "1", "--after", f"{b}:notok", "--", "sh", "-c", "sleep 1")
     d = bed.submit("--name", "D", "--gpus", "1", "--after", f"{b}:ok", "--", "sh", "-c", "sleep 1")
