@@ -87,8 +87,9 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
                  fmt::format("job {} lost {} work units {}, more than {} checkpoint interval(s)", st.spec.name,
                              done - saved, how, spoiled ? 2 : 1));
   };
-  // Live mode: launches the workers of `a` (none for a preemption) and acknowledges it if asked.
-  auto launch = [=](const job_assignment& a) {
+  // Live mode: what every launch of `a` takes on, workers or torchrun nodes: its generation and
+  // size, and the end of a recovery it ends.
+  auto take_assignment = [=](const job_assignment& a) {
     auto& st = self->state;
     st.generation = a.generation;
     st.workers = a.workers;
@@ -98,6 +99,11 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
       st.recovering = false;
       self->send(env->recorder, lostwork_atom::value, 0.0, (env->tb.now(self) - st.recover_from).seconds());
     }
+  };
+  // Live mode: launches the workers of `a` (none for a preemption) and acknowledges it if asked.
+  auto launch = [=](const job_assignment& a) {
+    auto& st = self->state;
+    take_assignment(a);
     uint32_t rank = 0;
     double rate = work_rate(env->model, st.spec.gpus, a.workers, servers_spanned(a), a.type_speed) * env->workers.speedup;
     for (size_t i = 0; i < a.servers.size(); ++i) {
@@ -124,14 +130,7 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
       st.rdzv_epoch = a.generation;
       st.rdzv_server = a.servers.empty() ? -1 : a.servers.front();
     }
-    st.generation = a.generation;
-    st.workers = a.workers;
-    st.stopping = false;
-    st.exits.clear();
-    if (st.recovering && a.workers > 0) {
-      st.recovering = false;
-      self->send(env->recorder, lostwork_atom::value, 0.0, (env->tb.now(self) - st.recover_from).seconds());
-    }
+    take_assignment(a);
     double rate = work_rate(env->model, st.spec.gpus, a.workers, servers_spanned(a), a.type_speed) * env->workers.speedup;
     std::map<int, int> share;
     for (size_t i = 0; i < a.servers.size(); ++i) share[a.servers[i]] += a.server_workers[i];

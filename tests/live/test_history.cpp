@@ -16,6 +16,7 @@
 #include "runtime/live/sim_history.hpp"
 #include "runtime/live/state_journal.hpp"
 #include "solvers/input_error.hpp"
+#include "tests/input_test_support.hpp"
 
 using namespace aryl;
 using namespace aryl::live;
@@ -33,15 +34,7 @@ struct scratch {
   std::string file(const std::string& name) const { return (dir / name).string(); }
 };
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const input_error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using aryl::test::error_of;
 
 constexpr int64_t s = 1'000'000;  // µs per second
 
