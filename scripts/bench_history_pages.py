@@ -38,7 +38,11 @@ def main():
     a = ap.parse_args()
     try:
         db = sqlite3.connect(f"file:{a.db}?mode=ro", uri=True)
-        run = json.loads(db.execute("SELECT value FROM meta WHERE key = 'run'").fetchone()[0])
+        if db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() != ("aryl-state",):
+            raise ValueError("no aryl-state format in meta")
+        row = db.execute("SELECT value FROM meta WHERE key = 'run'").fetchone()
+        # A simulation's database has no run record: its clock starts at 0, speedup 1.
+        run = json.loads(row[0]) if row else {"start_unix_us": 0, "speedup": 1}
     except (sqlite3.Error, TypeError, ValueError, KeyError) as e:
         sys.exit(f"bench_history_pages: {a.db}: not an aryl state file or simulation database ({e})")
     print(f"| filter | pages | rows | pages' total (s) | one query (s) | slowest page (ms) |")
