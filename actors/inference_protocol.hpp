@@ -2,21 +2,12 @@
 /// Inference-load actor <-> scheduler protocol (docs/loaning.md, "Loaning").
 #include <caf/all.hpp>
 
+#include "actors/atoms.hpp"
+
 #include <cstdint>
 #include <vector>
 
 namespace aryl {
-
-using loan_atom = caf::atom_constant<caf::atom("loan")>;
-using reclaim_atom = caf::atom_constant<caf::atom("reclaim")>;
-using returned_atom = caf::atom_constant<caf::atom("returned")>;
-using demand_atom = caf::atom_constant<caf::atom("demand")>;
-using push_atom = caf::atom_constant<caf::atom("push")>;
-using gone_atom = caf::atom_constant<caf::atom("gone")>;
-using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
-/// inference -> scheduler, once at the start: infer(address): where to report inference
-/// servers lost and back.
-using infer_atom = caf::atom_constant<caf::atom("infer")>;
 
 /// loan(server ids): these serving servers are lent to training from now on.
 /// reclaim(count, deadline_us): give back `count` loaned servers by the deadline.
@@ -33,6 +24,6 @@ using inference_actor = caf::typed_actor<caf::reacts_to<returned_atom, std::vect
                                          caf::reacts_to<rejoin_atom, int>,
                                          caf::reacts_to<demand_atom, uint64_t>,
                                          caf::reacts_to<push_atom, int>,
-                                         caf::reacts_to<caf::atom_constant<caf::atom("tick")>, uint64_t>>;
+                                         caf::reacts_to<tick_atom, uint64_t>>;
 
 } // namespace aryl

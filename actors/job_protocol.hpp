@@ -3,6 +3,7 @@
 /// and its completion timer, and acknowledges the assignments the scheduler waits on.
 #include <caf/all.hpp>
 
+#include "actors/atoms.hpp"
 #include "actors/fault_protocol.hpp"
 
 #include <cstdint>
@@ -10,18 +11,6 @@
 #include <vector>
 
 namespace aryl {
-
-using assign_atom = caf::atom_constant<caf::atom("assign")>;
-using ack_atom = caf::atom_constant<caf::atom("ack")>;
-using finished_atom = caf::atom_constant<caf::atom("finished")>;
-using tick_atom = caf::atom_constant<caf::atom("tick")>;
-/// Live mode, server -> job: what its real workers report (through the node agent).
-using wprogress_atom = caf::atom_constant<caf::atom("wprogress")>;
-using wexit_atom = caf::atom_constant<caf::atom("wexit")>;
-/// Live mode, job -> scheduler: how the workers that ended its launch exited.
-using exits_atom = caf::atom_constant<caf::atom("exits")>;
-/// After a scheduler restart (`aryl serve --state`): workers still running, taken over.
-using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 
 /// A job's whole allocation after a decision. workers == 0 means stop (preempt): the job
 /// checkpoints and waits. Every assignment carries a new generation; a completion timer

@@ -4,6 +4,8 @@
 /// client's submit (jadmit).
 #include <caf/all.hpp>
 
+#include "actors/atoms.hpp"
+
 #include <cstdint>
 #include <string>
 
@@ -11,18 +13,6 @@
 #include "actors/state_records.hpp"
 
 namespace aryl {
-
-using jjob_atom = caf::atom_constant<caf::atom("jjob")>;
-using jprogress_atom = caf::atom_constant<caf::atom("jprogress")>;
-using jserver_atom = caf::atom_constant<caf::atom("jserver")>;
-using jflush_atom = caf::atom_constant<caf::atom("jflush")>;
-using jadmit_atom = caf::atom_constant<caf::atom("jadmit")>;
-using jmeasures_atom = caf::atom_constant<caf::atom("jmeasures")>;
-using jtenants_atom = caf::atom_constant<caf::atom("jtenants")>;
-using jretry_atom = caf::atom_constant<caf::atom("jretry")>;
-using jjoined_atom = caf::atom_constant<caf::atom("jjoined")>;
-using jaudit_atom = caf::atom_constant<caf::atom("jaudit")>;
-using jadmits_atom = caf::atom_constant<caf::atom("jadmits")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, saved_machine& x) {

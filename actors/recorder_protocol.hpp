@@ -3,30 +3,14 @@
 /// The recorder only observes; nothing waits on it.
 #include <caf/all.hpp>
 
+#include "actors/atoms.hpp"
+
 #include <cstdint>
 #include <string>
 
 #include "actors/run_records.hpp"
 
 namespace aryl {
-
-using event_atom = caf::atom_constant<caf::atom("event")>;
-using roundlog_atom = caf::atom_constant<caf::atom("roundlog")>;
-using ended_atom = caf::atom_constant<caf::atom("ended")>;
-using jobrec_atom = caf::atom_constant<caf::atom("jobrec")>;
-using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
-using violation_atom = caf::atom_constant<caf::atom("violation")>;
-using slo_atom = caf::atom_constant<caf::atom("slo")>;
-using serving_atom = caf::atom_constant<caf::atom("serving")>;
-using need_atom = caf::atom_constant<caf::atom("need")>;
-using failed_atom = caf::atom_constant<caf::atom("failed")>;
-using lag_atom = caf::atom_constant<caf::atom("lag")>;
-using expect_atom = caf::atom_constant<caf::atom("expect")>;
-using close_atom = caf::atom_constant<caf::atom("close")>;
-using lostwork_atom = caf::atom_constant<caf::atom("lostwork")>;
-using rdone_atom = caf::atom_constant<caf::atom("rdone")>;
-using qdone_atom = caf::atom_constant<caf::atom("qdone")>;
-using measures_to_atom = caf::atom_constant<caf::atom("measureto")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, event_record& x) {

@@ -3,6 +3,8 @@
 /// and completions from job actors, loans and reclaims from the inference-load actor.
 #include <caf/all.hpp>
 
+#include "actors/atoms.hpp"
+
 #include <string>
 #include <vector>
 
@@ -16,26 +18,6 @@
 #include "solvers/job_spec.hpp"
 
 namespace aryl {
-
-using submit_atom = caf::atom_constant<caf::atom("submit")>;
-using round_atom = caf::atom_constant<caf::atom("round")>;
-/// The scale period's timer: the next round may re-plan elastic sizes.
-using scale_due_atom = caf::atom_constant<caf::atom("scaledue")>;
-using dump_atom = caf::atom_constant<caf::atom("dump")>;
-using status_atom = caf::atom_constant<caf::atom("status")>;
-using admit_atom = caf::atom_constant<caf::atom("admit")>;
-using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
-using drain_atom = caf::atom_constant<caf::atom("drain")>;
-using restore_atom = caf::atom_constant<caf::atom("restore")>;
-/// An operator's cordon, drain or resume of a server (not drain_atom: that stops the run).
-using node_atom = caf::atom_constant<caf::atom("nodeorder")>;
-using join_atom = caf::atom_constant<caf::atom("nodejoin")>;
-/// A client's hold, release, update or task cancel (actors/job_orders.hpp).
-using jobctl_atom = caf::atom_constant<caf::atom("jobctl")>;
-/// A client's submit checked before it is admitted: its dependencies and array.
-using vet_atom = caf::atom_constant<caf::atom("vet")>;
-/// Self-sent: check a job's time limit.
-using limit_atom = caf::atom_constant<caf::atom("timelimit")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, active_job& x) {

@@ -4,6 +4,8 @@
 /// workers on one GPU. In live mode it fronts the node agent of its machine.
 #include <caf/all.hpp>
 
+#include "actors/atoms.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,13 +13,6 @@
 #include "actors/job_protocol.hpp"
 
 namespace aryl {
-
-using place_atom = caf::atom_constant<caf::atom("place")>;
-using remove_atom = caf::atom_constant<caf::atom("remove")>;
-using changes_atom = caf::atom_constant<caf::atom("changes")>;
-using mode_atom = caf::atom_constant<caf::atom("mode")>;
-using launch_atom = caf::atom_constant<caf::atom("launch")>;
-using park_atom = caf::atom_constant<caf::atom("park")>;
 
 /// Live mode, job -> server: start this job's workers on the GPUs it was placed on here.
 struct launch_request {

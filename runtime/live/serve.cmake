@@ -2,6 +2,8 @@
 # restored journal passes. No CAF.
 find_package(SQLite3 REQUIRED)
 add_library(aryl_state_journal STATIC ${CMAKE_CURRENT_LIST_DIR}/state_journal.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/state_journal_load.cpp ${CMAKE_CURRENT_LIST_DIR}/state_journal_writes.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/state_journal_json.cpp
             ${CMAKE_CURRENT_LIST_DIR}/state_checks.cpp
             ${CMAKE_CURRENT_LIST_DIR}/history_table.cpp ${CMAKE_CURRENT_LIST_DIR}/state_journal_history.cpp
             ${CMAKE_CURRENT_LIST_DIR}/history_reader.cpp)

@@ -1,6 +1,6 @@
 #pragma once
-/// Private to the agent (agent.cpp): its timing constants, small text helpers, and the records
-/// it keeps per worker process and per connection to the scheduler.
+/// Private to the agent (agent_loop.hpp and its sources): its timing constants, small text
+/// helpers, and the records it keeps per worker process and per connection to the scheduler.
 #include <array>
 #include <charconv>
 #include <chrono>
