@@ -278,7 +278,7 @@ std::vector<config_key> live_keys() {
               "allows it too; docs/security.md)"),
       integer("live.master_port_first", F(master_port_first), 1024, 65535,
               {"", "serve: a launch's MASTER_PORT is the lowest port from here not held on its rank 0's machine ..."}),
-      integer("live.master_port_count", F(master_port_count), 1, 10000, {"ports", "... among this many"}),
+      integer("live.master_port_count", F(master_port_count), 1, 10000, {"ports", "... among this many ports"}),
       rdzv_endpoint_key(),
       integer("live.rdzv_last_call_s", F(rdzv_last_call_s), 1, 3600,
               {"s", "serve: how long a torchrun job's formed quorum of nodes waits for more (last_call_timeout)"}),
