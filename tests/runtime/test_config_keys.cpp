@@ -12,6 +12,7 @@
 #include "runtime/outputs/config_reference.hpp"
 #include "runtime/outputs/effective_config.hpp"
 #include "tests/input_test_support.hpp"
+#include "tests/runtime/cli_support.hpp"
 
 using namespace aryl;
 using aryl::test::error_of;
@@ -122,4 +123,22 @@ TEST_CASE("config keys: a boolean takes true and false and refuses other words n
     config c;
     CHECK(error_of([&] { set_config_key(c, key, "perhaps", "test"); }).rfind("test: " + key + ": ", 0) == 0);
   }
+}
+
+TEST_CASE("aryl config prints the effective config a run of the same settings writes as config.json") {
+  const std::string settings = " --policy las --set synthetic.jobs=30 --set tenants.a.quota=8 --set gpu_speed.H100=3"
+                               " --set live.worker_command='python3 train.py' --out /tmp/aryl-cli-config-out";
+  auto ran = aryl::test::run("simulate --quiet" + settings);
+  REQUIRE_MESSAGE(ran.code == 0, ran.output);
+  auto printed = aryl::test::run("config" + settings);
+  CHECK(printed.code == 0);
+  CHECK(printed.output == aryl::test::read_file("/tmp/aryl-cli-config-out/config.json"));
+}
+
+TEST_CASE("aryl config --markdown prints the table of keys, and a bad key is simulate's one-line error") {
+  auto r = aryl::test::run("config --markdown");
+  CHECK(r.code == 0);
+  CHECK(r.output == config_keys_markdown());
+  aryl::test::check_one_line_error(aryl::test::run("config --set scheduler.migrat=true"),
+                                   "--set: unknown config key 'scheduler.migrat'");
 }
