@@ -180,10 +180,6 @@ std::string ask_dump(caf::actor_system& sys, caf::scheduler::test_coordinator& s
   return out;
 }
 
-} // namespace
-
-namespace {
-
 void configure_actor_system(caf::actor_system_config& cfg, bool simulated) {
   cfg.set("logger.file-verbosity", caf::atom("quiet"));
   cfg.set("logger.console-verbosity", caf::atom("quiet"));
