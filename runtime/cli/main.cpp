@@ -18,6 +18,7 @@
 
 #include "solvers/control_chars.hpp"
 #include "runtime/sim/driver.hpp"
+#include "runtime/outputs/config_reference.hpp"
 #include "runtime/outputs/effective_config.hpp"
 #include "solvers/input_error.hpp"
 #include "runtime/inputs/load_inputs.hpp"
@@ -186,6 +187,15 @@ int main(int argc, char** argv) {
   sim->add_option("--db", sf.db,
                   "also write every job to this database's history table, for `aryl history --db FILE` (a "
                   "simulation's database there is replaced; the run decides the same)");
+
+  simulate_flags cf;  // config takes the flags that make a run's config
+  bool config_markdown = false;
+  auto* config_cmd = app.add_subcommand(
+      "config", "print the effective config of these settings (JSON, as a run's config.json), or every key's table");
+  add_workload_flags(config_cmd, cf);
+  config_cmd->add_flag("--markdown", config_markdown,
+                       "print the table of every config key (type, default, range, unit, description) in Markdown, "
+                       "as docs/config.md holds it");
 
   std::string problem, method = "greedy", in_file;
   auto* solve = app.add_subcommand("solve", "run one solver on JSON input, print JSON");
@@ -446,6 +456,11 @@ int main(int argc, char** argv) {
   };
   try {
     if (*sim) return simulate(sf);
+    if (*config_cmd) {
+      if (config_markdown) std::cout << aryl::config_keys_markdown();
+      else std::cout << aryl::effective_config_json(build_config(cf)) << '\n';
+      return 0;
+    }
     if (*history_cmd) {
       auto now = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch());
       if (!hf.file.empty())

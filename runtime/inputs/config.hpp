@@ -1,6 +1,7 @@
 #pragma once
 /// Every setting of a run, with its defaults. Set from a YAML file (--config), then from
-/// command-line flags and --set key=value; each key has one setter in config.cpp.
+/// command-line flags and --set key=value; each key is one entry of the table of config keys
+/// (config_keys.hpp), which parses it.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -183,7 +184,7 @@ void load_config_file(config& c, const std::string& path);
 /// Checks cross-key consistency (e.g. a policy that exists); throws input_error.
 void validate_config(const config& c);
 
-/// All known keys, for --help and the docs.
+/// All known keys, in the table's order; a family by its pattern (`gpu_speed.<TYPE>`).
 std::vector<std::string> config_key_names();
 
 } // namespace aryl

@@ -6,18 +6,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <future>
 #include <map>
 #include <tuple>
 
-#include "actors/fault_injector.hpp"
-#include "actors/feeder.hpp"
-#include "actors/inference_load.hpp"
-#include "actors/journal.hpp"
-#include "actors/recorder.hpp"
-#include "actors/scheduler.hpp"
-#include "actors/server.hpp"
-#include "runtime/sim/driver_tasks.hpp"
+#include "runtime/sim/driver_parts.hpp"
 #include "solvers/control_chars.hpp"
 #include "solvers/input_error.hpp"
 #include "solvers/priorities.hpp"
@@ -25,18 +17,17 @@
 #include "runtime/inputs/job_checks.hpp"
 #include "runtime/outputs/outputs.hpp"
 #include "runtime/inputs/tenant_plan.hpp"
-#include "runtime/inputs/torchrun_command.hpp"
 #include "solvers/plural.hpp"
 
 namespace aryl {
+
+using drive_parts::cluster_plan;
+using drive_parts::run_actors;
+using drive_parts::run_frame;
+
 namespace {
 
 using wall = std::chrono::steady_clock;
-
-struct cluster_plan {
-  scheduler_setup setup;
-  std::vector<int> inference_ids;
-};
 
 int type_id(std::vector<std::string>& names, const std::string& t) {
   for (size_t i = 0; i < names.size(); ++i)
@@ -68,7 +59,11 @@ cluster_plan plan_cluster(const config& c) {
   s.missed_heartbeats = c.missed_heartbeats;
   s.max_retries = c.max_retries;
   s.seed = c.seed;
-  s.checkpoints = {c.checkpoint_interval_s, c.checkpoint_s, c.checkpoint_per_gpu_s, c.checkpoint_jitter, c.seed};
+  s.checkpoints = {.interval_s = c.checkpoint_interval_s,
+                   .fixed_s = c.checkpoint_s,
+                   .per_gpu_s = c.checkpoint_per_gpu_s,
+                   .jitter = c.checkpoint_jitter,
+                   .seed = c.seed};
   int train_type = type_id(s.type_names, c.training.gpu_type);
   int infer_type = c.inference.servers > 0 ? type_id(s.type_names, c.inference.gpu_type) : -1;
   for (auto& name : s.type_names) s.params.type_speed.push_back(c.gpu_speed.at(name));
@@ -101,13 +96,11 @@ std::vector<machine> cluster_machines(const config& c) {
   return out;
 }
 
-namespace {
-
 /// A job that no cluster state could ever fit, or that could not finish before the
 /// simulation horizon even alone on the slowest GPUs it may use, is an input error, not a
 /// deadlock or an overflow.
 /// `label` names the job in errors.
-void check_runnable(const config& c, const scheduler_setup& s, const job_spec& j, const std::string& label) {
+void drive_parts::check_runnable(const config& c, const scheduler_setup& s, const job_spec& j, const std::string& label) {
   struct pool {
     const cluster_config* cluster;
     bool loaned;  ///< inference servers: usable only while lent to training
@@ -150,29 +143,10 @@ void check_runnable(const config& c, const scheduler_setup& s, const job_spec& j
                                   label, alone_s, base, sim_time::horizon().seconds()));
 }
 
-void check_runnable(const config& c, const scheduler_setup& s, const std::vector<job_spec>& jobs) {
-  for (auto& j : jobs) check_runnable(c, s, j, fmt::format("job {} ({})", j.index, j.name));
-}
+namespace {
 
-/// A job a client submits: the same checks as a trace row's, then the cluster's.
-void check_submitted(const config& c, const scheduler_setup& s, const job_spec& j) {
-  if (auto why = job_spec_problem(j); !why.empty()) throw input_error(fmt::format("job '{}': {}", j.name, why));
-  // At submit only: a job a journal restores was taken before, and runs on as it was.
-  if (auto why = torchrun_problem(j); !why.empty()) throw input_error(fmt::format("job '{}': {}", j.name, why));
-  // Governed tenants are the configured ones: a misspelt name would otherwise get a tenant
-  // of its own, with no quota and a fresh fair share.
-  if (s.params.quotas && !j.tenant.empty()) {
-    std::string known;
-    bool found = false;
-    for (auto& t : s.tenants) {
-      found = found || t.name == j.tenant;
-      if (!t.name.empty()) known += (known.empty() ? "" : ", ") + t.name;
-    }
-    if (!found)
-      throw input_error(fmt::format("job '{}': unknown tenant '{}' (configured: {})", j.name, j.tenant,
-                                    known.empty() ? std::string("none") : known));
-  }
-  check_runnable(c, s, j, fmt::format("job '{}'", j.name));
+void check_runnable(const config& c, const scheduler_setup& s, const std::vector<job_spec>& jobs) {
+  for (auto& j : jobs) drive_parts::check_runnable(c, s, j, fmt::format("job {} ({})", j.index, j.name));
 }
 
 /// When the last timed event that can give queued jobs somewhere to run falls due: a crashed
@@ -196,24 +170,6 @@ sim_time last_capacity_return(const std::vector<fault_event>& faults, const std:
   return last;
 }
 
-/// Asks `whom` on the driver's thread and waits (at most 3 s) for the answer; `fallback`
-/// if none comes.
-template <class Result, class Handle, class... Args>
-Result ask(driver_tasks& tasks, caf::actor_system& sys, Handle whom, Result fallback, Args... args) {
-  auto answer = std::make_shared<std::promise<Result>>();
-  auto result = answer->get_future();
-  tasks.post([&sys, answer, whom, fallback, args...] {
-    // (The unused int: CAF 0.17 binds a null reference for an empty argument list.)
-    sys.spawn([=](caf::event_based_actor* self, int) {
-      self->request(whom, std::chrono::seconds(2), args...)
-          .then([answer](Result& r) { answer->set_value(std::move(r)); },
-                [answer, fallback](caf::error&) { answer->set_value(fallback); });
-    }, 0);
-  });
-  if (result.wait_for(std::chrono::seconds(3)) != std::future_status::ready) return fallback;
-  return result.get();
-}
-
 std::string ask_dump(caf::actor_system& sys, caf::scheduler::test_coordinator& sched, const scheduler_actor& s) {
   caf::scoped_actor self{sys};
   std::string out = "(no answer)";
@@ -224,19 +180,7 @@ std::string ask_dump(caf::actor_system& sys, caf::scheduler::test_coordinator& s
   return out;
 }
 
-} // namespace
-
-namespace {
-
-/// Spawns the actors and drives time until the run finishes or stops. The actor system lives
-/// only in here: when this returns, no actor runs any more and the outputs can be closed.
-run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std::shared_ptr<run_writer>& writer,
-                  std::ostream* progress, const live_world* live) {
-  auto status = std::make_shared<run_status>();
-  bool simulated = c.mode == "simulated";
-  const sim_time returns_until = last_capacity_return(in.faults, in.demand);
-
-  caf::actor_system_config cfg;
+void configure_actor_system(caf::actor_system_config& cfg, bool simulated) {
   cfg.set("logger.file-verbosity", caf::atom("quiet"));
   cfg.set("logger.console-verbosity", caf::atom("quiet"));
   if (simulated) {
@@ -249,34 +193,41 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
     cfg.set("scheduler.policy", caf::atom("sharing"));
     cfg.set("scheduler.max-threads", 2);
   }
-  caf::actor_system sys{cfg};
-  sys.await_actors_before_shutdown(false);
+}
 
+timebase run_clock(caf::actor_system& sys, bool simulated, const config& c, const live_world* live) {
   timebase tb{sys.clock().now(), simulated ? 1.0 : c.speedup};
   // A run carried on after a restart goes on at the simulated time it has reached.
   if (live && live->start_at_us > 0) tb.origin -= tb.span(sim_time::from_us(live->start_at_us));
+  return tb;
+}
+
+run_summary summary_header(const config& c, const live_world* live) {
   run_summary header;
   header.policy = c.policy;
   header.placement = c.scheduler.placement == placement_mode::count ? "count" : "consolidated";
   header.seed = c.seed;
-  uint64_t restored_jobs = 0, index_space = in.jobs.size();
   if (live) {
     header.scheduler_restarts = live->scheduler_restarts;
     header.restarts_after_scheduler_restart = live->restarted_jobs;
     header.adopted_after_scheduler_restart = live->adopted_jobs;
-    restored_jobs = live->restored.size();
-    index_space = std::max<uint64_t>(index_space, live->first_free_index);
   }
+  return header;
+}
 
-  auto start_wall = wall::now();
-  auto recorder = sys.spawn(recorder_behavior, std::shared_ptr<run_sink>(writer), status,
-                            static_cast<uint64_t>(in.jobs.size()) + restored_jobs, header,
-                            live && live->until_stopped, index_space);
-  journal_actor journal;
+/// Spawns the recorder, the journal, the servers, the scheduler and the inference actor, in
+/// that order. `index_space`: job indices taken by the trace and a restored journal.
+run_actors spawn_cluster(run_frame& f, run_inputs& in, const std::shared_ptr<run_writer>& writer,
+                         uint64_t restored_jobs, uint64_t index_space) {
+  auto& [c, plan, sys, tb, status, live] = f;
+  run_actors a;
+  a.recorder = sys.spawn(recorder_behavior, std::shared_ptr<run_sink>(writer), status,
+                         static_cast<uint64_t>(in.jobs.size()) + restored_jobs, summary_header(c, live),
+                         live && live->until_stopped, index_space);
   if (live && live->journal) {
-    journal = sys.spawn(journal_behavior, live->journal, recorder, std::chrono::milliseconds(2000),
-                        static_cast<uint32_t>(c.state_compact_every));
-    caf::anon_send(recorder, measures_to_atom::value, caf::actor_cast<caf::actor>(journal));
+    a.journal = sys.spawn(journal_behavior, live->journal, a.recorder, std::chrono::milliseconds(2000),
+                          static_cast<uint32_t>(c.state_compact_every));
+    caf::anon_send(a.recorder, measures_to_atom::value, caf::actor_cast<caf::actor>(a.journal));
   }
   // Loans that carry on after a scheduler restart: lent from the start.
   std::vector<int> lent;
@@ -286,323 +237,254 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
         s.mode = server_mode::loaned;
         lent.push_back(s.id);
       }
-  std::vector<server_actor> servers;
   for (auto& s : plan.setup.servers)
-    servers.push_back(sys.spawn(server_behavior, s.name, s.gpus, static_cast<int>(s.mode), recorder,
-                                live ? live->nodes.at(static_cast<size_t>(s.id)) : nullptr));
+    a.servers.push_back(sys.spawn(server_behavior, s.name, s.gpus, static_cast<int>(s.mode), a.recorder,
+                                  live ? live->nodes.at(static_cast<size_t>(s.id)) : nullptr));
   if (live) plan.setup.workers = live->workers;
   plan.setup.first_free_index = static_cast<uint32_t>(index_space);
-  plan.setup.journal = journal;
+  plan.setup.journal = a.journal;
   // Machines joining mid-run grow it: the machines' reports find their actors through it.
-  auto directory = std::make_shared<server_directory>(servers);
-  plan.setup.directory = directory;
+  a.directory = std::make_shared<server_directory>(a.servers);
+  plan.setup.directory = a.directory;
   if (live) plan.setup.holds = live->holds;
-  auto scheduler = sys.spawn(scheduler_behavior, plan.setup, servers, recorder, tb, plan.setup.params.model);
-  inference_actor inference;
+  a.scheduler = sys.spawn(scheduler_behavior, plan.setup, a.servers, a.recorder, tb, plan.setup.params.model);
   if (!plan.inference_ids.empty()) {
-    inference_setup is{plan.inference_ids, std::move(in.demand), c.inference_interval_s, c.inference_headroom,
-                       c.inference_grace_s, c.inference.gpus_per_server, plan.setup.policy.loaning, lent};
-    inference = sys.spawn(inference_behavior, std::move(is), scheduler, recorder, tb);
+    inference_setup is{.servers = plan.inference_ids,
+                       .demand = std::move(in.demand),
+                       .interval_s = c.inference_interval_s,
+                       .headroom = c.inference_headroom,
+                       .grace_s = c.inference_grace_s,
+                       .gpus_per_server = c.inference.gpus_per_server,
+                       .lend = plan.setup.policy.loaning,
+                       .lent = lent};
+    a.inference = sys.spawn(inference_behavior, std::move(is), a.scheduler, a.recorder, tb);
   }
+  return a;
+}
+
+/// The trace's jobs, fed at their submit times, and the fault plan's faults.
+void spawn_feeders(run_frame& f, run_actors& a, run_inputs& in) {
+  a.feeder = f.sys.spawn(feeder_behavior, std::move(in.jobs), a.scheduler, f.tb);
+  if (!in.faults.empty()) {
+    std::map<std::string, int> ids;
+    for (auto& s : f.plan.setup.servers) ids[s.name] = s.id;
+    a.faults = f.sys.spawn(fault_behavior, std::move(in.faults), std::move(ids), a.scheduler, a.inference, a.recorder,
+                           f.tb);
+  }
+}
+
+/// A restarted scheduler takes its journal's jobs before any worker report can reach a
+/// server actor: the adopted workers' servers and jobs know them by then (their messages are
+/// queued before the answer, the router is set after it).
+void restore_journal_jobs(run_frame& f, const run_actors& a) {
+  if (!f.live || f.live->restored.empty()) return;
+  caf::scoped_actor asker{f.sys};
+  bool restored = false;
+  asker->request(a.scheduler, std::chrono::seconds(30), restore_atom::value, f.live->restored)
+      .receive([&](int) { restored = true; }, [](caf::error&) {});
+  if (!restored)
+    caf::anon_send(a.recorder, failed_atom::value, std::string("the scheduler did not take its journal's jobs within 30 s"),
+                   4);
+}
+
+/// Every actor is stopped on every way out of a run. The inference actor re-arms its timer for
+/// ever, and the test coordinator delivers pending timers when the system shuts down. In
+/// wall-clock time the system does not wait for its actors at shutdown, so they are waited for
+/// here (a bounded while: an actor that never ends must not hang the run's exit); on a loaded
+/// machine one could still be running when the system went away, and its state leaked.
+struct actor_stopper {
+  caf::actor_system& sys;
+  bool simulated;
+  std::vector<caf::actor> actors;
+  bool done = false;
+  void run() {
+    if (done) return;
+    done = true;
+    if (simulated) {
+      for (auto& h : actors)
+        if (h) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+      dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler()).run();
+      return;
+    }
+    caf::scoped_actor self{sys};
+    size_t waiting = 0;
+    for (auto& h : actors)
+      if (h) {
+        self->monitor(h);
+        self->send_exit(h, caf::exit_reason::user_shutdown);
+        ++waiting;
+      }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    bool late = false;
+    while (waiting > 0 && !late) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      self->receive([&](caf::down_msg&) { --waiting; },
+                    caf::after(std::max(left, std::chrono::milliseconds(0))) >> [&] { late = true; });
+    }
+  }
+  ~actor_stopper() { run(); }
+};
+
+std::vector<caf::actor> every_actor(const run_actors& a) {
+  std::vector<caf::actor> out{caf::actor_cast<caf::actor>(a.faults), caf::actor_cast<caf::actor>(a.scheduler),
+                              caf::actor_cast<caf::actor>(a.recorder), caf::actor_cast<caf::actor>(a.feeder),
+                              caf::actor_cast<caf::actor>(a.inference), caf::actor_cast<caf::actor>(a.journal)};
+  for (auto& s : a.servers) out.push_back(caf::actor_cast<caf::actor>(s));
+  return out;
+}
+
+/// The driving loop's progress line and stall check.
+struct run_watch {
+  const run_frame& f;
+  std::ostream* progress;
+  wall::time_point start_wall;
+  wall::time_point last_report = start_wall;
+  uint64_t total_jobs = 0;
+  sim_time last_submit{};
+  sim_time returns_until{};
+
+  void report(bool force) {
+    auto now = wall::now();
+    if (!progress || (!force && now - last_report < std::chrono::seconds(2))) return;
+    last_report = now;
+    *progress << fmt::format("\r[aryl] t={:.2f} days  jobs done {}/{}  wall {:.1f} s", f.status->now_us.load() / 86400e6,
+                             f.status->jobs_done.load(), total_jobs,
+                             std::chrono::duration<double>(now - start_wall).count())
+              << std::flush;
+  }
+
+  /// A job that can never be placed while the inference actor keeps ticking would run for
+  /// ever. Pending submissions, running jobs (each has a finish timer) and pending returns of
+  /// capacity are progress, however far apart: only a run where none is left and no job moved
+  /// for the limit since the last of them is stuck (then `error` says so).
+  bool stalled(sim_time now, std::string& error) const {
+    // Serving until told to stop, an idle cluster is waiting for submissions.
+    if (f.live && f.live->until_stopped) return false;
+    if (now < last_submit || f.status->running_jobs.load() > 0 || now < returns_until) return false;
+    auto moved = std::max(sim_time::from_us(f.status->last_job_event_us.load()), returns_until);
+    if ((now - moved).seconds() <= f.c.stall_limit_s) return false;
+    error = fmt::format("stalled: no job moved for {:.0f} s with {} of {} jobs finished, none running and "
+                        "none left to submit",
+                        f.c.stall_limit_s, f.status->jobs_done.load(), total_jobs);
+    return true;
+  }
+};
+
+/// Simulated time: delivers every message of an instant, then moves to the next timer, until
+/// the run ends, fails, stalls or has nothing left pending. Returns the actor activations.
+uint64_t drive_simulated(run_frame& f, const run_actors& a, run_watch& watch, run_outcome& out) {
+  auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(f.sys.scheduler());
+  auto& status = *f.status;
+  uint64_t activations = 0, steps = 0;
+  for (;;) {
+    activations += sched.run();
+    if (status.finished.load() || status.failed.load()) break;
+    // Checked once every message of this instant is handled, so the instant counts.
+    if (watch.stalled(f.tb.at(sched.clock().now()), out.error)) {
+      out.error += "\n" + ask_dump(f.sys, sched, a.scheduler);
+      break;
+    }
+    if (!sched.has_pending_timeout()) {
+      out.error = fmt::format("deadlock: {} of {} jobs finished and nothing is pending\n{}", status.jobs_done.load(),
+                              watch.total_jobs, ask_dump(f.sys, sched, a.scheduler));
+      break;
+    }
+    sched.trigger_timeout();
+    if ((++steps & 0xFFF) == 0) watch.report(false);
+  }
+  if (status.failed.load()) {
+    out.error = status.failure;
+    // An input error names its cause in one line; other failures come with the state.
+    if (status.failure_code != 2) out.error += "\n" + ask_dump(f.sys, sched, a.scheduler);
+  }
+  return activations;
+}
+
+/// Wall clock: runs clients' requests on this thread while the actors run on theirs, until
+/// the run ends, fails or stalls; a stop request drains the run first.
+void drive_wallclock(run_frame& f, const run_actors& a, run_watch& watch, driver_tasks& tasks, run_outcome& out) {
+  auto& status = *f.status;
+  bool stopping = false;
+  while (!status.finished.load(std::memory_order_acquire) && !status.failed.load()) {
+    tasks.wait_for(std::chrono::milliseconds(5));
+    tasks.run();
+    if (!stopping && f.live && f.live->stop_requested && f.live->stop_requested()) {
+      stopping = true;
+      caf::anon_send_exit(a.feeder, caf::exit_reason::user_shutdown);
+      caf::anon_send(a.scheduler, drain_atom::value);
+    }
+    watch.report(false);
+    if (watch.stalled(f.tb.at(f.sys.clock().now()), out.error)) break;
+  }
+  if (status.failed.load()) out.error = status.failure;
+}
+
+/// A finished run's summary, with what only the driver measures.
+void take_summary(run_outcome& out, const run_frame& f, uint64_t activations, wall::time_point start_wall) {
+  auto& status = *f.status;
+  if (!out.error.empty() || !status.finished.load()) return;
+  out.ok = true;
+  out.exit_code = 0;
+  out.summary = status.summary;
+  out.summary.actor_activations = activations;
+  out.summary.sim_wall_s = std::chrono::duration<double>(wall::now() - start_wall).count();
+  // A run carried on after scheduler restarts began with its first serve, not this one.
+  if (f.live && f.live->run_start_unix_us > 0) {
+    auto since_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::system_clock::now().time_since_epoch()).count() - f.live->run_start_unix_us;
+    out.summary.sim_wall_s = std::max(out.summary.sim_wall_s, static_cast<double>(since_us) / 1e6);
+  }
+  out.summary.max_timer_lag_s = static_cast<double>(status.max_lag_us.load()) / 1e6;
+}
+
+/// Spawns the actors and drives time until the run finishes or stops. The actor system lives
+/// only in here: when this returns, no actor runs any more and the outputs can be closed.
+run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std::shared_ptr<run_writer>& writer,
+                  std::ostream* progress, const live_world* live) {
+  const bool simulated = c.mode == "simulated";
+  const sim_time returns_until = last_capacity_return(in.faults, in.demand);
+  caf::actor_system_config cfg;
+  configure_actor_system(cfg, simulated);
+  caf::actor_system sys{cfg};
+  sys.await_actors_before_shutdown(false);
+  run_frame f{c, plan, sys, run_clock(sys, simulated, c, live), std::make_shared<run_status>(), live};
+
+  const uint64_t restored_jobs = live ? live->restored.size() : 0;
+  uint64_t index_space = in.jobs.size();
+  if (live) index_space = std::max<uint64_t>(index_space, live->first_free_index);
+  run_watch watch{f, progress, wall::now()};
+  watch.total_jobs = in.jobs.size() + restored_jobs;
+  watch.last_submit = in.jobs.empty() ? sim_time{} : in.jobs.back().submit;
+  watch.returns_until = returns_until;
+  auto actors = spawn_cluster(f, in, writer, restored_jobs, index_space);
   // Clients' requests from the network thread, asked by the driver's loop.
   auto tasks = std::make_shared<driver_tasks>();
-  // The machines' reports reach the server actors from the network thread.
+  // The machines' reports reach the server actors from the network thread until the run ends.
   struct router_guard {
     const live_world* live;
     ~router_guard() {
       if (live && live->on_ready) live->on_ready(worker_router{});
     }
   } guard{live};
-  // A restarted scheduler takes its journal's jobs before any worker report can reach a
-  // server actor: the adopted workers' servers and jobs know them by then (their messages
-  // are queued before the answer, the router is set after it).
-  if (live && !live->restored.empty()) {
-    caf::scoped_actor asker{sys};
-    bool restored = false;
-    asker->request(scheduler, std::chrono::seconds(30), restore_atom::value, live->restored)
-        .receive([&](int) { restored = true; }, [](caf::error&) {});
-    if (!restored)
-      caf::anon_send(recorder, failed_atom::value, std::string("the scheduler did not take its journal's jobs within 30 s"),
-                     4);
-  }
-  if (live && live->on_ready) {
-    live->on_ready(worker_router{
-        [directory](int s, uint32_t job, uint32_t rank, double work) {
-          caf::anon_send(directory->at(static_cast<size_t>(s)), wprogress_atom::value, job, rank, work);
-        },
-        [directory](int s, uint32_t job, uint32_t rank, int code, int signal, const std::string& reason) {
-          caf::anon_send(directory->at(static_cast<size_t>(s)), wexit_atom::value, job,
-                         worker_exit{rank, code, signal, reason});
-        },
-        [scheduler](int s) { caf::anon_send(scheduler, lost_atom::value, s); },
-        [tasks, &sys, scheduler, status] {
-          auto s = ask<cluster_status>(*tasks, sys, scheduler, cluster_status{}, status_atom::value);
-          s.reclaim_slo_misses = status->slo_misses.load();
-          s.inference_needed = status->inference_needed.load();
-          return s;
-        },
-        [inference](int servers) {
-          if (inference) caf::anon_send(inference, push_atom::value, servers);
-        },
-        [tasks, &sys, scheduler, tb, &c, &plan, journal = live->journal](job_spec job,
-                                                                         std::function<void(submit_result)> reply) {
-          // Checked and asked on the driver's thread: the network thread waits for neither.
-          tasks->post([&sys, scheduler, tb, &c, &plan, journal, job = std::move(job), reply]() mutable {
-            try {
-              // For the horizon check only: the scheduler stamps the job when it takes it.
-              job.submit = tb.at(sys.clock().now());
-              check_submitted(c, plan.setup, job);
-            } catch (const input_error& e) {
-              return reply(submit_result{-1, e.what(), {}});
-            }
-            if (auto trouble = journal ? journal->current_trouble() : std::string(); !trouble.empty())
-              return reply(submit_result{-1, fmt::format("job '{}': the state file cannot be written ({}); submits "
-                                                         "are refused until it can, running jobs go on",
-                                                         job.name, trouble),
-                                         {}});
-            // The floor the scheduler applies (floor_workers), said to the submitter.
-            std::string note;
-            if (job.elastic && plan.setup.planner.floor == elastic_floor::request && job.min_workers < job.gpus)
-              note = fmt::format("runs on at least {} workers, its request: scheduler.elastic_floor=request raises "
-                                 "min-workers {} (set it to min for the minimum)",
-                                 floor_workers(job.min_workers, job.gpus, job.max_workers, plan.setup.planner),
-                                 job.min_workers);
-            auto outcome = [name = job.name, note](int64_t index) {
-              if (index >= 0) return submit_result{index, {}, note};
-              return submit_result{-1, fmt::format("job '{}': {}", name,
-                                                   index == -1   ? "the run is stopping"
-                                                   : index == -3 ? "the state file cannot be written (see serve's log); submits are refused until it can, running jobs go on"
-                                                   : index == -4 ? "its --array is not a list of task ids"
-                                                                 : "the scheduler did not answer"),
-                                  {}};
-            };
-            sys.spawn([=](caf::event_based_actor* self, int) {
-              auto admit = [=] {
-                self->request(scheduler, std::chrono::seconds(2), admit_atom::value, job)
-                    .then([=](int64_t index) { reply(outcome(index)); }, [=](caf::error&) { reply(outcome(-2)); });
-              };
-              if (job.after.empty() && job.array.empty()) return admit();
-              // Its dependencies and array checked first: a refusal says why.
-              self->request(scheduler, std::chrono::seconds(2), vet_atom::value, job)
-                  .then(
-                      [=](std::string& why) {
-                        if (why.empty()) return admit();
-                        reply(submit_result{-1, fmt::format("job '{}': {}", job.name, why), {}});
-                      },
-                      [=](caf::error&) { reply(outcome(-2)); });
-            }, 0);
-          });
-        },
-        [tasks, &sys, scheduler](uint32_t job, std::function<void(std::string)> reply) {
-          tasks->post([&sys, scheduler, job, reply] {
-            sys.spawn([=](caf::event_based_actor* self, int) {
-              self->request(scheduler, std::chrono::seconds(2), cancel_atom::value, job)
-                  .then([=](std::string& why) { reply(std::move(why)); },
-                        [=](caf::error&) { reply(fmt::format("job {}: the scheduler did not answer", job)); });
-            }, 0);
-          });
-        },
-        [scheduler](int s) { caf::anon_send(scheduler, back_atom::value, s); },
-        [directory](int s, std::vector<uint32_t> jobs, std::vector<uint32_t> ranks, uint64_t launches) {
-          caf::anon_send(directory->at(static_cast<size_t>(s)), reconcile_atom::value, std::move(jobs), std::move(ranks),
-                         launches);
-        },
-        [tasks, &sys, scheduler, status](std::function<void(cluster_status)> reply) {
-          tasks->post([&sys, scheduler, status, reply] {
-            sys.spawn([=](caf::event_based_actor* self, int) {
-              self->request(scheduler, std::chrono::seconds(2), status_atom::value)
-                  .then([=](cluster_status& s) {
-                          s.reclaim_slo_misses = status->slo_misses.load();
-          s.inference_needed = status->inference_needed.load();
-                          reply(std::move(s));
-                        },
-                        [=](caf::error&) { reply(cluster_status{}); });
-            }, 0);
-          });
-        },
-        [tasks, &sys, scheduler, recorder](node_join m, std::shared_ptr<node_link> link,
-                                           std::function<void(join_answer)> reply) {
-          // Spawned on the driver's thread, as every actor is, then offered to the scheduler.
-          tasks->post([&sys, scheduler, recorder, m, link, reply] {
-            auto server = sys.spawn(server_behavior, m.server, m.gpus, static_cast<int>(server_mode::training),
-                                    recorder, link);
-            sys.spawn([=](caf::event_based_actor* self, int) {
-              self->request(scheduler, std::chrono::seconds(2), join_atom::value, m, server)
-                  .then([=](join_answer& a) {
-                          if (a.id < 0) caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
-                          reply(std::move(a));
-                        },
-                        [=](caf::error&) {
-                          caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
-                          reply({-1, "the scheduler did not answer"});
-                        });
-            }, 0);
-          });
-        },
-        [tasks, &sys, scheduler](node_order o, std::function<void(node_answer)> reply) {
-          tasks->post([&sys, scheduler, o = std::move(o), reply] {
-            sys.spawn([=](caf::event_based_actor* self, int) {
-              self->request(scheduler, std::chrono::seconds(2), node_atom::value, o)
-                  .then([=](node_answer& a) { reply(std::move(a)); },
-                        [=](caf::error&) { reply(node_answer{false, o.server + ": the scheduler did not answer"}); });
-            }, 0);
-          });
-        },
-        [journal](std::string line) {
-          if (journal) caf::anon_send(journal, jaudit_atom::value, std::move(line));
-        },
-        [tasks, &sys, scheduler](job_order o, std::function<void(node_answer)> reply) {
-          tasks->post([&sys, scheduler, o = std::move(o), reply] {
-            sys.spawn([=](caf::event_based_actor* self, int) {
-              self->request(scheduler, std::chrono::seconds(2), jobctl_atom::value, o)
-                  .then([=](node_answer& a) { reply(std::move(a)); },
-                        [=](caf::error&) { reply(node_answer{false, fmt::format("job {}: the scheduler did not answer", o.job)}); });
-            }, 0);
-          });
-        }});
-  }
-  auto total_jobs = in.jobs.size() + restored_jobs;
-  auto last_submit = in.jobs.empty() ? sim_time{} : in.jobs.back().submit;
-  auto feeder = sys.spawn(feeder_behavior, std::move(in.jobs), scheduler, tb);
-  fault_actor faults;
-  if (!in.faults.empty()) {
-    std::map<std::string, int> ids;
-    for (auto& s : plan.setup.servers) ids[s.name] = s.id;
-    faults = sys.spawn(fault_behavior, std::move(in.faults), std::move(ids), scheduler, inference, recorder, tb);
-  }
-
-  // The inference actor re-arms its timer for ever, and the test coordinator delivers pending
-  // timers when the system shuts down: every actor is stopped first, on every way out. In
-  // wall-clock time the system does not wait for its actors at shutdown, so they are waited
-  // for here (a bounded while: an actor that never ends must not hang the run's exit); on a
-  // loaded machine one could still be running when the system went away, and its state leaked.
-  struct stopper {
-    caf::actor_system& sys;
-    bool simulated;
-    std::vector<caf::actor> actors;
-    bool done = false;
-    void run() {
-      if (done) return;
-      done = true;
-      if (simulated) {
-        for (auto& h : actors)
-          if (h) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-        dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler()).run();
-        return;
-      }
-      caf::scoped_actor self{sys};
-      size_t waiting = 0;
-      for (auto& h : actors)
-        if (h) {
-          self->monitor(h);
-          self->send_exit(h, caf::exit_reason::user_shutdown);
-          ++waiting;
-        }
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      bool late = false;
-      while (waiting > 0 && !late) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        self->receive([&](caf::down_msg&) { --waiting; },
-                      caf::after(std::max(left, std::chrono::milliseconds(0))) >> [&] { late = true; });
-      }
-    }
-    ~stopper() { run(); }
-  } stop_actors{sys, simulated, {caf::actor_cast<caf::actor>(faults), caf::actor_cast<caf::actor>(scheduler),
-                                 caf::actor_cast<caf::actor>(recorder),
-                                 caf::actor_cast<caf::actor>(feeder), caf::actor_cast<caf::actor>(inference),
-                                 caf::actor_cast<caf::actor>(journal)}};
-  for (auto& s : servers) stop_actors.actors.push_back(caf::actor_cast<caf::actor>(s));
+  restore_journal_jobs(f, actors);
+  if (live && live->on_ready) live->on_ready(drive_parts::make_router(f, actors, tasks));
+  spawn_feeders(f, actors, in);
+  actor_stopper stop_actors{sys, simulated, every_actor(actors)};
 
   run_outcome out;
   uint64_t activations = 0;
-  auto last_report = start_wall;
-  auto report = [&](bool force) {
-    auto now = wall::now();
-    if (!progress || (!force && now - last_report < std::chrono::seconds(2))) return;
-    last_report = now;
-    *progress << fmt::format("\r[aryl] t={:.2f} days  jobs done {}/{}  wall {:.1f} s", status->now_us.load() / 86400e6,
-                             status->jobs_done.load(), total_jobs,
-                             std::chrono::duration<double>(now - start_wall).count())
-              << std::flush;
-  };
-  // A job that can never be placed while the inference actor keeps ticking would run for ever.
-  // Pending submissions, running jobs (each has a finish timer) and pending returns of
-  // capacity are progress, however far apart: only a run where none is left and no job moved
-  // for the limit since the last of them is stuck.
-  auto stalled = [&](sim_time now) {
-    // Serving until told to stop, an idle cluster is waiting for submissions.
-    if (live && live->until_stopped) return false;
-    if (now < last_submit || status->running_jobs.load() > 0 || now < returns_until) return false;
-    auto moved = std::max(sim_time::from_us(status->last_job_event_us.load()), returns_until);
-    if ((now - moved).seconds() <= c.stall_limit_s) return false;
-    out.error = fmt::format("stalled: no job moved for {:.0f} s with {} of {} jobs finished, none running and "
-                            "none left to submit",
-                            c.stall_limit_s, status->jobs_done.load(), total_jobs);
-    return true;
-  };
-  if (simulated) {
-    auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
-    uint64_t steps = 0;
-    for (;;) {
-      activations += sched.run();
-      if (status->finished.load() || status->failed.load()) break;
-      // Checked once every message of this instant is handled, so the instant counts.
-      if (stalled(tb.at(sched.clock().now()))) {
-        out.error += "\n" + ask_dump(sys, sched, scheduler);
-        break;
-      }
-      if (!sched.has_pending_timeout()) {
-        out.error = fmt::format("deadlock: {} of {} jobs finished and nothing is pending\n{}",
-                                status->jobs_done.load(), total_jobs, ask_dump(sys, sched, scheduler));
-        break;
-      }
-      sched.trigger_timeout();
-      if ((++steps & 0xFFF) == 0) report(false);
-    }
-    if (status->failed.load()) {
-      out.error = status->failure;
-      // An input error names its cause in one line; other failures come with the state.
-      if (status->failure_code != 2) out.error += "\n" + ask_dump(sys, sched, scheduler);
-    }
-  } else {
-    bool stopping = false;
-    while (!status->finished.load(std::memory_order_acquire) && !status->failed.load()) {
-      tasks->wait_for(std::chrono::milliseconds(5));
-      tasks->run();
-      if (!stopping && live && live->stop_requested && live->stop_requested()) {
-        stopping = true;
-        caf::anon_send_exit(feeder, caf::exit_reason::user_shutdown);
-        caf::anon_send(scheduler, drain_atom::value);
-      }
-      report(false);
-      if (stalled(tb.at(sys.clock().now()))) break;
-    }
-    if (status->failed.load()) out.error = status->failure;
-  }
-  if (status->failed.load()) out.exit_code = status->failure_code;
-  if (progress && std::chrono::duration<double>(wall::now() - start_wall).count() > 2) {
-    report(true);
+  if (simulated) activations = drive_simulated(f, actors, watch, out);
+  else drive_wallclock(f, actors, watch, *tasks, out);
+  if (f.status->failed.load()) out.exit_code = f.status->failure_code;
+  if (progress && std::chrono::duration<double>(wall::now() - watch.start_wall).count() > 2) {
+    watch.report(true);
     *progress << '\n';
   }
   // Machines that joined mid-run have server actors too, stopped as the others.
-  for (size_t i = servers.size(); i < directory->size(); ++i)
-    stop_actors.actors.push_back(caf::actor_cast<caf::actor>(directory->at(i)));
+  for (size_t i = actors.servers.size(); i < actors.directory->size(); ++i)
+    stop_actors.actors.push_back(caf::actor_cast<caf::actor>(actors.directory->at(i)));
   stop_actors.run();
-
-  if (out.error.empty() && status->finished.load()) {
-    out.ok = true;
-    out.exit_code = 0;
-    out.summary = status->summary;
-    out.summary.actor_activations = activations;
-    out.summary.sim_wall_s = std::chrono::duration<double>(wall::now() - start_wall).count();
-    // A run carried on after scheduler restarts began with its first serve, not this one.
-    if (live && live->run_start_unix_us > 0) {
-      auto since_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch()).count() - live->run_start_unix_us;
-      out.summary.sim_wall_s = std::max(out.summary.sim_wall_s, static_cast<double>(since_us) / 1e6);
-    }
-    out.summary.max_timer_lag_s = static_cast<double>(status->max_lag_us.load()) / 1e6;
-  }
+  take_summary(out, f, activations, watch.start_wall);
   return out;
 }
 
@@ -611,7 +493,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
 void check_runnable(const config& c, const std::vector<job_spec>& jobs,
                     const std::function<std::string(const job_spec&)>& label) {
   auto plan = plan_cluster(c);
-  for (auto& j : jobs) check_runnable(c, plan.setup, j, label(j));
+  for (auto& j : jobs) drive_parts::check_runnable(c, plan.setup, j, label(j));
 }
 
 run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live,
