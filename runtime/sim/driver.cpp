@@ -10,6 +10,7 @@
 #include <map>
 #include <tuple>
 
+#include "actors/admit_refusal.hpp"
 #include "actors/fault_injector.hpp"
 #include "actors/feeder.hpp"
 #include "actors/inference_load.hpp"
@@ -52,7 +53,7 @@ cluster_plan plan_cluster(const config& c) {
   auto& s = p.setup;
   s.policy = *policy;
   s.planner = c.scheduler;
-  s.reclaim_method = c.reclaim_method;
+  s.reclaim = reclaim_method_named(c.reclaim_method);
   s.params.model = power_law_model(c.eff_exponent);
   s.params.model.cross_server_eff = c.cross_server_eff;
   s.params.restart_overhead_s = c.restart_overhead_s;
@@ -369,17 +370,12 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
                                  job.min_workers);
             auto outcome = [name = job.name, note](int64_t index) {
               if (index >= 0) return submit_result{index, {}, note};
-              return submit_result{-1, fmt::format("job '{}': {}", name,
-                                                   index == -1   ? "the run is stopping"
-                                                   : index == -3 ? "the state file cannot be written (see serve's log); submits are refused until it can, running jobs go on"
-                                                   : index == -4 ? "its --array is not a list of task ids"
-                                                                 : "the scheduler did not answer"),
-                                  {}};
+              return submit_result{-1, fmt::format("job '{}': {}", name, to_string(refusal_of(index))), {}};
             };
             sys.spawn([=](caf::event_based_actor* self, int) {
               auto admit = [=] {
                 self->request(scheduler, std::chrono::seconds(2), admit_atom::value, job)
-                    .then([=](int64_t index) { reply(outcome(index)); }, [=](caf::error&) { reply(outcome(-2)); });
+                    .then([=](int64_t index) { reply(outcome(index)); }, [=](caf::error&) { reply(outcome(answer_of(admit_refusal::no_answer))); });
               };
               if (job.after.empty() && job.array.empty()) return admit();
               // Its dependencies and array checked first: a refusal says why.
@@ -389,7 +385,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
                         if (why.empty()) return admit();
                         reply(submit_result{-1, fmt::format("job '{}': {}", job.name, why), {}});
                       },
-                      [=](caf::error&) { reply(outcome(-2)); });
+                      [=](caf::error&) { reply(outcome(answer_of(admit_refusal::no_answer))); });
             }, 0);
           });
         },
