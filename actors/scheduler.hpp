@@ -40,6 +40,8 @@ struct scheduler_setup {
   std::shared_ptr<server_directory> directory;
 };
 
+/// The actor's state: the ledger, its setup and handles, and a section per concern
+/// (actors/scheduler_state.hpp). Whether it is away is its behaviour, not a field.
 struct scheduler_state {
   cluster_ledger ledger;
   scheduler_setup setup;

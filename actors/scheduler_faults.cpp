@@ -113,11 +113,10 @@ void on_crash(self_ptr self, int server, int64_t down_us) {
   if (down_us >= 0) self->delayed_send(self, st.jenv.tb.span(sim_time::from_us(down_us)), back_atom::value, server);
 }
 
-void on_linkfault(self_ptr self, const link_fault& f) {
+namespace {
+
+void linkfault(self_ptr self, const link_fault& f, server_entry& s, fault_state::server_truth& t) {
   auto& st = self->state;
-  auto found = server_of(st, f.server);
-  if (!found) return;
-  auto& [s, t] = *found;
   auto now = st.jenv.tb.now(self);
   // One fault per server at a time: a second one meanwhile is ignored.
   if (t.crashed || s.mode == server_mode::down || now < t.fault_until) return;
@@ -135,11 +134,8 @@ void on_linkfault(self_ptr self, const link_fault& f) {
   }
 }
 
-void on_lost(self_ptr self, int server) {
+void lost(self_ptr self, int server, server_entry& s, fault_state::server_truth& t) {
   auto& st = self->state;
-  auto found = server_of(st, server);
-  if (!found) return;
-  auto& [s, t] = *found;
   auto now = st.jenv.tb.now(self);
   // Its own prediction is stale once the agent was heard again; an outside detector (the
   // live gateway) reports only a server whose agent is still away.
@@ -165,11 +161,8 @@ void on_lost(self_ptr self, int server) {
   mark_dirty(self, round_cause::cluster);
 }
 
-void on_back(self_ptr self, int server) {
+void back(self_ptr self, int server, server_entry& s, fault_state::server_truth& t) {
   auto& st = self->state;
-  auto found = server_of(st, server);
-  if (!found) return;
-  auto& [s, t] = *found;
   auto now = st.jenv.tb.now(self);
   if (s.mode != server_mode::down) {
     // Back before its loss was noticed: the agent registers again with no workers, which
@@ -206,6 +199,20 @@ void on_back(self_ptr self, int server) {
   }
   log(self, now, "back", fmt::format("server={}", s.name), "its agent registered again");
   mark_dirty(self, round_cause::cluster);
+}
+
+} // namespace
+
+void on_linkfault(self_ptr self, const link_fault& f) {
+  if (auto found = server_of(self->state, f.server)) linkfault(self, f, found->entry, found->truth);
+}
+
+void on_lost(self_ptr self, int server) {
+  if (auto found = server_of(self->state, server)) lost(self, server, found->entry, found->truth);
+}
+
+void on_back(self_ptr self, int server) {
+  if (auto found = server_of(self->state, server)) back(self, server, found->entry, found->truth);
 }
 
 void on_wfail(self_ptr self, uint32_t job) {
