@@ -26,7 +26,8 @@ std::string server_list(const scheduler_state& st) {
 const char* state_of(const scheduler_state& st, int sid) {
   auto& h = st.holds.by_server[static_cast<size_t>(sid)];
   if (h.kind == hold_kind::cordon) return "cordoned";
-  if (h.kind == hold_kind::drain) return st.ledger.servers[static_cast<size_t>(sid)].jobs.empty() ? "drained" : "draining";
+  if (h.kind == hold_kind::drain)
+    return st.ledger.servers[static_cast<size_t>(sid)].jobs.empty() ? "drained" : "draining";
   return "up";
 }
 
@@ -107,8 +108,8 @@ node_answer on_node_order(self_ptr self, const node_order& o) {
   if (o.now && action != node_action::drain) return {false, fmt::format("{}: --now is for drain only", s.name)};
   hold(self, sid, action == node_action::drain ? hold_kind::drain : hold_kind::cordon, o.reason);
   const size_t there = s.jobs.size();
-  log(self, now, std::string(to_string(*action)), fmt::format("server={} jobs={}{}", s.name, there, o.now ? " now=1" : ""),
-      why);
+  log(self, now, std::string(to_string(*action)),
+      fmt::format("server={} jobs={}{}", s.name, there, o.now ? " now=1" : ""), why);
   size_t moved = o.now ? move_jobs_off(self, sid, now, o.reason) : 0;
   journal_hold(self, sid);
   note_drained(self, now);

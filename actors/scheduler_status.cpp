@@ -17,7 +17,8 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
   out.ends = st.metrics.ends;
   auto add = [&](uint32_t id, bool running, std::string reason) {
     auto& j = l.jobs[id];
-    out.jobs.push_back({id, st.jobs.names[id], running, j.workers, std::move(reason), j.gpus, j.min_workers, j.max_workers,
+    out.jobs.push_back({id, st.jobs.names[id], running, j.workers, std::move(reason), j.gpus, j.min_workers,
+                        j.max_workers,
                         j.gpu_type >= 0 ? st.setup.type_names[static_cast<size_t>(j.gpu_type)] : std::string(),
                         j.started_once ? (now - j.first_start).seconds() : -1.0, alloc_text(st, j.alloc),
                         !st.jobs.unpredicted[id], l.tenants[static_cast<size_t>(j.tenant)].name});

@@ -9,7 +9,8 @@ namespace aryl::sched {
 
 int tenant_of(scheduler_state& st, const std::string& name) {
   if (st.jobs.tenant_index.empty())
-    for (size_t t = 0; t < st.ledger.tenants.size(); ++t) st.jobs.tenant_index.emplace(st.ledger.tenants[t].name, static_cast<int>(t));
+    for (size_t t = 0; t < st.ledger.tenants.size(); ++t)
+      st.jobs.tenant_index.emplace(st.ledger.tenants[t].name, static_cast<int>(t));
   auto [it, added] = st.jobs.tenant_index.try_emplace(name, static_cast<int>(st.ledger.tenants.size()));
   if (added) {
     st.ledger.tenants.emplace_back();

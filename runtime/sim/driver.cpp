@@ -375,7 +375,8 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
             sys.spawn([=](caf::event_based_actor* self, int) {
               auto admit = [=] {
                 self->request(scheduler, std::chrono::seconds(2), admit_atom::value, job)
-                    .then([=](int64_t index) { reply(outcome(index)); }, [=](caf::error&) { reply(outcome(answer_of(admit_refusal::no_answer))); });
+                    .then([=](int64_t index) { reply(outcome(index)); },
+                          [=](caf::error&) { reply(outcome(answer_of(admit_refusal::no_answer))); });
               };
               if (job.after.empty() && job.array.empty()) return admit();
               // Its dependencies and array checked first: a refusal says why.
