@@ -2,7 +2,8 @@
 // server"): cordon, drain and resume of a training server, and training machines joining a
 // running cluster. A held server is in the ledger's `cordoned` mode, which every placement
 // leaves out as it leaves out lost and reclaimed servers; the jobs it holds keep their workers
-// until they end, or until `drain --now` stops them. The handlers in scheduler.cpp call these.
+// until they end, or until `drain --now` stops them. The behaviours in scheduler_behavior.cpp
+// call these.
 #include <fmt/format.h>
 
 #include "actors/scheduler_parts.hpp"

@@ -1,6 +1,6 @@
 // The scheduler actor's faults (docs/faults.md, "Faults in simulated time"): what a crash,
 // a bad link, a lost server and a returning agent do to the scheduler's view, and how a job
-// whose workers died is recovered. The handlers in scheduler.cpp call these.
+// whose workers died is recovered. The behaviours in scheduler_behavior.cpp call these.
 #include <fmt/format.h>
 
 #include <algorithm>
