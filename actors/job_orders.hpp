@@ -2,10 +2,39 @@
 /// A user's or an admin's change to a queued job (`aryl hold`, `release`, `update`, and
 /// `cancel` of one array task): plain data, so the driver and the live runtime include this
 /// without CAF. The scheduler answers with a node_answer (actors/node_orders.hpp).
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace aryl {
+
+/// What a client's order does to a job: job_order::action by name.
+enum class job_action { hold, release, update, cancel };
+
+inline constexpr std::array<std::string_view, 4> job_action_names{"hold", "release", "update", "cancel"};
+
+constexpr std::string_view to_string(job_action a) { return job_action_names[static_cast<size_t>(a)]; }
+
+/// The action named `name`; nothing for a word that is none of them.
+constexpr std::optional<job_action> job_action_named(std::string_view name) {
+  for (size_t i = 0; i < job_action_names.size(); ++i)
+    if (job_action_names[i] == name) return static_cast<job_action>(i);
+  return std::nullopt;
+}
+
+/// What was done, as an answer says it: held, released, updated, cancelled.
+constexpr std::string_view done_word(job_action a) {
+  switch (a) {
+    case job_action::hold: return "held";
+    case job_action::release: return "released";
+    case job_action::update: return "updated";
+    case job_action::cancel: return "cancelled";
+  }
+  return "?";
+}
 
 struct job_order {
   uint32_t job = 0;

@@ -2,9 +2,27 @@
 /// An operator's orders about one machine (`aryl cordon`, `drain`, `resume`) and machines that
 /// join a cluster already running: what the scheduler takes and answers. Plain types: the
 /// driver and the live runtime include this without CAF.
+#include <array>
+#include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace aryl {
+
+/// What an operator's order does to a server: node_order::action by name.
+enum class node_action { cordon, drain, resume };
+
+inline constexpr std::array<std::string_view, 3> node_action_names{"cordon", "drain", "resume"};
+
+constexpr std::string_view to_string(node_action a) { return node_action_names[static_cast<size_t>(a)]; }
+
+/// The action named `name`; nothing for a word that is none of them.
+constexpr std::optional<node_action> node_action_named(std::string_view name) {
+  for (size_t i = 0; i < node_action_names.size(); ++i)
+    if (node_action_names[i] == name) return static_cast<node_action>(i);
+  return std::nullopt;
+}
 
 /// What holds a training server out of placement. cordon: no new work there, its jobs run on.
 /// drain: the same, and the server counts as drained once its last job has left; with `now`

@@ -18,7 +18,7 @@ double held_s(const job_entry& j, sim_time now) {
 
 void arm_limit(self_ptr self, uint32_t job, sim_time now) {
   auto& st = self->state;
-  auto& a = st.attempts[job];
+  auto& a = st.jobs.attempts[job];
   if (a.time_limit_s <= 0 || a.limit_timer) return;
   double left = a.time_limit_s - (held_s(st.ledger.jobs[job], now) - a.base_held_s);
   a.limit_timer = true;
@@ -28,15 +28,15 @@ void arm_limit(self_ptr self, uint32_t job, sim_time now) {
 } // namespace
 
 void attempt_running(self_ptr self, uint32_t job, sim_time now) {
-  auto& a = self->state.attempts[job];
+  auto& a = self->state.jobs.attempts[job];
   if (a.start_us < 0) a.start_us = now.us;
   arm_limit(self, job, now);
 }
 
 void on_time_limit(self_ptr self, uint32_t job) {
   auto& st = self->state;
-  if (job >= st.jobs.size() || !st.jobs[job]) return;
-  auto& a = st.attempts[job];
+  if (job >= st.jobs.actors.size() || !st.jobs.actors[job]) return;
+  auto& a = st.jobs.attempts[job];
   a.limit_timer = false;
   auto& j = st.ledger.jobs[job];
   if (j.status != job_status::running) return;  // queued again: its next start arms the check
@@ -49,10 +49,10 @@ void on_time_limit(self_ptr self, uint32_t job) {
 void on_exits(self_ptr self, uint32_t job, const std::vector<worker_exit>& exits) {
   auto& st = self->state;
   // A job requeued meanwhile (its machine lost) has closed that attempt already.
-  if (job >= st.jobs.size() || !st.jobs[job] || st.ledger.jobs[job].workers == 0) return;
+  if (job >= st.jobs.actors.size() || !st.jobs.actors[job] || st.ledger.jobs[job].workers == 0) return;
   auto sorted = exits;
   std::sort(sorted.begin(), sorted.end(), [](auto& x, auto& y) { return x.rank < y.rank; });
-  auto& a = st.attempts[job];
+  auto& a = st.jobs.attempts[job];
   a.exits.clear();
   for (auto& e : sorted)
     a.exits += fmt::format("{}{}:{}", a.exits.empty() ? "" : " ", e.rank,
@@ -67,13 +67,13 @@ void on_exits(self_ptr self, uint32_t job, const std::vector<worker_exit>& exits
 }
 
 int retries_allowed(const scheduler_state& st, uint32_t job) {
-  int own = st.attempts[job].max_retries;
+  int own = st.jobs.attempts[job].max_retries;
   return own >= 0 ? own : st.setup.max_retries;
 }
 
 void end_attempt(self_ptr self, uint32_t job, sim_time now, job_outcome how, const std::string& why) {
   auto& st = self->state;
-  auto& a = st.attempts[job];
+  auto& a = st.jobs.attempts[job];
   a.ended.push_back({a.start_us, now.us, how, std::exchange(a.exits, {}), why});
   a.failure.clear();
   a.start_us = -1;
@@ -82,7 +82,7 @@ void end_attempt(self_ptr self, uint32_t job, sim_time now, job_outcome how, con
 
 std::vector<attempt_record> attempts_of(const scheduler_state& st, uint32_t job, sim_time now,
                                         std::optional<job_outcome> how, const std::string& why) {
-  auto& a = st.attempts[job];
+  auto& a = st.jobs.attempts[job];
   auto out = a.ended;
   if (how) out.push_back({a.start_us, now.us, *how, a.exits, why});
   return out;

@@ -2,7 +2,8 @@
 // server"): cordon, drain and resume of a training server, and training machines joining a
 // running cluster. A held server is in the ledger's `cordoned` mode, which every placement
 // leaves out as it leaves out lost and reclaimed servers; the jobs it holds keep their workers
-// until they end, or until `drain --now` stops them. The handlers in scheduler.cpp call these.
+// until they end, or until `drain --now` stops them. The behaviours in scheduler_behavior.cpp
+// call these.
 #include <fmt/format.h>
 
 #include "actors/scheduler_parts.hpp"
@@ -24,9 +25,10 @@ std::string server_list(const scheduler_state& st) {
 
 /// "cordoned", "draining", "drained" or "up" (a lost server is shown by its mode).
 const char* state_of(const scheduler_state& st, int sid) {
-  auto& h = st.holds[static_cast<size_t>(sid)];
-  if (h.kind == "cordon") return "cordoned";
-  if (h.kind == "drain") return st.ledger.servers[static_cast<size_t>(sid)].jobs.empty() ? "drained" : "draining";
+  auto& h = st.holds.by_server[static_cast<size_t>(sid)];
+  if (h.kind == hold_kind::cordon) return "cordoned";
+  if (h.kind == hold_kind::drain)
+    return st.ledger.servers[static_cast<size_t>(sid)].jobs.empty() ? "drained" : "draining";
   return "up";
 }
 
@@ -34,19 +36,20 @@ const char* state_of(const scheduler_state& st, int sid) {
 void journal_hold(self_ptr self, int sid) {
   auto& st = self->state;
   if (!st.setup.journal) return;
-  auto& h = st.holds[static_cast<size_t>(sid)];
+  auto& h = st.holds.by_server[static_cast<size_t>(sid)];
   self->send(st.setup.journal, jserver_atom::value, st.ledger.servers[static_cast<size_t>(sid)].name,
-             h.kind.empty() ? std::string("up") : h.kind + ":" + h.reason);
+             h.kind == hold_kind::none ? std::string(to_string(h.kind))
+                                       : fmt::format("{}:{}", to_string(h.kind), h.reason));
 }
 
 /// Holds server `sid` (cordon or drain): out of placement from now on, unless lost (then
 /// once its agent is back).
-void hold(self_ptr self, int sid, const std::string& kind, const std::string& reason) {
+void hold(self_ptr self, int sid, hold_kind kind, const std::string& reason) {
   auto& st = self->state;
-  auto& h = st.holds[static_cast<size_t>(sid)];
-  if (h.kind == "drain" && !h.drained_logged) --st.drains_unlogged;
+  auto& h = st.holds.by_server[static_cast<size_t>(sid)];
+  if (h.kind == hold_kind::drain && !h.drained_logged) --st.holds.drains_unlogged;
   h = {kind, reason, false};
-  if (kind == "drain") ++st.drains_unlogged;
+  if (kind == hold_kind::drain) ++st.holds.drains_unlogged;
   if (st.ledger.servers[static_cast<size_t>(sid)].mode == server_mode::training)
     st.ledger.set_mode(sid, server_mode::cordoned);
 }
@@ -68,6 +71,21 @@ size_t move_jobs_off(self_ptr self, int sid, sim_time now, const std::string& re
   return ids.size();
 }
 
+/// An operator's resume of server `sid`: its hold (if any) is lifted.
+node_answer resume(self_ptr self, int sid, sim_time now, const std::string& why) {
+  auto& st = self->state;
+  auto& s = st.ledger.servers[static_cast<size_t>(sid)];
+  auto& h = st.holds.by_server[static_cast<size_t>(sid)];
+  if (h.kind == hold_kind::none) return {true, fmt::format("{}: not cordoned or drained; nothing to resume", s.name)};
+  if (h.kind == hold_kind::drain && !h.drained_logged) --st.holds.drains_unlogged;
+  h = {};
+  if (s.mode == server_mode::cordoned) st.ledger.set_mode(sid, server_mode::training);
+  log(self, now, "resume", fmt::format("server={}", s.name), why);
+  journal_hold(self, sid);
+  mark_dirty(self, round_cause::cluster);
+  return {true, fmt::format("{}: resumed: new work may be placed there again", s.name)};
+}
+
 std::string jobs_text(size_t n) { return fmt::format("{} job{}", n, n == 1 ? "" : "s"); }
 /// "2 jobs run on there", "1 job runs on there".
 std::string run_on(size_t n) { return jobs_text(n) + (n == 1 ? " runs on there" : " run on there"); }
@@ -84,30 +102,21 @@ node_answer on_node_order(self_ptr self, const node_order& o) {
     return {false, fmt::format("{} is an inference server: cordon, drain and resume apply to training servers "
                                "(inference servers are lent and taken back as demand says)",
                                s.name)};
-  auto& h = st.holds[static_cast<size_t>(sid)];
   const std::string why = o.reason.empty() ? "asked by an operator" : o.reason;
-  if (o.action == "resume") {
-    if (h.kind.empty()) return {true, fmt::format("{}: not cordoned or drained; nothing to resume", s.name)};
-    if (h.kind == "drain" && !h.drained_logged) --st.drains_unlogged;
-    h = {};
-    if (s.mode == server_mode::cordoned) st.ledger.set_mode(sid, server_mode::training);
-    log(self, now, "resume", fmt::format("server={}", s.name), why);
-    journal_hold(self, sid);
-    mark_dirty(self, round_cause::cluster);
-    return {true, fmt::format("{}: resumed: new work may be placed there again", s.name)};
-  }
-  if (o.action != "cordon" && o.action != "drain")
-    return {false, fmt::format("{}: unknown order '{}' (cordon, drain or resume)", s.name, o.action)};
-  if (o.now && o.action != "drain") return {false, fmt::format("{}: --now is for drain only", s.name)};
-  hold(self, sid, o.action, o.reason);
+  const auto action = node_action_named(o.action);
+  if (!action) return {false, fmt::format("{}: unknown order '{}' (cordon, drain or resume)", s.name, o.action)};
+  if (*action == node_action::resume) return resume(self, sid, now, why);
+  if (o.now && action != node_action::drain) return {false, fmt::format("{}: --now is for drain only", s.name)};
+  hold(self, sid, action == node_action::drain ? hold_kind::drain : hold_kind::cordon, o.reason);
   const size_t there = s.jobs.size();
-  log(self, now, o.action, fmt::format("server={} jobs={}{}", s.name, there, o.now ? " now=1" : ""), why);
+  log(self, now, std::string(to_string(*action)),
+      fmt::format("server={} jobs={}{}", s.name, there, o.now ? " now=1" : ""), why);
   size_t moved = o.now ? move_jobs_off(self, sid, now, o.reason) : 0;
   journal_hold(self, sid);
   note_drained(self, now);
   mark_dirty(self, round_cause::cluster);
   const char* lost = s.mode == server_mode::down ? " (it is lost now; held once its agent is back)" : "";
-  if (o.action == "cordon")
+  if (action == node_action::cordon)
     return {true, fmt::format("{}: cordoned: no new work; {}{}", s.name, run_on(there), lost)};
   if (moved > 0)
     return {true, fmt::format("{}: drained now: {} stopped (checkpointing) and queued again{}", s.name,
@@ -142,8 +151,8 @@ join_answer on_join(self_ptr self, const node_join& m, server_actor actor) {
   st.ledger.servers.push_back(std::move(e));  // the ledger indexes it again when next read
   st.servers.push_back(actor);
   st.jenv.servers->add(std::move(actor));
-  st.truth.emplace_back();
-  st.holds.emplace_back();
+  st.faults.truth.emplace_back();
+  st.holds.by_server.emplace_back();
   log(self, now, "join", fmt::format("server={} gpus={} type={}", m.server, m.gpus, m.gpu_type),
       "its agent registered after the run started");
   // A restarted scheduler has it again, under the same id.
@@ -157,10 +166,10 @@ void restore_holds(self_ptr self) {
   auto now = st.jenv.tb.now(self);
   for (auto& r : st.setup.holds) {
     int sid = server_named(st, r.server);
-    if (sid < 0 || st.ledger.servers[static_cast<size_t>(sid)].home != server_home::training ||
-        (r.kind != "cordon" && r.kind != "drain"))
+    const auto kind = hold_named(r.kind);
+    if (sid < 0 || st.ledger.servers[static_cast<size_t>(sid)].home != server_home::training || !kind)
       continue;  // the serve side checked the file's rows; one for a server gone is dropped there
-    hold(self, sid, r.kind, r.reason);
+    hold(self, sid, *kind, r.reason);
     log(self, now, r.kind, fmt::format("server={} jobs=0", r.server),
         "held before the scheduler restarted" + (r.reason.empty() ? std::string() : ": " + r.reason));
   }
@@ -168,28 +177,28 @@ void restore_holds(self_ptr self) {
 
 void reapply_hold(self_ptr self, int server) {
   auto& st = self->state;
-  auto& h = st.holds[static_cast<size_t>(server)];
-  if (!h.kind.empty() && st.ledger.servers[static_cast<size_t>(server)].mode == server_mode::training)
+  auto& h = st.holds.by_server[static_cast<size_t>(server)];
+  if (h.kind != hold_kind::none && st.ledger.servers[static_cast<size_t>(server)].mode == server_mode::training)
     st.ledger.set_mode(server, server_mode::cordoned);
 }
 
 void note_drained(self_ptr self, sim_time now) {
   auto& st = self->state;
-  if (st.drains_unlogged == 0) return;  // every round calls this; most runs drain nothing
-  for (size_t sid = 0; sid < st.holds.size(); ++sid) {
-    auto& h = st.holds[sid];
+  if (st.holds.drains_unlogged == 0) return;  // every round calls this; most runs drain nothing
+  for (size_t sid = 0; sid < st.holds.by_server.size(); ++sid) {
+    auto& h = st.holds.by_server[sid];
     auto& s = st.ledger.servers[sid];
-    if (h.kind != "drain" || h.drained_logged || !s.jobs.empty()) continue;
+    if (h.kind != hold_kind::drain || h.drained_logged || !s.jobs.empty()) continue;
     h.drained_logged = true;
-    --st.drains_unlogged;
+    --st.holds.drains_unlogged;
     log(self, now, "drained", fmt::format("server={}", s.name), "its last job left; it takes no new work");
   }
 }
 
 void describe_holds(const scheduler_state& st, cluster_status& out) {
-  for (size_t sid = 0; sid < out.servers.size() && sid < st.holds.size(); ++sid) {
+  for (size_t sid = 0; sid < out.servers.size() && sid < st.holds.by_server.size(); ++sid) {
     out.servers[sid].node_state = state_of(st, static_cast<int>(sid));
-    out.servers[sid].node_reason = st.holds[sid].reason;
+    out.servers[sid].node_reason = st.holds.by_server[sid].reason;
   }
 }
 

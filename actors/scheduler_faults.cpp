@@ -1,9 +1,10 @@
 // The scheduler actor's faults (docs/faults.md, "Faults in simulated time"): what a crash,
 // a bad link, a lost server and a returning agent do to the scheduler's view, and how a job
-// whose workers died is recovered. The handlers in scheduler.cpp call these.
+// whose workers died is recovered. The behaviours in scheduler_behavior.cpp call these.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "actors/scheduler_parts.hpp"
 #include "solvers/heartbeats.hpp"
@@ -18,7 +19,7 @@ void inference_server_lost(self_ptr self, int server, server_mode was) {
   auto& st = self->state;
   bool settles = false;
   if (was == server_mode::reclaiming) {
-    for (auto& rf : st.reclaims) {
+    for (auto& rf : st.loans.reclaims) {
       auto it = std::find(rf.servers.begin(), rf.servers.end(), server);
       if (it == rf.servers.end()) continue;
       rf.servers.erase(it);
@@ -28,13 +29,25 @@ void inference_server_lost(self_ptr self, int server, server_mode was) {
   } else if (was == server_mode::loaned) {
     int lent = 0;
     for (auto& s : st.ledger.servers) lent += s.mode == server_mode::loaned;
-    if (st.reclaim_backlog > lent) {
-      --st.reclaim_backlog;
+    if (st.loans.backlog > lent) {
+      --st.loans.backlog;
       settles = true;
     }
   }
-  if (auto inference = caf::actor_cast<inference_actor>(st.inference))
+  if (auto inference = caf::actor_cast<inference_actor>(st.loans.inference))
     self->send(inference, gone_atom::value, server, settles);
+}
+
+/// A server's ledger entry and its truth.
+struct server_at {
+  server_entry& entry;
+  fault_state::server_truth& truth;
+};
+
+/// Server `id`'s, if there is one (a message may name any id).
+std::optional<server_at> server_of(scheduler_state& st, int id) {
+  if (id < 0 || static_cast<size_t>(id) >= st.ledger.servers.size()) return std::nullopt;
+  return server_at{st.ledger.servers[static_cast<size_t>(id)], st.faults.truth[static_cast<size_t>(id)]};
 }
 
 heartbeat_model heartbeats(const scheduler_setup& s) { return {s.heartbeat_s, s.missed_heartbeats}; }
@@ -42,7 +55,7 @@ heartbeat_model heartbeats(const scheduler_setup& s) { return {s.heartbeat_s, s.
 /// Whether a loss the scheduler predicted still stands now: a silence of the server's latest
 /// fault is noticed by now (later than predicted if the scheduler was away), and its agent is
 /// not heard again before.
-bool loss_due(const scheduler_state::server_truth& t, sim_time now) {
+bool loss_due(const fault_state::server_truth& t, sim_time now) {
   for (auto& s : t.silences)
     if (s.noticed <= now && s.heard >= now) return true;
   return false;
@@ -67,7 +80,7 @@ void recover_job(self_ptr self, uint32_t job, int lost_server, sim_time now, con
     }
   const auto how = lost_server >= 0 ? job_outcome::node_lost : job_outcome::failed;
   const int allowed = retries_allowed(st, job);
-  if (++st.retries[job] > allowed) {
+  if (++st.jobs.retries[job] > allowed) {
     end_job(self, job, how, fmt::format("{}; {} restarts after faults exhausted", why, allowed));
     return;
   }
@@ -89,23 +102,22 @@ void on_crash(self_ptr self, int server, int64_t down_us) {
   auto& st = self->state;
   auto now = st.jenv.tb.now(self);
   auto& s = st.ledger.servers.at(static_cast<size_t>(server));
-  auto& t = st.truth[static_cast<size_t>(server)];
+  auto& t = st.faults.truth[static_cast<size_t>(server)];
   if (t.crashed || s.mode == server_mode::down || now < t.fault_until) return;
   t.crashed = true;
   // The world: its workers die now. The scheduler learns of it only from the heartbeats.
-  for (auto id : s.jobs) self->send(st.jobs[id], crash_atom::value, server);
+  for (auto id : s.jobs) self->send(st.jobs.actors[id], crash_atom::value, server);
   auto noticed = heartbeats(st.setup).loss_noticed(server, now);
   t.silences = {{noticed, down_us >= 0 ? now + sim_time::from_us(down_us) : sim_time::max()}};
   self->delayed_send(self, st.jenv.tb.span(noticed - now), lost_atom::value, server);
   if (down_us >= 0) self->delayed_send(self, st.jenv.tb.span(sim_time::from_us(down_us)), back_atom::value, server);
 }
 
-void on_linkfault(self_ptr self, const link_fault& f) {
+namespace {
+
+void linkfault(self_ptr self, const link_fault& f, server_entry& s, fault_state::server_truth& t) {
   auto& st = self->state;
   auto now = st.jenv.tb.now(self);
-  if (f.server < 0 || static_cast<size_t>(f.server) >= st.ledger.servers.size()) return;
-  auto& s = st.ledger.servers[static_cast<size_t>(f.server)];
-  auto& t = st.truth[static_cast<size_t>(f.server)];
   // One fault per server at a time: a second one meanwhile is ignored.
   if (t.crashed || s.mode == server_mode::down || now < t.fault_until) return;
   // The world: the machine and its workers carry on; the scheduler hears the agent late
@@ -122,12 +134,9 @@ void on_linkfault(self_ptr self, const link_fault& f) {
   }
 }
 
-void on_lost(self_ptr self, int server) {
+void lost(self_ptr self, int server, server_entry& s, fault_state::server_truth& t) {
   auto& st = self->state;
   auto now = st.jenv.tb.now(self);
-  if (server < 0 || static_cast<size_t>(server) >= st.ledger.servers.size()) return;
-  auto& s = st.ledger.servers.at(static_cast<size_t>(server));
-  auto& t = st.truth[static_cast<size_t>(server)];
   // Its own prediction is stale once the agent was heard again; an outside detector (the
   // live gateway) reports only a server whose agent is still away.
   bool predicted = self->current_sender() == self->address();
@@ -141,7 +150,7 @@ void on_lost(self_ptr self, int server) {
   // restart from their checkpoints) and stopped when it is back.
   bool alive = predicted && !t.crashed;
   if (alive)
-    for (auto id : ids) self->send(st.jobs[id], crash_atom::value, server);
+    for (auto id : ids) self->send(st.jobs.actors[id], crash_atom::value, server);
   for (auto id : ids) recover_job(self, id, server, now, fmt::format("server {} was lost", s.name));
   if (alive) t.strays = ids;
   self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(server_mode::down));
@@ -152,12 +161,9 @@ void on_lost(self_ptr self, int server) {
   mark_dirty(self, round_cause::cluster);
 }
 
-void on_back(self_ptr self, int server) {
+void back(self_ptr self, int server, server_entry& s, fault_state::server_truth& t) {
   auto& st = self->state;
   auto now = st.jenv.tb.now(self);
-  if (server < 0 || static_cast<size_t>(server) >= st.ledger.servers.size()) return;
-  auto& s = st.ledger.servers.at(static_cast<size_t>(server));
-  auto& t = st.truth[static_cast<size_t>(server)];
   if (s.mode != server_mode::down) {
     // Back before its loss was noticed: the agent registers again with no workers, which
     // is how the scheduler learns that the ones it placed there died.
@@ -187,12 +193,45 @@ void on_back(self_ptr self, int server) {
   self->send(st.servers[static_cast<size_t>(server)], mode_atom::value, static_cast<int>(mode));
   reapply_hold(self, server);
   if (mode == server_mode::serving) {
-    journal_server(self, server, "serving");
-    if (auto inference = caf::actor_cast<inference_actor>(st.inference))
+    journal_server(self, server, server_mode::serving);
+    if (auto inference = caf::actor_cast<inference_actor>(st.loans.inference))
       self->send(inference, rejoin_atom::value, server);
   }
   log(self, now, "back", fmt::format("server={}", s.name), "its agent registered again");
   mark_dirty(self, round_cause::cluster);
+}
+
+} // namespace
+
+void on_linkfault(self_ptr self, const link_fault& f) {
+  if (auto found = server_of(self->state, f.server)) linkfault(self, f, found->entry, found->truth);
+}
+
+void on_lost(self_ptr self, int server) {
+  if (auto found = server_of(self->state, server)) lost(self, server, found->entry, found->truth);
+}
+
+void on_back(self_ptr self, int server) {
+  if (auto found = server_of(self->state, server)) back(self, server, found->entry, found->truth);
+}
+
+void on_wfail(self_ptr self, uint32_t job) {
+  auto& st = self->state;
+  if (job >= st.jobs.actors.size() || !st.jobs.actors[job] || st.ledger.jobs[job].workers == 0) return;
+  auto failure = st.jobs.attempts[job].failure;
+  recover_job(self, job, -1, st.jenv.tb.now(self), failure.empty() ? "a worker process died" : failure);
+  mark_dirty(self, round_cause::cluster);
+}
+
+void on_wcrash(self_ptr self, uint32_t job) {
+  auto& st = self->state;
+  if (job < st.jobs.actors.size() && st.jobs.actors[job] && st.ledger.jobs[job].workers > 0)
+    self->send(st.jobs.actors[job], crash_atom::value, -1);
+}
+
+void on_ckfault(self_ptr self, uint32_t job, const checkpoint_fault& f) {
+  auto& st = self->state;
+  if (job < st.jobs.actors.size() && st.jobs.actors[job]) self->send(st.jobs.actors[job], ckfault_atom::value, f);
 }
 
 } // namespace aryl::sched

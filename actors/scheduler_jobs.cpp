@@ -24,21 +24,35 @@ bool may_grow_at_start(const scheduler_state& st, const job_entry& j) {
   return free > j.min_workers;
 }
 
+/// Makes room for job `index` in the ledger and in every by-job vector of the job table.
+void make_room(scheduler_state& st, uint32_t index) {
+  if (st.ledger.jobs.size() > index) return;
+  st.ledger.jobs.resize(index + 1);
+  auto& t = st.jobs;
+  t.actors.resize(index + 1);
+  t.names.resize(index + 1);
+  t.durations.resize(index + 1);
+  t.unpredicted.resize(index + 1);
+  t.retries.resize(index + 1);
+  t.attempts.resize(index + 1);
+  if (keeps_specs(st)) t.specs.resize(index + 1);
+}
+
 } // namespace
 
 /// The most GPUs of one type an elastic job needing `gpu_type` (empty: any) may hold in the
 /// configured cluster: training servers, and inference ones when the policy loans (0: none).
 long floor_cap(scheduler_state& st, const std::string& gpu_type) {
-  if (st.pool_gpus.empty()) {
-    st.pool_gpus.assign(st.setup.type_names.size(), {0, 0});
+  if (st.jobs.pool_gpus.empty()) {
+    st.jobs.pool_gpus.assign(st.setup.type_names.size(), {0, 0});
     for (auto& s : st.setup.servers)
-      if (s.gpu_type >= 0 && static_cast<size_t>(s.gpu_type) < st.pool_gpus.size())
-        st.pool_gpus[static_cast<size_t>(s.gpu_type)][s.home == server_home::inference ? 1 : 0] += s.gpus;
+      if (s.gpu_type >= 0 && static_cast<size_t>(s.gpu_type) < st.jobs.pool_gpus.size())
+        st.jobs.pool_gpus[static_cast<size_t>(s.gpu_type)][s.home == server_home::inference ? 1 : 0] += s.gpus;
   }
   long most = 0;
-  for (size_t t = 0; t < st.pool_gpus.size(); ++t)
+  for (size_t t = 0; t < st.jobs.pool_gpus.size(); ++t)
     if (gpu_type.empty() || st.setup.type_names[t] == gpu_type)
-      most = std::max(most, st.pool_gpus[t][0] + (st.setup.policy.loaning ? st.pool_gpus[t][1] : 0));
+      most = std::max(most, st.jobs.pool_gpus[t][0] + (st.setup.policy.loaning ? st.jobs.pool_gpus[t][1] : 0));
   return most;
 }
 
@@ -51,22 +65,13 @@ long floor_cap(scheduler_state& st, const std::string& gpu_type) {
 void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* restored) {
   auto& st = self->state;
   auto& l = st.ledger;
-  if (l.jobs.size() <= spec.index) {
-    l.jobs.resize(spec.index + 1);
-    st.jobs.resize(spec.index + 1);
-    st.names.resize(spec.index + 1);
-    st.durations.resize(spec.index + 1);
-    st.unpredicted.resize(spec.index + 1);
-    st.retries.resize(spec.index + 1);
-    st.attempts.resize(spec.index + 1);
-    if (keeps_specs(st)) st.specs.resize(spec.index + 1);
-  }
-  if (keeps_specs(st)) st.specs[spec.index] = spec;
-  st.attempts[spec.index].time_limit_s = spec.time_limit_s;
-  st.attempts[spec.index].max_retries = spec.max_retries;
-  st.names[spec.index] = spec.name;
-  st.durations[spec.index] = spec.duration_s;
-  st.unpredicted[spec.index] = spec.predicted ? 0 : 1;
+  make_room(st, spec.index);
+  if (keeps_specs(st)) st.jobs.specs[spec.index] = spec;
+  st.jobs.attempts[spec.index].time_limit_s = spec.time_limit_s;
+  st.jobs.attempts[spec.index].max_retries = spec.max_retries;
+  st.jobs.names[spec.index] = spec.name;
+  st.jobs.durations[spec.index] = spec.duration_s;
+  st.jobs.unpredicted[spec.index] = spec.predicted ? 0 : 1;
   auto& j = l.jobs[spec.index];
   j.index = spec.index;
   // When it was submitted, not when the scheduler took it: later only if the scheduler was
@@ -89,7 +94,7 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
   // A client's job submitted without a duration runs (emulated) for the default estimate, but
   // the scheduler estimates it as any job without one.
   j.estimated = spec.estimated && spec.predicted && (spec.estimate_s > 0 || spec.duration_s > 0);
-  if (!j.estimated) ++st.unestimated_active;
+  if (!j.estimated) ++st.jobs.unestimated_active;
   j.predicted_work = spec.estimate_s > 0 ? spec.estimate_s : spec.duration_s * spec.predict_factor;
   // The queue is ordered by submit time and remaining work: a restored job's are set first.
   if (restored) {
@@ -113,16 +118,16 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
     j.training_needed_gpu_s = r.training_needed_gpu_s;
     j.loaned_needed_gpu_s = r.loaned_needed_gpu_s;
     j.progress.work_done = restored->work_done;
-    st.retries[spec.index] = restored->retries;
+    st.jobs.retries[spec.index] = restored->retries;
     // Its limit counts from its restart if an attempt failed before: when that one ended is
     // not journaled.
-    auto& a = st.attempts[spec.index];
+    auto& a = st.jobs.attempts[spec.index];
     a.ended = r.attempts;
     if (!a.ended.empty()) a.base_held_s = std::max(0.0, (now - j.submit).seconds() - j.queued_s);
     else if (j.started_once) a.start_us = j.first_start.us;
   }
   if (!j.estimated)
-    j.predicted_work = j.progress.work_done + st.history.expected_remaining(j.tenant, j.progress.work_done,
+    j.predicted_work = j.progress.work_done + st.jobs.history.expected_remaining(j.tenant, j.progress.work_done,
                                                                            st.setup.planner.unestimated_prior_s);
   l.submit(spec.index, restored ? now : j.submit);  // queued since its submission
   if (restored) {
@@ -140,7 +145,7 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
         "");
   }
   take_rules(self, spec, restored);
-  st.jobs[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
+  st.jobs.actors[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
   const bool sized_alone = st.setup.planner.rounds == scale_rounds::capacity;
   mark_dirty(self, round_cause::arrival,
              restored != nullptr        ? replan::sizes
@@ -153,7 +158,7 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
 caf::result<int64_t> admit_job(self_ptr self, job_spec& spec) {
   auto& st = self->state;
   if (!spec.array.empty()) return admit_array(self, spec);
-  auto index = spec.index = st.next_index++;
+  auto index = spec.index = st.jobs.next_index++;
   // A client's job arrives now: whatever time the sender put on it is not the scheduler's.
   auto now = st.jenv.tb.now(self);
   spec.submit = now;
@@ -167,20 +172,10 @@ caf::result<int64_t> admit_job(self_ptr self, job_spec& spec) {
   // The client learns the id only once the job and the index counter are on disk: a
   // scheduler killed after the answer carries the job on and never gives the id again.
   // The job is scheduled meanwhile; its later rows reach the journal after this one.
-  auto answer = self->make_response_promise<int64_t>();
-  self->request(st.setup.journal, caf::infinite, jadmit_atom::value,
-                journal_row(self, index, st.jenv.tb.now(self)), st.next_index)
-      .then([=](uint32_t) mutable {
-              answer.deliver(static_cast<int64_t>(index));
-              settle_never(self, index);
-            },
-            [=](caf::error&) mutable {
-              // Refused, so not run: the client is told it has no job.
-              if (index < self->state.jobs.size() && self->state.jobs[index])
-                end_job(self, index, job_outcome::cancelled, "its submit could not be journaled");
-              answer.deliver(int64_t{-3});
-            });
-  return answer;
+  return answer_when_journaled(self,
+                               self->request(st.setup.journal, caf::infinite, jadmit_atom::value,
+                                             journal_row(self, index, st.jenv.tb.now(self)), st.jobs.next_index),
+                               index, {index});
 }
 
 /// After a restart: starts a restored (queued) job on the workers found still running, in
@@ -215,11 +210,11 @@ void adopt_job(self_ptr self, const saved_job& row) {
     a.servers.push_back(sid);
     a.server_workers.push_back(w);
   }
-  self->send(st.jobs[job], adopt_atom::value, a);
+  self->send(st.jobs.actors[job], adopt_atom::value, a);
   attempt_running(self, job, now);
   for (size_t i = 0; i < alloc.size(); ++i)
     self->send(st.servers[static_cast<size_t>(alloc[i].first)], adopt_atom::value, job, ranks[i], gpus[i],
-               st.jobs[job]);
+               st.jobs.actors[job]);
   log(self, now, "adopt",
       fmt::format("{} workers={} {} {}", job_name(job), j.workers, st.setup.type_names[static_cast<size_t>(type)],
                   describe(st, alloc)),
@@ -240,25 +235,36 @@ void restore_job(self_ptr self, saved_job& row) {
     return;
   }
   // Ended before the scheduler went away: recorded as it ended, once.
-  if (st.ledger.jobs.size() <= index) {
-    st.ledger.jobs.resize(index + 1);
-    st.jobs.resize(index + 1);
-    st.names.resize(index + 1);
-    st.durations.resize(index + 1);
-    st.unpredicted.resize(index + 1);
-    st.retries.resize(index + 1);
-    st.attempts.resize(index + 1);
-    if (keeps_specs(st)) st.specs.resize(index + 1);
-  }
-  st.names[index] = row.spec.name;
-  st.durations[index] = row.spec.duration_s;
-  ++st.jobs_finished;
+  make_room(st, index);
+  st.jobs.names[index] = row.spec.name;
+  st.jobs.durations[index] = row.spec.duration_s;
+  ++st.metrics.jobs_finished;
   count_outcome(st, row.record.outcome);
   after_end(self, index, row.record.outcome);
   log(self, now, "restore",
       fmt::format("{} name={} outcome={}", job_name(index), row.spec.name, to_string(row.record.outcome)),
       "ended before the scheduler restarted");
   self->send(st.jenv.recorder, jobrec_atom::value, std::move(row.record));
+}
+
+void on_submit(self_ptr self, job_spec& spec) {
+  auto& st = self->state;
+  if (st.drained) {
+    log(self, st.jenv.tb.now(self), "refuse", fmt::format("{} name={}", job_name(spec.index), spec.name),
+        "the run is stopping");
+    return;
+  }
+  auto index = spec.index;
+  auto now = st.jenv.tb.now(self);
+  accept_job(self, spec, now);
+  journal_job(self, index, now);
+  settle_never(self, index);
+}
+
+int on_restore(self_ptr self, std::vector<saved_job>& rows) {
+  for (auto& row : rows) restore_job(self, row);
+  for (auto& row : rows) settle_never(self, row.spec.index);
+  return static_cast<int>(rows.size());
 }
 
 } // namespace aryl::sched

@@ -1,16 +1,20 @@
 #pragma once
-/// What the scheduler actor's source files share: scheduler.cpp (rounds, ending jobs,
-/// reclaims, the journal, the behavior), scheduler_jobs.cpp (taking jobs in),
-/// scheduler_status.cpp, scheduler_tenants.cpp, scheduler_faults.cpp (faults and recovery) and
-/// scheduler_attempts.cpp (time limits, attempts and how they ended).
-/// Internal to the actor: nothing else includes it.
+/// What the scheduler actor's source files share: scheduler_behavior.cpp (its behaviours),
+/// scheduler.cpp (decisions sent out, ending jobs, the journal), scheduler_round.cpp (pacing
+/// and rounds), scheduler_loans.cpp (loans and reclaims), scheduler_jobs.cpp (taking jobs in),
+/// scheduler_queue.cpp (holds, dependencies, arrays), scheduler_status.cpp,
+/// scheduler_tenants.cpp, scheduler_drain.cpp (operators' holds, joining machines),
+/// scheduler_faults.cpp (faults and recovery) and scheduler_attempts.cpp (time limits,
+/// attempts and how they ended). Internal to the actor: nothing else includes it.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "actors/admit_refusal.hpp"
 #include "actors/scheduler.hpp"
+#include "actors/server_mode_names.hpp"
 
 namespace aryl::sched {
 
@@ -18,17 +22,22 @@ using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
 
 // scheduler.cpp
 std::string describe(const scheduler_state& st, const allocation& a);
+void describe_into(std::string& out, const scheduler_state& st, const allocation& a);
 std::string job_name(uint32_t id);
 void log(self_ptr self, sim_time now, std::string event, std::string detail, std::string why);
-/// Asks for a round at this instant that re-plans at least `what` (with
-/// scheduler.scale_rounds=every, every round re-plans every size).
-void mark_dirty(self_ptr self, round_cause why, replan what = replan::sizes);
 /// Sends a decision out. The job acknowledges it if `ack` (a reclaim's own decision) or if a
 /// reclaim in flight waits on the job.
 void dispatch(self_ptr self, const decision& d, bool ack = false);
+/// Tells the job its new assignment and (unless `servers_told`: a round's batch told them
+/// already) the servers its new workers.
+void dispatch_assignment(self_ptr self, const decision& d, bool servers_told, bool ack);
 void end_job(self_ptr self, uint32_t job, job_outcome outcome, const std::string& why);
-void complete_reclaims(self_ptr self, sim_time now);
-void journal_server(self_ptr self, int sid, const char* mode);
+/// A job's completion (its actor's finished): it ends done, unless it has ended already.
+void on_finished(self_ptr self, uint32_t job);
+/// The run is told to stop: every active job ends as cancelled, then the outputs close.
+void on_drain(self_ptr self);
+/// The server's mode in the journal (loaned, reclaiming, serving).
+void journal_server(self_ptr self, int sid, server_mode mode);
 /// "t0:4 t1:2": where a job's workers are, by server name.
 std::string alloc_text(const scheduler_state& st, const allocation& a);
 /// `aryl serve --state`: the job's row as the ledger has it now (`ended`: its final record).
@@ -36,8 +45,37 @@ saved_job journal_row(self_ptr self, uint32_t job, sim_time now, const job_recor
 void journal_job(self_ptr self, uint32_t job, sim_time now, const job_record* ended = nullptr);
 /// The ended jobs by outcome, for /metrics.
 void count_outcome(scheduler_state& st, job_outcome outcome);
+/// A text dump of the state (deadlock reports).
+std::string dump_state(const scheduler_state& st, sim_time now);
+
+// scheduler_round.cpp: pacing and rounds.
+/// Asks for a round at this instant that re-plans at least `what` (with
+/// scheduler.scale_rounds=every, every round re-plans every size).
+void mark_dirty(self_ptr self, round_cause why, replan what = replan::sizes);
+/// Runs the round asked for: plans it, and sends its decisions out.
+void on_round(self_ptr self);
+/// The scale period's timer: a full round may be due.
+void on_scale_due(self_ptr self);
+/// The cluster's usage now, to the recorder.
+void send_snapshot(self_ptr self, sim_time now);
+
+// scheduler_loans.cpp: loans and reclaims.
+/// Whether a reclaim in flight waits for the job's acknowledgement.
+bool awaited(const scheduler_state& st, uint32_t job);
+/// Hands back every reclaim whose jobs have all acknowledged, in request order.
+void complete_reclaims(self_ptr self, sim_time now);
+/// Servers the inference-load actor lends, placed on from the next round.
+void on_loan(self_ptr self, const std::vector<int>& ids);
+/// The inference-load actor asks `count` loaned servers back by `deadline_us`.
+void on_reclaim(self_ptr self, int count, int64_t deadline_us);
+/// A job acknowledged an assignment: the reclaims it completes hand their servers back.
+void on_ack(self_ptr self, const job_ack& a);
 
 // scheduler_jobs.cpp: taking jobs in.
+/// A trace's job (submit), refused once the run is stopping.
+void on_submit(self_ptr self, job_spec& spec);
+/// A restarted scheduler's journal (restore): its jobs taken, then their dependencies settled.
+int on_restore(self_ptr self, std::vector<saved_job>& rows);
 /// Takes a submitted job into the queue and spawns its actor (see the definition).
 void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* restored = nullptr);
 /// A client's job (admit in scheduler_protocol.hpp), while the run is not stopping.
@@ -131,5 +169,32 @@ void on_crash(self_ptr self, int server, int64_t down_us);
 void on_linkfault(self_ptr self, const link_fault& f);
 void on_lost(self_ptr self, int server);
 void on_back(self_ptr self, int server);
+/// A worker of the job died (live mode: after its exits): it recovers as recover_job says.
+void on_wfail(self_ptr self, uint32_t job);
+/// The fault plan kills a worker of the job: its actor hears of it.
+void on_wcrash(self_ptr self, uint32_t job);
+/// The fault plan slows or fails the job's next checkpoint: its actor hears of it.
+void on_ckfault(self_ptr self, uint32_t job, const checkpoint_fault& f);
+
+// Taking jobs in, shared by scheduler_jobs.cpp and scheduler_queue.cpp.
+/// A client's admit of the jobs `indices` answered once the journal request `written`
+/// succeeds: `id` (a job's index, an array's id), and their dependencies settled. Refused,
+/// none of them runs and the client hears not_journaled.
+template <class Handle>
+caf::result<int64_t> answer_when_journaled(self_ptr self, Handle written, uint32_t id, std::vector<uint32_t> indices) {
+  auto answer = self->make_response_promise<int64_t>();
+  std::move(written).then(
+      [=](uint32_t) mutable {
+        answer.deliver(static_cast<int64_t>(id));
+        for (auto i : indices) settle_never(self, i);
+      },
+      [=](caf::error&) mutable {
+        for (auto i : indices)
+          if (i < self->state.jobs.actors.size() && self->state.jobs.actors[i])
+            end_job(self, i, job_outcome::cancelled, "its submit could not be journaled");
+        answer.deliver(answer_of(admit_refusal::not_journaled));
+      });
+  return answer;
+}
 
 } // namespace aryl::sched

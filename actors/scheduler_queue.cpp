@@ -14,19 +14,19 @@ namespace aryl::sched {
 
 namespace {
 
-scheduler_state::job_rules& rules_of(scheduler_state& st, uint32_t job) {
-  if (st.rules.size() <= job) st.rules.resize(job + 1);
-  return st.rules[job];
+job_table::job_rules& rules_of(scheduler_state& st, uint32_t job) {
+  if (st.jobs.rules.size() <= job) st.jobs.rules.resize(job + 1);
+  return st.jobs.rules[job];
 }
 
 bool known(const scheduler_state& st, uint32_t job) {
-  return job < st.jobs.size() && (!st.names[job].empty() || st.jobs[job]);
+  return job < st.jobs.actors.size() && (!st.jobs.names[job].empty() || st.jobs.actors[job]);
 }
 
 /// The array whose id is `job` (its first task), or null.
-const scheduler_state::array_entry* array_named(const scheduler_state& st, uint32_t job) {
-  auto it = st.arrays.find(job);
-  return it != st.arrays.end() ? &it->second : nullptr;
+const job_table::array_entry* array_named(const scheduler_state& st, uint32_t job) {
+  auto it = st.jobs.arrays.find(job);
+  return it != st.jobs.arrays.end() ? &it->second : nullptr;
 }
 
 /// Dependencies with an array's id stand for each of its tasks.
@@ -42,8 +42,8 @@ std::vector<job_dependency> per_task(const scheduler_state& st, const std::vecto
 }
 
 std::optional<bool> ended_how(const scheduler_state& st, uint32_t job) {
-  if (job >= st.ended_done.size() || st.ended_done[job] < 0) return std::nullopt;
-  return st.ended_done[job] == 1;
+  if (job >= st.jobs.ended.size() || st.jobs.ended[job] == ended_as::not_yet) return std::nullopt;
+  return st.jobs.ended[job] == ended_as::done;
 }
 
 const char* kind_word(after_kind k) {
@@ -63,12 +63,12 @@ void settle(self_ptr self, uint32_t job) {
   auto& st = self->state;
   auto& l = st.ledger;
   auto& j = l.jobs[job];
-  if (j.status != job_status::queued || job >= st.rules.size()) return;
-  auto& r = st.rules[job];
+  if (j.status != job_status::queued || job >= st.jobs.rules.size()) return;
+  auto& r = st.jobs.rules[job];
   bool blocked = r.held || !r.waiting.empty();
   bool freed = false;
   if (r.array_job >= 0) {
-    auto& a = st.arrays[static_cast<uint32_t>(r.array_job)];
+    auto& a = st.jobs.arrays[static_cast<uint32_t>(r.array_job)];
     if (blocked && r.counted) {
       r.counted = false;
       --a.active;
@@ -91,35 +91,35 @@ void settle(self_ptr self, uint32_t job) {
 /// Places of the array free: its next tasks that nothing else keeps take them, in task order.
 void fill(self_ptr self, uint32_t array) {
   auto& st = self->state;
-  auto& a = st.arrays[array];
+  auto& a = st.jobs.arrays[array];
   for (auto t : a.tasks) {
     if (a.limit > 0 && a.active >= a.limit) return;
-    auto& r = st.rules[t];
+    auto& r = st.jobs.rules[t];
     if (!r.counted && st.ledger.jobs[t].status == job_status::queued && !r.held && r.waiting.empty()) settle(self, t);
   }
 }
 
 /// A dependency of `job` on `on` (its state now): waiting ones are noted where `on` ends.
 void depend(scheduler_state& st, uint32_t job, const job_dependency& d) {
-  auto& r = st.rules[job];
+  auto& r = st.jobs.rules[job];
   r.waiting.push_back(d);
-  st.dependents[d.job].push_back(job);
+  st.jobs.dependents[d.job].push_back(job);
 }
 
 void forget_waiting(scheduler_state& st, uint32_t job) {
-  for (auto& d : st.rules[job].waiting) {
-    auto it = st.dependents.find(d.job);
-    if (it == st.dependents.end()) continue;
+  for (auto& d : st.jobs.rules[job].waiting) {
+    auto it = st.jobs.dependents.find(d.job);
+    if (it == st.jobs.dependents.end()) continue;
     auto& v = it->second;
     v.erase(std::remove(v.begin(), v.end(), job), v.end());
-    if (v.empty()) st.dependents.erase(it);
+    if (v.empty()) st.jobs.dependents.erase(it);
   }
-  st.rules[job].waiting.clear();
+  st.jobs.rules[job].waiting.clear();
 }
 
 std::string job_label(const scheduler_state& st, uint32_t job) {
-  if (job < st.rules.size() && st.rules[job].array_job >= 0)
-    return fmt::format("job {}_{}", st.rules[job].array_job, st.rules[job].array_task);
+  if (job < st.jobs.rules.size() && st.jobs.rules[job].array_job >= 0)
+    return fmt::format("job {}_{}", st.jobs.rules[job].array_job, st.jobs.rules[job].array_task);
   return fmt::format("job {}", job);
 }
 
@@ -145,7 +145,7 @@ void apply_update(self_ptr self, uint32_t job, const job_order& o, sim_time now)
   auto& st = self->state;
   auto& l = st.ledger;
   auto& j = l.jobs[job];
-  job_spec* spec = job < st.specs.size() ? &st.specs[job] : nullptr;
+  job_spec* spec = job < st.jobs.specs.size() ? &st.jobs.specs[job] : nullptr;
   std::string what;
   if (o.set_priority) {
     j.priority = o.priority;
@@ -154,7 +154,7 @@ void apply_update(self_ptr self, uint32_t job, const job_order& o, sim_time now)
     what += fmt::format(" priority={}", o.priority);
   }
   if (o.time_limit_s >= 0) {
-    st.attempts[job].time_limit_s = o.time_limit_s;
+    st.jobs.attempts[job].time_limit_s = o.time_limit_s;
     if (spec) spec->time_limit_s = o.time_limit_s;
     what += fmt::format(" time_limit_s={:g}", o.time_limit_s);
   }
@@ -173,9 +173,9 @@ void apply_update(self_ptr self, uint32_t job, const job_order& o, sim_time now)
     what += fmt::format(" min_workers={} max_workers={}", j.min_workers, j.max_workers);
   }
   if (o.duration_s > 0) {
-    st.durations[job] = o.duration_s;
-    st.unpredicted[job] = 0;
-    if (!j.estimated) --st.unestimated_active;
+    st.jobs.durations[job] = o.duration_s;
+    st.jobs.unpredicted[job] = 0;
+    if (!j.estimated) --st.jobs.unestimated_active;
     j.estimated = true;
     l.set_predicted_work(job, o.duration_s * (spec ? spec->predict_factor : 1.0));
     if (spec) {
@@ -183,8 +183,8 @@ void apply_update(self_ptr self, uint32_t job, const job_order& o, sim_time now)
       spec->estimate_s = 0;
       spec->estimated = spec->predicted = true;
       // Not started yet: its actor is made again with the new work (an emulated worker's).
-      self->send_exit(st.jobs[job], caf::exit_reason::user_shutdown);
-      st.jobs[job] = self->spawn(job_behavior, *spec, st.jenv);
+      self->send_exit(st.jobs.actors[job], caf::exit_reason::user_shutdown);
+      st.jobs.actors[job] = self->spawn(job_behavior, *spec, st.jenv);
     }
     what += fmt::format(" duration_s={:g}", o.duration_s);
   }
@@ -197,34 +197,34 @@ void apply_update(self_ptr self, uint32_t job, const job_order& o, sim_time now)
     if (spec) spec->after = after_text(r.after);
     what += fmt::format(" after={}", o.after.empty() ? "none" : after_text(r.after));
   }
-  if (job < st.rules.size()) settle(self, job);
+  if (job < st.jobs.rules.size()) settle(self, job);
   log(self, now, "update", fmt::format("job-{}{}", job, what), o.by.empty() ? "updated" : "updated by " + o.by);
 }
 
 /// One job's hold, release or update; "" or why not.
-std::string order_one(self_ptr self, uint32_t job, const job_order& o, sim_time now) {
+std::string order_one(self_ptr self, uint32_t job, job_action action, const job_order& o, sim_time now) {
   auto& st = self->state;
   auto& j = st.ledger.jobs[job];
   const auto label = job_label(st, job);
-  if (!st.jobs[job]) return fmt::format("{} ({}) has already ended", label, st.names[job]);
-  if (o.action == "update") {
+  if (!st.jobs.actors[job]) return fmt::format("{} ({}) has already ended", label, st.jobs.names[job]);
+  if (action == job_action::update) {
     if (j.status != job_status::queued || j.started_once)
-      return fmt::format("{} ({}) has started: only a job not yet started can be updated", label, st.names[job]);
+      return fmt::format("{} ({}) has started: only a job not yet started can be updated", label, st.jobs.names[job]);
     if (auto why = update_refusal(st, job, o); !why.empty()) return why;
     apply_update(self, job, o, now);
   } else {
     if (j.status != job_status::queued)
-      return fmt::format("{} ({}) is running: only a queued job can be {}", label, st.names[job],
-                         o.action == "hold" ? "held" : "released");
-    const bool hold = o.action == "hold";
+      return fmt::format("{} ({}) is running: only a queued job can be {}", label, st.jobs.names[job],
+                         done_word(action));
+    const bool hold = action == job_action::hold;
     auto& r = rules_of(st, job);
-    if (!hold && !r.held) return fmt::format("{} ({}) is not held", label, st.names[job]);
+    if (!hold && !r.held) return fmt::format("{} ({}) is not held", label, st.jobs.names[job]);
     r.held = hold;
     r.held_by = hold ? o.by : std::string();
-    if (job < st.specs.size()) st.specs[job].held = hold;
+    if (job < st.jobs.specs.size()) st.jobs.specs[job].held = hold;
     settle(self, job);
-    log(self, now, o.action, fmt::format("job-{}", job),
-        (hold ? "held" : "released") + (o.by.empty() ? std::string() : " by " + o.by));
+    log(self, now, std::string(to_string(action)), fmt::format("job-{}", job),
+        std::string(done_word(action)) + (o.by.empty() ? std::string() : " by " + o.by));
   }
   journal_job(self, job, now);
   return {};
@@ -246,7 +246,7 @@ std::string vet_after(const scheduler_state& st, uint32_t job, const std::string
     if (!known(st, d.job)) return fmt::format("--after: job {}: no such job", d.job);
   }
   auto after = [&](uint32_t x) {
-    return x < st.rules.size() ? per_task(st, st.rules[x].after) : std::vector<job_dependency>{};
+    return x < st.jobs.rules.size() ? per_task(st, st.jobs.rules[x].after) : std::vector<job_dependency>{};
   };
   if (closes_cycle(job, per_task(st, deps), after))
     return fmt::format("--after {}: a cycle: one of those jobs waits, through its dependencies, for job {}", text, job);
@@ -266,7 +266,7 @@ std::string vet_spec(const scheduler_state& st, const job_spec& spec) {
     }
   }
   if (spec.after.empty()) return {};
-  return vet_after(st, st.next_index, spec.after);
+  return vet_after(st, st.jobs.next_index, spec.after);
 }
 
 void take_rules(self_ptr self, const job_spec& spec, const saved_job* restored) {
@@ -286,7 +286,7 @@ void take_rules(self_ptr self, const job_spec& spec, const saved_job* restored) 
   if (task) {
     r.array_job = spec.array_job;
     r.array_task = spec.array_task;
-    auto& a = st.arrays[static_cast<uint32_t>(spec.array_job)];
+    auto& a = st.jobs.arrays[static_cast<uint32_t>(spec.array_job)];
     a.tasks.push_back(job);
     a.ids.push_back(spec.array_task);
     a.limit = spec.array_limit;
@@ -304,8 +304,8 @@ void take_rules(self_ptr self, const job_spec& spec, const saved_job* restored) 
 
 void settle_never(self_ptr self, uint32_t job) {
   auto& st = self->state;
-  if (job >= st.rules.size() || !st.jobs[job]) return;
-  for (auto& d : st.rules[job].waiting) {
+  if (job >= st.jobs.rules.size() || !st.jobs.actors[job]) return;
+  for (auto& d : st.jobs.rules[job].waiting) {
     auto how = ended_how(st, d.job);
     // Ended before this job was taken (a trace's job, a restart): as if it ended now.
     if (how && dependency_state_of(d.kind, how) == dependency_state::never) {
@@ -319,23 +319,23 @@ void settle_never(self_ptr self, uint32_t job) {
 
 void after_end(self_ptr self, uint32_t job, job_outcome outcome) {
   auto& st = self->state;
-  if (st.ended_done.size() <= job) st.ended_done.resize(job + 1, -1);
-  st.ended_done[job] = outcome == job_outcome::done ? 1 : 0;
+  if (st.jobs.ended.size() <= job) st.jobs.ended.resize(job + 1, ended_as::not_yet);
+  st.jobs.ended[job] = outcome == job_outcome::done ? ended_as::done : ended_as::other;
   // The run stops: every active job ends cancelled, none is started or ended otherwise.
   if (st.drained) return;
-  if (job < st.rules.size() && st.rules[job].counted) {
-    auto& r = st.rules[job];
+  if (job < st.jobs.rules.size() && st.jobs.rules[job].counted) {
+    auto& r = st.jobs.rules[job];
     r.counted = false;
-    --st.arrays[static_cast<uint32_t>(r.array_job)].active;
+    --st.jobs.arrays[static_cast<uint32_t>(r.array_job)].active;
     fill(self, static_cast<uint32_t>(r.array_job));
   }
-  auto it = st.dependents.find(job);
-  if (it == st.dependents.end()) return;
+  auto it = st.jobs.dependents.find(job);
+  if (it == st.jobs.dependents.end()) return;
   auto waiting = std::move(it->second);
-  st.dependents.erase(it);
+  st.jobs.dependents.erase(it);
   for (auto d : waiting) {
-    if (!st.jobs[d]) continue;
-    auto& w = st.rules[d].waiting;
+    if (!st.jobs.actors[d]) continue;
+    auto& w = st.jobs.rules[d].waiting;
     auto dep = std::find_if(w.begin(), w.end(), [&](auto& x) { return x.job == job; });
     if (dep == w.end()) continue;
     auto kind = dep->kind;
@@ -351,8 +351,8 @@ void after_end(self_ptr self, uint32_t job, job_outcome outcome) {
 }
 
 std::string parked_reason(const scheduler_state& st, uint32_t job) {
-  if (job >= st.rules.size()) return "parked";
-  auto& r = st.rules[job];
+  if (job >= st.jobs.rules.size()) return "parked";
+  auto& r = st.jobs.rules[job];
   if (r.held) return r.held_by.empty() ? "held" : "held by " + r.held_by;
   if (!r.waiting.empty()) {
     std::string on;
@@ -361,7 +361,7 @@ std::string parked_reason(const scheduler_state& st, uint32_t job) {
   }
   if (r.array_job >= 0)
     return fmt::format("array limit (at most {} of its tasks at once)",
-                       st.arrays.at(static_cast<uint32_t>(r.array_job)).limit);
+                       st.jobs.arrays.at(static_cast<uint32_t>(r.array_job)).limit);
   return "parked";
 }
 
@@ -372,14 +372,14 @@ std::string cancel_job(self_ptr self, uint32_t job) {
     // Parked tasks first: their ends free no place that another task would take.
     std::vector<uint32_t> tasks;
     for (auto t : a->tasks)
-      if (st.jobs[t]) tasks.push_back(t);
-    if (tasks.empty()) return fmt::format("array {} ({}) has already ended", job, st.names[job]);
+      if (st.jobs.actors[t]) tasks.push_back(t);
+    if (tasks.empty()) return fmt::format("array {} ({}) has already ended", job, st.jobs.names[job]);
     std::stable_partition(tasks.begin(), tasks.end(), [&](uint32_t t) { return st.ledger.jobs[t].parked; });
     for (auto t : tasks)
-      if (st.jobs[t]) end_job(self, t, job_outcome::cancelled, "cancelled by a client (its array)");
+      if (st.jobs.actors[t]) end_job(self, t, job_outcome::cancelled, "cancelled by a client (its array)");
     return {};
   }
-  if (!st.jobs[job]) return fmt::format("job {} ({}) has already ended", job, st.names[job]);
+  if (!st.jobs.actors[job]) return fmt::format("job {} ({}) has already ended", job, st.jobs.names[job]);
   end_job(self, job, job_outcome::cancelled, "cancelled by a client");
   return {};
 }
@@ -390,15 +390,15 @@ caf::result<int64_t> admit_array(self_ptr self, const job_spec& spec) {
   try {
     tasks = parse_array(spec.array, "--array");
   } catch (const input_error&) {
-    return int64_t{-4};  // vetted before: a client that skipped it
+    return answer_of(admit_refusal::bad_array);  // vetted before: a client that skipped it
   }
-  const auto first = st.next_index;
+  const auto first = st.jobs.next_index;
   const auto now = st.jenv.tb.now(self);
   std::vector<saved_job> rows;
   std::vector<uint32_t> indices;
   for (size_t i = 0; i < tasks.ids.size(); ++i) {
     auto t = spec;
-    t.index = st.next_index++;
+    t.index = st.jobs.next_index++;
     t.submit = now;
     t.array.clear();
     t.array_job = first;
@@ -416,28 +416,17 @@ caf::result<int64_t> admit_array(self_ptr self, const job_spec& spec) {
   }
   for (auto i : indices) rows.push_back(journal_row(self, i, now));
   // As a single job's admit: the client hears the array's id once every task is on disk.
-  auto answer = self->make_response_promise<int64_t>();
-  self->request(st.setup.journal, caf::infinite, jadmits_atom::value, std::move(rows), st.next_index)
-      .then(
-          [=](uint32_t) mutable {
-            answer.deliver(static_cast<int64_t>(first));
-            for (auto i : indices) settle_never(self, i);
-          },
-          [=](caf::error&) mutable {
-            for (auto i : indices)
-              if (i < self->state.jobs.size() && self->state.jobs[i])
-                end_job(self, i, job_outcome::cancelled, "its submit could not be journaled");
-            answer.deliver(int64_t{-3});
-          });
-  return answer;
+  return answer_when_journaled(
+      self, self->request(st.setup.journal, caf::infinite, jadmits_atom::value, std::move(rows), st.jobs.next_index),
+      first, std::move(indices));
 }
 
 node_answer on_job_order(self_ptr self, const job_order& o) {
   auto& st = self->state;
   auto now = st.jenv.tb.now(self);
   if (!known(st, o.job)) return {false, fmt::format("job {}: no such job", o.job)};
-  if (o.action != "hold" && o.action != "release" && o.action != "update" && o.action != "cancel")
-    return {false, fmt::format("job {}: '{}' is not hold, release, update or cancel", o.job, o.action)};
+  const auto action = job_action_named(o.action);
+  if (!action) return {false, fmt::format("job {}: '{}' is not hold, release, update or cancel", o.job, o.action)};
   auto* a = array_named(st, o.job);
   std::vector<uint32_t> targets;
   std::string label = fmt::format("job {}", o.job);
@@ -450,18 +439,18 @@ node_answer on_job_order(self_ptr self, const job_order& o) {
     label = fmt::format("job {}_{}", o.job, o.task);
   } else if (a) {
     for (auto t : a->tasks)
-      if (st.jobs[t]) targets.push_back(t);
+      if (st.jobs.actors[t]) targets.push_back(t);
     label = fmt::format("array {} ({} active tasks)", o.job, targets.size());
-    if (targets.empty()) return {false, fmt::format("array {} ({}) has already ended", o.job, st.names[o.job])};
+    if (targets.empty()) return {false, fmt::format("array {} ({}) has already ended", o.job, st.jobs.names[o.job])};
   } else {
     targets.push_back(o.job);
   }
-  if (o.action == "cancel") {
+  if (action == job_action::cancel) {
     if (o.task < 0) {
       auto why = cancel_job(self, o.job);
       return {why.empty(), why.empty() ? "cancelled " + label : why};
     }
-    if (!st.jobs[targets[0]]) return {false, fmt::format("{} has already ended", label)};
+    if (!st.jobs.actors[targets[0]]) return {false, fmt::format("{} has already ended", label)};
     end_job(self, targets[0], job_outcome::cancelled, "cancelled by a client");
     return {true, "cancelled " + label};
   }
@@ -469,12 +458,12 @@ node_answer on_job_order(self_ptr self, const job_order& o) {
   std::string first_refusal;
   size_t done = 0;
   for (auto t : targets) {
-    auto why = order_one(self, t, o, now);
+    auto why = order_one(self, t, *action, o, now);
     if (why.empty()) ++done;
     else if (first_refusal.empty()) first_refusal = why;
   }
   if (done == 0) return {false, first_refusal};
-  const char* verb = o.action == "hold" ? "held" : o.action == "release" ? "released" : "updated";
+  const auto verb = done_word(*action);
   if (targets.size() == 1) return {true, fmt::format("{} {}", label, verb)};
   return {true, fmt::format("{}: {} {} of its tasks{}", label, verb, done,
                             done < targets.size() ? " (" + first_refusal + ", and the like)" : "")};

@@ -8,9 +8,10 @@
 namespace aryl::sched {
 
 int tenant_of(scheduler_state& st, const std::string& name) {
-  if (st.tenant_index.empty())
-    for (size_t t = 0; t < st.ledger.tenants.size(); ++t) st.tenant_index.emplace(st.ledger.tenants[t].name, static_cast<int>(t));
-  auto [it, added] = st.tenant_index.try_emplace(name, static_cast<int>(st.ledger.tenants.size()));
+  if (st.jobs.tenant_index.empty())
+    for (size_t t = 0; t < st.ledger.tenants.size(); ++t)
+      st.jobs.tenant_index.emplace(st.ledger.tenants[t].name, static_cast<int>(t));
+  auto [it, added] = st.jobs.tenant_index.try_emplace(name, static_cast<int>(st.ledger.tenants.size()));
   if (added) {
     st.ledger.tenants.emplace_back();
     st.ledger.tenants.back().name = name;
@@ -20,16 +21,16 @@ int tenant_of(scheduler_state& st, const std::string& name) {
 
 void track_quota_reclaims(self_ptr self, const std::vector<decision>& decisions, sim_time now) {
   auto& st = self->state;
-  scheduler_state::quota_reclaim_in_flight q;
+  loan_negotiation::quota_reclaim_in_flight q;
   q.started = now;
   for (auto& d : decisions)
     if (d.what == decision::kind::preempt && d.why.rfind("quota reclaim", 0) == 0)
       q.waiting[d.job] = st.ledger.jobs[d.job].generation;
-  if (!q.waiting.empty()) st.quota_reclaims.push_back(std::move(q));
+  if (!q.waiting.empty()) st.loans.quota_reclaims.push_back(std::move(q));
 }
 
 bool quota_victim(const scheduler_state& st, uint32_t job) {
-  for (auto& q : st.quota_reclaims)
+  for (auto& q : st.loans.quota_reclaims)
     if (q.waiting.count(job)) return true;
   return false;
 }
@@ -37,7 +38,7 @@ bool quota_victim(const scheduler_state& st, uint32_t job) {
 void quota_acked(self_ptr self, uint32_t job, uint64_t generation, sim_time now) {
   auto& st = self->state;
   const double grace = st.ledger.params.quota_grace_s;
-  for (auto it = st.quota_reclaims.begin(); it != st.quota_reclaims.end();) {
+  for (auto it = st.loans.quota_reclaims.begin(); it != st.loans.quota_reclaims.end();) {
     auto w = it->waiting.find(job);
     if (w != it->waiting.end() && generation >= w->second) it->waiting.erase(w);
     if (!it->waiting.empty()) {
@@ -50,7 +51,7 @@ void quota_acked(self_ptr self, uint32_t job, uint64_t generation, sim_time now)
         late > 0 ? fmt::format("every victim checkpointed, {:.1f} s past the {:g} s deadline", late, grace)
                  : std::string("every victim checkpointed"));
     self->send(st.jenv.recorder, qdone_atom::value, latency, late);
-    it = st.quota_reclaims.erase(it);
+    it = st.loans.quota_reclaims.erase(it);
   }
 }
 

@@ -43,7 +43,7 @@ cluster_plan plan_cluster(const config& c) {
   auto& s = p.setup;
   s.policy = *policy;
   s.planner = c.scheduler;
-  s.reclaim_method = c.reclaim_method;
+  s.reclaim = reclaim_method_named(c.reclaim_method);
   s.params.model = power_law_model(c.eff_exponent);
   s.params.model.cross_server_eff = c.cross_server_eff;
   s.params.restart_overhead_s = c.restart_overhead_s;

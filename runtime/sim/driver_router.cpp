@@ -5,6 +5,7 @@
 #include <chrono>
 #include <future>
 
+#include "actors/admit_refusal.hpp"
 #include "runtime/inputs/job_checks.hpp"
 #include "runtime/inputs/torchrun_command.hpp"
 #include "runtime/sim/driver_parts.hpp"
@@ -65,15 +66,6 @@ void ask_later(const std::shared_ptr<driver_tasks>& tasks, caf::actor_system& sy
   });
 }
 
-/// Why the scheduler refused a client's job, from admit's code.
-std::string refusal(int64_t code) {
-  return code == -1   ? "the run is stopping"
-         : code == -3 ? "the state file cannot be written (see serve's log); submits are refused until it can, "
-                        "running jobs go on"
-         : code == -4 ? "its --array is not a list of task ids"
-                      : "the scheduler did not answer";
-}
-
 /// worker_router::submit: checked and asked on the driver's thread, so that the network
 /// thread waits for neither.
 void submit_from_client(const run_frame& f, const run_actors& a, job_spec job, std::function<void(submit_result)> reply) {
@@ -98,13 +90,14 @@ void submit_from_client(const run_frame& f, const run_actors& a, job_spec job, s
                        floor_workers(job.min_workers, job.gpus, job.max_workers, plan.setup.planner), job.min_workers);
   auto outcome = [name = job.name, note](int64_t index) {
     if (index >= 0) return submit_result{index, {}, note};
-    return submit_result{-1, fmt::format("job '{}': {}", name, refusal(index)), {}};
+    return submit_result{-1, fmt::format("job '{}': {}", name, to_string(refusal_of(index))), {}};
   };
   auto scheduler = a.scheduler;
   f.sys.spawn([=](caf::event_based_actor* self, int) {
     auto admit = [=] {
       self->request(scheduler, std::chrono::seconds(2), admit_atom::value, job)
-          .then([=](int64_t index) { reply(outcome(index)); }, [=](caf::error&) { reply(outcome(-2)); });
+          .then([=](int64_t index) { reply(outcome(index)); },
+                [=](caf::error&) { reply(outcome(answer_of(admit_refusal::no_answer))); });
     };
     if (job.after.empty() && job.array.empty()) return admit();
     // Its dependencies and array checked first: a refusal says why.
@@ -114,7 +107,7 @@ void submit_from_client(const run_frame& f, const run_actors& a, job_spec job, s
               if (why.empty()) return admit();
               reply(submit_result{-1, fmt::format("job '{}': {}", job.name, why), {}});
             },
-            [=](caf::error&) { reply(outcome(-2)); });
+            [=](caf::error&) { reply(outcome(answer_of(admit_refusal::no_answer))); });
   }, 0);
 }
 

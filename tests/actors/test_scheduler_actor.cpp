@@ -1,6 +1,8 @@
 // Scheduler actor protocol: one round per instant, and the reclaim negotiation.
 #include <doctest/doctest.h>
 
+#include <optional>
+
 #include "actors/scheduler.hpp"
 #include "actors/server.hpp"
 #include "tests/actors/sim_fixture.hpp"
@@ -184,6 +186,36 @@ TEST_CASE_FIXTURE(scheduler_fixture, "a quota reclaim is measured when its victi
   CHECK(status->tenants[1].borrowed == 0);
   CHECK(status->tenants[2].in_use == 0);
   CHECK(status->tenants[2].queued == 1);
+  CHECK(rec->violations.empty());
+}
+
+TEST_CASE_FIXTURE(scheduler_fixture, "while the scheduler is away a submit and a status wait in its mailbox and are taken in order once it is back") {
+  auto s = spawn_scheduler("fifo", 0);
+  caf::anon_send(s, away_atom::value, int64_t{60'000'000});
+  drain();
+  REQUIRE(events_of("away") == std::vector<std::string>{"for=60"});
+  submit(s, 0, 4, 100);
+  auto status = std::make_shared<std::optional<cluster_status>>();
+  sys->spawn(
+      [=](caf::event_based_actor* self, int) -> caf::behavior {
+        self->request(s, caf::infinite, status_atom::value).then([=](const cluster_status& st) { *status = st; });
+        return {};
+      },
+      0);
+  caf::anon_send(s, away_atom::value, int64_t{1'000'000});  // a second crash while away is ignored
+  drain();
+  CHECK(events_of("away").size() == 1);
+  CHECK(events_of("submit").empty());
+  CHECK(!status->has_value());
+  while (events_of("awake").empty()) REQUIRE(step());
+  CHECK(now().seconds() == doctest::Approx(60));
+  // Back: the submit is taken before the status is answered, so the status shows the job.
+  REQUIRE(events_of("submit").size() == 1);
+  REQUIRE(status->has_value());
+  REQUIRE((*status)->jobs.size() == 1);
+  CHECK((*status)->jobs[0].job == 0);
+  while (step()) {}
+  CHECK(events_of("finish").size() == 1);
   CHECK(rec->violations.empty());
 }
 

@@ -1,0 +1,36 @@
+#pragma once
+/// Why the scheduler's admit answers no job index. The answer crosses as an int64_t: an index
+/// (0 or more) or one of these (below 0).
+#include <cstdint>
+#include <string_view>
+
+namespace aryl {
+
+/// stopping: the run is stopping. no_answer: the scheduler did not answer (the asker's own
+/// verdict, never the scheduler's). not_journaled: the state file could not take the job.
+/// bad_array: the spec's array does not parse (a client that skipped the vet).
+enum class admit_refusal : int64_t { stopping = -1, no_answer = -2, not_journaled = -3, bad_array = -4 };
+
+constexpr int64_t answer_of(admit_refusal r) { return static_cast<int64_t>(r); }
+
+/// The refusal in words, for the submitter.
+constexpr std::string_view to_string(admit_refusal r) {
+  switch (r) {
+    case admit_refusal::stopping: return "the run is stopping";
+    case admit_refusal::no_answer: return "the scheduler did not answer";
+    case admit_refusal::not_journaled:
+      return "the state file cannot be written (see serve's log); submits are refused until it can, running jobs go "
+             "on";
+    case admit_refusal::bad_array: return "its --array is not a list of task ids";
+  }
+  return "the scheduler did not answer";
+}
+
+/// The refusal an answer below 0 stands for; an unknown one counts as no answer.
+constexpr admit_refusal refusal_of(int64_t answer) {
+  return answer >= answer_of(admit_refusal::bad_array) && answer <= answer_of(admit_refusal::stopping)
+             ? static_cast<admit_refusal>(answer)
+             : admit_refusal::no_answer;
+}
+
+} // namespace aryl
