@@ -94,8 +94,35 @@ struct deferral_counts {
   int unplanned = 0;  ///< jobs left without a plan, over all rounds
   int planned_late = 0;  ///< ... of which step 1 took GPUs, planned by freeze_in_cooldown
   int differ = 0;  ///< rounds whose decisions differ from a context that plans every job
+  int plans_differ = 0;  ///< rounds whose plans differ from that context's, less the unplanned jobs'
   int decided = 0;
 };
+
+/// Whether `deferring`'s plans are `planning`'s without those of the jobs it left unplanned and
+/// froze, in the same order and with the same outcome.
+bool same_plans(const round_context& deferring, const round_context& planning) {
+  auto has_plan = [&](uint32_t id) {
+    auto& ps = deferring.made.plans;
+    return std::any_of(ps.begin(), ps.end(), [&](auto& e) { return e.job == id && !e.started; });
+  };
+  auto& unplanned = deferring.made.frozen_unplanned;
+  std::vector<const detail::elastic_plan*> kept;
+  for (auto& e : planning.made.plans) {
+    const bool frozen_unplanned =
+        !e.started && std::find(unplanned.begin(), unplanned.end(), e.job) != unplanned.end() && !has_plan(e.job);
+    if (!frozen_unplanned) kept.push_back(&e);
+  }
+  auto& ps = deferring.made.plans;
+  if (kept.size() != ps.size()) return false;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    auto& a = ps[i];
+    auto& b = *kept[i];
+    if (a.job != b.job || a.started != b.started || a.frozen != b.frozen || a.forced != b.forced ||
+        a.type != b.type || a.final != b.final || a.net_s != b.net_s || a.traded_s != b.traded_s)
+      return false;
+  }
+  return true;
+}
 
 /// Rounds every 60 s (mostly full, some local or starts) on two copies of `seed`'s ledger, one
 /// with a context that defers frozen jobs' plans and one that plans every job; every fifth
@@ -124,6 +151,7 @@ deferral_counts compare_deferral(unsigned seed, const planner_options& o) {
     bool equal = a.size() == b.size();
     for (size_t i = 0; equal && i < a.size(); ++i) equal = same(a[i], b[i]);
     n.differ += equal ? 0 : 1;
+    n.plans_differ += same_plans(deferring, planning) ? 0 : 1;
     for (auto id : deferring.made.frozen_unplanned) {
       ++n.unplanned;
       auto& plans = deferring.made.plans;
@@ -143,6 +171,7 @@ TEST_CASE("round context: leaving frozen jobs without a plan decides as planning
   for (unsigned seed = 1; seed <= 12; ++seed) {
     auto n = compare_deferral(seed, o);
     CHECK_MESSAGE(n.differ == 0, "seed ", seed);
+    CHECK_MESSAGE(n.plans_differ == 0, "seed ", seed);
     all.unplanned += n.unplanned;
     all.planned_late += n.planned_late;
     all.decided += n.decided;
@@ -164,6 +193,7 @@ TEST_CASE("round context: so it does with count placement, a short cooldown and 
   for (unsigned seed = 1; seed <= 8; ++seed) {
     auto n = compare_deferral(seed, o);
     CHECK_MESSAGE(n.differ == 0, "seed ", seed);
+    CHECK_MESSAGE(n.plans_differ == 0, "seed ", seed);
     unplanned += n.unplanned;
   }
   CHECK(unplanned > 0);
