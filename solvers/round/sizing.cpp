@@ -134,10 +134,6 @@ bool class_of(const cluster_ledger& l, const planner_options& o, const work_view
   return true;
 }
 
-} // namespace
-
-namespace {
-
 /// Running job `j` (of base `base`) keeps its extra workers if they all still have their GPUs
 /// in `view`, which then holds them; false if some lost theirs.
 bool keep_extras(const job_entry& j, const allocation& base, work_view& view, allocation& kept) {
