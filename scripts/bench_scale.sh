@@ -2,12 +2,14 @@
 # Scale: the built-in synthetic workload at 10k, 50k, 200k and 1M jobs on a cluster grown in
 # proportion (JOBS_PER_SERVER jobs per training server, as many inference servers as training
 # ones, the default offered load), so the arrival window and the load stay the same and only the
-# size changes. Policies fifo and aryl; each configuration RUNS times (median), except that one
-# whose first run takes longer than MAX_RUN_S runs once. Prints wall seconds, microseconds per job
-# and peak resident memory (/usr/bin/time -v) in total and per job.
+# size changes. Policies fifo and aryl at default settings; each configuration RUNS times
+# (median), except that one whose first run takes longer than MAX_RUN_S runs once. Prints wall
+# seconds, microseconds per job, CPU seconds (user + system: what a shared machine's load moves
+# least) and microseconds of CPU per job, and peak resident memory (/usr/bin/time -v) in total
+# and per job.
 #   scripts/bench_scale.sh [JOBS ...]          e.g. scripts/bench_scale.sh 10000 50000
 # Environment: RUNS (3), POLICIES ("fifo aryl"; NAME@P runs NAME with scheduler.scale_period_s=P,
-# e.g. "aryl@300"), JOBS_PER_SERVER (625: 10k jobs on the default
+# e.g. "aryl@300"; without @P nothing is set), JOBS_PER_SERVER (625: 10k jobs on the default
 # 16 + 16 servers), MAX_RUN_S (180), ARYL (build/aryl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +29,7 @@ def run_once(jobs, servers, policy):
     name, _, period = policy.partition("@")
     try:
         cmd = ["/usr/bin/time", "-v", "-o", f"{work}/time.txt", aryl, "simulate", "--quiet", "--policy", name,
-               "--set", f"scheduler.scale_period_s={period or 0}",
+               *(["--set", f"scheduler.scale_period_s={period}"] if period else []),
                "--out", f"{work}/out", "--servers", str(servers), "--set", f"cluster.inference.servers={servers}",
                "--set", f"synthetic.jobs={jobs}"]
         r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -37,10 +39,11 @@ def run_once(jobs, servers, policy):
         h, m, s = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", t).groups()
         wall = int(h or 0) * 3600 + int(m) * 60 + float(s)
         rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1))
+        cpu = sum(float(re.search(rf"{k} time \(seconds\): ([\d.]+)", t).group(1)) for k in ("User", "System"))
         done = json.load(open(f"{work}/out/summary.json"))["jobs_completed"]
         if done != jobs:
             raise RuntimeError(f"{' '.join(cmd[4:])} completed {done} of {jobs} jobs")
-        return wall, rss
+        return wall, cpu, rss
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -50,27 +53,28 @@ for jobs, policy in ((j, p) for j in sizes for p in policies):
     if failure:
         break
     servers = max(1, math.ceil(jobs / per_server))
-    walls, rsss = [], []
+    walls, cpus, rsss = [], [], []
     for i in range(runs):
         try:
-            wall, rss = run_once(jobs, servers, policy)
+            wall, cpu, rss = run_once(jobs, servers, policy)
         except RuntimeError as e:
             failure = str(e)  # still print what was measured before it
             break
         walls.append(wall)
+        cpus.append(cpu)
         rsss.append(rss)
-        print(f"{jobs} jobs, {servers}+{servers} servers, {policy}, run {i + 1}: {wall:.2f} s, {rss} KiB",
+        print(f"{jobs} jobs, {servers}+{servers} servers, {policy}, run {i + 1}: {wall:.2f} s, CPU {cpu:.2f} s, {rss} KiB",
               file=sys.stderr, flush=True)
         if wall > max_run_s:
             break
     if walls:
-        w, m = statistics.median(walls), max(rsss)
-        rows.append((jobs, servers, policy, len(walls), w, w / jobs * 1e6, m, m / jobs))
+        w, c, m = statistics.median(walls), statistics.median(cpus), max(rsss)
+        rows.append((jobs, servers, policy, len(walls), w, w / jobs * 1e6, c, c / jobs * 1e6, m, m / jobs))
 
-print("| jobs | servers (training + inference) | policy | runs | wall s (median) | µs per job | peak RSS KiB | KiB per job |")
-print("|---:|---:|---|---:|---:|---:|---:|---:|")
-for jobs, servers, policy, n, w, us, m, kib in rows:
-    print(f"| {jobs:,} | {servers} + {servers} | {policy} | {n} | {w:.2f} | {us:.1f} | {m:,} | {kib:.2f} |")
+print("| jobs | servers (training + inference) | policy | runs | wall s (median) | µs per job | CPU s (median) | CPU µs per job | peak RSS KiB | KiB per job |")
+print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+for jobs, servers, policy, n, w, us, c, cus, m, kib in rows:
+    print(f"| {jobs:,} | {servers} + {servers} | {policy} | {n} | {w:.2f} | {us:.1f} | {c:.2f} | {cus:.1f} | {m:,} | {kib:.2f} |")
 if failure:
     sys.exit(f"bench_scale: {failure}")
 PY

@@ -28,11 +28,11 @@ void plan_elastic(cluster_ledger& l, const policy_spec& p, const planner_options
     // they hold, less the extras its starts took; the starts share the GPUs really free.
     scale_in_losers(l, p, view, c.made, c.scratch);
   } else {
-    plan_running(l, p, o, view, hard, c.made, c.scratch);
+    plan_running(l, p, o, now, view, hard, c.defer_frozen, c.made, c.scratch);
     own_quota_growth(l, p, o, now, c.walk.books, view, hard, c.made);
     if (o.migrate) move_to_faster(l, p, o, view, hard, plans, c.scratch);
     if (consolidates(p, o)) consolidate(l, p, o, now, view, hard, plans, c.scratch);
-    freeze_in_cooldown(l, p, o, now, view, plans, c.scratch.kept);
+    freeze_in_cooldown(l, p, o, now, view, c.made, c.scratch.kept);
   }
   // The GPUs the knapsack shares: with extra workers' counted free, or only those really free
   // when the running jobs are not re-planned.

@@ -82,6 +82,10 @@ struct round_plans {
   std::vector<victim> victims;
   /// Jobs a local round started at once in the ledger (not in `starts`): no victims either.
   std::vector<uint32_t> started_now;
+  /// Running jobs a full round gave no plan because they keep their allocation unless step 1
+  /// takes GPUs of their extra workers (within their cooldown; running_plans.cpp), ascending
+  /// by id: freeze_in_cooldown holds their extras, or plans those that lost some.
+  std::vector<uint32_t> frozen_unplanned;
   /// Vectors of last round's plans, emptied, for this round's.
   std::vector<allocation> spare_allocs;
 
@@ -162,6 +166,9 @@ struct round_context {
   detail::walk_state step1;
   detail::sizing_state sizing;
   detail::round_scratch scratch;
+  /// Whether a full round leaves the jobs of round_plans::frozen_unplanned without a plan
+  /// (the same decisions, less work); false plans every running job, as tests compare.
+  bool defer_frozen = true;
 
   /// Empties what the last round decided, keeping the memory.
   void recycle() {
@@ -169,6 +176,7 @@ struct round_context {
     step1.promoted.clear();
     step1.reserved.clear();
     made.started_now.clear();
+    made.frozen_unplanned.clear();
     made.starts.clear();
     made.victims.clear();
     for (auto& e : made.plans) {

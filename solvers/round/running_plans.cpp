@@ -46,14 +46,31 @@ bool inert(const cluster_ledger& l, const policy_spec& p, const planner_options&
   return true;
 }
 
+/// Whether running elastic job `j` keeps its allocation this round unless step 1 took GPUs of
+/// its extra workers, so that its plan can wait for freeze_in_cooldown to find that out: above
+/// its minimum and within its cooldown (freeze_in_cooldown freezes it if its extras still
+/// have their GPUs; consolidation passes over it), on a type no job moves off this round
+/// (`may_move`: step 2 would try it), without quotas (step 1b may grow or stop it), and with
+/// its allocation listed in server order, so that the frozen plan's allocation (its base and
+/// extras, sorted) is its allocation and apply() would find no change.
+bool frozen_unless_taken(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                         const job_entry& j, bool may_move) {
+  if (!p.elastic || o.rescale_cooldown_s <= 0 || l.params.quotas || may_move) return false;
+  if (j.workers <= j.min_workers || (now - j.resized_at).seconds() >= o.rescale_cooldown_s) return false;
+  for (size_t i = 1; i < j.alloc.size(); ++i)
+    if (!(j.alloc[i - 1].first < j.alloc[i].first)) return false;
+  return true;
+}
+
 } // namespace
 
 /// A full round's plans of the running elastic jobs, after step 1 and ahead of the plans of
 /// the jobs step 1 started (in the ledger's order of running jobs, as the later steps and
 /// their ties read them). Jobs step 1 preempted and inert jobs get none: no later step
 /// would change them or let them change another job's outcome.
-void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view,
-                  const work_view& hard, round_plans& made, round_scratch& scr) {
+void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                  const work_view& view, const work_view& hard, bool defer_frozen, round_plans& made,
+                  round_scratch& scr) {
   double best = 0, slowest = std::numeric_limits<double>::infinity();
   for (auto s : l.params.type_speed) {
     best = std::max(best, s);
@@ -104,6 +121,11 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
     if (made.stopped(id)) continue;
     if (o.skip_inert && inert(l, p, o, id, view, best, moves_closed, gpus_of, fails_at)) continue;
     auto& j = l.jobs[id];
+    if (defer_frozen &&
+        frozen_unless_taken(l, p, o, now, j, o.migrate && !moves_closed && speed(l, j.alloc_type) < best)) {
+      made.frozen_unplanned.push_back(id);
+      continue;
+    }
     auto& e = plans.emplace_back(elastic_plan{id, made.spare_alloc(), j.alloc_type, j.workers, false, made.spare_alloc()});
     base_of(j, p, e.base);
   }

@@ -134,25 +134,56 @@ bool class_of(const cluster_ledger& l, const planner_options& o, const work_view
   return true;
 }
 
+/// Running job `j` (of base `base`) keeps its extra workers if they all still have their GPUs
+/// in `view`, which then holds them; false if some lost theirs.
+bool keep_extras(const job_entry& j, const allocation& base, work_view& view, allocation& kept) {
+  bool intact = true;
+  for_each_extra(j.alloc, base, [&](int sid, int w) { intact = intact && view.at(sid) >= w; });
+  if (!intact) return false;
+  kept.clear();
+  for_each_extra(j.alloc, base, [&](int sid, int w) { kept.emplace_back(sid, w); });
+  view.take(kept);
+  return true;
+}
+
 } // namespace
 
 void freeze_in_cooldown(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                        work_view& view, std::vector<elastic_plan>& plans, allocation& kept) {
+                        work_view& view, round_plans& made, allocation& kept) {
   if (!p.elastic || o.rescale_cooldown_s <= 0) return;
-  for (auto& e : plans) {
+  auto& plans = made.plans;
+  const auto& later = made.frozen_unplanned;
+  // The running jobs' plans ascend by job id ahead of the started ones', as plan_running
+  // made them; the unplanned jobs are taken in that order among them. One that lost GPUs
+  // gets the plan plan_running would have made (no step since changes such a plan).
+  size_t next = 0;
+  long inserted = 0;
+  for (size_t i = 0;;) {
+    const bool end = i == plans.size();
+    if (next < later.size() && (end || plans[i].started || later[next] < plans[i].job)) {
+      const uint32_t id = later[next++];
+      auto& j = l.jobs[id];
+      if (keep_extras(j, j.base, view, kept)) continue;  // frozen at its allocation: no plan needed
+      elastic_plan e{id, made.spare_alloc(), j.alloc_type, j.workers, false, made.spare_alloc()};
+      base_of(j, p, e.base);
+      plans.insert(plans.begin() + static_cast<long>(i), std::move(e));
+      ++i;
+      ++inserted;
+      continue;
+    }
+    if (end) break;
+    auto& e = plans[i++];
     auto& j = l.jobs[e.job];
     if (e.started || e.type != j.alloc_type || e.current <= j.min_workers) continue;
     if ((now - j.resized_at).seconds() >= o.rescale_cooldown_s) continue;
-    bool intact = true;
-    for_each_extra(j.alloc, e.base, [&](int sid, int w) { intact = intact && view.at(sid) >= w; });
-    if (!intact) continue;
-    kept.clear();
-    for_each_extra(j.alloc, e.base, [&](int sid, int w) { kept.emplace_back(sid, w); });
-    view.take(kept);
+    if (!keep_extras(j, e.base, view, kept)) continue;
     e.final = e.base;
     merge_into(e.final, kept);
     e.frozen = true;
   }
+  if (inserted > 0)
+    for (auto& st : made.starts)
+      if (st.plan >= 0) st.plan += inserted;
 }
 
 void value_sizes(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,

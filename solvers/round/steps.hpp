@@ -160,9 +160,12 @@ bool quota_reclaim_for(const cluster_ledger& l, const policy_spec& p, const plan
 // ---- After step 1: the running jobs' plans (running_plans.cpp, quota_growth.cpp) ----
 
 /// A full round's plans of the running elastic jobs, made after step 1 ahead of the plans of
-/// the jobs it started.
-void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, const work_view& view,
-                  const work_view& hard, round_plans& made, round_scratch& s);
+/// the jobs it started. With `defer_frozen`, a job that freeze_in_cooldown would freeze
+/// unless step 1 took GPUs of its extra workers gets none: it is listed in
+/// made.frozen_unplanned instead.
+void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
+                  const work_view& view, const work_view& hard, bool defer_frozen, round_plans& made,
+                  round_scratch& s);
 
 /// Step 1b (docs/tenants.md "Tenants and quotas"), after plan_running: each running elastic
 /// job on one training server below its requested size (at most the server), of a tenant
@@ -187,9 +190,11 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
                  work_view& view, work_view& hard, std::vector<elastic_plan>& plans, round_scratch& s);
 
 /// Step 3 (sizing.cpp): a job within its cooldown whose extra workers all still have their
-/// GPUs keeps them, taken from `view`, and is left out of the knapsack.
+/// GPUs keeps them, taken from `view`, and is left out of the knapsack; in job order, the
+/// planned ones and those of made.frozen_unplanned alike (one of those that lost GPUs gets
+/// its plan here, where plan_running would have put it).
 void freeze_in_cooldown(const cluster_ledger& l, const policy_spec& p, const planner_options& o, sim_time now,
-                        work_view& view, std::vector<elastic_plan>& plans, allocation& kept);
+                        work_view& view, round_plans& made, allocation& kept);
 /// Step 3: the knapsack's classes, one per elastic plan that may change size, valued on the
 /// GPUs of `kv`; then its solution, and for each job it changes at a loss to itself, what
 /// the trade saves the others (elastic_plan::traded_s).
