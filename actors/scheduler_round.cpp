@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 #include "actors/scheduler_parts.hpp"
@@ -69,6 +70,25 @@ struct round_kind {
   round_cause cause;
 };
 
+/// The scale budget (docs/round.md, "Scale budget"): the bucket refilled to `now`, and when it
+/// will hold what a full round valuing `jobs` running elastic jobs takes (`now` if it does;
+/// all of it when it is smaller). In simulated time only, so runs stay reproducible.
+sim_time budget_due(round_pacing& p, const planner_options& o, sim_time now, size_t jobs) {
+  const double rate = o.scale_budget_per_s, burst = o.scale_budget_burst;
+  if (rate <= 0) return now;
+  if (!p.budget_started) {
+    p.budget_started = true;
+    p.budget_tokens = burst;
+  } else {
+    p.budget_tokens = std::min(burst, p.budget_tokens + rate * (now - p.budget_at).seconds());
+  }
+  p.budget_at = now;
+  const double need = std::min(static_cast<double>(jobs), burst) - p.budget_tokens;
+  // A hair of slack: the refill at the timer's whole microsecond must find the round paid.
+  if (need <= 1e-6) return now;
+  return now + sim_time::from_us(static_cast<int64_t>(std::ceil(need / rate * 1e6)));
+}
+
 /// Sizes are re-planned at most every scale period, and (scale_rounds=capacity) only when
 /// something asked for it; a round in between only starts queued jobs (shrinking extras
 /// where it must), and a timer brings the next full round.
@@ -82,8 +102,10 @@ round_kind pace_round(self_ptr self, sim_time now) {
   const bool sizes = !on_capacity || p.wanted == replan::sizes;
   const bool ends = on_capacity && p.ends_waiting;
   const double period = st.setup.planner.scale_period_s;
-  const sim_time due = p.last_scale_round +
-                       sim_time::from_seconds(sizes ? period : std::max(period, st.setup.planner.end_scale_period_s));
+  sim_time due = p.last_scale_round +
+                 sim_time::from_seconds(sizes ? period : std::max(period, st.setup.planner.end_scale_period_s));
+  const size_t valued = st.ledger.running_elastic.size();
+  if ((sizes || ends) && now >= due) due = budget_due(p, st.setup.planner, now, valued);
   const bool full = (sizes || ends) && now >= due;
   const round_scope scope = full                                        ? round_scope::full
                             : on_capacity && p.wanted == replan::starts ? round_scope::starts
@@ -92,6 +114,9 @@ round_kind pace_round(self_ptr self, sim_time now) {
   // is full) what asked for this round.
   const round_cause cause = p.wanted == replan::sizes ? p.sizes_by : ends ? round_cause::end : p.round_by;
   if (full) {
+    const auto& o = st.setup.planner;
+    if (o.scale_budget_per_s > 0)
+      p.budget_tokens = std::max(0.0, p.budget_tokens - std::min(static_cast<double>(valued), o.scale_budget_burst));
     p.last_scale_round = now;
     p.wanted = replan::none;
     p.ends_waiting = false;

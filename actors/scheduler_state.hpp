@@ -178,6 +178,11 @@ struct round_pacing {
   /// the next one is set.
   sim_time last_scale_round = sim_time::from_us(-sim_time::horizon().us);
   bool scale_timer = false;
+  /// The scale budget's bucket (planner_options::scale_budget_per_s): its tokens as of
+  /// budget_at, full before the first full round.
+  double budget_tokens = 0;
+  sim_time budget_at = sim_time::from_us(0);
+  bool budget_started = false;
   /// What the rounds asked for since the last full round must re-plan
   /// (scheduler.scale_rounds=capacity).
   replan wanted = replan::sizes;

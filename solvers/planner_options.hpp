@@ -71,6 +71,14 @@ struct planner_options {
   /// between only start queued jobs at their base demand on free GPUs. 0: every round
   /// re-plans (docs/round.md, "Scale period").
   double scale_period_s = 0;
+  /// A token bucket on the valuation work of full rounds: a full round values every running
+  /// elastic job, so it takes that many tokens; the bucket refills at scale_budget_per_s per
+  /// simulated second up to scale_budget_burst. A round the bucket cannot pay for is local,
+  /// and a timer brings the full round once the bucket holds enough (all of it when it is
+  /// smaller than the round). 0: no budget (docs/round.md, "Scale budget"). The defaults never
+  /// bind on docs/results.md's windows (64 + 64 servers); they bind from ~200k synthetic jobs.
+  double scale_budget_per_s = 20;
+  double scale_budget_burst = 100000;
   /// While jobs queue, a job's end re-plans sizes at most this long after the last full
   /// round: the round at the end only starts queued jobs, and the end's sizes wait for the
   /// next full round, at most this long (scale_rounds capacity or arrivals; 0: at once;

@@ -40,6 +40,12 @@ std::vector<config_key> scheduler_keys() {
       seconds("scheduler.scale_period_s", F(scheduler.scale_period_s), 0,
               "re-plan elastic sizes and moves at most this often, the rounds between only starting queued jobs; "
               "0: every round (docs/round.md, \"Scale period\")"),
+      number("scheduler.scale_budget_per_s", F(scheduler.scale_budget_per_s), 0, 1e9,
+             {"1/s", "the scale budget's refill: running elastic jobs a full round may value per simulated second, "
+                     "a round it cannot pay for being local until it can; 0: no budget (docs/round.md, \"Scale budget\")"}),
+      number("scheduler.scale_budget_burst", F(scheduler.scale_budget_burst), 1, 1e9,
+             {"", "the scale budget's bucket, in job valuations: the most full rounds may value at once after a quiet "
+                  "spell (docs/round.md, \"Scale budget\")"}),
       seconds("scheduler.end_scale_period_s", F(scheduler.end_scale_period_s), 0,
               "while jobs queue, a job's end re-plans sizes at most this long after the last full round "
               "(docs/round.md, \"Ends under a queue\")"),

@@ -76,7 +76,8 @@ namespace {
 /// a's end at 100 frees GPUs e could grow onto while q queues. The run's summary and the
 /// instants at which e scaled out.
 std::pair<nlohmann::json, std::vector<double>> end_under_queue(const std::string& name, double end_period,
-                                                               const std::string& more_rows = "") {
+                                                               const std::string& more_rows = "",
+                                                               double budget_per_s = 0, double budget_burst = 1) {
   config c;
   c.trace_file = test::write_temp_file("rounds-" + name + ".csv",
                                        "job_id,submit_s,gpus,duration_s,gpu_type,elastic,min_workers,max_workers\n"
@@ -87,6 +88,8 @@ std::pair<nlohmann::json, std::vector<double>> end_under_queue(const std::string
   c.policy = "aryl";
   c.scheduler.rescale_cooldown_s = 0;
   c.scheduler.end_scale_period_s = end_period;
+  c.scheduler.scale_budget_per_s = budget_per_s;
+  c.scheduler.scale_budget_burst = budget_burst;
   c.out_dir = test::temp_dir("rounds-" + name + "-out");
   auto out = test::run(c);
   REQUIRE_MESSAGE(out.ok, out.error);
@@ -131,4 +134,47 @@ TEST_CASE("a full round for another cause between a job's end under a queue and 
   CHECK(outs == std::vector<double>{110});
   CHECK(s.at("full_rounds_by_cause").at("arrival") == 1);
   CHECK(s.at("full_rounds_by_cause").at("end") == 0);
+}
+
+TEST_CASE("a scale budget the bucket cannot pay makes a full round local and brings it when the bucket refills") {
+  // With a budget of 0.01 valuations per second in a bucket of 1: the first round (at 0)
+  // values no running elastic job; a's end at 100 (end_scale_period_s 0) values e, emptying
+  // the bucket. f's arrival at 110 would value e again: the bucket holds 0.1, so the round is
+  // local and a timer brings the full round at 200, when it holds 1 again.
+  const std::string f = "f,110,1,1000,,1,1,2\n";
+  auto [off, off_outs] = end_under_queue("budget-off", 0, f);
+  auto [s, outs] = end_under_queue("budget", 0, f, 0.01, 1);
+  CHECK(off.at("full_rounds_by_cause").at("arrival") == 1);  // f's, at 110
+  CHECK(off.at("full_rounds_by_cause").at("timer") == 0);
+  // The timer's round at 200 counts under what asked for its sizes: f's arrival.
+  CHECK(s.at("full_rounds_by_cause").at("arrival") == 1);
+  CHECK(s.at("full_rounds_by_cause").at("timer") == 0);
+  CHECK(s.at("full_rounds") == off.at("full_rounds"));
+  CHECK(s.at("local_rounds").get<int>() == off.at("local_rounds").get<int>() + 1);  // f's arrival
+  CHECK(outs == std::vector<double>{100});  // e grew at a's end, paid from the full bucket
+}
+
+TEST_CASE("a scale budget of rate 0 is off, as is one that never runs dry: the run's events are the same") {
+  auto events = [](const std::string& name, double rate, double burst) {
+    config c;
+    c.trace_file = test::write_temp_file("budget-zero.csv",
+                                         "job_id,submit_s,gpus,duration_s,gpu_type,elastic,min_workers,max_workers\n"
+                                         "a,0,4,100,,0,,\ne,0,2,20000,,1,2,6\nf,110,1,1000,,1,1,2\n");
+    c.training.servers = 1;
+    c.inference.servers = 0;
+    c.policy = "aryl";
+    c.scheduler.rescale_cooldown_s = 0;
+    c.scheduler.scale_budget_per_s = rate;
+    c.scheduler.scale_budget_burst = burst;
+    c.out_dir = test::temp_dir("budget-zero-" + name);
+    auto out = test::run(c);
+    REQUIRE_MESSAGE(out.ok, out.error);
+    return test::slurp(c.out_dir + "/events.log");
+  };
+  const auto off = events("off", 0, 1), off_big = events("off-big", 0, 1e9), ample = events("ample", 1e9, 1e9);
+  CHECK(off.find(" rescale ") != std::string::npos);  // a run with sizes to re-plan
+  CHECK(off == off_big);
+  CHECK(off == ample);
+  // ...while a budget that binds changes them (f's arrival waits for its full round).
+  CHECK(off != events("binding", 0.01, 1));
 }
