@@ -89,12 +89,12 @@ journal_actor::behavior_type journal_behavior(journal_self self, std::shared_ptr
       [=](jjob_atom, const saved_job& j) {
         auto& st = self->state;
         // A job's progress is written before its end, never after (an ended job's row is final).
-        if (j.status == "ended") st.progress.erase(j.spec.index);
+        if (j.status == saved_status::ended) st.progress.erase(j.spec.index);
         if (!try_write(self, progress_every, [&] { st.sink->put_job(j); })) {
           st.unwritten_jobs[j.spec.index] = j;
           return;
         }
-        if (j.status != "ended" || st.compact_every == 0 || ++st.ended_since_compact < st.compact_every) return;
+        if (j.status != saved_status::ended || st.compact_every == 0 || ++st.ended_since_compact < st.compact_every) return;
         st.ended_since_compact = 0;
         try_write(self, progress_every, [&] { st.sink->compact(); });
       },

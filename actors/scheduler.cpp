@@ -61,7 +61,9 @@ saved_job journal_row(self_ptr self, uint32_t job, sim_time now, const job_recor
   saved_job r;
   r.spec = st.jobs.specs[job];
   r.spec.submit = j.submit;
-  r.status = ended ? "ended" : j.status == job_status::running ? "running" : "queued";
+  r.status = ended                              ? saved_status::ended
+             : j.status == job_status::running ? saved_status::running
+                                               : saved_status::queued;
   r.generation = j.generation;
   r.workers = j.workers;
   r.alloc = alloc_text(st, j.alloc);

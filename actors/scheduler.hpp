@@ -41,7 +41,7 @@ struct scheduler_setup {
 };
 
 /// The actor's state: the ledger, its setup and handles, and a section per concern
-/// (actors/scheduler_state.hpp). Whether it is away is its behaviour, not a field.
+/// (actors/scheduler_state.hpp). Away: its behaviour (actors/scheduler_behavior.cpp).
 struct scheduler_state {
   cluster_ledger ledger;
   scheduler_setup setup;

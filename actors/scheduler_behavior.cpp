@@ -77,7 +77,7 @@ scheduler_actor::behavior_type present(self_ptr self) {
 
 /// What waits returns caf::skip: it stays in the mailbox, in order, until the behaviour
 /// changes back. The world's faults still strike (a machine dies whether the scheduler is up
-/// or not), and a job's actor still hears of its own.
+/// or not), a job's actor still hears of its own, and the inference actor's address is kept.
 scheduler_actor::behavior_type away(self_ptr self) {
   return {
       [](submit_atom, const job_spec&) -> caf::result<void> { return caf::skip; },

@@ -99,7 +99,7 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
   // The queue is ordered by submit time and remaining work: a restored job's are set first.
   if (restored) {
     auto& r = restored->record;
-    bool was_running = restored->status == "running";
+    bool was_running = restored->status == saved_status::running;
     j.submit = restored->spec.submit;
     j.queued_s = r.queued_s;
     j.attained_gpu_s = r.gpu_seconds;
@@ -131,10 +131,10 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
                                                                            st.setup.planner.unestimated_prior_s);
   l.submit(spec.index, restored ? now : j.submit);  // queued since its submission
   if (restored) {
-    bool was_running = restored->status == "running";
+    bool was_running = restored->status == saved_status::running;
     log(self, now, "restore",
         fmt::format("{} gpus={} elastic={} name={} was={} work_done={:.1f}", job_name(spec.index), spec.gpus,
-                    spec.elastic ? 1 : 0, spec.name, restored->status, restored->work_done),
+                    spec.elastic ? 1 : 0, spec.name, to_string(restored->status), restored->work_done),
         !restored->adopt.empty() ? "the scheduler restarted; its workers all still run: adopted"
         : was_running            ? "the scheduler restarted; its workers were stopped: it restarts from its checkpoint"
                                  : "the scheduler restarted; queued again");
@@ -227,7 +227,7 @@ void restore_job(self_ptr self, saved_job& row) {
   auto& st = self->state;
   auto now = st.jenv.tb.now(self);
   auto index = row.spec.index;
-  if (row.status != "ended") {
+  if (row.status != saved_status::ended) {
     auto spec = row.spec;
     accept_job(self, spec, now, &row);
     journal_job(self, index, now);

@@ -276,7 +276,7 @@ void take_rules(self_ptr self, const job_spec& spec, const saved_job* restored) 
   const auto job = spec.index;
   auto& r = rules_of(st, job);
   // A job a restarted scheduler found running had nothing keeping it.
-  const bool running = restored && restored->status == "running";
+  const bool running = restored && restored->status == saved_status::running;
   r.held = spec.held && !running;
   try {
     r.after = after_of(spec.after);

@@ -86,7 +86,8 @@ sim_time budget_due(round_pacing& p, const planner_options& o, sim_time now, siz
   const double need = std::min(static_cast<double>(jobs), burst) - p.budget_tokens;
   // A hair of slack: the refill at the timer's whole microsecond must find the round paid.
   if (need <= 1e-6) return now;
-  return now + sim_time::from_us(static_cast<int64_t>(std::ceil(need / rate * 1e6)));
+  // Capped as the periods are: a tiny rate must not overflow the clock.
+  return now + sim_time::from_us(static_cast<int64_t>(std::ceil(std::min(need / rate, 1e9) * 1e6)));
 }
 
 /// Sizes are re-planned at most every scale period, and (scale_rounds=capacity) only when
@@ -120,8 +121,11 @@ round_kind pace_round(self_ptr self, sim_time now) {
     p.last_scale_round = now;
     p.wanted = replan::none;
     p.ends_waiting = false;
-  } else if ((sizes || ends) && !p.scale_timer) {
+  } else if ((sizes || ends) && (!p.scale_timer || due < p.scale_timer_at)) {
+    // A due earlier than the timer set (the budget's refill before an end's wait) gets a timer
+    // of its own; the later one then finds none pending and is dropped (on_scale_due).
     p.scale_timer = true;
+    p.scale_timer_at = due;
     self->delayed_send(self, st.jenv.tb.span(due - now), scale_due_atom::value);
   }
   if (scope == round_scope::starts) p.wanted = replan::none;
@@ -207,6 +211,7 @@ void on_round(self_ptr self) {
 
 void on_scale_due(self_ptr self) {
   auto& st = self->state;
+  if (!st.pacing.scale_timer) return;  // overtaken by an earlier timer, which ran
   st.pacing.scale_timer = false;
   // Only ends were waiting: the round decides whether their period is up (a full round may
   // have come between, for something else).

@@ -175,9 +175,10 @@ struct round_pacing {
   round_context round;  ///< the rounds' working buffers, reused from one round to the next
   bool pending = false;
   /// The last round that re-planned elastic sizes (scale_period_s), and whether a timer for
-  /// the next one is set.
+  /// the next one is set, and for when.
   sim_time last_scale_round = sim_time::from_us(-sim_time::horizon().us);
   bool scale_timer = false;
+  sim_time scale_timer_at = sim_time::from_us(0);
   /// The scale budget's bucket (planner_options::scale_budget_per_s): its tokens as of
   /// budget_at, full before the first full round.
   double budget_tokens = 0;

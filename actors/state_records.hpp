@@ -2,7 +2,10 @@
 /// What `aryl serve --state FILE` keeps of a run so that a restarted scheduler can carry it
 /// on: plain records, and the interface the journal actor writes them through. No CAF and no
 /// SQLite here: the actors include this, runtime/live/state_journal.* stores it.
+#include <array>
 #include <cstddef>
+#include <optional>
+#include <string_view>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -20,10 +23,24 @@ struct adopted_worker {
   uint32_t gpu = 0;   ///< GPU index on that machine
 };
 
+/// Where a journaled job stands; the state file stores the names.
+enum class saved_status { queued, running, ended };
+
+inline constexpr std::array<std::string_view, 3> saved_status_names{"queued", "running", "ended"};
+
+constexpr std::string_view to_string(saved_status s) { return saved_status_names[static_cast<size_t>(s)]; }
+
+/// The status named `name`; nothing for a name that is none of them.
+constexpr std::optional<saved_status> saved_status_named(std::string_view name) {
+  for (size_t i = 0; i < saved_status_names.size(); ++i)
+    if (saved_status_names[i] == name) return static_cast<saved_status>(i);
+  return std::nullopt;
+}
+
 /// One job as last journaled.
 struct saved_job {
   job_spec spec;                 ///< spec.submit: when the scheduler took it (simulated time)
-  std::string status = "queued"; ///< queued | running | ended
+  saved_status status = saved_status::queued;
   uint64_t generation = 0;       ///< its assignment's generation
   int workers = 0;
   std::string alloc;             ///< "t0:4 t1:2": server name and workers there

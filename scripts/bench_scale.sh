@@ -10,18 +10,20 @@
 #   scripts/bench_scale.sh [JOBS ...]          e.g. scripts/bench_scale.sh 10000 50000
 # Environment: RUNS (3), POLICIES ("fifo aryl"; NAME@P runs NAME with scheduler.scale_period_s=P,
 # e.g. "aryl@300"; without @P nothing is set), JOBS_PER_SERVER (625: 10k jobs on the default
-# 16 + 16 servers), MAX_RUN_S (180), ARYL (build/aryl).
+# 16 + 16 servers), MAX_RUN_S (180), ARYL (build/aryl), SETS (KEY=VALUE ... given to every run as
+# --set, e.g. SETS=scheduler.scale_budget_per_s=0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ARYL=${ARYL:-build/aryl}
 [ -x "$ARYL" ] || { echo "bench_scale: $ARYL is not built (scripts/setup.sh, or set ARYL)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "bench_scale: needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 1; }
 [ $# -gt 0 ] || set -- 10000 50000 200000 1000000
-/usr/bin/python3 - "$ARYL" "${RUNS:-3}" "${POLICIES:-fifo aryl}" "${JOBS_PER_SERVER:-625}" "${MAX_RUN_S:-180}" "$@" <<'PY'
+/usr/bin/python3 - "$ARYL" "${RUNS:-3}" "${POLICIES:-fifo aryl}" "${JOBS_PER_SERVER:-625}" "${MAX_RUN_S:-180}" "${SETS:-}" "$@" <<'PY'
 import json, math, re, shutil, statistics, subprocess, sys, tempfile
 
 aryl, runs, policies, per_server, max_run_s = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), int(sys.argv[4]), float(sys.argv[5])
-sizes = [int(n) for n in sys.argv[6:]]
+sets = [a for kv in sys.argv[6].split() for a in ("--set", kv)]
+sizes = [int(n) for n in sys.argv[7:]]
 
 
 def run_once(jobs, servers, policy):
@@ -31,7 +33,7 @@ def run_once(jobs, servers, policy):
         cmd = ["/usr/bin/time", "-v", "-o", f"{work}/time.txt", aryl, "simulate", "--quiet", "--policy", name,
                *(["--set", f"scheduler.scale_period_s={period}"] if period else []),
                "--out", f"{work}/out", "--servers", str(servers), "--set", f"cluster.inference.servers={servers}",
-               "--set", f"synthetic.jobs={jobs}"]
+               "--set", f"synthetic.jobs={jobs}", *sets]
         r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd[4:])} failed (exit {r.returncode}):\n{r.stderr[-2000:]}")

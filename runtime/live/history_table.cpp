@@ -45,7 +45,7 @@ bool ensure_history_table(sqlite3* db) {
 
 bool ever_started(const saved_job& j) {
   auto& r = j.record;
-  if (j.status == "queued" || r.first_start_us < 0) return false;
+  if (j.status == saved_status::queued || r.first_start_us < 0) return false;
   return r.attempts.empty() ||
          std::any_of(r.attempts.begin(), r.attempts.end(), [](const attempt_record& a) { return a.start_us >= 0; });
 }
@@ -61,7 +61,7 @@ history_writer::~history_writer() { sqlite3_finalize(s_); }
 
 void history_writer::put(const saved_job& j) {
   auto& r = j.record;
-  const bool ended = j.status == "ended";
+  const bool ended = j.status == saved_status::ended;
   auto text = [&](int i, const std::string& v) {
     sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   };
@@ -69,7 +69,7 @@ void history_writer::put(const saved_job& j) {
   text(2, j.spec.name);
   text(3, j.spec.user);
   text(4, j.spec.tenant);
-  text(5, j.status);
+  text(5, std::string(to_string(j.status)));
   text(6, ended ? std::string(to_string(r.outcome)) : std::string());
   sqlite3_bind_int64(s_, 7, j.spec.submit.us);
   if (ever_started(j)) sqlite3_bind_int64(s_, 8, r.first_start_us);

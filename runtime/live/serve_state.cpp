@@ -118,7 +118,7 @@ serve_state open_serve_state(const std::string& path, config& c, run_inputs& inp
   take_joined(c, saved.joined, path, log);
   std::vector<job_spec> active;
   for (auto& j : saved.jobs)
-    if (j.status != "ended") active.push_back(j.spec);
+    if (j.status != saved_status::ended) active.push_back(j.spec);
   check_runnable(c, active, [&](const job_spec& j) { return fmt::format("{}: job {} ({})", path, j.index, j.name); });
 
   // Only a file whose run this is gets compacted: a refused one is left as it was.
@@ -135,7 +135,7 @@ serve_state open_serve_state(const std::string& path, config& c, run_inputs& inp
   for (auto& j : saved.jobs) {
     have.insert(j.spec.index);
     next = std::max(next, j.spec.index + 1);
-    (j.status == "ended" ? ended : j.status == "running" ? running : queued)++;
+    (j.status == saved_status::ended ? ended : j.status == saved_status::running ? running : queued)++;
   }
   s.was_running = running;
   s.run.next_index = next;
@@ -191,7 +191,7 @@ std::set<uint32_t> plan_adoption(serve_state& s, live_world& world,
   std::map<std::string, std::set<uint32_t>> gpus_taken;
   for (auto& row : world.restored) {
     auto job = row.spec.index;
-    if (row.status != "running" || row.workers <= 0 || doubtful.count(job) || !listed.count(job)) continue;
+    if (row.status != saved_status::running || row.workers <= 0 || doubtful.count(job) || !listed.count(job)) continue;
     auto& ranks = listed[job];
     if (ranks.size() != static_cast<size_t>(row.workers)) continue;
     // The allocation "t0:2 t1:2" numbered ranks 0, 1 on t0 and 2, 3 on t1.

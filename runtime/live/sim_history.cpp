@@ -21,7 +21,7 @@ saved_job ended(const job_record& r, const std::vector<std::string>& users) {
   j.spec.submit = sim_time::from_us(r.submit_us);
   j.spec.tenant = r.tenant;
   if (r.index < users.size()) j.spec.user = users[r.index];
-  j.status = "ended";
+  j.status = saved_status::ended;
   j.workers = r.last_workers;
   j.record = r;
   return j;

@@ -64,7 +64,7 @@ job_spec spec_of(const job_record& r) {
 }
 
 std::string job_problem(const saved_job& j) {
-  if (j.status == "ended") {
+  if (j.status == saved_status::ended) {
     if (auto why = job_spec_problem(spec_of(j.record)); !why.empty()) return "record: " + why;
     return record_problem(j.record);
   }

@@ -148,7 +148,7 @@ saved_job ended_job(job_record r) {
   j.spec.duration_s = r.duration_s;
   j.spec.tenant = r.tenant;
   j.spec.estimated = r.estimated;
-  j.status = "ended";
+  j.status = saved_status::ended;
   j.workers = r.last_workers;
   j.record = std::move(r);
   return j;

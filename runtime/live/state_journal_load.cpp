@@ -106,9 +106,9 @@ void read_jobs(sqlite3* db, const failer& fail, std::vector<saved_job>& out) {
     } catch (const std::exception& e) {
       fail(fmt::format("job {}: unreadable record: {}", s.integer(0), e.what()));
     }
-    j.status = s.text(1);
-    if (j.status != "queued" && j.status != "running" && j.status != "ended")
-      fail(fmt::format("job {}: unknown status '{}'", s.integer(0), j.status));
+    auto status = saved_status_named(s.text(1));
+    if (!status) fail(fmt::format("job {}: unknown status '{}'", s.integer(0), s.text(1)));
+    j.status = *status;
     if (j.spec.index != static_cast<uint64_t>(s.integer(0))) fail(fmt::format("job {}: its spec says job {}", s.integer(0), j.spec.index));
     j.generation = static_cast<uint64_t>(s.integer(2));
     // Narrowed only once known to fit (state_checks checks the ranges that matter).

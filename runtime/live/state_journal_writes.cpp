@@ -55,7 +55,7 @@ void state_journal::write_job(const saved_job& j) {
               "alloc = excluded.alloc, retries = excluded.retries, spec = excluded.spec, record = excluded.record");
   if (!s.ok()) fail(sqlite3_errmsg(db_));
   s.bind(1, static_cast<int64_t>(j.spec.index));
-  s.bind(2, j.status);
+  s.bind(2, std::string(to_string(j.status)));
   s.bind(3, static_cast<int64_t>(j.generation));
   s.bind(4, static_cast<int64_t>(j.workers));
   s.bind(5, j.alloc);

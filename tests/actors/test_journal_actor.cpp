@@ -23,7 +23,7 @@ struct recording_sink : state_sink {
   uint32_t next_index = 0;
 
   void put_job(const saved_job& j) override {
-    calls.push_back("job " + std::to_string(j.spec.index) + " " + j.status);
+    calls.push_back("job " + std::to_string(j.spec.index) + " " + std::string(to_string(j.status)));
     rows[j.spec.index] = j;
   }
   void put_admitted(const saved_job& j, uint32_t next) override {
@@ -95,7 +95,7 @@ struct journal_fixture : sim_fixture {
   static saved_job ended(uint32_t index) {
     saved_job j;
     j.spec.index = index;
-    j.status = "ended";
+    j.status = saved_status::ended;
     return j;
   }
 };
@@ -113,7 +113,7 @@ TEST_CASE_FIXTURE(journal_fixture, "a client's submit is answered only once the 
   // One transaction for both: a kill between two writes cannot keep the id without the job.
   REQUIRE_FALSE(sink->calls.empty());
   CHECK(sink->calls.front() == "admitted 5 next 6");
-  CHECK(sink->rows.at(5).status == "queued");
+  CHECK(sink->rows.at(5).status == saved_status::queued);
   CHECK(sink->rows.at(5).spec.name == "late");
 }
 
@@ -163,7 +163,7 @@ TEST_CASE_FIXTURE(journal_fixture, "the journal folds ended jobs' rows every N e
   auto journal = spawn_journal(3);
   saved_job running;
   running.spec.index = 9;
-  running.status = "running";
+  running.status = saved_status::running;
   for (uint32_t i = 0; i < 7; ++i) {
     caf::anon_send(journal, jjob_atom::value, ended(i));
     caf::anon_send(journal, jjob_atom::value, running);  // not an end: does not count
@@ -235,7 +235,7 @@ TEST_CASE_FIXTURE(journal_fixture, "a submit the journal cannot record is refuse
   CHECK(flaky->recoveries == 1);
   CHECK(flaky->next_index == 1);
   REQUIRE(flaky->rows.count(0) == 1);
-  CHECK(flaky->rows[0].status == "ended");
+  CHECK(flaky->rows[0].status == saved_status::ended);
   CHECK(rec->failures.empty());
 }
 
@@ -245,7 +245,7 @@ TEST_CASE_FIXTURE(journal_fixture, "while journal writes fail, every change is k
   auto journal = spawn_journal(2);
   saved_job running;
   running.spec.index = 4;
-  running.status = "running";
+  running.status = saved_status::running;
   caf::anon_send(journal, jjob_atom::value, running);
   caf::anon_send(journal, jserver_atom::value, std::string("i0"), std::string("loaned"));
   caf::anon_send(journal, jjob_atom::value, ended(4));  // replaces job 4's running row

@@ -90,7 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (auto& j : s.jobs) {
     fuzz::require(seen.insert(j.spec.index).second, "job index restored twice: " + std::to_string(j.spec.index));
     fuzz::require(j.spec.index < numbered, "job index beyond the run's count: " + std::to_string(j.spec.index));
-    if (j.status != "ended")
+    if (j.status != saved_status::ended)
       fuzz::require(job_spec_problem(j.spec).empty(), "restored job fails the submit checks: " + job_spec_problem(j.spec));
   }
   fuzz::returns_or_input_error("compact and reload", [&] {

@@ -14,7 +14,7 @@ namespace {
 saved_job job(uint32_t index, const std::string& status, const std::string& alloc, int workers) {
   saved_job j;
   j.spec.index = index;
-  j.status = status;
+  j.status = *saved_status_named(status);
   j.alloc = alloc;
   j.workers = workers;
   return j;

@@ -31,7 +31,7 @@ saved_job ended_job(uint32_t index) {
   j.spec.user = index % 2 == 0 ? "ana" : "bo";
   j.spec.gpus = 1;
   j.spec.submit = sim_time::from_us(int64_t{index} * s);
-  j.status = "ended";
+  j.status = saved_status::ended;
   j.workers = 1;
   j.record.index = index;
   j.record.name = j.spec.name;

@@ -49,7 +49,7 @@ saved_job job(uint32_t index, std::string user, std::string tenant, int64_t subm
   j.spec.tenant = std::move(tenant);
   j.spec.gpus = 2;
   j.spec.submit = sim_time::from_us(submit * s);
-  j.status = end >= 0 ? "ended" : "running";
+  j.status = end >= 0 ? saved_status::ended : saved_status::running;
   j.workers = 2;
   j.record.index = index;
   j.record.name = j.spec.name;
@@ -170,13 +170,13 @@ TEST_CASE("history: a job's row follows it from queued to running to ended, one 
   scratch d;
   auto path = d.file("state.db");
   auto q = job(7, "ana", "", 0, -1);
-  q.status = "queued";
+  q.status = saved_status::queued;
   q.record.first_start_us = -1;
   q.record.attempts.clear();
   auto state_now = [&](const saved_job& change) {
     {
       state_journal j(path);
-      if (change.status == "queued") j.put_admitted(change, 8);
+      if (change.status == saved_status::queued) j.put_admitted(change, 8);
       else j.put_job(change);
     }
     auto rows = read_history(path, {});

@@ -158,7 +158,7 @@ TEST_CASE("restored state: an ended job's final record is checked too, and a ref
   {
     state_journal j(path);
     auto e = queued(0, 2);
-    e.status = "ended";
+    e.status = saved_status::ended;
     e.record.gpus = 2;
     e.record.duration_s = 600;
     e.record.outcome = job_outcome::done;

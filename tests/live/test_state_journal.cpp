@@ -50,7 +50,7 @@ saved_job running_job() {
   j.spec.estimated = false;
   j.spec.time_limit_s = 5400;
   j.spec.max_retries = 2;
-  j.status = "running";
+  j.status = saved_status::running;
   j.generation = 7;
   j.workers = 4;
   j.alloc = "t0:2 t1:2";
@@ -90,7 +90,7 @@ TEST_CASE("state journal: jobs, progress, loans and the run read back as written
     j.put_job(running_job());
     saved_job done = running_job();
     done.spec.index = 1;
-    done.status = "ended";
+    done.status = saved_status::ended;
     done.record.index = 1;
     done.record.outcome = job_outcome::done;
     done.record.end_us = 90'000'000;
@@ -113,7 +113,7 @@ TEST_CASE("state journal: jobs, progress, loans and the run read back as written
   CHECK(st.run.next_index == 5);
   REQUIRE(st.jobs.size() == 2);
   CHECK(st.jobs[0].spec.index == 1);
-  CHECK(st.jobs[0].status == "ended");
+  CHECK(st.jobs[0].status == saved_status::ended);
   CHECK(st.jobs[0].record.outcome == job_outcome::done);
   CHECK(st.jobs[0].record.end_us == 90'000'000);
   auto& r = st.jobs[1];
@@ -130,7 +130,7 @@ TEST_CASE("state journal: jobs, progress, loans and the run read back as written
   CHECK(r.spec.tenant == "vision");  // tenants and jobs without an estimate survive a restart
   CHECK_FALSE(r.spec.estimated);
   CHECK(r.spec.gpu_type == "V100");
-  CHECK(r.status == "running");
+  CHECK(r.status == saved_status::running);
   CHECK(r.generation == 7);
   CHECK(r.workers == 4);
   CHECK(r.alloc == "t0:2 t1:2");
@@ -238,14 +238,14 @@ TEST_CASE("state journal: another cluster is told apart by its first difference"
 
 namespace {
 
-saved_job job_at(uint32_t index, const std::string& status) {
+saved_job job_at(uint32_t index, saved_status status) {
   saved_job j = running_job();
   j.spec.index = j.record.index = index;
   j.spec.name = j.record.name = "job" + std::to_string(index);
   j.status = status;
   j.record.training_gpu_s = index * 0.5;
   j.record.loaned_needed_gpu_s = 1.0 / (index + 3);  // must read back exactly
-  if (status == "ended") {
+  if (status == saved_status::ended) {
     j.record.tenant = index % 2 == 0 ? "prod" : "";
     j.record.estimated = index % 5 != 0;
     j.record.needed_gpu_s = index * 2.0;
@@ -291,10 +291,10 @@ int64_t pages_but_history(const std::string& path) {
 size_t run_many(state_journal& j, uint32_t every) {
   size_t most = 0;
   for (uint32_t i = 0; i < 1000; ++i) {
-    j.put_job(job_at(i, "queued"));
-    j.put_job(job_at(i, "running"));
+    j.put_job(job_at(i, saved_status::queued));
+    j.put_job(job_at(i, saved_status::running));
     if (i >= 4) {
-      j.put_job(job_at(i - 4, "ended"));
+      j.put_job(job_at(i - 4, saved_status::ended));
       if (every && (i - 3) % every == 0) j.compact();
     }
     most = std::max(most, j.rows());
@@ -310,16 +310,16 @@ TEST_CASE("state journal: a client's submit and the id counter are written in on
   {
     state_journal j(path);
     j.put_next_index(3);
-    auto row = job_at(3, "queued");
+    auto row = job_at(3, saved_status::queued);
     j.put_admitted(row, 4);
-    j.put_job(job_at(3, "running"));  // later writes go on as before
+    j.put_job(job_at(3, saved_status::running));  // later writes go on as before
   }
   state_journal j(path);
   auto st = j.load();
   CHECK(st.run.next_index == 4);
   REQUIRE(st.jobs.size() == 1);
   CHECK(st.jobs[0].spec.index == 3);
-  CHECK(st.jobs[0].status == "running");
+  CHECK(st.jobs[0].status == saved_status::running);
 }
 
 TEST_CASE("state journal: compaction keeps the file's rows bounded over many ended jobs, and every record") {
@@ -350,12 +350,12 @@ TEST_CASE("state journal: compaction keeps the file's rows bounded over many end
     CHECK(got.record.training_gpu_s == i * 0.5);
     CHECK(got.record.loaned_needed_gpu_s == 1.0 / (i + 3));
     if (i >= 996) {
-      CHECK(got.status == "running");
+      CHECK(got.status == saved_status::running);
       continue;
     }
-    auto want = job_at(i, "ended");
+    auto want = job_at(i, saved_status::ended);
     CHECK(got.record.needed_gpu_s == want.record.needed_gpu_s);
-    CHECK(got.status == "ended");
+    CHECK(got.status == saved_status::ended);
     CHECK(got.spec.name == want.spec.name);
     CHECK(got.spec.submit.us == want.record.submit_us);
     CHECK(got.record.outcome == want.record.outcome);
@@ -385,13 +385,13 @@ TEST_CASE("state journal: a job's progress after it was folded changes nothing")
   scratch s;
   auto path = s.file("state.db");
   state_journal j(path);
-  j.put_job(job_at(1, "ended"));
+  j.put_job(job_at(1, saved_status::ended));
   CHECK(j.compact() == 1);
   CHECK(j.compact() == 0);
   j.put_progress({{1, 55.0}});
   auto st = j.load();
   REQUIRE(st.jobs.size() == 1);
-  CHECK(st.jobs[0].status == "ended");
+  CHECK(st.jobs[0].status == saved_status::ended);
   CHECK(st.jobs[0].work_done == 0);
 }
 
@@ -400,8 +400,8 @@ TEST_CASE("state journal: a version 1 file is upgraded in place and its ended jo
   auto path = s.file("v1.db");
   {
     state_journal j(path);
-    j.put_job(job_at(0, "ended"));
-    j.put_job(job_at(1, "running"));
+    j.put_job(job_at(0, saved_status::ended));
+    j.put_job(job_at(1, saved_status::running));
   }
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
@@ -412,10 +412,10 @@ TEST_CASE("state journal: a version 1 file is upgraded in place and its ended jo
   CHECK(j.compact() == 1);
   auto st = j.load();
   REQUIRE(st.jobs.size() == 2);
-  CHECK(st.jobs[0].status == "ended");
+  CHECK(st.jobs[0].status == saved_status::ended);
   CHECK(st.jobs[0].record.outcome == job_outcome::done);
   CHECK(st.jobs[0].record.attempts.size() == 2);
-  CHECK(st.jobs[1].status == "running");
+  CHECK(st.jobs[1].status == saved_status::running);
 }
 
 TEST_CASE("state journal: the run's measures read back as last written, and a negative one is refused naming the file") {
