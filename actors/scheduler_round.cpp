@@ -105,7 +105,8 @@ round_kind pace_round(self_ptr self, sim_time now) {
   const double period = st.setup.planner.scale_period_s;
   sim_time due = p.last_scale_round +
                  sim_time::from_seconds(sizes ? period : std::max(period, st.setup.planner.end_scale_period_s));
-  const size_t valued = st.ledger.running_elastic.size();
+  // Only a policy that sizes elastic jobs values them; others' full rounds cost no valuation.
+  const size_t valued = st.setup.policy.elastic ? st.ledger.running_elastic.size() : 0;
   if ((sizes || ends) && now >= due) due = budget_due(p, st.setup.planner, now, valued);
   const bool full = (sizes || ends) && now >= due;
   const round_scope scope = full                                        ? round_scope::full
