@@ -94,7 +94,8 @@ journal_actor::behavior_type journal_behavior(journal_self self, std::shared_ptr
           st.unwritten_jobs[j.spec.index] = j;
           return;
         }
-        if (j.status != saved_status::ended || st.compact_every == 0 || ++st.ended_since_compact < st.compact_every) return;
+        if (j.status != saved_status::ended || st.compact_every == 0 || ++st.ended_since_compact < st.compact_every)
+          return;
         st.ended_since_compact = 0;
         try_write(self, progress_every, [&] { st.sink->compact(); });
       },
