@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "actors/enum_names.hpp"
+
 namespace aryl {
 
 /// What a client's order does to a job: job_order::action by name.
@@ -20,9 +22,7 @@ constexpr std::string_view to_string(job_action a) { return job_action_names[sta
 
 /// The action named `name`; nothing for a word that is none of them.
 constexpr std::optional<job_action> job_action_named(std::string_view name) {
-  for (size_t i = 0; i < job_action_names.size(); ++i)
-    if (job_action_names[i] == name) return static_cast<job_action>(i);
-  return std::nullopt;
+  return enum_named<job_action>(job_action_names, name);
 }
 
 /// What was done, as an answer says it: held, released, updated, cancelled.

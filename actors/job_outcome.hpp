@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "actors/enum_names.hpp"
+
 namespace aryl {
 
 /// done: its workers all exited 0 (simulated: its work completed). failed: a worker exited
@@ -23,9 +25,7 @@ constexpr std::string_view to_string(job_outcome o) { return job_outcome_names[s
 
 /// The outcome named `name`; nothing for a name that is none of them.
 constexpr std::optional<job_outcome> outcome_named(std::string_view name) {
-  for (size_t i = 0; i < job_outcome_names.size(); ++i)
-    if (job_outcome_names[i] == name) return static_cast<job_outcome>(i);
-  return std::nullopt;
+  return enum_named<job_outcome>(job_outcome_names, name);
 }
 
 } // namespace aryl

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "actors/enum_names.hpp"
+
 namespace aryl {
 
 /// What an operator's order does to a server: node_order::action by name.
@@ -19,9 +21,7 @@ constexpr std::string_view to_string(node_action a) { return node_action_names[s
 
 /// The action named `name`; nothing for a word that is none of them.
 constexpr std::optional<node_action> node_action_named(std::string_view name) {
-  for (size_t i = 0; i < node_action_names.size(); ++i)
-    if (node_action_names[i] == name) return static_cast<node_action>(i);
-  return std::nullopt;
+  return enum_named<node_action>(node_action_names, name);
 }
 
 /// What holds a training server out of placement. cordon: no new work there, its jobs run on.

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "actors/enum_names.hpp"
 #include "solvers/input_error.hpp"
 
 namespace aryl {
@@ -19,8 +20,7 @@ constexpr std::string_view to_string(reclaim_method m) { return reclaim_method_n
 
 /// The method named `name` (scheduler.reclaim's value); an input_error for any other name.
 inline reclaim_method reclaim_method_named(std::string_view name) {
-  for (size_t i = 0; i < reclaim_method_names.size(); ++i)
-    if (reclaim_method_names[i] == name) return static_cast<reclaim_method>(i);
+  if (auto m = enum_named<reclaim_method>(reclaim_method_names, name)) return *m;
   throw input_error("scheduler.reclaim: '" + std::string(name) + "' is not greedy or exact");
 }
 

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/enum_names.hpp"
 #include "solvers/job_spec.hpp"
 #include "actors/run_records.hpp"
 
@@ -32,9 +33,7 @@ constexpr std::string_view to_string(saved_status s) { return saved_status_names
 
 /// The status named `name`; nothing for a name that is none of them.
 constexpr std::optional<saved_status> saved_status_named(std::string_view name) {
-  for (size_t i = 0; i < saved_status_names.size(); ++i)
-    if (saved_status_names[i] == name) return static_cast<saved_status>(i);
-  return std::nullopt;
+  return enum_named<saved_status>(saved_status_names, name);
 }
 
 /// One job as last journaled.
