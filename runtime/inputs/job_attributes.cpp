@@ -43,8 +43,8 @@ void check(bool ok, const char* name, double value, const char* range) {
 void assign_job_attributes(std::vector<job_spec>& jobs, const job_attribute_options& o,
                            const std::vector<bool>* explicit_elastic) {
   check(o.elastic_fraction >= 0 && o.elastic_fraction <= 1, "elastic_fraction", o.elastic_fraction, "[0, 1]");
-  check(o.min_workers_fraction > 0 && o.min_workers_fraction <= 1, "min_workers_fraction", o.min_workers_fraction,
-        "(0, 1]");
+  check(o.min_workers_fraction >= 0 && o.min_workers_fraction <= 1, "min_workers_fraction", o.min_workers_fraction,
+        "[0, 1]");
   check(o.max_workers_factor >= 1 && std::isfinite(o.max_workers_factor), "max_workers_factor",
         o.max_workers_factor, "[1, inf)");
   check(o.mispredict_fraction >= 0 && o.mispredict_fraction <= 1, "mispredict_fraction", o.mispredict_fraction,

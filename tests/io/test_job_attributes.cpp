@@ -147,7 +147,7 @@ TEST_CASE("job attributes: out-of-range options are input errors") {
   o.elastic_fraction = 1.5;
   CHECK_THROWS_AS(assign_job_attributes(jobs, o), input_error);
   o = {};
-  o.min_workers_fraction = 0;
+  o.min_workers_fraction = -0.1;
   CHECK_THROWS_AS(assign_job_attributes(jobs, o), input_error);
   o = {};
   o.max_workers_factor = 0.5;
@@ -155,6 +155,18 @@ TEST_CASE("job attributes: out-of-range options are input errors") {
   o = {};
   o.mispredict_error = 1;
   CHECK_THROWS_AS(assign_job_attributes(jobs, o), input_error);
+}
+
+TEST_CASE("job attributes: a min_workers_fraction of 0, the end of its config range, gives elastic jobs a minimum of one worker") {
+  auto jobs = jobs_of(100, 8);
+  job_attribute_options o;
+  o.elastic_fraction = 1;
+  o.min_workers_fraction = 0;
+  assign_job_attributes(jobs, o);
+  for (const auto& j : jobs) {
+    REQUIRE(j.elastic);
+    CHECK(j.min_workers == 1);
+  }
 }
 
 TEST_CASE("job attributes: unestimated_fraction takes that share of estimates, only adding to them, elasticity unchanged") {
