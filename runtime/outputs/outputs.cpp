@@ -60,46 +60,56 @@ bool same_state(const cluster_snapshot& a, const cluster_snapshot& b) {
          a.running_jobs == b.running_jobs;
 }
 
-/// One jobs.csv row (the header's columns), with its line end.
+/// One jobs.csv row (the header's columns), with its line end. The numbers between the name
+/// and the tenant go through one buffer with room for the longest text of each.
 void append_job_row(std::string& row, const job_record& j) {
-  append_uint(row, j.index);
-  row += ',';
+  char buf[32 + 4 * 28 + 9 * fixed_text_room + 4 * 20 + 16];
+  char* p = put_uint(buf, j.index);
+  *p++ = ',';
+  row.append(buf, static_cast<size_t>(p - buf));
   append_csv_field(row, j.name);
-  row += ',';
-  append_int(row, j.gpus);
-  row += j.elastic ? ",1," : ",0,";
+  p = buf;
+  *p++ = ',';
+  p = put_int(p, j.gpus);
+  *p++ = ',';
+  *p++ = j.elastic ? '1' : '0';
+  *p++ = ',';
   for (int64_t us : {j.submit_us, j.first_start_us, j.end_us, j.end_us - j.submit_us}) {
-    append_seconds(row, us);
-    row += ',';
+    p = put_seconds(p, us);
+    *p++ = ',';
   }
   auto fixed = [&](double x, int decimals) {
-    append_fixed(row, x, decimals);
-    row += ',';
-  };
-  auto count = [&](int n) {
-    append_int(row, n);
-    row += ',';
+    p = put_fixed(p, x, decimals);
+    *p++ = ',';
   };
   fixed(j.queued_s, 6);
   fixed(j.duration_s, 6);
   fixed(j.gpu_seconds, 3);
-  for (int n : {j.preemptions, j.scale_ins, j.scale_outs, j.last_workers}) count(n);
+  for (int n : {j.preemptions, j.scale_ins, j.scale_outs, j.last_workers}) {
+    p = put_int(p, n);
+    *p++ = ',';
+  }
   fixed(j.on_loaned_s, 3);
   fixed(j.slowdown, 6);
   fixed(j.below_speed_s, 3);
+  row.append(buf, static_cast<size_t>(p - buf));
   row += to_string(j.outcome);
-  row += ',';
+  p = buf;
+  *p++ = ',';
   fixed(j.needed_gpu_s, 3);
   fixed(j.needed_gpu_s > 0 ? j.gpu_seconds / j.needed_gpu_s : 0.0, 6);
+  row.append(buf, static_cast<size_t>(p - buf));
   // The tenant, which may be empty, before a last field that never is: naive splitters keep
   // every field.
   append_csv_field(row, j.tenant);
   row += j.estimated ? ",1," : ",0,";
   // The last attempt's exits (empty in simulated time), then the attempts, never empty.
   if (!j.attempts.empty()) append_csv_field(row, j.attempts.back().exits);
-  row += ',';
-  append_uint(row, std::max<size_t>(j.attempts.size(), 1));
-  row += '\n';
+  p = buf;
+  *p++ = ',';
+  p = put_uint(p, std::max<size_t>(j.attempts.size(), 1));
+  *p++ = '\n';
+  row.append(buf, static_cast<size_t>(p - buf));
 }
 
 } // namespace
@@ -256,9 +266,10 @@ void run_writer::event(const event_record& e) {
   // One line per event, the busiest output of a run: built in a reused buffer, the time as
   // whole seconds and microseconds (what "{:.6f}" of the seconds prints).
   auto& line = line_;
-  line.clear();
-  append_seconds(line, e.t_us);
-  line += ' ';
+  char time[32];
+  char* p = put_seconds(time, e.t_us);
+  *p++ = ' ';
+  line.assign(time, static_cast<size_t>(p - time));
   line += e.actor;
   line += ' ';
   line += e.event;
@@ -323,16 +334,16 @@ bool run_writer::take(const cluster_snapshot& s) {
 
 void run_writer::snapshot(const cluster_snapshot& s) {
   if (!take(s) || !timeline_file_) return;
-  auto& row = line_;
-  row.clear();
-  append_seconds(row, s.t_us);
+  // Room for the time and ten counts, each with its separator.
+  char row[32 + 10 * 24];
+  char* p = put_seconds(row, s.t_us);
   for (int n : {s.training_busy_gpus, s.training_gpus, s.loaned_busy_gpus, s.loaned_servers, s.serving_servers,
                 s.reclaiming_servers, s.inference_gpus, s.queued_jobs, s.running_jobs, serving_busy_}) {
-    row += ',';
-    append_int(row, n);
+    *p++ = ',';
+    p = put_int(p, n);
   }
-  row += '\n';
-  std::fwrite(row.data(), 1, row.size(), timeline_file_);
+  *p++ = '\n';
+  std::fwrite(row, 1, static_cast<size_t>(p - row), timeline_file_);
   if (flush_lines_) std::fflush(timeline_file_);
 }
 

@@ -88,7 +88,7 @@ private:
   void check(std::FILE* f, const char* name);
   void close(std::FILE*& f, const char* name);
   std::FILE* events_file_ = nullptr;
-  std::string line_;  ///< the buffer of event() and snapshot() lines
+  std::string line_;  ///< the buffer of event() lines
   std::FILE* timeline_file_ = nullptr;
   std::vector<job_record> jobs_;
   std::function<void(const event_record&)> on_event_;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -150,4 +151,16 @@ TEST_CASE("control scan: says yes for exactly the strings holding a byte below 0
   }
   CHECK(with_control > 1000);
   CHECK(without > 1000);
+}
+
+TEST_CASE("number text: the longest texts fit the room each put_ function names") {
+  std::vector<char> buf(4096, 'x');
+  auto length = [&](char* end) { return static_cast<size_t>(end - buf.data()); };
+  CHECK(length(put_int(buf.data(), std::numeric_limits<int64_t>::min())) == 20);
+  CHECK(length(put_uint(buf.data(), std::numeric_limits<uint64_t>::max())) == 20);
+  CHECK(length(put_seconds(buf.data(), std::numeric_limits<int64_t>::min())) <= 28);
+  CHECK(length(put_seconds(buf.data(), std::numeric_limits<int64_t>::max())) <= 28);
+  CHECK(length(put_fixed(buf.data(), -std::numeric_limits<double>::max(), 20)) == fixed_text_room);
+  CHECK(std::string(buf.data(), 4) == "-179");
+  CHECK_THROWS_AS(put_fixed(buf.data(), 1.0, 21), std::logic_error);
 }
