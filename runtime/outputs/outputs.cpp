@@ -224,8 +224,27 @@ std::vector<std::string> run_writer::carry_on(const char* name) {
 }
 
 run_writer::~run_writer() {
-  if (events_file_) std::fclose(events_file_);
-  if (timeline_file_) std::fclose(timeline_file_);
+  for (auto [f, pending] : {std::pair{events_file_, &events_out_}, std::pair{timeline_file_, &timeline_out_}}) {
+    if (!f) continue;
+    std::fwrite(pending->data(), 1, pending->size(), f);
+    std::fclose(f);
+  }
+}
+
+void run_writer::emit(std::FILE* f, std::string& pending) {
+  if (!flush_lines_ && pending.size() < (size_t{1} << 16)) return;
+  std::fwrite(pending.data(), 1, pending.size(), f);
+  pending.clear();
+  if (flush_lines_) std::fflush(f);
+}
+
+void run_writer::close_line_files() {
+  if (events_file_) std::fwrite(events_out_.data(), 1, events_out_.size(), events_file_);
+  if (timeline_file_) std::fwrite(timeline_out_.data(), 1, timeline_out_.size(), timeline_file_);
+  events_out_.clear();
+  timeline_out_.clear();
+  close(events_file_, "events.log");
+  close(timeline_file_, "timeline.csv");
 }
 
 void run_writer::check(std::FILE* f, const char* name) {
@@ -254,8 +273,7 @@ void run_writer::commit(const run_summary& s) {
 }
 
 std::string run_writer::abandon() {
-  close(events_file_, "events.log");
-  close(timeline_file_, "timeline.csv");
+  close_line_files();
   return "partial outputs of this run are in " + dir_ + "/*.partial" +
          (write_error_.empty() ? "" : " (" + write_error_ + ")");
 }
@@ -263,27 +281,32 @@ std::string run_writer::abandon() {
 void run_writer::event(const event_record& e) {
   if (!events_file_) return;  // closed: the run is over
   ++events_;
-  // One line per event, the busiest output of a run: built in a reused buffer, the time as
-  // whole seconds and microseconds (what "{:.6f}" of the seconds prints).
-  auto& line = line_;
+  // One line per event, the busiest output of a run: built at the end of the lines not yet
+  // written, the time as whole seconds and microseconds (what "{:.6f}" of the seconds prints).
+  auto& out = events_out_;
+  const size_t start = out.size();
   char time[32];
   char* p = put_seconds(time, e.t_us);
   *p++ = ' ';
-  line.assign(time, static_cast<size_t>(p - time));
-  line += e.actor;
-  line += ' ';
-  line += e.event;
-  line += ' ';
-  line += e.detail;
+  out.append(time, static_cast<size_t>(p - time));
+  out += e.actor;
+  out += ' ';
+  out += e.event;
+  out += ' ';
+  out += e.detail;
   if (!e.why.empty()) {
-    line += " | ";
-    line += e.why;
+    out += " | ";
+    out += e.why;
   }
   // One event per line, whatever a name restored from a journal holds.
-  if (may_hold_control(line) && find_control(line) != std::string::npos) line = escape_control(line);
-  line.push_back('\n');
-  std::fwrite(line.data(), 1, line.size(), events_file_);
-  if (flush_lines_) std::fflush(events_file_);
+  if (const std::string_view line(out.data() + start, out.size() - start);
+      may_hold_control(line) && find_control(line) != std::string::npos) {
+    std::string escaped = escape_control(line);
+    out.resize(start);
+    out += escaped;
+  }
+  out += '\n';
+  emit(events_file_, out);
   if (on_event_) on_event_(e);
 }
 
@@ -343,8 +366,8 @@ void run_writer::snapshot(const cluster_snapshot& s) {
     p = put_int(p, n);
   }
   *p++ = '\n';
-  std::fwrite(row, 1, static_cast<size_t>(p - row), timeline_file_);
-  if (flush_lines_) std::fflush(timeline_file_);
+  timeline_out_.append(row, static_cast<size_t>(p - row));
+  emit(timeline_file_, timeline_out_);
 }
 
 run_summary run_writer::finish(run_summary s) {
@@ -457,8 +480,7 @@ run_summary run_writer::finish(run_summary s) {
   std::FILE* jf = std::fopen((dir_ + "/jobs.csv" + partial).c_str(), "w");
   if (!jf) {
     if (write_error_.empty()) write_error_ = dir_ + "/jobs.csv" + partial + ": cannot write: " + std::strerror(errno);
-    close(events_file_, "events.log");
-    close(timeline_file_, "timeline.csv");
+    close_line_files();
     return s;
   }
   std::fputs("job,name,gpus,elastic,submit_s,first_start_s,end_s,jct_s,queued_s,duration_s,gpu_seconds,"
@@ -477,8 +499,7 @@ run_summary run_writer::finish(run_summary s) {
   }
   std::fwrite(rows.data(), 1, rows.size(), jf);
   close(jf, "jobs.csv");
-  close(events_file_, "events.log");
-  close(timeline_file_, "timeline.csv");
+  close_line_files();
   return s;
 }
 
