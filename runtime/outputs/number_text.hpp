@@ -68,6 +68,15 @@ inline int digit_count(uint64_t v) {
 
 /// "{}" of an unsigned integer; room: 20.
 inline char* put_uint(char* p, uint64_t v) {
+  // Most counts of a run are one or two digits.
+  if (v < 10) {
+    *p = static_cast<char>('0' + v);
+    return p + 1;
+  }
+  if (v < 100) {
+    std::memcpy(p, &number_text_detail::digit_pairs[v * 2], 2);
+    return p + 2;
+  }
   const int n = number_text_detail::digit_count(v);
   number_text_detail::digits_before(p + n, v);
   return p + n;
