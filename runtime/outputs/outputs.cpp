@@ -283,23 +283,23 @@ void run_writer::event(const event_record& e) {
   ++events_;
   // One line per event, the busiest output of a run: built at the end of the lines not yet
   // written, the time as whole seconds and microseconds (what "{:.6f}" of the seconds prints).
-  // The line's length is known up front: the buffer grows once and each part is copied in.
   auto& out = events_out_;
   const size_t start = out.size();
   char time[32];
-  const auto time_length = static_cast<size_t>(put_seconds(time, e.t_us) - time);
-  const std::string_view parts[] = {{time, time_length}, " ", e.actor, " ", e.event, " ", e.detail,
-                                    e.why.empty() ? "" : " | ", e.why};
-  size_t length = 0;
-  for (auto part : parts) length += part.size();
-  out.resize(start + length);
-  char* at = out.data() + start;
-  for (auto part : parts) {
-    std::memcpy(at, part.data(), part.size());
-    at += part.size();
+  char* p = put_seconds(time, e.t_us);
+  *p++ = ' ';
+  out.append(time, static_cast<size_t>(p - time));
+  out += e.actor;
+  out += ' ';
+  out += e.event;
+  out += ' ';
+  out += e.detail;
+  if (!e.why.empty()) {
+    out += " | ";
+    out += e.why;
   }
   // One event per line, whatever a name restored from a journal holds.
-  if (const std::string_view line(out.data() + start, length);
+  if (const std::string_view line(out.data() + start, out.size() - start);
       may_hold_control(line) && find_control(line) != std::string::npos) {
     std::string escaped = escape_control(line);
     out.resize(start);
