@@ -1,6 +1,5 @@
 #include "runtime/outputs/outputs.hpp"
 
-#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +14,8 @@
 
 #include "solvers/control_chars.hpp"
 #include "runtime/inputs/csv_field.hpp"
+#include "runtime/outputs/control_scan.hpp"
+#include "runtime/outputs/number_text.hpp"
 #include "runtime/outputs/percentile.hpp"
 #include "solvers/input_error.hpp"
 
@@ -30,11 +31,18 @@ std::FILE* open_for_write(const std::string& path) {
   return f;
 }
 
-/// What "{:.6f}" prints for `us` / 1e6 seconds, from integers where that is exact (every
-/// time of a run is whole microseconds): the busiest outputs' times, without float formatting.
-void append_seconds(std::string& out, int64_t us) {
-  if (us >= 0) fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}.{:06}"), us / 1000000, us % 1000000);
-  else fmt::format_to(std::back_inserter(out), FMT_COMPILE("{:.6f}"), static_cast<double>(us) / 1e6);
+/// csv::append_field, without its search for a field that plainly needs no quotes (job names
+/// and tenants are mostly letters, digits and dashes): any byte that is a space or below, a
+/// comma, a quote or not ASCII leaves the field to append_field.
+void append_csv_field(std::string& out, std::string_view field) {
+  for (char ch : field) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c <= ' ' || c == ',' || c == '"' || c >= 0x80) {
+      csv::append_field(out, field);
+      return;
+    }
+  }
+  out += field;
 }
 
 double mean(const std::vector<double>& v) {
@@ -50,6 +58,58 @@ bool same_state(const cluster_snapshot& a, const cluster_snapshot& b) {
          a.serving_servers == b.serving_servers && a.reclaiming_servers == b.reclaiming_servers &&
          a.serving_gpus == b.serving_gpus && a.queued_jobs == b.queued_jobs &&
          a.running_jobs == b.running_jobs;
+}
+
+/// One jobs.csv row (the header's columns), with its line end. The numbers between the name
+/// and the tenant go through one buffer with room for the longest text of each.
+void append_job_row(std::string& row, const job_record& j) {
+  char buf[32 + 4 * 28 + 9 * fixed_text_room + 4 * 20 + 16];
+  char* p = put_uint(buf, j.index);
+  *p++ = ',';
+  row.append(buf, static_cast<size_t>(p - buf));
+  append_csv_field(row, j.name);
+  p = buf;
+  *p++ = ',';
+  p = put_int(p, j.gpus);
+  *p++ = ',';
+  *p++ = j.elastic ? '1' : '0';
+  *p++ = ',';
+  for (int64_t us : {j.submit_us, j.first_start_us, j.end_us, j.end_us - j.submit_us}) {
+    p = put_seconds(p, us);
+    *p++ = ',';
+  }
+  auto fixed = [&](double x, int decimals) {
+    p = put_fixed(p, x, decimals);
+    *p++ = ',';
+  };
+  fixed(j.queued_s, 6);
+  fixed(j.duration_s, 6);
+  fixed(j.gpu_seconds, 3);
+  for (int n : {j.preemptions, j.scale_ins, j.scale_outs, j.last_workers}) {
+    p = put_int(p, n);
+    *p++ = ',';
+  }
+  fixed(j.on_loaned_s, 3);
+  fixed(j.slowdown, 6);
+  fixed(j.below_speed_s, 3);
+  row.append(buf, static_cast<size_t>(p - buf));
+  row += to_string(j.outcome);
+  p = buf;
+  *p++ = ',';
+  fixed(j.needed_gpu_s, 3);
+  fixed(j.needed_gpu_s > 0 ? j.gpu_seconds / j.needed_gpu_s : 0.0, 6);
+  row.append(buf, static_cast<size_t>(p - buf));
+  // The tenant, which may be empty, before a last field that never is: naive splitters keep
+  // every field.
+  append_csv_field(row, j.tenant);
+  row += j.estimated ? ",1," : ",0,";
+  // The last attempt's exits (empty in simulated time), then the attempts, never empty.
+  if (!j.attempts.empty()) append_csv_field(row, j.attempts.back().exits);
+  p = buf;
+  *p++ = ',';
+  p = put_uint(p, std::max<size_t>(j.attempts.size(), 1));
+  *p++ = '\n';
+  row.append(buf, static_cast<size_t>(p - buf));
 }
 
 } // namespace
@@ -164,8 +224,27 @@ std::vector<std::string> run_writer::carry_on(const char* name) {
 }
 
 run_writer::~run_writer() {
-  if (events_file_) std::fclose(events_file_);
-  if (timeline_file_) std::fclose(timeline_file_);
+  for (auto [f, pending] : {std::pair{events_file_, &events_out_}, std::pair{timeline_file_, &timeline_out_}}) {
+    if (!f) continue;
+    std::fwrite(pending->data(), 1, pending->size(), f);
+    std::fclose(f);
+  }
+}
+
+void run_writer::emit(std::FILE* f, std::string& pending) {
+  if (!flush_lines_ && pending.size() < (size_t{1} << 16)) return;
+  std::fwrite(pending.data(), 1, pending.size(), f);
+  pending.clear();
+  if (flush_lines_) std::fflush(f);
+}
+
+void run_writer::close_line_files() {
+  if (events_file_) std::fwrite(events_out_.data(), 1, events_out_.size(), events_file_);
+  if (timeline_file_) std::fwrite(timeline_out_.data(), 1, timeline_out_.size(), timeline_file_);
+  events_out_.clear();
+  timeline_out_.clear();
+  close(events_file_, "events.log");
+  close(timeline_file_, "timeline.csv");
 }
 
 void run_writer::check(std::FILE* f, const char* name) {
@@ -194,8 +273,7 @@ void run_writer::commit(const run_summary& s) {
 }
 
 std::string run_writer::abandon() {
-  close(events_file_, "events.log");
-  close(timeline_file_, "timeline.csv");
+  close_line_files();
   return "partial outputs of this run are in " + dir_ + "/*.partial" +
          (write_error_.empty() ? "" : " (" + write_error_ + ")");
 }
@@ -203,21 +281,32 @@ std::string run_writer::abandon() {
 void run_writer::event(const event_record& e) {
   if (!events_file_) return;  // closed: the run is over
   ++events_;
-  // One line per event, the busiest output of a run: formatted into a reused buffer, the
-  // time as whole seconds and microseconds (what "{:.6f}" of the seconds prints).
-  auto& line = line_;
-  line.clear();
-  append_seconds(line, e.t_us);
-  fmt::format_to(std::back_inserter(line), FMT_COMPILE(" {} {} {}"), e.actor, e.event, e.detail);
+  // One line per event, the busiest output of a run: built at the end of the lines not yet
+  // written, the time as whole seconds and microseconds (what "{:.6f}" of the seconds prints).
+  auto& out = events_out_;
+  const size_t start = out.size();
+  char time[32];
+  char* p = put_seconds(time, e.t_us);
+  *p++ = ' ';
+  out.append(time, static_cast<size_t>(p - time));
+  out += e.actor;
+  out += ' ';
+  out += e.event;
+  out += ' ';
+  out += e.detail;
   if (!e.why.empty()) {
-    line += " | ";
-    line += e.why;
+    out += " | ";
+    out += e.why;
   }
   // One event per line, whatever a name restored from a journal holds.
-  if (find_control(line) != std::string::npos) line = escape_control(line);
-  line.push_back('\n');
-  std::fwrite(line.data(), 1, line.size(), events_file_);
-  if (flush_lines_) std::fflush(events_file_);
+  if (const std::string_view line(out.data() + start, out.size() - start);
+      may_hold_control(line) && find_control(line) != std::string::npos) {
+    std::string escaped = escape_control(line);
+    out.resize(start);
+    out += escaped;
+  }
+  out += '\n';
+  emit(events_file_, out);
   if (on_event_) on_event_(e);
 }
 
@@ -268,14 +357,17 @@ bool run_writer::take(const cluster_snapshot& s) {
 
 void run_writer::snapshot(const cluster_snapshot& s) {
   if (!take(s) || !timeline_file_) return;
-  auto& row = line_;
-  row.clear();
-  append_seconds(row, s.t_us);
-  fmt::format_to(std::back_inserter(row), FMT_COMPILE(",{},{},{},{},{},{},{},{},{},{}\n"), s.training_busy_gpus,
-                 s.training_gpus, s.loaned_busy_gpus, s.loaned_servers, s.serving_servers, s.reclaiming_servers,
-                 s.inference_gpus, s.queued_jobs, s.running_jobs, serving_busy_);
-  std::fwrite(row.data(), 1, row.size(), timeline_file_);
-  if (flush_lines_) std::fflush(timeline_file_);
+  // Room for the time and ten counts, each with its separator.
+  char row[32 + 10 * 24];
+  char* p = put_seconds(row, s.t_us);
+  for (int n : {s.training_busy_gpus, s.training_gpus, s.loaned_busy_gpus, s.loaned_servers, s.serving_servers,
+                s.reclaiming_servers, s.inference_gpus, s.queued_jobs, s.running_jobs, serving_busy_}) {
+    *p++ = ',';
+    p = put_int(p, n);
+  }
+  *p++ = '\n';
+  timeline_out_.append(row, static_cast<size_t>(p - row));
+  emit(timeline_file_, timeline_out_);
 }
 
 run_summary run_writer::finish(run_summary s) {
@@ -339,16 +431,18 @@ run_summary run_writer::finish(run_summary s) {
   // Serving demand before the first job or after the last one is outside the run.
   busy_inference_ += serving_busy_us_;
   s.jobs_completed = jct.size();
+  // Means first, in job order; then each sample sorted once for its percentiles.
   s.mean_jct_s = mean(jct);
-  s.p50_jct_s = percentile(jct, 0.50);
-  s.p95_jct_s = percentile(jct, 0.95);
-  s.p99_jct_s = percentile(jct, 0.99);
   s.mean_queue_s = mean(queue);
-  s.p50_queue_s = percentile(queue, 0.50);
-  s.p95_queue_s = percentile(queue, 0.95);
   s.mean_first_wait_s = mean(first_wait);
   s.mean_slowdown = mean(slowdown);
-  s.p95_slowdown = percentile(slowdown, 0.95);
+  for (auto* v : {&jct, &queue, &slowdown}) std::sort(v->begin(), v->end());
+  s.p50_jct_s = sorted_percentile(jct, 0.50);
+  s.p95_jct_s = sorted_percentile(jct, 0.95);
+  s.p99_jct_s = sorted_percentile(jct, 0.99);
+  s.p50_queue_s = sorted_percentile(queue, 0.50);
+  s.p95_queue_s = sorted_percentile(queue, 0.95);
+  s.p95_slowdown = sorted_percentile(slowdown, 0.95);
   s.makespan_s = static_cast<double>(last_end - first) / 1e6;
   auto over = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   s.work_efficiency = over(used, needed);
@@ -364,13 +458,18 @@ run_summary run_writer::finish(run_summary s) {
   s.loaned_server_hours = loaned_servers_us_ / 3.6e9;
   auto& m = measures_;
   s.reclaim_slo_misses = m.slo_misses;
-  s.reclaim_latency_p50_s = percentile(m.reclaim_latency_s, 0.50);
-  s.reclaim_latency_p99_s = percentile(m.reclaim_latency_s, 0.99);
+  auto sorted = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const auto reclaim_latency = sorted(m.reclaim_latency_s), quota_latency = sorted(m.quota_latency_s);
+  s.reclaim_latency_p50_s = sorted_percentile(reclaim_latency, 0.50);
+  s.reclaim_latency_p99_s = sorted_percentile(reclaim_latency, 0.99);
   s.reclaim_max_late_s = m.reclaim_max_late_s;
   s.quota_reclaims = m.quota_latency_s.size();
   s.quota_reclaims_late = m.quota_late;
-  s.quota_reclaim_p50_s = percentile(m.quota_latency_s, 0.50);
-  s.quota_reclaim_p99_s = percentile(m.quota_latency_s, 0.99);
+  s.quota_reclaim_p50_s = sorted_percentile(quota_latency, 0.50);
+  s.quota_reclaim_p99_s = sorted_percentile(quota_latency, 0.99);
   s.quota_reclaim_max_late_s = m.quota_max_late_s;
   s.lost_gpu_hours = m.lost_gpu_s / 3600;
   s.recoveries = m.recoveries_s.size();
@@ -381,41 +480,26 @@ run_summary run_writer::finish(run_summary s) {
   std::FILE* jf = std::fopen((dir_ + "/jobs.csv" + partial).c_str(), "w");
   if (!jf) {
     if (write_error_.empty()) write_error_ = dir_ + "/jobs.csv" + partial + ": cannot write: " + std::strerror(errno);
-    close(events_file_, "events.log");
-    close(timeline_file_, "timeline.csv");
+    close_line_files();
     return s;
   }
   std::fputs("job,name,gpus,elastic,submit_s,first_start_s,end_s,jct_s,queued_s,duration_s,gpu_seconds,"
              "preemptions,scale_ins,scale_outs,last_workers,on_loaned_s,slowdown,below_speed_s,outcome,needed_gpu_s,"
              "work_efficiency,tenant,estimated,exits,attempts\n",
              jf);
-  std::string row;
+  // Rows gathered into blocks of about 64 KiB: one write call per block, not per row.
+  std::string rows;
+  rows.reserve(size_t{1} << 17);
   for (auto& j : jobs_) {
-    row.clear();
-    fmt::format_to(std::back_inserter(row), FMT_COMPILE("{},"), j.index);
-    csv::append_field(row, j.name);
-    fmt::format_to(std::back_inserter(row), FMT_COMPILE(",{},{},"), j.gpus, j.elastic ? 1 : 0);
-    for (int64_t us : {j.submit_us, j.first_start_us, j.end_us, j.end_us - j.submit_us}) {
-      append_seconds(row, us);
-      row += ',';
+    append_job_row(rows, j);
+    if (rows.size() >= size_t{1} << 16) {
+      std::fwrite(rows.data(), 1, rows.size(), jf);
+      rows.clear();
     }
-    fmt::format_to(std::back_inserter(row),
-                   FMT_COMPILE("{:.6f},{:.6f},{:.3f},{},{},{},{},{:.3f},{:.6f},{:.3f},{},{:.3f},{:.6f},"), j.queued_s,
-                   j.duration_s, j.gpu_seconds, j.preemptions, j.scale_ins, j.scale_outs, j.last_workers,
-                   j.on_loaned_s, j.slowdown, j.below_speed_s, to_string(j.outcome), j.needed_gpu_s,
-                   j.needed_gpu_s > 0 ? j.gpu_seconds / j.needed_gpu_s : 0.0);
-    // The tenant, which may be empty, before a last field that never is: naive splitters keep
-    // every field.
-    csv::append_field(row, j.tenant);
-    row += j.estimated ? ",1," : ",0,";
-    // The last attempt's exits (empty in simulated time), then the attempts, never empty.
-    if (!j.attempts.empty()) csv::append_field(row, j.attempts.back().exits);
-    fmt::format_to(std::back_inserter(row), FMT_COMPILE(",{}\n"), std::max<size_t>(j.attempts.size(), 1));
-    std::fwrite(row.data(), 1, row.size(), jf);
   }
+  std::fwrite(rows.data(), 1, rows.size(), jf);
   close(jf, "jobs.csv");
-  close(events_file_, "events.log");
-  close(timeline_file_, "timeline.csv");
+  close_line_files();
   return s;
 }
 

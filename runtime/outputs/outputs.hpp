@@ -88,8 +88,13 @@ private:
   void check(std::FILE* f, const char* name);
   void close(std::FILE*& f, const char* name);
   std::FILE* events_file_ = nullptr;
-  std::string line_;  ///< the buffer of event() and snapshot() lines
   std::FILE* timeline_file_ = nullptr;
+  /// Lines of events.log and timeline.csv not yet handed to their file: emit() writes them in
+  /// blocks of 64 KiB, or each at once with `flush_lines`; close_line_files() writes the rest
+  /// and closes both files.
+  std::string events_out_, timeline_out_;
+  void emit(std::FILE* f, std::string& pending);
+  void close_line_files();
   std::vector<job_record> jobs_;
   std::function<void(const event_record&)> on_event_;
   std::function<void(const job_record&)> on_job_;
