@@ -16,16 +16,16 @@ scheduler_actor::behavior_type away(self_ptr self);
 /// restarted scheduler, until it is back.
 void go_away(self_ptr self, int64_t down_us) {
   auto& st = self->state;
-  log(self, st.jenv.tb.now(self), "away", fmt::format("for={:.0f}", sim_time::from_us(down_us).seconds()),
+  log(self, st.jenv->tb.now(self), "away", fmt::format("for={:.0f}", sim_time::from_us(down_us).seconds()),
       "the scheduler crashed; it decides nothing until it is back");
   self->become(caf::keep_behavior, away(self));
-  self->delayed_send(self, st.jenv.tb.span(sim_time::from_us(down_us)), awake_atom::value);
+  self->delayed_send(self, st.jenv->tb.span(sim_time::from_us(down_us)), awake_atom::value);
 }
 
 /// Back: the messages held meanwhile are offered again, in the order they came.
 void come_back(self_ptr self) {
   self->unbecome();
-  log(self, self->state.jenv.tb.now(self), "awake", "", "the scheduler is back");
+  log(self, self->state.jenv->tb.now(self), "awake", "", "the scheduler is back");
   mark_dirty(self, round_cause::cluster);
 }
 
@@ -70,8 +70,8 @@ scheduler_actor::behavior_type present(self_ptr self) {
       // Operators and machines (scheduler_drain.cpp), and status (scheduler_status.cpp).
       [=](node_atom, const node_order& o) { return on_node_order(self, o); },
       [=](join_atom, const node_join& m, server_actor& actor) { return on_join(self, m, std::move(actor)); },
-      [=](dump_atom) { return dump_state(self->state, self->state.jenv.tb.now(self)); },
-      [=](status_atom) { return status_of(self->state, self->state.jenv.tb.now(self)); },
+      [=](dump_atom) { return dump_state(self->state, self->state.jenv->tb.now(self)); },
+      [=](status_atom) { return status_of(self->state, self->state.jenv->tb.now(self)); },
   };
 }
 
@@ -136,10 +136,10 @@ void take_setup(self_ptr self, scheduler_setup setup, std::vector<server_actor> 
   st.faults.truth.assign(st.ledger.servers.size(), {});
   st.holds.by_server.assign(st.ledger.servers.size(), {});
   auto directory = st.setup.directory ? st.setup.directory : std::make_shared<server_directory>(st.servers);
-  st.jenv = job_env{tb, std::move(model), self->address(), recorder,
-                    st.setup.check_invariants, st.setup.workers,
-                    std::move(directory), st.setup.checkpoints,
-                    st.setup.journal};
+  st.jenv = std::make_shared<const job_env>(job_env{tb, std::move(model), self->address(), recorder,
+                                                    st.setup.check_invariants, st.setup.workers,
+                                                    std::move(directory), st.setup.checkpoints,
+                                                    st.setup.journal});
 }
 
 } // namespace

@@ -1,12 +1,8 @@
 // The pacing of rounds (docs/round.md): a round at most once per instant, after every message
 // of that instant; full rounds, which re-plan elastic sizes, at most every scale period and
 // only when something asked for them; and a round's decisions sent out, one message per server.
-#include <fmt/compile.h>
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 
 #include "actors/scheduler_parts.hpp"
 
@@ -37,7 +33,7 @@ cluster_snapshot snapshot_at(const scheduler_state& st, sim_time now) {
 } // namespace
 
 void send_snapshot(self_ptr self, sim_time now) {
-  self->send(self->state.jenv.recorder, snapshot_atom::value, snapshot_at(self->state, now));
+  self->send(self->state.jenv->recorder, snapshot_atom::value, snapshot_at(self->state, now));
 }
 
 void mark_dirty(self_ptr self, round_cause why, replan what) {
@@ -127,7 +123,7 @@ round_kind pace_round(self_ptr self, sim_time now) {
     // of its own; the later one then finds none pending and is dropped (on_scale_due).
     p.scale_timer = true;
     p.scale_timer_at = due;
-    self->delayed_send(self, st.jenv.tb.span(due - now), scale_due_atom::value);
+    self->delayed_send(self, st.jenv->tb.span(due - now), scale_due_atom::value);
   }
   if (scope == round_scope::starts) p.wanted = replan::none;
   return {scope, cause};
@@ -180,15 +176,20 @@ void send_to_jobs(self_ptr self, std::vector<decision>& decisions, sim_time now,
   for (auto& d : decisions) {
     dispatch_assignment(self, d, true, !st.loans.quota_reclaims.empty() && quota_victim(st, d.job));
     auto& j = st.ledger.jobs[d.job];
-    std::string detail = fmt::format(FMT_COMPILE("job-{} workers={}"), d.job, j.workers);
+    // "job-I workers=W TYPE [SERVER:N ...]", appended piece by piece (see describe_into).
+    std::string detail = "job-";
+    append_number(detail, d.job);
+    detail += " workers=";
+    append_number(detail, j.workers);
     if (!d.alloc.empty()) {
-      fmt::format_to(std::back_inserter(detail), FMT_COMPILE(" {} "),
-                     st.setup.type_names[static_cast<size_t>(j.alloc_type)]);
+      detail += ' ';
+      detail += st.setup.type_names[static_cast<size_t>(j.alloc_type)];
+      detail += ' ';
       describe_into(detail, st, d.alloc);
     }
     lines.push_back({now.us, "scheduler", kind_name(d.what), std::move(detail), std::move(d.why)});
   }
-  self->send(st.jenv.recorder, roundlog_atom::value, std::move(lines), snapshot_at(st, now),
+  self->send(st.jenv->recorder, roundlog_atom::value, std::move(lines), snapshot_at(st, now),
              static_cast<int32_t>(kind.scope), static_cast<int32_t>(kind.cause));
 }
 
@@ -197,7 +198,7 @@ void send_to_jobs(self_ptr self, std::vector<decision>& decisions, sim_time now,
 void on_round(self_ptr self) {
   auto& st = self->state;
   st.pacing.pending = false;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   const auto kind = pace_round(self, now);
   if (st.jobs.unestimated_active > 0)
     refresh_estimates(st.ledger, st.jobs.history, st.setup.planner.unestimated_prior_s, now);
