@@ -114,7 +114,8 @@ job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> sel
 job_actor::behavior_type job_behavior_shared(job_actor::stateful_pointer<job_state> self, job_spec&& spec,
                                              std::shared_ptr<const job_env> env) {
   using namespace job_detail;
-  const job_ctx c{self, std::move(env)};
+  self->state.env = std::move(env);
+  const job_ctx c{self, self->state.env.get()};
   end_run_on_exception(self, c.env->recorder);
   self->state.spec = std::move(spec);
   auto& workers = c.env->workers;

@@ -15,6 +15,7 @@ namespace aryl {
 
 struct job_state {
   job_spec spec;
+  std::shared_ptr<const job_env> env;  ///< the handlers' (see job_ctx)
   job_progress progress;
   uint64_t generation = 0;
   int workers = 0;

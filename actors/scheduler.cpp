@@ -275,7 +275,9 @@ void end_job(self_ptr self, uint32_t job, job_outcome outcome, const std::string
   ++st.metrics.jobs_finished;
   for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
   count_outcome(st, outcome);
-  event_record line{now.us, "scheduler", end_event(outcome), "job-", why};
+  event_record line{now.us, "scheduler", end_event(outcome), {}, why};
+  line.detail.reserve(40);  // one allocation for "job-I workers=W"
+  line.detail += "job-";
   append_number(line.detail, job);
   line.detail += " workers=";
   append_number(line.detail, workers);

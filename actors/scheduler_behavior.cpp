@@ -30,12 +30,19 @@ void come_back(self_ptr self) {
 }
 
 scheduler_actor::behavior_type present(self_ptr self) {
+  // CAF tries the handlers in order until one matches: the most frequent messages (rounds,
+  // ends, the trace's submits) come first. No two handlers take the same message, so the
+  // order changes nothing else.
   return {
+      // Pacing (scheduler_round.cpp), and jobs' ends (scheduler.cpp).
+      [=](round_atom) { on_round(self); },
+      [=](scale_due_atom) { on_scale_due(self); },
+      [=](finished_atom, uint32_t job, uint64_t) { on_finished(self, job); },
       // Jobs in, and clients' orders about them (scheduler_jobs.cpp, scheduler_queue.cpp).
-      [=](submit_atom, job_spec& spec) { on_submit(self, spec); },
       [=](submit_atom, std::vector<job_spec>& specs) {
         for (auto& spec : specs) on_submit(self, spec);
       },
+      [=](submit_atom, job_spec& spec) { on_submit(self, spec); },
       [=](admit_atom, job_spec& spec) -> caf::result<int64_t> {
         if (self->state.drained) return answer_of(admit_refusal::stopping);
         return admit_job(self, spec);
@@ -44,14 +51,10 @@ scheduler_actor::behavior_type present(self_ptr self) {
       [=](jobctl_atom, const job_order& o) { return on_job_order(self, o); },
       [=](vet_atom, const job_spec& spec) { return vet_spec(self->state, spec); },
       [=](restore_atom, std::vector<saved_job>& rows) { return on_restore(self, rows); },
-      // Jobs' reports and ends (scheduler.cpp, scheduler_attempts.cpp).
-      [=](finished_atom, uint32_t job, uint64_t) { on_finished(self, job); },
+      // Jobs' other reports (scheduler.cpp, scheduler_attempts.cpp).
       [=](exits_atom, uint32_t job, const std::vector<worker_exit>& exits) { on_exits(self, job, exits); },
       [=](limit_atom, uint32_t job) { on_time_limit(self, job); },
       [=](drain_atom) { on_drain(self); },
-      // Pacing (scheduler_round.cpp).
-      [=](round_atom) { on_round(self); },
-      [=](scale_due_atom) { on_scale_due(self); },
       // Loans (scheduler_loans.cpp).
       [=](loan_atom, const std::vector<int>& ids) { on_loan(self, ids); },
       [=](reclaim_atom, int count, int64_t deadline_us) { on_reclaim(self, count, deadline_us); },

@@ -139,8 +139,9 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
                                  : "the scheduler restarted; queued again");
   } else {
     // "job-I gpus=G elastic=E name=N", appended piece by piece (see describe_into).
-    std::string detail = "job-";
-    detail.reserve(40 + spec.name.size());
+    std::string detail;
+    detail.reserve(40 + spec.name.size());  // one allocation for the line
+    detail += "job-";
     append_number(detail, spec.index);
     detail += " gpus=";
     append_number(detail, spec.gpus);

@@ -177,7 +177,9 @@ void send_to_jobs(self_ptr self, std::vector<decision>& decisions, sim_time now,
     dispatch_assignment(self, d, true, !st.loans.quota_reclaims.empty() && quota_victim(st, d.job));
     auto& j = st.ledger.jobs[d.job];
     // "job-I workers=W TYPE [SERVER:N ...]", appended piece by piece (see describe_into).
-    std::string detail = "job-";
+    std::string detail;
+    detail.reserve(48 + 16 * d.alloc.size());  // one allocation for the line
+    detail += "job-";
     append_number(detail, d.job);
     detail += " workers=";
     append_number(detail, j.workers);
