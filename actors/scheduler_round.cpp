@@ -149,11 +149,22 @@ void send_to_servers(self_ptr self, const std::vector<decision>& decisions) {
       c.placed.push_back(d.job);
       c.gpus.push_back(w);
     }
+  // A server's one placement or one removal goes as place or remove, which the server handles
+  // as it would the same changes; the batch keeps its buffers for the next round. Most servers a
+  // round touches get just one, and changes would allocate its three vectors for it.
   for (int sid : st.pacing.batch_servers) {
     auto& c = batch[static_cast<size_t>(sid)];
-    self->send(st.servers[static_cast<size_t>(sid)], changes_atom::value, std::move(c.removed),
-               std::move(c.placed), std::move(c.gpus));
-    c = {};
+    auto& server = st.servers[static_cast<size_t>(sid)];
+    if (c.removed.empty() && c.placed.size() == 1) {
+      self->send(server, place_atom::value, c.placed.front(), c.gpus.front());
+    } else if (c.placed.empty() && c.removed.size() == 1) {
+      self->send(server, remove_atom::value, c.removed.front());
+    } else {
+      self->send(server, changes_atom::value, std::move(c.removed), std::move(c.placed), std::move(c.gpus));
+    }
+    c.removed.clear();
+    c.placed.clear();
+    c.gpus.clear();
   }
   st.pacing.batch_servers.clear();
 }
