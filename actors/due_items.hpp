@@ -27,8 +27,11 @@ void arm_next_due(Self self, const std::vector<T>& items, size_t next, const tim
 /// The items from `next` on that are due at `now`, moved out in order; `next` moves past them.
 template <class T, class Due>
 std::vector<T> take_due(std::vector<T>& items, size_t& next, sim_time now, Due due) {
+  size_t end = next;
+  while (end < items.size() && std::invoke(due, items[end]) <= now) ++end;
   std::vector<T> out;
-  while (next < items.size() && std::invoke(due, items[next]) <= now) out.push_back(std::move(items[next++]));
+  out.reserve(end - next);  // sized once: a trace's job specs are large to move again
+  for (; next < end; ++next) out.push_back(std::move(items[next]));
   return out;
 }
 

@@ -107,9 +107,15 @@ void on_tick(const job_ctx& c) {
 } // namespace job_detail
 
 job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> self, job_spec spec,
-                                      job_env env_in) {
+                                      job_env env) {
+  return job_behavior_shared(self, std::move(spec), std::make_shared<const job_env>(std::move(env)));
+}
+
+job_actor::behavior_type job_behavior_shared(job_actor::stateful_pointer<job_state> self, job_spec&& spec,
+                                             std::shared_ptr<const job_env> env) {
   using namespace job_detail;
-  const job_ctx c{self, std::make_shared<const job_env>(std::move(env_in))};
+  self->state.env = std::move(env);
+  const job_ctx c{self, self->state.env.get()};
   end_run_on_exception(self, c.env->recorder);
   self->state.spec = std::move(spec);
   auto& workers = c.env->workers;

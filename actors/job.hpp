@@ -2,6 +2,7 @@
 /// The job actor: one per submitted job. It owns the job's true progress and completion
 /// timer; the scheduler only ever sees what it acknowledges.
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <vector>
@@ -14,6 +15,7 @@ namespace aryl {
 
 struct job_state {
   job_spec spec;
+  std::shared_ptr<const job_env> env;  ///< the handlers' (see job_ctx)
   job_progress progress;
   uint64_t generation = 0;
   int workers = 0;
@@ -71,5 +73,9 @@ struct job_state {
 /// worker crash: `wfail` to the scheduler, which reassigns the job from its checkpoint.
 job_actor::behavior_type job_behavior(job_actor::stateful_pointer<job_state> self, job_spec spec,
                                       job_env env);
+/// The same, with the environment shared by every job the caller spawns (the scheduler's):
+/// `spawn(job_behavior_shared, std::move(spec), env)`; the spec is taken, not copied.
+job_actor::behavior_type job_behavior_shared(job_actor::stateful_pointer<job_state> self, job_spec&& spec,
+                                             std::shared_ptr<const job_env> env);
 
 } // namespace aryl

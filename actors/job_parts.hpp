@@ -13,10 +13,12 @@
 namespace aryl::job_detail {
 
 /// What every handler of one job's actor works with. The environment is shared, not copied:
-/// every handler holds it, and a job starts for each of thousands of trace rows.
+/// every handler holds it, and a job starts for each of thousands of trace rows. The state
+/// owns it (job_state::env); the handlers, copied as the behaviour is made, hold a plain
+/// pointer, so making one copies no reference count.
 struct job_ctx {
   job_actor::stateful_pointer<job_state> self;
-  std::shared_ptr<const job_env> env;
+  const job_env* env;
 
   job_state& st() const { return self->state; }
   scheduler_actor scheduler() const { return caf::actor_cast<scheduler_actor>(env->scheduler); }

@@ -13,12 +13,20 @@
 namespace aryl {
 namespace sched {
 
+void append_number(std::string& out, int64_t x) {
+  const fmt::format_int text(x);
+  out.append(text.data(), text.size());
+}
+
+// Appended piece by piece: fmt writing a string argument through a back_inserter pushes it
+// one character at a time, and every round's and every end's log line describes servers.
 void describe_into(std::string& out, const scheduler_state& st, const allocation& a) {
   out += '[';
   for (size_t i = 0; i < a.size(); ++i) {
     if (i) out += ' ';
-    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}:{}"), st.ledger.servers[static_cast<size_t>(a[i].first)].name,
-                   a[i].second);
+    out += st.ledger.servers[static_cast<size_t>(a[i].first)].name;
+    out += ':';
+    append_number(out, a[i].second);
   }
   out += ']';
 }
@@ -32,7 +40,7 @@ std::string describe(const scheduler_state& st, const allocation& a) {
 std::string job_name(uint32_t id) { return fmt::format(FMT_COMPILE("job-{}"), id); }
 
 void log(self_ptr self, sim_time now, std::string event, std::string detail, std::string why) {
-  self->send(self->state.jenv.recorder, event_atom::value,
+  self->send(self->state.jenv->recorder, event_atom::value,
              event_record{now.us, "scheduler", std::move(event), std::move(detail), std::move(why)});
 }
 
@@ -125,13 +133,15 @@ void dispatch_assignment(self_ptr self, const decision& d, bool servers_told, bo
     case decision::kind::preempt:
       break;
   }
+  a.servers.reserve(j.alloc.size());
+  a.server_workers.reserve(j.alloc.size());
   for (auto& [sid, w] : j.alloc) {
     a.servers.push_back(sid);
     a.server_workers.push_back(w);
   }
   // Starting or stopping workers behind a slow link takes its delay (a server given up for
   // lost is not waited for).
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   auto delay = [&](int sid) {
     auto& t = st.faults.truth[static_cast<size_t>(sid)];
     if (now < t.link_until && st.ledger.servers[static_cast<size_t>(sid)].mode != server_mode::down)
@@ -139,11 +149,11 @@ void dispatch_assignment(self_ptr self, const decision& d, bool servers_told, bo
   };
   for (int sid : a.servers) delay(sid);
   for (auto& [sid, w] : d.before) delay(sid);
-  self->send(st.jobs.actors[d.job], assign_atom::value, a);
+  self->send(st.jobs.actors[d.job], assign_atom::value, std::move(a));
   if (!servers_told)
     for (auto& [sid, w] : d.alloc) self->send(st.servers[static_cast<size_t>(sid)], place_atom::value, d.job, w);
-  // Workers sent to a machine that died unnoticed die with it.
-  for (int sid : a.servers)
+  // Workers sent to a machine that died unnoticed die with it (the assignment's servers).
+  for (auto& [sid, w] : j.alloc)
     if (st.faults.truth[static_cast<size_t>(sid)].crashed) self->send(st.jobs.actors[d.job], crash_atom::value, sid);
   if (j.workers > 0) attempt_running(self, d.job, now);
   journal_job(self, d.job, now);
@@ -216,7 +226,7 @@ std::string dump_state(const scheduler_state& st, sim_time now) {
 /// An ended job's queue wait and JCT in the histograms of its tenant and outcome.
 void count_end(scheduler_state& st, const job_entry& j, const job_record& r) {
   const auto& tenant = st.ledger.tenants[static_cast<size_t>(j.tenant)].name;
-  const std::string outcome(to_string(r.outcome));
+  const std::string_view outcome = to_string(r.outcome);
   auto it = std::find_if(st.metrics.ends.begin(), st.metrics.ends.end(),
                          [&](const end_histogram& h) { return h.tenant == tenant && h.outcome == outcome; });
   if (it == st.metrics.ends.end()) {
@@ -251,7 +261,7 @@ const char* end_event(job_outcome outcome) {
 /// their own; any other is told to.
 void end_job(self_ptr self, uint32_t job, job_outcome outcome, const std::string& why) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   auto& j = st.ledger.jobs[job];
   auto before = j.alloc;
   int workers = j.workers;
@@ -265,8 +275,12 @@ void end_job(self_ptr self, uint32_t job, job_outcome outcome, const std::string
   ++st.metrics.jobs_finished;
   for (auto& [sid, w] : before) self->send(st.servers[static_cast<size_t>(sid)], remove_atom::value, job);
   count_outcome(st, outcome);
-  event_record line{now.us, "scheduler", end_event(outcome), fmt::format(FMT_COMPILE("job-{} workers={}"), job, workers),
-                    why};
+  event_record line{now.us, "scheduler", end_event(outcome), {}, why};
+  line.detail.reserve(40);  // one allocation for "job-I workers=W"
+  line.detail += "job-";
+  append_number(line.detail, job);
+  line.detail += " workers=";
+  append_number(line.detail, workers);
   auto record = make_record(st, j, now, workers, outcome, why);
   count_end(st, j, record);
   journal_job(self, job, now, &record);
@@ -276,7 +290,7 @@ void end_job(self_ptr self, uint32_t job, job_outcome outcome, const std::string
   for (auto& rf : st.loans.reclaims) any |= rf.waiting.erase(job) > 0;
   if (any) complete_reclaims(self, now);
   if (!st.loans.quota_reclaims.empty()) quota_acked(self, job, UINT64_MAX, now);
-  self->send(st.jenv.recorder, ended_atom::value, std::move(line), std::move(record));
+  self->send(st.jenv->recorder, ended_atom::value, std::move(line), std::move(record));
   if (!done) self->send_exit(st.jobs.actors[job], caf::exit_reason::user_shutdown);
   st.jobs.actors[job] = nullptr;
   // The round at this instant sends the snapshot.
@@ -292,7 +306,8 @@ void end_job(self_ptr self, uint32_t job, job_outcome outcome, const std::string
 void on_finished(self_ptr self, uint32_t job) {
   // A job cancelled while its completion was on the way has ended already.
   auto& st = self->state;
-  if (job < st.jobs.actors.size() && st.jobs.actors[job]) end_job(self, job, job_outcome::done, "its work is done");
+  static const std::string done_why = "its work is done";  // made once: every job ends here
+  if (job < st.jobs.actors.size() && st.jobs.actors[job]) end_job(self, job, job_outcome::done, done_why);
 }
 
 void on_drain(self_ptr self) {
@@ -305,7 +320,7 @@ void on_drain(self_ptr self) {
   std::sort(active.begin(), active.end());
   for (auto id : active)
     if (st.jobs.actors[id]) end_job(self, id, job_outcome::cancelled, "the run was told to stop");
-  self->send(st.jenv.recorder, close_atom::value);
+  self->send(st.jenv->recorder, close_atom::value);
 }
 
 } // namespace sched

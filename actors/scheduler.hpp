@@ -46,7 +46,8 @@ struct scheduler_state {
   cluster_ledger ledger;
   scheduler_setup setup;
   std::vector<server_actor> servers;
-  job_env jenv;
+  /// What every job actor is spawned with: shared, not copied into each of thousands of jobs.
+  std::shared_ptr<const job_env> jenv;
   job_table jobs;
   loan_negotiation loans;
   fault_state faults;

@@ -22,7 +22,7 @@ void arm_limit(self_ptr self, uint32_t job, sim_time now) {
   if (a.time_limit_s <= 0 || a.limit_timer) return;
   double left = a.time_limit_s - (held_s(st.ledger.jobs[job], now) - a.base_held_s);
   a.limit_timer = true;
-  self->delayed_send(self, st.jenv.tb.span(sim_time::from_seconds(std::max(0.0, left))), limit_atom::value, job);
+  self->delayed_send(self, st.jenv->tb.span(sim_time::from_seconds(std::max(0.0, left))), limit_atom::value, job);
 }
 
 } // namespace
@@ -40,7 +40,7 @@ void on_time_limit(self_ptr self, uint32_t job) {
   a.limit_timer = false;
   auto& j = st.ledger.jobs[job];
   if (j.status != job_status::running) return;  // queued again: its next start arms the check
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   // Within a microsecond: the timer's delay was rounded to one.
   if (held_s(j, now) - a.base_held_s + 1e-6 < a.time_limit_s) return arm_limit(self, job, now);
   end_job(self, job, job_outcome::timeout, fmt::format("it held workers for its time limit of {:g} s", a.time_limit_s));

@@ -16,26 +16,33 @@ scheduler_actor::behavior_type away(self_ptr self);
 /// restarted scheduler, until it is back.
 void go_away(self_ptr self, int64_t down_us) {
   auto& st = self->state;
-  log(self, st.jenv.tb.now(self), "away", fmt::format("for={:.0f}", sim_time::from_us(down_us).seconds()),
+  log(self, st.jenv->tb.now(self), "away", fmt::format("for={:.0f}", sim_time::from_us(down_us).seconds()),
       "the scheduler crashed; it decides nothing until it is back");
   self->become(caf::keep_behavior, away(self));
-  self->delayed_send(self, st.jenv.tb.span(sim_time::from_us(down_us)), awake_atom::value);
+  self->delayed_send(self, st.jenv->tb.span(sim_time::from_us(down_us)), awake_atom::value);
 }
 
 /// Back: the messages held meanwhile are offered again, in the order they came.
 void come_back(self_ptr self) {
   self->unbecome();
-  log(self, self->state.jenv.tb.now(self), "awake", "", "the scheduler is back");
+  log(self, self->state.jenv->tb.now(self), "awake", "", "the scheduler is back");
   mark_dirty(self, round_cause::cluster);
 }
 
 scheduler_actor::behavior_type present(self_ptr self) {
+  // CAF tries the handlers in order until one matches: the most frequent messages (rounds,
+  // ends, the trace's submits) come first. No two handlers take the same message, so the
+  // order changes nothing else.
   return {
+      // Pacing (scheduler_round.cpp), and jobs' ends (scheduler.cpp).
+      [=](round_atom) { on_round(self); },
+      [=](scale_due_atom) { on_scale_due(self); },
+      [=](finished_atom, uint32_t job, uint64_t) { on_finished(self, job); },
       // Jobs in, and clients' orders about them (scheduler_jobs.cpp, scheduler_queue.cpp).
-      [=](submit_atom, job_spec& spec) { on_submit(self, spec); },
       [=](submit_atom, std::vector<job_spec>& specs) {
         for (auto& spec : specs) on_submit(self, spec);
       },
+      [=](submit_atom, job_spec& spec) { on_submit(self, spec); },
       [=](admit_atom, job_spec& spec) -> caf::result<int64_t> {
         if (self->state.drained) return answer_of(admit_refusal::stopping);
         return admit_job(self, spec);
@@ -44,14 +51,10 @@ scheduler_actor::behavior_type present(self_ptr self) {
       [=](jobctl_atom, const job_order& o) { return on_job_order(self, o); },
       [=](vet_atom, const job_spec& spec) { return vet_spec(self->state, spec); },
       [=](restore_atom, std::vector<saved_job>& rows) { return on_restore(self, rows); },
-      // Jobs' reports and ends (scheduler.cpp, scheduler_attempts.cpp).
-      [=](finished_atom, uint32_t job, uint64_t) { on_finished(self, job); },
+      // Jobs' other reports (scheduler.cpp, scheduler_attempts.cpp).
       [=](exits_atom, uint32_t job, const std::vector<worker_exit>& exits) { on_exits(self, job, exits); },
       [=](limit_atom, uint32_t job) { on_time_limit(self, job); },
       [=](drain_atom) { on_drain(self); },
-      // Pacing (scheduler_round.cpp).
-      [=](round_atom) { on_round(self); },
-      [=](scale_due_atom) { on_scale_due(self); },
       // Loans (scheduler_loans.cpp).
       [=](loan_atom, const std::vector<int>& ids) { on_loan(self, ids); },
       [=](reclaim_atom, int count, int64_t deadline_us) { on_reclaim(self, count, deadline_us); },
@@ -70,8 +73,8 @@ scheduler_actor::behavior_type present(self_ptr self) {
       // Operators and machines (scheduler_drain.cpp), and status (scheduler_status.cpp).
       [=](node_atom, const node_order& o) { return on_node_order(self, o); },
       [=](join_atom, const node_join& m, server_actor& actor) { return on_join(self, m, std::move(actor)); },
-      [=](dump_atom) { return dump_state(self->state, self->state.jenv.tb.now(self)); },
-      [=](status_atom) { return status_of(self->state, self->state.jenv.tb.now(self)); },
+      [=](dump_atom) { return dump_state(self->state, self->state.jenv->tb.now(self)); },
+      [=](status_atom) { return status_of(self->state, self->state.jenv->tb.now(self)); },
   };
 }
 
@@ -136,10 +139,10 @@ void take_setup(self_ptr self, scheduler_setup setup, std::vector<server_actor> 
   st.faults.truth.assign(st.ledger.servers.size(), {});
   st.holds.by_server.assign(st.ledger.servers.size(), {});
   auto directory = st.setup.directory ? st.setup.directory : std::make_shared<server_directory>(st.servers);
-  st.jenv = job_env{tb, std::move(model), self->address(), recorder,
-                    st.setup.check_invariants, st.setup.workers,
-                    std::move(directory), st.setup.checkpoints,
-                    st.setup.journal};
+  st.jenv = std::make_shared<const job_env>(job_env{tb, std::move(model), self->address(), recorder,
+                                                    st.setup.check_invariants, st.setup.workers,
+                                                    std::move(directory), st.setup.checkpoints,
+                                                    st.setup.journal});
 }
 
 } // namespace

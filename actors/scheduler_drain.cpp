@@ -94,7 +94,7 @@ std::string run_on(size_t n) { return jobs_text(n) + (n == 1 ? " runs on there" 
 
 node_answer on_node_order(self_ptr self, const node_order& o) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   int sid = server_named(st, o.server);
   if (sid < 0) return {false, fmt::format("no server '{}' (this cluster has: {})", o.server, server_list(st))};
   auto& s = st.ledger.servers[static_cast<size_t>(sid)];
@@ -128,7 +128,7 @@ node_answer on_node_order(self_ptr self, const node_order& o) {
 
 join_answer on_join(self_ptr self, const node_join& m, server_actor actor) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   if (server_named(st, m.server) >= 0) return {-1, fmt::format("server '{}' is in the cluster already", m.server)};
   int type = -1;
   std::string types;
@@ -150,7 +150,7 @@ join_answer on_join(self_ptr self, const node_join& m, server_actor actor) {
   e.mode = server_mode::training;
   st.ledger.servers.push_back(std::move(e));  // the ledger indexes it again when next read
   st.servers.push_back(actor);
-  st.jenv.servers->add(std::move(actor));
+  st.jenv->servers->add(std::move(actor));
   st.faults.truth.emplace_back();
   st.holds.by_server.emplace_back();
   log(self, now, "join", fmt::format("server={} gpus={} type={}", m.server, m.gpus, m.gpu_type),
@@ -163,7 +163,7 @@ join_answer on_join(self_ptr self, const node_join& m, server_actor actor) {
 
 void restore_holds(self_ptr self) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   for (auto& r : st.setup.holds) {
     int sid = server_named(st, r.server);
     const auto kind = hold_named(r.kind);

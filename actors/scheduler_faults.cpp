@@ -100,7 +100,7 @@ void recover_job(self_ptr self, uint32_t job, int lost_server, sim_time now, con
 
 void on_crash(self_ptr self, int server, int64_t down_us) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   auto& s = st.ledger.servers.at(static_cast<size_t>(server));
   auto& t = st.faults.truth[static_cast<size_t>(server)];
   if (t.crashed || s.mode == server_mode::down || now < t.fault_until) return;
@@ -109,15 +109,15 @@ void on_crash(self_ptr self, int server, int64_t down_us) {
   for (auto id : s.jobs) self->send(st.jobs.actors[id], crash_atom::value, server);
   auto noticed = heartbeats(st.setup).loss_noticed(server, now);
   t.silences = {{noticed, down_us >= 0 ? now + sim_time::from_us(down_us) : sim_time::max()}};
-  self->delayed_send(self, st.jenv.tb.span(noticed - now), lost_atom::value, server);
-  if (down_us >= 0) self->delayed_send(self, st.jenv.tb.span(sim_time::from_us(down_us)), back_atom::value, server);
+  self->delayed_send(self, st.jenv->tb.span(noticed - now), lost_atom::value, server);
+  if (down_us >= 0) self->delayed_send(self, st.jenv->tb.span(sim_time::from_us(down_us)), back_atom::value, server);
 }
 
 namespace {
 
 void linkfault(self_ptr self, const link_fault& f, server_entry& s, fault_state::server_truth& t) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   // One fault per server at a time: a second one meanwhile is ignored.
   if (t.crashed || s.mode == server_mode::down || now < t.fault_until) return;
   // The world: the machine and its workers carry on; the scheduler hears the agent late
@@ -129,14 +129,14 @@ void linkfault(self_ptr self, const link_fault& f, server_entry& s, fault_state:
   t.fault_until = t.link_until + sim_time::from_seconds(f.delay_s);
   for (auto& q : t.silences) {
     t.fault_until = std::max(t.fault_until, q.heard);
-    self->delayed_send(self, st.jenv.tb.span(q.noticed - now), lost_atom::value, f.server);
-    self->delayed_send(self, st.jenv.tb.span(q.heard - now), back_atom::value, f.server);
+    self->delayed_send(self, st.jenv->tb.span(q.noticed - now), lost_atom::value, f.server);
+    self->delayed_send(self, st.jenv->tb.span(q.heard - now), back_atom::value, f.server);
   }
 }
 
 void lost(self_ptr self, int server, server_entry& s, fault_state::server_truth& t) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   // Its own prediction is stale once the agent was heard again; an outside detector (the
   // live gateway) reports only a server whose agent is still away.
   bool predicted = self->current_sender() == self->address();
@@ -163,7 +163,7 @@ void lost(self_ptr self, int server, server_entry& s, fault_state::server_truth&
 
 void back(self_ptr self, int server, server_entry& s, fault_state::server_truth& t) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   if (s.mode != server_mode::down) {
     // Back before its loss was noticed: the agent registers again with no workers, which
     // is how the scheduler learns that the ones it placed there died.
@@ -219,7 +219,7 @@ void on_wfail(self_ptr self, uint32_t job) {
   auto& st = self->state;
   if (job >= st.jobs.actors.size() || !st.jobs.actors[job] || st.ledger.jobs[job].workers == 0) return;
   auto failure = st.jobs.attempts[job].failure;
-  recover_job(self, job, -1, st.jenv.tb.now(self), failure.empty() ? "a worker process died" : failure);
+  recover_job(self, job, -1, st.jenv->tb.now(self), failure.empty() ? "a worker process died" : failure);
   mark_dirty(self, round_cause::cluster);
 }
 

@@ -1,6 +1,5 @@
 // The scheduler taking jobs in: a submitted job into the queue with its actor, and after a
 // restart the journal's jobs restored, their surviving workers adopted.
-#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -139,13 +138,19 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
         : was_running            ? "the scheduler restarted; its workers were stopped: it restarts from its checkpoint"
                                  : "the scheduler restarted; queued again");
   } else {
-    log(self, now, "submit",
-        fmt::format(FMT_COMPILE("job-{} gpus={} elastic={} name={}"), spec.index, spec.gpus, spec.elastic ? 1 : 0,
-                    spec.name),
-        "");
+    // "job-I gpus=G elastic=E name=N", appended piece by piece (see describe_into).
+    std::string detail;
+    detail.reserve(40 + spec.name.size());  // one allocation for the line
+    detail += "job-";
+    append_number(detail, spec.index);
+    detail += " gpus=";
+    append_number(detail, spec.gpus);
+    detail += spec.elastic ? " elastic=1 name=" : " elastic=0 name=";
+    detail += spec.name;
+    log(self, now, "submit", std::move(detail), "");
   }
   take_rules(self, spec, restored);
-  st.jobs.actors[spec.index] = self->spawn(job_behavior, std::move(spec), st.jenv);
+  st.jobs.actors[spec.index] = self->spawn(job_behavior_shared, std::move(spec), st.jenv);
   const bool sized_alone = st.setup.planner.rounds == scale_rounds::capacity;
   mark_dirty(self, round_cause::arrival,
              restored != nullptr        ? replan::sizes
@@ -160,10 +165,10 @@ caf::result<int64_t> admit_job(self_ptr self, job_spec& spec) {
   if (!spec.array.empty()) return admit_array(self, spec);
   auto index = spec.index = st.jobs.next_index++;
   // A client's job arrives now: whatever time the sender put on it is not the scheduler's.
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   spec.submit = now;
   // Before anything else about the job reaches the recorder: the run now waits for it.
-  self->send(st.jenv.recorder, expect_atom::value);
+  self->send(st.jenv->recorder, expect_atom::value);
   accept_job(self, spec, now);
   if (!st.setup.journal) {
     settle_never(self, index);
@@ -174,7 +179,7 @@ caf::result<int64_t> admit_job(self_ptr self, job_spec& spec) {
   // The job is scheduled meanwhile; its later rows reach the journal after this one.
   return answer_when_journaled(self,
                                self->request(st.setup.journal, caf::infinite, jadmit_atom::value,
-                                             journal_row(self, index, st.jenv.tb.now(self)), st.jobs.next_index),
+                                             journal_row(self, index, st.jenv->tb.now(self)), st.jobs.next_index),
                                index, {index});
 }
 
@@ -182,7 +187,7 @@ caf::result<int64_t> admit_job(self_ptr self, job_spec& spec) {
 /// rank order (the order its launch numbered them across its servers), without a launch.
 void adopt_job(self_ptr self, const saved_job& row) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   auto& l = st.ledger;
   auto job = row.spec.index;
   auto found = row.adopt;
@@ -225,7 +230,7 @@ void adopt_job(self_ptr self, const saved_job& row) {
 /// One job of a restarted scheduler's journal (see restore in scheduler_protocol.hpp).
 void restore_job(self_ptr self, saved_job& row) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   auto index = row.spec.index;
   if (row.status != saved_status::ended) {
     auto spec = row.spec;
@@ -244,18 +249,18 @@ void restore_job(self_ptr self, saved_job& row) {
   log(self, now, "restore",
       fmt::format("{} name={} outcome={}", job_name(index), row.spec.name, to_string(row.record.outcome)),
       "ended before the scheduler restarted");
-  self->send(st.jenv.recorder, jobrec_atom::value, std::move(row.record));
+  self->send(st.jenv->recorder, jobrec_atom::value, std::move(row.record));
 }
 
 void on_submit(self_ptr self, job_spec& spec) {
   auto& st = self->state;
   if (st.drained) {
-    log(self, st.jenv.tb.now(self), "refuse", fmt::format("{} name={}", job_name(spec.index), spec.name),
+    log(self, st.jenv->tb.now(self), "refuse", fmt::format("{} name={}", job_name(spec.index), spec.name),
         "the run is stopping");
     return;
   }
   auto index = spec.index;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   accept_job(self, spec, now);
   journal_job(self, index, now);
   settle_never(self, index);

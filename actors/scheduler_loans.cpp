@@ -26,13 +26,21 @@ void start_reclaim(self_ptr self, sim_time now) {
   auto& st = self->state;
   auto& l = st.ledger;
   reclaim_input in;
+  in.loaned.reserve(l.servers.size());
   for (auto& s : l.servers)
     if (s.mode == server_mode::loaned) in.loaned.push_back({s.id, s.gpus});
   in.count = std::min<int>(st.loans.backlog, static_cast<int>(in.loaned.size()));
   if (in.count == 0) return;
-  std::set<uint32_t> affected;
-  for (auto& s : in.loaned)
-    for (auto id : l.servers[static_cast<size_t>(s.id)].jobs) affected.insert(id);
+  // The jobs on loaned servers, ascending and once each (a sorted vector: a reclaim looks at
+  // every loaned server, and a set would allocate for each of their jobs).
+  std::vector<uint32_t> affected;
+  for (auto& s : in.loaned) {
+    auto& jobs = l.servers[static_cast<size_t>(s.id)].jobs;
+    affected.insert(affected.end(), jobs.begin(), jobs.end());
+  }
+  std::sort(affected.begin(), affected.end());
+  affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
+  in.jobs.reserve(affected.size());
   for (auto id : affected) {
     auto& j = l.jobs[id];
     bool can_shrink = st.setup.policy.elastic && j.elastic;
@@ -74,7 +82,10 @@ void start_reclaim(self_ptr self, sim_time now) {
     rf.waiting[job] = l.jobs[job].generation;
   }
   std::string names;
-  for (int sid : res.returned) names += (names.empty() ? "" : ",") + l.servers[static_cast<size_t>(sid)].name;
+  for (int sid : res.returned) {
+    if (!names.empty()) names += ',';
+    names += l.servers[static_cast<size_t>(sid)].name;
+  }
   log(self, now, "reclaim", fmt::format("servers={} preempted={} scaled_in={}", names, res.preempted.size(),
                                         res.scaled_in.size()),
       "inference demand rose; least preemption cost first");
@@ -96,7 +107,7 @@ void complete_reclaims(self_ptr self, sim_time now) {
     }
     log(self, now, "return", fmt::format("servers={}", rf.servers.size()), "every affected job acknowledged");
     st.metrics.reclaim_latency_s.push_back((now - rf.started).seconds());
-    self->send(st.jenv.recorder, rdone_atom::value, (now - rf.started).seconds(),
+    self->send(st.jenv->recorder, rdone_atom::value, (now - rf.started).seconds(),
                std::max(0.0, (now - rf.deadline).seconds()));
     if (auto inference = caf::actor_cast<inference_actor>(st.loans.inference))
       self->send(inference, returned_atom::value, rf.servers);
@@ -106,7 +117,7 @@ void complete_reclaims(self_ptr self, sim_time now) {
 
 void on_loan(self_ptr self, const std::vector<int>& ids) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   st.loans.inference = caf::actor_cast<caf::actor_addr>(self->current_sender());
   st.metrics.counts.loans += ids.size();
   for (int sid : ids) {
@@ -120,7 +131,7 @@ void on_loan(self_ptr self, const std::vector<int>& ids) {
 
 void on_reclaim(self_ptr self, int count, int64_t deadline_us) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   st.loans.inference = caf::actor_cast<caf::actor_addr>(self->current_sender());
   st.loans.backlog += count;
   st.loans.deadline = sim_time::from_us(deadline_us);
@@ -139,8 +150,8 @@ void on_ack(self_ptr self, const job_ack& a) {
       any = true;
     }
   }
-  if (any) complete_reclaims(self, st.jenv.tb.now(self));
-  if (!st.loans.quota_reclaims.empty()) quota_acked(self, a.job, a.generation, st.jenv.tb.now(self));
+  if (any) complete_reclaims(self, st.jenv->tb.now(self));
+  if (!st.loans.quota_reclaims.empty()) quota_acked(self, a.job, a.generation, st.jenv->tb.now(self));
 }
 
 } // namespace aryl::sched

@@ -24,6 +24,8 @@ using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
 std::string describe(const scheduler_state& st, const allocation& a);
 void describe_into(std::string& out, const scheduler_state& st, const allocation& a);
 std::string job_name(uint32_t id);
+/// Appends `x` in decimal, as fmt's "{}" writes it.
+void append_number(std::string& out, int64_t x);
 void log(self_ptr self, sim_time now, std::string event, std::string detail, std::string why);
 /// Sends a decision out. The job acknowledges it if `ack` (a reclaim's own decision) or if a
 /// reclaim in flight waits on the job.

@@ -184,7 +184,7 @@ void apply_update(self_ptr self, uint32_t job, const job_order& o, sim_time now)
       spec->estimated = spec->predicted = true;
       // Not started yet: its actor is made again with the new work (an emulated worker's).
       self->send_exit(st.jobs.actors[job], caf::exit_reason::user_shutdown);
-      st.jobs.actors[job] = self->spawn(job_behavior, *spec, st.jenv);
+      st.jobs.actors[job] = self->spawn(job_behavior_shared, job_spec{*spec}, st.jenv);
     }
     what += fmt::format(" duration_s={:g}", o.duration_s);
   }
@@ -281,7 +281,7 @@ void take_rules(self_ptr self, const job_spec& spec, const saved_job* restored) 
   try {
     r.after = after_of(spec.after);
   } catch (const input_error& e) {
-    log(self, st.jenv.tb.now(self), "refuse", fmt::format("job-{} after={}", job, spec.after), e.what());
+    log(self, st.jenv->tb.now(self), "refuse", fmt::format("job-{} after={}", job, spec.after), e.what());
   }
   if (task) {
     r.array_job = spec.array_job;
@@ -393,7 +393,7 @@ caf::result<int64_t> admit_array(self_ptr self, const job_spec& spec) {
     return answer_of(admit_refusal::bad_array);  // vetted before: a client that skipped it
   }
   const auto first = st.jobs.next_index;
-  const auto now = st.jenv.tb.now(self);
+  const auto now = st.jenv->tb.now(self);
   std::vector<saved_job> rows;
   std::vector<uint32_t> indices;
   for (size_t i = 0; i < tasks.ids.size(); ++i) {
@@ -407,7 +407,7 @@ caf::result<int64_t> admit_array(self_ptr self, const job_spec& spec) {
     t.array_limit = tasks.limit;
     indices.push_back(t.index);
     // Before anything else about the task reaches the recorder: the run now waits for it.
-    self->send(st.jenv.recorder, expect_atom::value);
+    self->send(st.jenv->recorder, expect_atom::value);
     accept_job(self, t, now);
   }
   if (!st.setup.journal) {
@@ -423,7 +423,7 @@ caf::result<int64_t> admit_array(self_ptr self, const job_spec& spec) {
 
 node_answer on_job_order(self_ptr self, const job_order& o) {
   auto& st = self->state;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   if (!known(st, o.job)) return {false, fmt::format("job {}: no such job", o.job)};
   const auto action = job_action_named(o.action);
   if (!action) return {false, fmt::format("job {}: '{}' is not hold, release, update or cancel", o.job, o.action)};

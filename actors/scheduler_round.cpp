@@ -1,12 +1,8 @@
 // The pacing of rounds (docs/round.md): a round at most once per instant, after every message
 // of that instant; full rounds, which re-plan elastic sizes, at most every scale period and
 // only when something asked for them; and a round's decisions sent out, one message per server.
-#include <fmt/compile.h>
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 
 #include "actors/scheduler_parts.hpp"
 
@@ -37,7 +33,7 @@ cluster_snapshot snapshot_at(const scheduler_state& st, sim_time now) {
 } // namespace
 
 void send_snapshot(self_ptr self, sim_time now) {
-  self->send(self->state.jenv.recorder, snapshot_atom::value, snapshot_at(self->state, now));
+  self->send(self->state.jenv->recorder, snapshot_atom::value, snapshot_at(self->state, now));
 }
 
 void mark_dirty(self_ptr self, round_cause why, replan what) {
@@ -127,7 +123,7 @@ round_kind pace_round(self_ptr self, sim_time now) {
     // of its own; the later one then finds none pending and is dropped (on_scale_due).
     p.scale_timer = true;
     p.scale_timer_at = due;
-    self->delayed_send(self, st.jenv.tb.span(due - now), scale_due_atom::value);
+    self->delayed_send(self, st.jenv->tb.span(due - now), scale_due_atom::value);
   }
   if (scope == round_scope::starts) p.wanted = replan::none;
   return {scope, cause};
@@ -153,11 +149,22 @@ void send_to_servers(self_ptr self, const std::vector<decision>& decisions) {
       c.placed.push_back(d.job);
       c.gpus.push_back(w);
     }
+  // A server's one placement or one removal goes as place or remove, which the server handles
+  // as it would the same changes; the batch keeps its buffers for the next round. Most servers a
+  // round touches get just one, and changes would allocate its three vectors for it.
   for (int sid : st.pacing.batch_servers) {
     auto& c = batch[static_cast<size_t>(sid)];
-    self->send(st.servers[static_cast<size_t>(sid)], changes_atom::value, std::move(c.removed),
-               std::move(c.placed), std::move(c.gpus));
-    c = {};
+    auto& server = st.servers[static_cast<size_t>(sid)];
+    if (c.removed.empty() && c.placed.size() == 1) {
+      self->send(server, place_atom::value, c.placed.front(), c.gpus.front());
+    } else if (c.placed.empty() && c.removed.size() == 1) {
+      self->send(server, remove_atom::value, c.removed.front());
+    } else {
+      self->send(server, changes_atom::value, std::move(c.removed), std::move(c.placed), std::move(c.gpus));
+    }
+    c.removed.clear();
+    c.placed.clear();
+    c.gpus.clear();
   }
   st.pacing.batch_servers.clear();
 }
@@ -180,15 +187,22 @@ void send_to_jobs(self_ptr self, std::vector<decision>& decisions, sim_time now,
   for (auto& d : decisions) {
     dispatch_assignment(self, d, true, !st.loans.quota_reclaims.empty() && quota_victim(st, d.job));
     auto& j = st.ledger.jobs[d.job];
-    std::string detail = fmt::format(FMT_COMPILE("job-{} workers={}"), d.job, j.workers);
+    // "job-I workers=W TYPE [SERVER:N ...]", appended piece by piece (see describe_into).
+    std::string detail;
+    detail.reserve(48 + 16 * d.alloc.size());  // one allocation for the line
+    detail += "job-";
+    append_number(detail, d.job);
+    detail += " workers=";
+    append_number(detail, j.workers);
     if (!d.alloc.empty()) {
-      fmt::format_to(std::back_inserter(detail), FMT_COMPILE(" {} "),
-                     st.setup.type_names[static_cast<size_t>(j.alloc_type)]);
+      detail += ' ';
+      detail += st.setup.type_names[static_cast<size_t>(j.alloc_type)];
+      detail += ' ';
       describe_into(detail, st, d.alloc);
     }
     lines.push_back({now.us, "scheduler", kind_name(d.what), std::move(detail), std::move(d.why)});
   }
-  self->send(st.jenv.recorder, roundlog_atom::value, std::move(lines), snapshot_at(st, now),
+  self->send(st.jenv->recorder, roundlog_atom::value, std::move(lines), snapshot_at(st, now),
              static_cast<int32_t>(kind.scope), static_cast<int32_t>(kind.cause));
 }
 
@@ -197,7 +211,7 @@ void send_to_jobs(self_ptr self, std::vector<decision>& decisions, sim_time now,
 void on_round(self_ptr self) {
   auto& st = self->state;
   st.pacing.pending = false;
-  auto now = st.jenv.tb.now(self);
+  auto now = st.jenv->tb.now(self);
   const auto kind = pace_round(self, now);
   if (st.jobs.unestimated_active > 0)
     refresh_estimates(st.ledger, st.jobs.history, st.setup.planner.unestimated_prior_s, now);

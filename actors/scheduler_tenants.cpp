@@ -50,7 +50,7 @@ void quota_acked(self_ptr self, uint32_t job, uint64_t generation, sim_time now)
     log(self, now, "quota-return", fmt::format("latency={:.1f}", latency),
         late > 0 ? fmt::format("every victim checkpointed, {:.1f} s past the {:g} s deadline", late, grace)
                  : std::string("every victim checkpointed"));
-    self->send(st.jenv.recorder, qdone_atom::value, latency, late);
+    self->send(st.jenv->recorder, qdone_atom::value, latency, late);
     it = st.loans.quota_reclaims.erase(it);
   }
 }

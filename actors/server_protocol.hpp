@@ -51,7 +51,8 @@ typename Inspector::result_type inspect(Inspector& f, launch_request& x) {
 
 /// From the scheduler: place(job, gpus), remove(job), mode(server_mode as int: who the
 /// server works for); changes(removed jobs, placed jobs, their GPUs): a round's removals here,
-/// then its placements, in order, as one message. Live mode only: launch from a job actor; wprogress(job, rank,
+/// then its placements, in order, as one message (a round's lone placement or removal here comes
+/// as place or remove). Live mode only: launch from a job actor; wprogress(job, rank,
 /// work_done) and wexit(job, exit) from the node agent's connection, and
 /// reconcile(jobs, ranks, launches) when that agent registers again. adopt(job, ranks, gpus,
 /// owner): after a scheduler restart, the job's workers still running here (rank i on GPU

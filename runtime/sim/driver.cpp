@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "runtime/sim/driver_parts.hpp"
 #include "solvers/control_chars.hpp"
@@ -100,53 +101,63 @@ std::vector<machine> cluster_machines(const config& c) {
 /// simulation horizon even alone on the slowest GPUs it may use, is an input error, not a
 /// deadlock or an overflow.
 /// `label` names the job in errors.
-void drive_parts::check_runnable(const config& c, const scheduler_setup& s, const job_spec& j, const std::string& label) {
+void drive_parts::check_runnable(const config& c, const scheduler_setup& s, const job_spec& j, const job_label& label_of) {
+  // Every job of a trace is checked: its label is made only for an error.
+  auto label = [&] { return label_of(j); };
   struct pool {
     const cluster_config* cluster;
     bool loaned;  ///< inference servers: usable only while lent to training
   };
   const pool pools[] = {{&c.training, false}, {&c.inference, true}};
   if (!j.gpu_type.empty() && std::find(s.type_names.begin(), s.type_names.end(), j.gpu_type) == s.type_names.end())
-    throw input_error(fmt::format("{} needs GPU type {}, which the cluster lacks", label, j.gpu_type));
+    throw input_error(fmt::format("{} needs GPU type {}, which the cluster lacks", label(), j.gpu_type));
   if (j.priority != 0 && !preempts_for_classes(s.policy)) {
     std::string those;
     for (auto& p : all_policies())
       if (preempts_for_classes(p)) those += (those.empty() ? "" : ", ") + p.name;
     throw input_error(fmt::format("{} has priority {}, but policy {} does not preempt lower classes for a job's "
                                   "class (policies that do: {}); give it priority 0 or choose one of those",
-                                  label, j.priority, s.policy.name, those));
+                                  label(), j.priority, s.policy.name, those));
   }
   bool scales = s.policy.elastic && j.elastic;
   bool may_loan = s.policy.loaning && (j.elastic || c.scheduler.inelastic_on_loaned);
-  // A job's workers share one GPU type, so only same-type servers add up.
-  std::map<std::string, int64_t> capacity;
+  // A job's workers share one GPU type, so only same-type servers add up (by type, in the
+  // pools' order: a map per job of a trace would cost more than the whole check).
+  std::pair<const std::string*, int64_t> capacity[2];  // at most one type per pool
+  size_t types = 0;
   for (auto& p : pools) {
     if (p.cluster->servers == 0 || (p.loaned && !may_loan)) continue;
     if (!j.gpu_type.empty() && p.cluster->gpu_type != j.gpu_type) continue;
-    capacity[p.cluster->gpu_type] += int64_t{p.cluster->servers} * p.cluster->gpus_per_server;
+    size_t t = 0;
+    while (t < types && *capacity[t].first != p.cluster->gpu_type) ++t;
+    if (t == types) capacity[types++] = {&p.cluster->gpu_type, 0};
+    capacity[t].second += int64_t{p.cluster->servers} * p.cluster->gpus_per_server;
   }
   int64_t most = 0;
-  for (auto& [type, gpus] : capacity) most = std::max(most, gpus);
+  for (size_t t = 0; t < types; ++t) most = std::max(most, capacity[t].second);
   // The scheduler floors a request the cluster cannot hold at what it can (floor_workers).
   int base = scales ? floor_workers(j.min_workers, j.gpus, j.max_workers, s.planner, static_cast<long>(most)) : j.gpus;
   double slowest = 0;
-  for (auto& [type, gpus] : capacity)
-    if (gpus >= base && (slowest == 0 || c.gpu_speed.at(type) < slowest)) slowest = c.gpu_speed.at(type);
+  for (size_t t = 0; t < types; ++t) {
+    const double speed = c.gpu_speed.at(*capacity[t].first);
+    if (capacity[t].second >= base && (slowest == 0 || speed < slowest)) slowest = speed;
+  }
   if (base > most)
-    throw input_error(fmt::format("{} needs {}{}; the cluster it may use has {}", label, gpus_text(base),
+    throw input_error(fmt::format("{} needs {}{}; the cluster it may use has {}", label(), gpus_text(base),
                                   j.gpu_type.empty() ? "" : " of type " + j.gpu_type, most));
   // Half the horizon leaves room for the waits, restarts and rescales of a busy cluster.
   double alone_s = j.duration_s / work_rate(s.params.model, j.gpus, base, 1, slowest) + c.restart_overhead_s;
   if (j.submit.seconds() + alone_s > sim_time::horizon().seconds() / 2)
     throw input_error(fmt::format("{} would run {:.3g} s at {} workers on its slowest GPU type, past the "
                                   "simulation horizon of {:.0f} s; check its duration and the GPU speeds",
-                                  label, alone_s, base, sim_time::horizon().seconds()));
+                                  label(), alone_s, base, sim_time::horizon().seconds()));
 }
 
 namespace {
 
 void check_runnable(const config& c, const scheduler_setup& s, const std::vector<job_spec>& jobs) {
-  for (auto& j : jobs) drive_parts::check_runnable(c, s, j, fmt::format("job {} ({})", j.index, j.name));
+  const drive_parts::job_label label = [](const job_spec& j) { return fmt::format("job {} ({})", j.index, j.name); };
+  for (auto& j : jobs) drive_parts::check_runnable(c, s, j, label);
 }
 
 /// When the last timed event that can give queued jobs somewhere to run falls due: a crashed
@@ -493,7 +504,7 @@ run_outcome drive(const config& c, cluster_plan& plan, run_inputs in, const std:
 void check_runnable(const config& c, const std::vector<job_spec>& jobs,
                     const std::function<std::string(const job_spec&)>& label) {
   auto plan = plan_cluster(c);
-  for (auto& j : jobs) drive_parts::check_runnable(c, plan.setup, j, label(j));
+  for (auto& j : jobs) drive_parts::check_runnable(c, plan.setup, j, label);
 }
 
 run_outcome run_simulation(const config& c, run_inputs in, std::ostream* progress, const live_world* live,

@@ -3,6 +3,7 @@
 /// the parts of one run share. CAF types; included by the driver's files only.
 #include <caf/all.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,9 +49,11 @@ struct run_actors {
   fault_actor faults;
 };
 
+/// A job's name in an error message.
+using job_label = std::function<std::string(const job_spec&)>;
 /// Throws input_error, naming the job by `label`, for a job no state of the cluster could run
 /// (driver.hpp's check_runnable, for one job).
-void check_runnable(const config& c, const scheduler_setup& s, const job_spec& j, const std::string& label);
+void check_runnable(const config& c, const scheduler_setup& s, const job_spec& j, const job_label& label);
 
 /// Live mode's way in (worker_router): the machines' reports reach the server actors, and
 /// clients' requests the scheduler, from the network thread. What must run on the driver's

@@ -32,7 +32,7 @@ void check_submitted(const config& c, const scheduler_setup& s, const job_spec& 
       throw input_error(fmt::format("job '{}': unknown tenant '{}' (configured: {})", j.name, j.tenant,
                                     known.empty() ? std::string("none") : known));
   }
-  check_runnable(c, s, j, fmt::format("job '{}'", j.name));
+  check_runnable(c, s, j, [](const job_spec& job) { return fmt::format("job '{}'", job.name); });
 }
 
 /// Asks `whom` on the driver's thread and waits (at most 3 s) for the answer; `fallback`
