@@ -1,11 +1,15 @@
 #pragma once
 /// What the scheduler reports of the cluster now (`aryl status`): active jobs and servers.
 /// Plain types: the driver and the live runtime include this without CAF.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "actors/job_outcome.hpp"
 
 namespace aryl {
 
@@ -29,6 +33,12 @@ struct active_job {
   uint32_t array_task = 0;  ///< and its task id
 };
 
+/// What an operator holds a server to: nothing (up), cordoned, draining (jobs still there) or
+/// drained (none left).
+enum class hold_state : int32_t { up, cordoned, draining, drained };
+inline constexpr std::array<std::string_view, 4> hold_state_names{"up", "cordoned", "draining", "drained"};
+constexpr std::string_view to_string(hold_state h) { return hold_state_names[static_cast<size_t>(h)]; }
+
 struct server_report {
   std::string name;
   std::string gpu_type;
@@ -36,9 +46,7 @@ struct server_report {
   int free = 0;
   bool inference = false;  ///< home pool
   std::string mode;        ///< training | serving | loaned | reclaiming | down | cordoned (lost: free is 0)
-  /// What an operator holds it to: up (nothing), cordoned, draining (jobs still there) or
-  /// drained (none left); with the reason given.
-  std::string node_state = "up";
+  hold_state node_state = hold_state::up;  ///< an operator's hold, for node_reason
   std::string node_reason;
 };
 
@@ -87,7 +95,7 @@ struct run_counts {
 struct end_histogram {
   static constexpr double bounds[] = {60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 259200};
   std::string tenant;  ///< empty: jobs without a tenant
-  std::string outcome;
+  job_outcome outcome = job_outcome::done;
   std::vector<uint64_t> wait = std::vector<uint64_t>(std::size(bounds) + 1, 0);
   std::vector<uint64_t> jct = std::vector<uint64_t>(std::size(bounds) + 1, 0);
   double wait_sum_s = 0, jct_sum_s = 0;

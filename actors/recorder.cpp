@@ -59,15 +59,14 @@ void record_snapshot(recorder_state& s, const cluster_snapshot& c) {
 }
 
 /// A round's scope (and a full round's cause) counted in the summary.
-void count_round(recorder_state& s, bool decided_nothing, int32_t scope, int32_t cause) {
+void count_round(recorder_state& s, bool decided_nothing, round_kind kind) {
   auto& h = s.header;
   if (s.status->finished.load()) return;
-  switch (static_cast<round_scope>(scope)) {
+  switch (kind.scope) {
     case round_scope::full:
       ++h.full_rounds;
       h.full_rounds_deciding_nothing += decided_nothing;
-      if (cause >= 0 && static_cast<size_t>(cause) < h.full_rounds_by_cause.size())
-        ++h.full_rounds_by_cause[static_cast<size_t>(cause)];
+      ++h.full_rounds_by_cause[static_cast<size_t>(kind.cause)];
       break;
     case round_scope::starts: ++h.starts_rounds; break;
     case round_scope::local: ++h.local_rounds; break;
@@ -102,9 +101,8 @@ recorder_actor::behavior_type recorder_behavior(recorder_self self, std::shared_
   st.header = std::move(header);
   return {
       [=](event_atom, const event_record& e) { record_event(self->state, e); },
-      [=](roundlog_atom, const std::vector<event_record>& es, const cluster_snapshot& c, int32_t scope,
-          int32_t cause) {
-        count_round(self->state, es.empty(), scope, cause);
+      [=](roundlog_atom, const std::vector<event_record>& es, const cluster_snapshot& c, round_kind kind) {
+        count_round(self->state, es.empty(), kind);
         for (auto& e : es) record_event(self->state, e);
         record_snapshot(self->state, c);
       },

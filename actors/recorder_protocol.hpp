@@ -39,10 +39,15 @@ typename Inspector::result_type inspect(Inspector& f, cluster_snapshot& x) {
            x.serving_gpus, x.inference_gpus, x.queued_jobs, x.running_jobs);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, round_kind& x) {
+  return f(caf::meta::type_name("round_kind"), x.scope, x.cause);
+}
+
 /// event: one decision-log line. jobrec: a job finished. ended: a job's last log line, then
 /// its record. snapshot: cluster state after a change. roundlog: a round's log lines, in
-/// order, then the snapshot after it, the round's scope (round_scope as an integer) and, for
-/// a full round, its round_cause (a round's messages to the recorder, as one).
+/// order, then the snapshot after it, the round's scope and, for a full round, its cause
+/// (a round's messages to the recorder, as one).
 /// violation: an invariant broke (the run stops). slo: servers returned late.
 /// serving(t_us, gpus): inference GPUs busy serving demand from t on. need(servers): the
 /// inference servers demand needs now, headroom included (live mode's metrics show it). failed(message,
@@ -57,7 +62,7 @@ typename Inspector::result_type inspect(Inspector& f, cluster_snapshot& x) {
 /// (lostwork, rdone, slo), the recorder sends them all to this journal actor, so that a
 /// restarted scheduler's summary counts what was measured before.
 using recorder_actor = caf::typed_actor<caf::reacts_to<event_atom, event_record>,
-                                        caf::reacts_to<roundlog_atom, std::vector<event_record>, cluster_snapshot, int32_t, int32_t>,
+                                        caf::reacts_to<roundlog_atom, std::vector<event_record>, cluster_snapshot, round_kind>,
                                         caf::reacts_to<ended_atom, event_record, job_record>,
                                         caf::reacts_to<jobrec_atom, job_record>,
                                         caf::reacts_to<snapshot_atom, cluster_snapshot>,

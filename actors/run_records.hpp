@@ -18,6 +18,13 @@ enum class round_cause : int32_t { first, arrival, end, loan, reclaim, cluster, 
 inline constexpr std::array<const char*, 7> round_cause_names{"first", "arrival", "end", "loan",
                                                               "reclaim", "cluster", "timer"};
 
+/// What a round plans (solvers/round_planner.hpp), and what asked for it.
+enum class round_scope;
+struct round_kind {
+  round_scope scope;
+  round_cause cause;
+};
+
 /// One decision: virtual time, the actor that made it, what, and why.
 struct event_record {
   int64_t t_us = 0;

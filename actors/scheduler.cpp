@@ -226,7 +226,7 @@ std::string dump_state(const scheduler_state& st, sim_time now) {
 /// An ended job's queue wait and JCT in the histograms of its tenant and outcome.
 void count_end(scheduler_state& st, const job_entry& j, const job_record& r) {
   const auto& tenant = st.ledger.tenants[static_cast<size_t>(j.tenant)].name;
-  const std::string_view outcome = to_string(r.outcome);
+  const job_outcome outcome = r.outcome;
   auto it = std::find_if(st.metrics.ends.begin(), st.metrics.ends.end(),
                          [&](const end_histogram& h) { return h.tenant == tenant && h.outcome == outcome; });
   if (it == st.metrics.ends.end()) {

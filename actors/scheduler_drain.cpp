@@ -23,13 +23,13 @@ std::string server_list(const scheduler_state& st) {
   return out;
 }
 
-/// "cordoned", "draining", "drained" or "up" (a lost server is shown by its mode).
-const char* state_of(const scheduler_state& st, int sid) {
+/// A server's hold as the status shows it (a lost server is shown by its mode).
+hold_state state_of(const scheduler_state& st, int sid) {
   auto& h = st.holds.by_server[static_cast<size_t>(sid)];
-  if (h.kind == hold_kind::cordon) return "cordoned";
+  if (h.kind == hold_kind::cordon) return hold_state::cordoned;
   if (h.kind == hold_kind::drain)
-    return st.ledger.servers[static_cast<size_t>(sid)].jobs.empty() ? "drained" : "draining";
-  return "up";
+    return st.ledger.servers[static_cast<size_t>(sid)].jobs.empty() ? hold_state::drained : hold_state::draining;
+  return hold_state::up;
 }
 
 /// The journal's row of a server's hold: "cordon:REASON", "drain:REASON", or "up" (no row).

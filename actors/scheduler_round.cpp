@@ -60,12 +60,6 @@ const char* kind_name(decision::kind k) {
   return "?";
 }
 
-/// What this round plans, and what asked for it.
-struct round_kind {
-  round_scope scope;
-  round_cause cause;
-};
-
 /// The scale budget (docs/round.md, "Scale budget"): the bucket refilled to `now`, and when it
 /// will hold what a full round valuing `jobs` running elastic jobs takes (`now` if it does;
 /// all of it when it is smaller). In simulated time only, so runs stay reproducible.
@@ -202,8 +196,7 @@ void send_to_jobs(self_ptr self, std::vector<decision>& decisions, sim_time now,
     }
     lines.push_back({now.us, "scheduler", kind_name(d.what), std::move(detail), std::move(d.why)});
   }
-  self->send(st.jenv->recorder, roundlog_atom::value, std::move(lines), snapshot_at(st, now),
-             static_cast<int32_t>(kind.scope), static_cast<int32_t>(kind.cause));
+  self->send(st.jenv->recorder, roundlog_atom::value, std::move(lines), snapshot_at(st, now), kind);
 }
 
 } // namespace

@@ -37,7 +37,7 @@ cluster_status status_of(const scheduler_state& st, sim_time now) {
   for (auto& s : l.servers)
     out.servers.push_back({s.name, st.setup.type_names[static_cast<size_t>(s.gpu_type)], s.gpus,
                            s.mode == server_mode::down || s.mode == server_mode::cordoned ? 0 : s.free,
-                           s.home == server_home::inference, std::string(to_string(s.mode)), "up", ""});
+                           s.home == server_home::inference, std::string(to_string(s.mode)), hold_state::up, ""});
   describe_holds(st, out);
   out.tenants = tenant_reports(st);
   return out;

@@ -37,7 +37,7 @@ wire::server_info server_info_of(const server_report& v, const std::set<std::str
                                     : wire::server_state::up;
   // An operator's hold, whatever the machine's state (a lost server keeps it).
   std::optional<std::string> hold, reason;
-  if (v.node_state != "up" && !v.node_state.empty()) hold = v.node_state;
+  if (v.node_state != hold_state::up) hold = std::string(to_string(v.node_state));
   if (hold && !v.node_reason.empty()) reason = v.node_reason;
   return {v.name, v.gpu_type, static_cast<uint32_t>(v.gpus), static_cast<uint32_t>(v.free),
           v.inference ? wire::pool_kind::inference : wire::pool_kind::training, state, hold, reason};

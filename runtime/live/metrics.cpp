@@ -99,8 +99,8 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
   }
   family("aryl_server_held", "gauge", "1 for each server an operator holds, by hold (cordoned, draining, drained).");
   for (auto& v : s.servers)
-    if (v.node_state != "up" && !v.node_state.empty())
-      out += fmt::format("aryl_server_held{{server=\"{}\",hold=\"{}\"}} 1\n", label(v.name), v.node_state);
+    if (v.node_state != hold_state::up)
+      out += fmt::format("aryl_server_held{{server=\"{}\",hold=\"{}\"}} 1\n", label(v.name), to_string(v.node_state));
 
   family("aryl_reclaim_latency_seconds", "histogram",
          "Simulated seconds from a reclaim request to its servers' return.");
@@ -176,7 +176,7 @@ std::string render_metrics(const cluster_status& s, const front_counts& f) {
     family(name, "histogram", help);
     for (auto& h : s.ends) {
       const auto labels = fmt::format("{}outcome=\"{}\"", h.tenant.empty() ? "" : fmt::format("tenant=\"{}\",", label(h.tenant)),
-                                      h.outcome);
+                                      to_string(h.outcome));
       const auto& counts = wait ? h.wait : h.jct;
       uint64_t cumulative = 0;
       for (size_t i = 0; i < std::size(end_histogram::bounds); ++i) {

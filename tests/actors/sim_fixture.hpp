@@ -101,7 +101,7 @@ struct recorded {
 inline recorder_actor::behavior_type recording_recorder(recorder_actor::pointer, std::shared_ptr<recorded> r) {
   return {
       [=](event_atom, const event_record& e) { r->events.push_back(e); },
-      [=](roundlog_atom, const std::vector<event_record>& es, const cluster_snapshot&, int32_t, int32_t) {
+      [=](roundlog_atom, const std::vector<event_record>& es, const cluster_snapshot&, const round_kind&) {
         r->events.insert(r->events.end(), es.begin(), es.end());
       },
       [=](ended_atom, const event_record& e, const job_record& j) {

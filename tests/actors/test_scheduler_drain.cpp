@@ -94,7 +94,7 @@ struct drain_fixture : sim_fixture {
   }
   /// Two 8-GPU jobs submitted to t0 and t1 while t1 is held (`state`, for `reason`): job-0
   /// starts on t0, job-1 waits. The status then.
-  cluster_status two_jobs_with_t1_held(const scheduler_actor& s, const std::string& state, const std::string& reason) {
+  cluster_status two_jobs_with_t1_held(const scheduler_actor& s, hold_state state, const std::string& reason) {
     submit(s, 0, 8, 100);
     submit(s, 1, 8, 100);
     drain();
@@ -134,9 +134,9 @@ TEST_CASE_FIXTURE(drain_fixture, "placement skips a cordoned server, a job waiti
   CHECK(a.ok);
   CHECK(a.text == "t1: cordoned: no new work; 0 jobs run on there");
   // Ledger: t0 job-0 (8); t1 cordoned, empty; job-1 queued.
-  auto st = two_jobs_with_t1_held(s, "cordoned", "disk swap");
+  auto st = two_jobs_with_t1_held(s, hold_state::cordoned, "disk swap");
   CHECK(server(st, "t1").free == 0);
-  CHECK(server(st, "t0").node_state == "up");
+  CHECK(server(st, "t0").node_state == hold_state::up);
   CHECK(job(st, 1).reason.rfind("drained: needs 8 GPUs", 0) == 0);
   CHECK(journaled->back() == std::pair<std::string, std::string>{"t1", "cordon:disk swap"});
 
@@ -145,7 +145,7 @@ TEST_CASE_FIXTURE(drain_fixture, "placement skips a cordoned server, a job waiti
   // Ledger: t0 job-0 (8), t1 job-1 (8).
   REQUIRE(events_of("start").size() == 2);
   CHECK(events_of("start")[1].detail == "job-1 workers=8 V100 [t1:8]");
-  CHECK(server(status(s), "t1").node_state == "up");
+  CHECK(server(status(s), "t1").node_state == hold_state::up);
   CHECK(journaled->back() == std::pair<std::string, std::string>{"t1", "up"});
   CHECK(rec->violations.empty());
 }
@@ -160,7 +160,7 @@ TEST_CASE_FIXTURE(drain_fixture, "a drain lets the server's jobs finish, then th
   REQUIRE(events_of("start").size() == 2);
   auto a = order(s, "t1", "drain", "kernel update");
   CHECK(a.text == "t1: draining: no new work; 1 job runs on there until it ends");
-  CHECK(server(status(s), "t1").node_state == "draining");
+  CHECK(server(status(s), "t1").node_state == hold_state::draining);
   submit(s, 2, 8, 50);
   drain();
   while (step()) {}
@@ -172,7 +172,7 @@ TEST_CASE_FIXTURE(drain_fixture, "a drain lets the server's jobs finish, then th
   REQUIRE(events_of("drained").size() == 1);
   CHECK(events_of("drained")[0].t_us == 200'000'000);
   CHECK(events_of("drained")[0].detail == "server=t1");
-  CHECK(server(status(s), "t1").node_state == "drained");
+  CHECK(server(status(s), "t1").node_state == hold_state::drained);
   CHECK(rec->violations.empty());
 }
 
@@ -192,7 +192,7 @@ TEST_CASE_FIXTURE(drain_fixture, "drain --now stops the server's jobs, which che
   // Ledger: t0 drained, empty; t1 job-0 (8).
   REQUIRE(events_of("start").size() == 2);
   CHECK(events_of("start")[1].detail == "job-0 workers=8 V100 [t1:8]");
-  CHECK(server(status(s), "t0").node_state == "drained");
+  CHECK(server(status(s), "t0").node_state == hold_state::drained);
   while (step()) {}
   REQUIRE(rec->jobs.size() == 1);
   CHECK(rec->jobs[0].outcome == job_outcome::done);
@@ -203,7 +203,7 @@ TEST_CASE_FIXTURE(drain_fixture, "drain --now stops the server's jobs, which che
 TEST_CASE_FIXTURE(drain_fixture, "a hold the journal kept holds the restarted scheduler's server") {
   auto s = spawn_scheduler(2, {{"t1", "drain", "maintenance"}});
   // Ledger: t0 job-0 (8); t1 drained; job-1 queued.
-  two_jobs_with_t1_held(s, "drained", "maintenance");
+  two_jobs_with_t1_held(s, hold_state::drained, "maintenance");
   REQUIRE(events_of("drain").size() == 1);
   CHECK(events_of("drain")[0].why == "held before the scheduler restarted: maintenance");
 }
@@ -245,7 +245,7 @@ TEST_CASE_FIXTURE(drain_fixture, "a machine that joins a running cluster is plac
   CHECK(server(status(s), "late").gpus == 8);
   // A joined server is held and resumed as any other.
   CHECK(order(s, "late", "cordon").ok);
-  CHECK(server(status(s), "late").node_state == "cordoned");
+  CHECK(server(status(s), "late").node_state == hold_state::cordoned);
   while (step()) {}
   CHECK(rec->jobs.size() == 2);
   CHECK(rec->violations.empty());

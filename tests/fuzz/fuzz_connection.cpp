@@ -139,7 +139,7 @@ struct world {
       cluster_status s;
       s.jobs = {{1, "j1", true, 4, "", 0, 0, 0, "", -1, "", true, ""},
                 {2, "j2", false, 0, "waiting for 8 GPUs", 0, 0, 0, "", -1, "", true, ""}};
-      s.servers = {{"t0", "V100", 8, 4, false, "training", "up", ""}, {"i0", "T4", 4, 4, true, "loaned", "up", ""}};
+      s.servers = {{"t0", "V100", 8, 4, false, "training", hold_state::up, ""}, {"i0", "T4", 4, 4, true, "loaned", hold_state::up, ""}};
       return s;
     };
     r.demand = [](int) {};

@@ -53,7 +53,7 @@ struct gateway_fixture {
         [] {
           cluster_status s;
           s.jobs = {{3, "j3", true, 4, "", 0, 0, 0, "", -1, "", true, ""}, {5, "j5", false, 0, "", 0, 0, 0, "", -1, "", true, ""}};
-          s.servers = {{"t0", "V100", 8, 4, false, "training", "up", ""}, {"i0", "T4", 8, 8, true, "loaned", "up", ""}};
+          s.servers = {{"t0", "V100", 8, 4, false, "training", hold_state::up, ""}, {"i0", "T4", 8, 8, true, "loaned", hold_state::up, ""}};
           return s;
         },
         [this](int servers) { note("demand " + std::to_string(servers)); },

@@ -156,8 +156,8 @@ TEST_CASE_FIXTURE(nodes_fixture, "gateway: a client's drain reaches the schedule
 
 TEST_CASE("metrics: a held server's GPUs are counted held, and each held server is listed with its hold") {
   cluster_status s;
-  s.servers = {{"t0", "V100", 8, 8, false, "training", "up", ""},
-               {"t1", "V100", 8, 0, false, "cordoned", "drained", "disk swap"}};
+  s.servers = {{"t0", "V100", 8, 8, false, "training", hold_state::up, ""},
+               {"t1", "V100", 8, 0, false, "cordoned", hold_state::drained, "disk swap"}};
   auto text = live::render_metrics(s, {2, 2});
   CHECK(text.find("aryl_gpus{pool=\"training\",gpu_type=\"V100\",use=\"held\"} 8\n") != std::string::npos);
   CHECK(text.find("aryl_gpus{pool=\"training\",gpu_type=\"V100\",use=\"free\"} 8\n") != std::string::npos);

@@ -22,8 +22,8 @@ namespace {
 cluster_status sample_status() {
   cluster_status s;
   s.jobs = {{3, "j3", true, 4, "", 0, 0, 0, "", -1, "", true, ""}, {5, "j5", false, 0, "", 0, 0, 0, "", -1, "", true, ""}, {6, "j6", false, 0, "", 0, 0, 0, "", -1, "", true, ""}};
-  s.servers = {{"t0", "V100", 8, 4, false, "training", "up", ""}, {"i0", "T4", 8, 2, true, "loaned", "up", ""},
-               {"i1", "T4", 8, 8, true, "serving", "up", ""}};
+  s.servers = {{"t0", "V100", 8, 4, false, "training", hold_state::up, ""}, {"i0", "T4", 8, 2, true, "loaned", hold_state::up, ""},
+               {"i1", "T4", 8, 8, true, "serving", hold_state::up, ""}};
   s.jobs_finished = 7;
   s.jobs_failed = 1;
   s.jobs_cancelled = 2;
@@ -33,11 +33,11 @@ cluster_status sample_status() {
   s.counts = {9, 3, 2, 5, 4};
   end_histogram a;
   a.tenant = "b";
-  a.outcome = "done";
+  a.outcome = job_outcome::done;
   a.add(30, 400);     // waited 30 s, ended 400 s after its submit
   a.add(4000, 9000);
   end_histogram none;  // no tenant
-  none.outcome = "timeout";
+  none.outcome = job_outcome::timeout;
   none.add(0, 100);
   s.ends = {a, none};
   return s;
