@@ -87,15 +87,22 @@ struct scratch_space {
 };
 thread_local scratch_space sc;
 
+[[noreturn]] __attribute__((noinline, cold)) void bad_item(size_t cls, size_t item, const mckp_item& it) {
+  throw std::invalid_argument("mckp: class " + std::to_string(cls) + " item " + std::to_string(item) +
+                              (it.weight < 1 ? " has weight < 1" : " has a non-finite value"));
+}
+
 /// A class reduced to the items that can be in some optimum: value > 0 (else "none" is at
 /// least as good), weight <= capacity, and not dominated (an item is dropped when a lighter
 /// or equal-weight item is at least as valuable). Kept items have strictly increasing
 /// weights and strictly increasing values.
-std::vector<kept_item> undominated(const mckp_class& c, int capacity) {
+/// Throws (bad_item) on an item of weight < 1 or a non-finite value: class `cls`'s.
+std::vector<kept_item> undominated(const mckp_class& c, size_t cls, int capacity) {
   std::vector<kept_item> kept = sc.item_list();
   kept.reserve(c.items.size());
   for (size_t i = 0; i < c.items.size(); ++i) {
     const auto& it = c.items[i];
+    if (it.weight < 1 || !std::isfinite(it.value)) bad_item(cls, i, it);
     if (it.value > 0 && it.weight <= capacity)
       kept.push_back({it.value, it.weight, static_cast<int>(i)});
   }
@@ -263,26 +270,21 @@ void solve_hybrid(int capacity, const std::vector<prepared_class>& classes, mckp
     if (steps[p] > 0) result.choice[classes[p].cls] = classes[p].items[steps[p] - 1].index;
 }
 
-void validate(const mckp_input& in) {
+/// The checks of the input as a whole and of class `i` but its items, whose checks
+/// (bad_item) undominated makes as it reads them: one pass over the items, not two.
+void validate_capacity(const mckp_input& in) {
   for (size_t t = 0; t < in.capacity.size(); ++t)
     if (in.capacity[t] < 0)
       throw std::invalid_argument("mckp: capacity of type " + std::to_string(t) + " is negative");
-  for (size_t i = 0; i < in.classes.size(); ++i) {
-    const auto& c = in.classes[i];
-    if (c.gpu_type < 0 || static_cast<size_t>(c.gpu_type) >= in.capacity.size())
-      throw std::invalid_argument("mckp: class " + std::to_string(i) + " has gpu_type " +
-                                  std::to_string(c.gpu_type) + " without a capacity");
-    if (c.items.size() >= no_item)
-      throw std::invalid_argument("mckp: class " + std::to_string(i) + " has too many items");
-    for (size_t j = 0; j < c.items.size(); ++j) {
-      if (c.items[j].weight < 1)
-        throw std::invalid_argument("mckp: class " + std::to_string(i) + " item " +
-                                    std::to_string(j) + " has weight < 1");
-      if (!std::isfinite(c.items[j].value))
-        throw std::invalid_argument("mckp: class " + std::to_string(i) + " item " +
-                                    std::to_string(j) + " has a non-finite value");
-    }
-  }
+}
+
+void validate_class(const mckp_input& in, size_t i) {
+  const auto& c = in.classes[i];
+  if (c.gpu_type < 0 || static_cast<size_t>(c.gpu_type) >= in.capacity.size())
+    throw std::invalid_argument("mckp: class " + std::to_string(i) + " has gpu_type " +
+                                std::to_string(c.gpu_type) + " without a capacity");
+  if (c.items.size() >= no_item)
+    throw std::invalid_argument("mckp: class " + std::to_string(i) + " has too many items");
 }
 
 /// A hull segment's rank in the LP's fill order: gradient descending, then creation order
@@ -504,18 +506,21 @@ mckp_result solve_mckp(const mckp_input& in) {
 }
 
 void solve_mckp(const mckp_input& in, mckp_result& result) {
-  validate(in);
-  result.value = 0;
-  result.choice.assign(in.classes.size(), -1);
+  validate_capacity(in);
   auto& by_type = sc.by_type;
   for (auto& classes : by_type) sc.recycle(classes);
   by_type.resize(in.capacity.size());
+  // The input is checked as it is read, class by class in order (the first error thrown),
+  // before `result` is written.
   for (size_t i = 0; i < in.classes.size(); ++i) {
+    validate_class(in, i);
     const auto& c = in.classes[i];
-    auto items = undominated(c, in.capacity[c.gpu_type]);
+    auto items = undominated(c, i, in.capacity[c.gpu_type]);
     if (!items.empty()) by_type[c.gpu_type].push_back({i, std::move(items), -1});
     else sc.spare.push_back(std::move(items));
   }
+  result.value = 0;
+  result.choice.assign(in.classes.size(), -1);
   for (size_t t = 0; t < by_type.size(); ++t)
     solve_type(in.capacity[t], by_type[t], result);
   // Reported value is the plain sum of the chosen items, in class order.

@@ -433,7 +433,10 @@ placement_result place_all(View& v, placement_mode mode, const std::vector<place
 
 } // namespace
 
-int servers_spanned(const allocation& a) {
+namespace {
+
+/// servers_spanned for a list in any order.
+int spanned_any_order(const allocation& a) {
   if (a.size() > 32) {  // a wide job: sort a copy
     std::vector<int> ids;
     for (auto& [sid, w] : a)
@@ -447,6 +450,24 @@ int servers_spanned(const allocation& a) {
     if (it->second <= 0) continue;
     auto same = [&](const auto& p) { return p.first == it->first && p.second > 0; };
     n += std::find_if(a.begin(), it, same) == it;
+  }
+  return n;
+}
+
+} // namespace
+
+int servers_spanned(const allocation& a) {
+  // An allocation lists its servers by id, so a server's entries are adjacent: one pass
+  // counts each server with workers once, where it differs from the last one counted.
+  // A list out of order is counted the general way.
+  int n = 0;
+  int last = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (i > 0 && a[i].first < a[i - 1].first) return spanned_any_order(a);
+    if (a[i].second > 0 && (n == 0 || a[i].first != last)) {
+      ++n;
+      last = a[i].first;
+    }
   }
   return n;
 }
