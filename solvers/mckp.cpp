@@ -78,6 +78,9 @@ struct scratch_space {
   std::vector<int64_t> arg;
   std::vector<std::vector<uint16_t>> choice;
   std::vector<int> his, steps;
+  // all_best_fit
+  std::vector<int> best_item;
+  std::vector<long> type_need;
 
   std::vector<kept_item> item_list() { return take_spare(spare); }
   void recycle(std::vector<prepared_class>& classes) {
@@ -497,16 +500,42 @@ void solve_type(int capacity, const std::vector<prepared_class>& classes, mckp_r
   solve_hybrid(r.capacity, r.classes, result);
 }
 
-} // namespace
-
-mckp_result solve_mckp(const mckp_input& in) {
-  mckp_result result;
-  solve_mckp(in, result);
-  return result;
+/// The common case, answered without preparing a class: each type's capacity holds every
+/// class's most valuable item (solve_type's first branch for every type). That item is the
+/// last one undominated keeps: of the items of value > 0 that fit the capacity, the most
+/// valuable, then the lightest, then the first. Checks the input as it reads it (class
+/// order, as solve_prepared). Writes result.choice only when it answers (true).
+bool all_best_fit(const mckp_input& in, mckp_result& result) {
+  auto& best = sc.best_item;
+  auto& need = sc.type_need;
+  need.assign(in.capacity.size(), 0);
+  best.resize(in.classes.size());
+  for (size_t i = 0; i < in.classes.size(); ++i) {
+    validate_class(in, i);
+    const auto& c = in.classes[i];
+    const int capacity = in.capacity[static_cast<size_t>(c.gpu_type)];
+    int b = -1;
+    for (size_t j = 0; j < c.items.size(); ++j) {
+      const auto& it = c.items[j];
+      if (it.weight < 1 || !std::isfinite(it.value)) bad_item(i, j, it);
+      if (!(it.value > 0 && it.weight <= capacity)) continue;
+      if (b >= 0) {
+        const auto& x = c.items[static_cast<size_t>(b)];
+        if (!(it.value > x.value || (it.value == x.value && it.weight < x.weight))) continue;
+      }
+      b = static_cast<int>(j);
+    }
+    best[i] = b;
+    if (b >= 0) need[static_cast<size_t>(c.gpu_type)] += c.items[static_cast<size_t>(b)].weight;
+  }
+  for (size_t t = 0; t < need.size(); ++t)
+    if (need[t] > in.capacity[t]) return false;
+  result.choice.assign(best.begin(), best.end());
+  return true;
 }
 
-void solve_mckp(const mckp_input& in, mckp_result& result) {
-  validate_capacity(in);
+/// The solver proper: each class reduced to its undominated items, then each type solved.
+void solve_prepared(const mckp_input& in, mckp_result& result) {
   auto& by_type = sc.by_type;
   for (auto& classes : by_type) sc.recycle(classes);
   by_type.resize(in.capacity.size());
@@ -519,13 +548,41 @@ void solve_mckp(const mckp_input& in, mckp_result& result) {
     if (!items.empty()) by_type[c.gpu_type].push_back({i, std::move(items), -1});
     else sc.spare.push_back(std::move(items));
   }
-  result.value = 0;
   result.choice.assign(in.classes.size(), -1);
   for (size_t t = 0; t < by_type.size(); ++t)
     solve_type(in.capacity[t], by_type[t], result);
-  // Reported value is the plain sum of the chosen items, in class order.
+}
+
+/// Reported value is the plain sum of the chosen items, in class order.
+void sum_value(const mckp_input& in, mckp_result& result) {
+  result.value = 0;
   for (size_t i = 0; i < in.classes.size(); ++i)
     if (result.choice[i] >= 0) result.value += in.classes[i].items[result.choice[i]].value;
+}
+
+} // namespace
+
+namespace detail {
+
+void solve_mckp_unshortened(const mckp_input& in, mckp_result& result) {
+  validate_capacity(in);
+  solve_prepared(in, result);
+  sum_value(in, result);
+}
+
+} // namespace detail
+
+mckp_result solve_mckp(const mckp_input& in) {
+  mckp_result result;
+  solve_mckp(in, result);
+  return result;
+}
+
+void solve_mckp(const mckp_input& in, mckp_result& result) {
+  validate_capacity(in);
+  // Most knapsacks of a round fit every class's best item: nothing to prepare or solve.
+  if (!all_best_fit(in, result)) solve_prepared(in, result);
+  sum_value(in, result);
 }
 
 } // namespace aryl

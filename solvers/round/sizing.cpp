@@ -136,12 +136,15 @@ bool class_of(const cluster_ledger& l, const planner_options& o, const work_view
 
 /// Running job `j` (of base `base`) keeps its extra workers if they all still have their GPUs
 /// in `view`, which then holds them; false if some lost theirs.
+/// (`kept`, which then holds its extras, is left in any state when false.)
 bool keep_extras(const job_entry& j, const allocation& base, work_view& view, allocation& kept) {
   bool intact = true;
-  for_each_extra(j.alloc, base, [&](int sid, int w) { intact = intact && view.at(sid) >= w; });
-  if (!intact) return false;
   kept.clear();
-  for_each_extra(j.alloc, base, [&](int sid, int w) { kept.emplace_back(sid, w); });
+  for_each_extra(j.alloc, base, [&](int sid, int w) {
+    intact = intact && view.at(sid) >= w;
+    kept.emplace_back(sid, w);
+  });
+  if (!intact) return false;
   view.take(kept);
   return true;
 }
@@ -209,9 +212,9 @@ void value_sizes(const cluster_ledger& l, const policy_spec& p, const planner_op
 void choose_sizes(const cluster_ledger& l, std::vector<elastic_plan>& plans, sizing_state& z) {
   // The knapsack takes an item only if it raises the total: with no item worth more than
   // nothing (most rounds), every class keeps its empty choice.
-  bool worth_solving = false;
-  for (auto& c : z.in.classes)
-    for (auto& it : c.items) worth_solving = worth_solving || it.value > 0;
+  const bool worth_solving = std::any_of(z.in.classes.begin(), z.in.classes.end(), [](const mckp_class& c) {
+    return std::any_of(c.items.begin(), c.items.end(), [](const mckp_item& it) { return it.value > 0; });
+  });
   if (worth_solving) {
     solve_mckp(z.in, z.sol);
     price_trades(l, plans, z);
