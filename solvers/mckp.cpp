@@ -281,13 +281,18 @@ void validate_capacity(const mckp_input& in) {
       throw std::invalid_argument("mckp: capacity of type " + std::to_string(t) + " is negative");
 }
 
-void validate_class(const mckp_input& in, size_t i) {
+[[noreturn]] __attribute__((noinline, cold)) void bad_class(const mckp_input& in, size_t i) {
   const auto& c = in.classes[i];
   if (c.gpu_type < 0 || static_cast<size_t>(c.gpu_type) >= in.capacity.size())
     throw std::invalid_argument("mckp: class " + std::to_string(i) + " has gpu_type " +
                                 std::to_string(c.gpu_type) + " without a capacity");
-  if (c.items.size() >= no_item)
-    throw std::invalid_argument("mckp: class " + std::to_string(i) + " has too many items");
+  throw std::invalid_argument("mckp: class " + std::to_string(i) + " has too many items");
+}
+
+inline void validate_class(const mckp_input& in, size_t i) {
+  const auto& c = in.classes[i];
+  if (c.gpu_type < 0 || static_cast<size_t>(c.gpu_type) >= in.capacity.size() || c.items.size() >= no_item)
+    bad_class(in, i);
 }
 
 /// A hull segment's rank in the LP's fill order: gradient descending, then creation order
@@ -514,19 +519,23 @@ bool all_best_fit(const mckp_input& in, mckp_result& result) {
     validate_class(in, i);
     const auto& c = in.classes[i];
     const int capacity = in.capacity[static_cast<size_t>(c.gpu_type)];
+    const mckp_item* items = c.items.data();
+    const size_t n = c.items.size();
     int b = -1;
-    for (size_t j = 0; j < c.items.size(); ++j) {
-      const auto& it = c.items[j];
-      if (it.weight < 1 || !std::isfinite(it.value)) bad_item(i, j, it);
-      if (!(it.value > 0 && it.weight <= capacity)) continue;
-      if (b >= 0) {
-        const auto& x = c.items[static_cast<size_t>(b)];
-        if (!(it.value > x.value || (it.value == x.value && it.weight < x.weight))) continue;
-      }
+    double bv = 0;
+    int bw = 0;
+    for (size_t j = 0; j < n; ++j) {
+      const double v = items[j].value;
+      const int w = items[j].weight;
+      if (w < 1 || !std::isfinite(v)) bad_item(i, j, items[j]);
+      if (!(v > 0 && w <= capacity)) continue;
+      if (b >= 0 && !(v > bv || (v == bv && w < bw))) continue;
       b = static_cast<int>(j);
+      bv = v;
+      bw = w;
     }
     best[i] = b;
-    if (b >= 0) need[static_cast<size_t>(c.gpu_type)] += c.items[static_cast<size_t>(b)].weight;
+    if (b >= 0) need[static_cast<size_t>(c.gpu_type)] += bw;
   }
   for (size_t t = 0; t < need.size(); ++t)
     if (need[t] > in.capacity[t]) return false;

@@ -433,9 +433,8 @@ placement_result place_all(View& v, placement_mode mode, const std::vector<place
 
 } // namespace
 
-namespace {
+namespace detail {
 
-/// servers_spanned for a list in any order.
 int spanned_any_order(const allocation& a) {
   if (a.size() > 32) {  // a wide job: sort a copy
     std::vector<int> ids;
@@ -444,7 +443,7 @@ int spanned_any_order(const allocation& a) {
     std::sort(ids.begin(), ids.end());
     return static_cast<int>(std::unique(ids.begin(), ids.end()) - ids.begin());
   }
-  // Most jobs span a few servers, and rounds ask for every job: count without a copy.
+  // Most jobs span a few servers: count without a copy.
   int n = 0;
   for (auto it = a.begin(); it != a.end(); ++it) {
     if (it->second <= 0) continue;
@@ -454,23 +453,7 @@ int spanned_any_order(const allocation& a) {
   return n;
 }
 
-} // namespace
-
-int servers_spanned(const allocation& a) {
-  // An allocation lists its servers by id, so a server's entries are adjacent: one pass
-  // counts each server with workers once, where it differs from the last one counted.
-  // A list out of order is counted the general way.
-  int n = 0;
-  int last = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (i > 0 && a[i].first < a[i - 1].first) return spanned_any_order(a);
-    if (a[i].second > 0 && (n == 0 || a[i].first != last)) {
-      ++n;
-      last = a[i].first;
-    }
-  }
-  return n;
-}
+} // namespace detail
 
 int count_workers(const allocation& a) {
   int n = 0;

@@ -20,44 +20,30 @@ struct view_storage {
   uint32_t epoch = 0;
 };
 
-/// Whether each server of `a` follows a lower one (sorted by server, each listed once).
-inline bool ascending_servers(const allocation& a) {
-  for (size_t i = 1; i < a.size(); ++i)
-    if (!(a[i - 1].first < a[i].first)) return false;
-  return true;
-}
-
 /// Adds `b`'s workers to `a`, which stays sorted by server.
 inline void merge_into(allocation& a, const allocation& b) {
-  // Both listed by server, each server once (as allocations are): one merge, from the back
-  // so that `a` is written in place, gives what adding and sorting gives.
-  if (ascending_servers(a) && ascending_servers(b)) {
-    size_t fresh = 0;
-    for (size_t i = 0, k = 0; k < b.size(); ++k) {
-      while (i < a.size() && a[i].first < b[k].first) ++i;
-      fresh += i == a.size() || a[i].first != b[k].first;
-    }
-    size_t i = a.size(), k = b.size(), out = a.size() + fresh;
-    a.resize(out);
-    while (k > 0) {
-      if (i > 0 && a[i - 1].first > b[k - 1].first) {
-        a[--out] = a[--i];
-      } else if (i > 0 && a[i - 1].first == b[k - 1].first) {
-        a[--out] = {a[i - 1].first, a[i - 1].second + b[k - 1].second};
-        --i;
-        --k;
-      } else {
-        a[--out] = b[--k];
-      }
-    }
-    return;  // what is left of `a` below is already in place
-  }
   for (auto& [sid, w] : b) {
     auto it = std::find_if(a.begin(), a.end(), [sid = sid](auto& p) { return p.first == sid; });
     if (it == a.end()) a.emplace_back(sid, w);
     else it->second += w;
   }
-  std::sort(a.begin(), a.end());
+  // Mostly already in order (a job's extras on its own servers): a sort would not change it.
+  if (!std::is_sorted(a.begin(), a.end())) std::sort(a.begin(), a.end());
+}
+
+/// Whether `base` merged with the workers `alloc` has beyond it (for_each_extra) is `alloc`
+/// itself: both listed by server with each server once, every count of `alloc` positive, and
+/// each server of `base` in `alloc` with at least as many workers there.
+inline bool base_within(const allocation& alloc, const allocation& base) {
+  size_t k = 0;
+  for (size_t i = 0; i < alloc.size(); ++i) {
+    if (alloc[i].second <= 0 || (i > 0 && !(alloc[i - 1].first < alloc[i].first))) return false;
+    if (k < base.size() && base[k].first == alloc[i].first) {
+      if (base[k].second > alloc[i].second || (k > 0 && !(base[k - 1].first < base[k].first))) return false;
+      ++k;
+    }
+  }
+  return k == base.size();
 }
 
 /// Free GPUs per server as a round plans them. A view starts as the ledger has it (really
