@@ -41,9 +41,7 @@ void keep_or_list(const cluster_ledger& l, const sizing_state& z, work_view& kv,
       });
       if (fits) {
         kv.take(kept);
-        // Its base and these extras are its allocation, as a rule: no merge needed.
-        if (base_within(j.alloc, e.final)) e.final.assign(j.alloc.begin(), j.alloc.end());
-        else merge_into(e.final, kept);
+        merge_into(e.final, kept);
         continue;
       }
     }

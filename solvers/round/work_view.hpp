@@ -31,21 +31,6 @@ inline void merge_into(allocation& a, const allocation& b) {
   if (!std::is_sorted(a.begin(), a.end())) std::sort(a.begin(), a.end());
 }
 
-/// Whether `base` merged with the workers `alloc` has beyond it (for_each_extra) is `alloc`
-/// itself: both listed by server with each server once, every count of `alloc` positive, and
-/// each server of `base` in `alloc` with at least as many workers there.
-inline bool base_within(const allocation& alloc, const allocation& base) {
-  size_t k = 0;
-  for (size_t i = 0; i < alloc.size(); ++i) {
-    if (alloc[i].second <= 0 || (i > 0 && !(alloc[i - 1].first < alloc[i].first))) return false;
-    if (k < base.size() && base[k].first == alloc[i].first) {
-      if (base[k].second > alloc[i].second || (k > 0 && !(base[k - 1].first < base[k].first))) return false;
-      ++k;
-    }
-  }
-  return k == base.size();
-}
-
 /// Free GPUs per server as a round plans them. A view starts as the ledger has it (really
 /// free GPUs, plus those of extra workers when `with_extras`) and records only the servers
 /// the round changes, so that a round touching a few servers costs no pass over all of them.

@@ -1,8 +1,7 @@
 // The one-pass paths a round takes for allocations listed by server (servers_spanned,
 // merge_into) against their definitions written plainly, on seeded random lists: sorted,
-// with repeated servers, out of order, with zero and negative workers, short and wide;
-// base_within, which lets step 4 take a kept job's allocation for its base merged with its
-// extras; and the ledger's widest server, kept with its index, against a pass over servers.
+// with repeated servers, out of order, with zero and negative workers, short and wide; and
+// the ledger's widest server, kept with its index, against a pass over the servers.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -94,38 +93,6 @@ TEST_CASE("merge_into equals adding then sorting on 20,000 random pairs of lists
   allocation a{{1, 2}, {4, 1}};
   detail::merge_into(a, {{0, 1}, {4, 2}, {9, 3}});
   CHECK(a == allocation{{0, 1}, {1, 2}, {4, 3}, {9, 3}});
-}
-
-TEST_CASE("a base within its allocation merged with the extras beyond it is the allocation, on 20,000 random pairs") {
-  std::mt19937_64 rng(2718);
-  std::uniform_int_distribution<size_t> len(0, 6);
-  std::uniform_int_distribution<int> servers(1, 10), shape(0, 2), coin(0, 3);
-  int within = 0, not_within = 0;
-  for (int i = 0; i < 20000; ++i) {
-    const int n = servers(rng);
-    const allocation alloc = random_list(rng, len(rng), n, i % 5 == 0 ? shape(rng) : 0, i % 7 == 0);
-    allocation base;
-    if (coin(rng) > 0) {  // mostly a part of the allocation, as a running job's base is
-      for (auto& [sid, w] : alloc)
-        if (coin(rng) > 0) base.emplace_back(sid, std::max(1, w - coin(rng)));
-    } else {
-      base = random_list(rng, len(rng), n, i % 5 == 1 ? shape(rng) : 0, false);
-    }
-    allocation merged = base, extras;
-    detail::for_each_extra(alloc, base, [&](int sid, int w) { extras.emplace_back(sid, w); });
-    reference_merge(merged, extras);
-    if (detail::base_within(alloc, base)) {
-      ++within;
-      REQUIRE(merged == alloc);
-    } else {
-      ++not_within;
-    }
-  }
-  CHECK(within > 5000);
-  CHECK(not_within > 5000);
-  CHECK_FALSE(detail::base_within({{1, 2}}, {{1, 3}}));
-  CHECK_FALSE(detail::base_within({{1, 2}}, {{2, 1}}));
-  CHECK(detail::base_within({{1, 2}, {4, 4}}, {{4, 4}}));
 }
 
 TEST_CASE("the ledger's widest server is the most GPUs of any server, also after one joins") {
