@@ -453,6 +453,8 @@ int spanned_any_order(const allocation& a) {
   return n;
 }
 
+void sort_allocation(allocation& a) { std::sort(a.begin(), a.end()); }
+
 } // namespace detail
 
 int count_workers(const allocation& a) {

@@ -34,6 +34,8 @@ using allocation = std::vector<std::pair<int, int>>;
 namespace detail {
 /// servers_spanned for a list in any order.
 int spanned_any_order(const allocation& a);
+/// std::sort of `a` (by server, then workers), out of line for callers kept small.
+void sort_allocation(allocation& a);
 } // namespace detail
 
 /// Distinct servers holding at least one GPU of `a` (the throughput model's locality input).

@@ -1,7 +1,8 @@
-// The one-pass paths a round takes for allocations listed by server (servers_spanned,
-// merge_into) against their definitions written plainly, on seeded random lists: sorted,
-// with repeated servers, out of order, with zero and negative workers, short and wide; and
-// the ledger's widest server, kept with its index, against a pass over the servers.
+// The shortcuts a round takes for allocations listed by server (servers_spanned counts in
+// one pass, merge_into sorts only a list out of order) against their definitions written
+// plainly, on seeded random lists: sorted, with repeated servers, out of order, with zero and
+// negative workers, short and wide; and the ledger's widest server, kept with its index,
+// against a pass over the servers.
 #include <doctest/doctest.h>
 
 #include <algorithm>
