@@ -26,6 +26,7 @@ void cluster_ledger::ensure_indexed() const {
   room_training_.assign(types, {});
   room_loaned_.assign(types, {});
   smallest_.assign(types, 0);
+  widest_ = 0;
   capacity_.assign(types, type_capacity{});
   totals_ = {};
   keys_.assign(servers.size(), index_key{});
@@ -34,6 +35,7 @@ void cluster_ledger::ensure_indexed() const {
   for (auto& s : servers) {
     auto& m = smallest_[static_cast<size_t>(s.gpu_type)];
     m = m == 0 ? s.gpus : std::min(m, s.gpus);
+    widest_ = std::max(widest_, s.gpus);
     any = std::max(any, type_speed(*this, s.gpu_type));
     if (s.home == server_home::training) best = std::max(best, type_speed(*this, s.gpu_type));
     index(s);
@@ -148,6 +150,11 @@ long cluster_ledger::type_gpus(int type, bool loaned) const {
 int cluster_ledger::smallest_server(int type) const {
   ensure_indexed();
   return type >= 0 && static_cast<size_t>(type) < smallest_.size() ? smallest_[static_cast<size_t>(type)] : 0;
+}
+
+int cluster_ledger::widest_server() const {
+  ensure_indexed();
+  return widest_;
 }
 
 const server_totals& cluster_ledger::totals() const {

@@ -269,6 +269,8 @@ public:
   long type_gpus(int type, bool loaned) const;
   /// The smallest server of `type` (0 if none).
   int smallest_server(int type) const;
+  /// The most GPUs of any server, of any type and mode (0 if none).
+  int widest_server() const;
   const server_totals& totals() const;
   /// Expected seconds a job keeps extra workers of GPU type `type` before some are taken
   /// back, at `now`: the exponential lifetime's maximum-likelihood mean over the spells
@@ -351,6 +353,7 @@ private:
   mutable std::vector<index_key> keys_;
   mutable std::vector<int> dirty_;
   mutable std::vector<int> smallest_;
+  mutable int widest_ = 0;
   /// By GPU type: free GPUs, and free plus extra workers' GPUs, of training servers [0] and
   /// loaned ones [1].
   struct type_capacity {

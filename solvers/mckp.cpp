@@ -78,6 +78,9 @@ struct scratch_space {
   std::vector<int64_t> arg;
   std::vector<std::vector<uint16_t>> choice;
   std::vector<int> his, steps;
+  // all_best_fit
+  std::vector<int> best_item;
+  std::vector<long> type_need;
 
   std::vector<kept_item> item_list() { return take_spare(spare); }
   void recycle(std::vector<prepared_class>& classes) {
@@ -87,15 +90,22 @@ struct scratch_space {
 };
 thread_local scratch_space sc;
 
+[[noreturn]] __attribute__((noinline, cold)) void bad_item(size_t cls, size_t item, const mckp_item& it) {
+  throw std::invalid_argument("mckp: class " + std::to_string(cls) + " item " + std::to_string(item) +
+                              (it.weight < 1 ? " has weight < 1" : " has a non-finite value"));
+}
+
 /// A class reduced to the items that can be in some optimum: value > 0 (else "none" is at
 /// least as good), weight <= capacity, and not dominated (an item is dropped when a lighter
 /// or equal-weight item is at least as valuable). Kept items have strictly increasing
 /// weights and strictly increasing values.
-std::vector<kept_item> undominated(const mckp_class& c, int capacity) {
+/// Throws (bad_item) on an item of weight < 1 or a non-finite value: class `cls`'s.
+std::vector<kept_item> undominated(const mckp_class& c, size_t cls, int capacity) {
   std::vector<kept_item> kept = sc.item_list();
   kept.reserve(c.items.size());
   for (size_t i = 0; i < c.items.size(); ++i) {
     const auto& it = c.items[i];
+    if (it.weight < 1 || !std::isfinite(it.value)) bad_item(cls, i, it);
     if (it.value > 0 && it.weight <= capacity)
       kept.push_back({it.value, it.weight, static_cast<int>(i)});
   }
@@ -263,26 +273,26 @@ void solve_hybrid(int capacity, const std::vector<prepared_class>& classes, mckp
     if (steps[p] > 0) result.choice[classes[p].cls] = classes[p].items[steps[p] - 1].index;
 }
 
-void validate(const mckp_input& in) {
+/// The checks of the input as a whole and of class `i` but its items, whose checks
+/// (bad_item) undominated makes as it reads them: one pass over the items, not two.
+void validate_capacity(const mckp_input& in) {
   for (size_t t = 0; t < in.capacity.size(); ++t)
     if (in.capacity[t] < 0)
       throw std::invalid_argument("mckp: capacity of type " + std::to_string(t) + " is negative");
-  for (size_t i = 0; i < in.classes.size(); ++i) {
-    const auto& c = in.classes[i];
-    if (c.gpu_type < 0 || static_cast<size_t>(c.gpu_type) >= in.capacity.size())
-      throw std::invalid_argument("mckp: class " + std::to_string(i) + " has gpu_type " +
-                                  std::to_string(c.gpu_type) + " without a capacity");
-    if (c.items.size() >= no_item)
-      throw std::invalid_argument("mckp: class " + std::to_string(i) + " has too many items");
-    for (size_t j = 0; j < c.items.size(); ++j) {
-      if (c.items[j].weight < 1)
-        throw std::invalid_argument("mckp: class " + std::to_string(i) + " item " +
-                                    std::to_string(j) + " has weight < 1");
-      if (!std::isfinite(c.items[j].value))
-        throw std::invalid_argument("mckp: class " + std::to_string(i) + " item " +
-                                    std::to_string(j) + " has a non-finite value");
-    }
-  }
+}
+
+[[noreturn]] __attribute__((noinline, cold)) void bad_class(const mckp_input& in, size_t i) {
+  const auto& c = in.classes[i];
+  if (c.gpu_type < 0 || static_cast<size_t>(c.gpu_type) >= in.capacity.size())
+    throw std::invalid_argument("mckp: class " + std::to_string(i) + " has gpu_type " +
+                                std::to_string(c.gpu_type) + " without a capacity");
+  throw std::invalid_argument("mckp: class " + std::to_string(i) + " has too many items");
+}
+
+inline void validate_class(const mckp_input& in, size_t i) {
+  const auto& c = in.classes[i];
+  if (c.gpu_type < 0 || static_cast<size_t>(c.gpu_type) >= in.capacity.size() || c.items.size() >= no_item)
+    bad_class(in, i);
 }
 
 /// A hull segment's rank in the LP's fill order: gradient descending, then creation order
@@ -495,7 +505,81 @@ void solve_type(int capacity, const std::vector<prepared_class>& classes, mckp_r
   solve_hybrid(r.capacity, r.classes, result);
 }
 
+/// The common case, answered without preparing a class: each type's capacity holds every
+/// class's most valuable item (solve_type's first branch for every type). That item is the
+/// last one undominated keeps: of the items of value > 0 that fit the capacity, the most
+/// valuable, then the lightest, then the first. Checks the input as it reads it (class
+/// order, as solve_prepared). Writes result.choice only when it answers (true).
+bool all_best_fit(const mckp_input& in, mckp_result& result) {
+  auto& best = sc.best_item;
+  auto& need = sc.type_need;
+  need.assign(in.capacity.size(), 0);
+  best.resize(in.classes.size());
+  for (size_t i = 0; i < in.classes.size(); ++i) {
+    validate_class(in, i);
+    const auto& c = in.classes[i];
+    const int capacity = in.capacity[static_cast<size_t>(c.gpu_type)];
+    const mckp_item* items = c.items.data();
+    const size_t n = c.items.size();
+    int b = -1;
+    double bv = 0;
+    int bw = 0;
+    for (size_t j = 0; j < n; ++j) {
+      const double v = items[j].value;
+      const int w = items[j].weight;
+      if (w < 1 || !std::isfinite(v)) bad_item(i, j, items[j]);
+      if (!(v > 0 && w <= capacity)) continue;
+      if (b >= 0 && !(v > bv || (v == bv && w < bw))) continue;
+      b = static_cast<int>(j);
+      bv = v;
+      bw = w;
+    }
+    best[i] = b;
+    if (b >= 0) need[static_cast<size_t>(c.gpu_type)] += bw;
+  }
+  for (size_t t = 0; t < need.size(); ++t)
+    if (need[t] > in.capacity[t]) return false;
+  result.choice.assign(best.begin(), best.end());
+  return true;
+}
+
+/// The solver proper: each class reduced to its undominated items, then each type solved.
+void solve_prepared(const mckp_input& in, mckp_result& result) {
+  auto& by_type = sc.by_type;
+  for (auto& classes : by_type) sc.recycle(classes);
+  by_type.resize(in.capacity.size());
+  // The input is checked as it is read, class by class in order (the first error thrown),
+  // before `result` is written.
+  for (size_t i = 0; i < in.classes.size(); ++i) {
+    validate_class(in, i);
+    const auto& c = in.classes[i];
+    auto items = undominated(c, i, in.capacity[c.gpu_type]);
+    if (!items.empty()) by_type[c.gpu_type].push_back({i, std::move(items), -1});
+    else sc.spare.push_back(std::move(items));
+  }
+  result.choice.assign(in.classes.size(), -1);
+  for (size_t t = 0; t < by_type.size(); ++t)
+    solve_type(in.capacity[t], by_type[t], result);
+}
+
+/// Reported value is the plain sum of the chosen items, in class order.
+void sum_value(const mckp_input& in, mckp_result& result) {
+  result.value = 0;
+  for (size_t i = 0; i < in.classes.size(); ++i)
+    if (result.choice[i] >= 0) result.value += in.classes[i].items[result.choice[i]].value;
+}
+
 } // namespace
+
+namespace detail {
+
+void solve_mckp_unshortened(const mckp_input& in, mckp_result& result) {
+  validate_capacity(in);
+  solve_prepared(in, result);
+  sum_value(in, result);
+}
+
+} // namespace detail
 
 mckp_result solve_mckp(const mckp_input& in) {
   mckp_result result;
@@ -504,23 +588,10 @@ mckp_result solve_mckp(const mckp_input& in) {
 }
 
 void solve_mckp(const mckp_input& in, mckp_result& result) {
-  validate(in);
-  result.value = 0;
-  result.choice.assign(in.classes.size(), -1);
-  auto& by_type = sc.by_type;
-  for (auto& classes : by_type) sc.recycle(classes);
-  by_type.resize(in.capacity.size());
-  for (size_t i = 0; i < in.classes.size(); ++i) {
-    const auto& c = in.classes[i];
-    auto items = undominated(c, in.capacity[c.gpu_type]);
-    if (!items.empty()) by_type[c.gpu_type].push_back({i, std::move(items), -1});
-    else sc.spare.push_back(std::move(items));
-  }
-  for (size_t t = 0; t < by_type.size(); ++t)
-    solve_type(in.capacity[t], by_type[t], result);
-  // Reported value is the plain sum of the chosen items, in class order.
-  for (size_t i = 0; i < in.classes.size(); ++i)
-    if (result.choice[i] >= 0) result.value += in.classes[i].items[result.choice[i]].value;
+  validate_capacity(in);
+  // Most knapsacks of a round fit every class's best item: nothing to prepare or solve.
+  if (!all_best_fit(in, result)) solve_prepared(in, result);
+  sum_value(in, result);
 }
 
 } // namespace aryl

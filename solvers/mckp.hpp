@@ -46,4 +46,10 @@ mckp_result solve_mckp(const mckp_input& in);
 /// The same into `out`, whose vector is reused (a round solves one per instant).
 void solve_mckp(const mckp_input& in, mckp_result& out);
 
+namespace detail {
+/// solve_mckp without its shortcut for an input whose every type holds each class's most
+/// valuable item: every class prepared and solved. The same result; tests compare the two.
+void solve_mckp_unshortened(const mckp_input& in, mckp_result& out);
+} // namespace detail
+
 } // namespace aryl

@@ -433,7 +433,9 @@ placement_result place_all(View& v, placement_mode mode, const std::vector<place
 
 } // namespace
 
-int servers_spanned(const allocation& a) {
+namespace detail {
+
+int spanned_any_order(const allocation& a) {
   if (a.size() > 32) {  // a wide job: sort a copy
     std::vector<int> ids;
     for (auto& [sid, w] : a)
@@ -441,7 +443,7 @@ int servers_spanned(const allocation& a) {
     std::sort(ids.begin(), ids.end());
     return static_cast<int>(std::unique(ids.begin(), ids.end()) - ids.begin());
   }
-  // Most jobs span a few servers, and rounds ask for every job: count without a copy.
+  // Most jobs span a few servers: count without a copy.
   int n = 0;
   for (auto it = a.begin(); it != a.end(); ++it) {
     if (it->second <= 0) continue;
@@ -450,6 +452,10 @@ int servers_spanned(const allocation& a) {
   }
   return n;
 }
+
+void sort_allocation(allocation& a) { std::sort(a.begin(), a.end()); }
+
+} // namespace detail
 
 int count_workers(const allocation& a) {
   int n = 0;

@@ -31,8 +31,32 @@ struct place_request {
 /// (server id, GPUs) pairs, sorted by server id, GPUs > 0.
 using allocation = std::vector<std::pair<int, int>>;
 
+namespace detail {
+/// servers_spanned for a list in any order.
+int spanned_any_order(const allocation& a);
+/// std::sort of `a` (by server, then workers), out of line for callers kept small.
+void sort_allocation(allocation& a);
+} // namespace detail
+
 /// Distinct servers holding at least one GPU of `a` (the throughput model's locality input).
-int servers_spanned(const allocation& a);
+/// Inline: rounds ask it of every job, often of each size.
+inline int servers_spanned(const allocation& a) {
+  // An allocation lists its servers by id, so a server's entries are adjacent: one pass
+  // counts each server with workers once, where it differs from the last one counted.
+  // A list out of order is counted the general way.
+  const auto* x = a.data();
+  const size_t n = a.size();
+  int count = 0;
+  int last = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0 && x[i].first < x[i - 1].first) return detail::spanned_any_order(a);
+    if (x[i].second > 0 && (count == 0 || x[i].first != last)) {
+      ++count;
+      last = x[i].first;
+    }
+  }
+  return count;
+}
 
 /// GPUs (workers) in `a`.
 int count_workers(const allocation& a);

@@ -32,8 +32,7 @@ void consolidate(const cluster_ledger& l, const policy_spec& p, const planner_op
       // prunes less, place_one decides.
       type_free.assign(l.params.type_speed.size(), 0);
       for (size_t t = 0; t < type_free.size(); ++t) type_free[t] = static_cast<int>(hard.total(static_cast<int>(t), p.loaning));
-      for (auto& s : l.servers) widest = std::max(widest, s.gpus);
-      widest = std::max(widest, 1);
+      widest = std::max(l.widest_server(), 1);
     }
     if (spanned <= (j.workers + widest - 1) / widest) continue;
     // Locality is a step (the same rate on any number of servers from two): only a move onto

@@ -117,12 +117,14 @@ void plan_running(const cluster_ledger& l, const policy_spec& p, const planner_o
     }
     return fails[i] == 1;
   };
+  // What frozen_unless_taken asks of the round rather than of the job, asked once.
+  const bool may_defer = defer_frozen && p.elastic && o.rescale_cooldown_s > 0 && !l.params.quotas;
+  const bool any_may_move = o.migrate && !moves_closed;
   for (auto id : l.running_elastic) {
     if (made.stopped(id)) continue;
     if (o.skip_inert && inert(l, p, o, id, view, best, moves_closed, gpus_of, fails_at)) continue;
     auto& j = l.jobs[id];
-    if (defer_frozen &&
-        frozen_unless_taken(l, p, o, now, j, o.migrate && !moves_closed && speed(l, j.alloc_type) < best)) {
+    if (may_defer && frozen_unless_taken(l, p, o, now, j, any_may_move && speed(l, j.alloc_type) < best)) {
       made.frozen_unplanned.push_back(id);
       continue;
     }

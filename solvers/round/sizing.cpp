@@ -81,9 +81,10 @@ bool class_of(const cluster_ledger& l, const planner_options& o, const work_view
   long home_free = 0;
   for (auto& [sid, w] : e.base) home_free += kv.at(sid);  // a base has each server once
   const int base_span = std::max(home_span, 1);
-  const double r_min = work_rate(l.params.model, j.gpus, j.min_workers, base_span, sp);
-  // Its requested size's term taken once for every size below.
+  // Its requested size's term taken once, for its minimum and every size below (work_rate's
+  // arithmetic, as work_rate_at says).
   const double base_rate = requested_base(l.params.model, j.gpus);
+  const double r_min = j.gpus > 0 ? work_rate_at(l.params.model, base_rate, j.min_workers, base_span, sp) : 0.0;
   const double hold_s = hold ? z.hold_by_type[static_cast<size_t>(e.type)] : 0;
   // A change now: the overhead, and (valuing by holding time) the stop's checkpoint of the
   // workers it has. Relative to staying at min, so a job already above min pays it for
@@ -136,12 +137,15 @@ bool class_of(const cluster_ledger& l, const planner_options& o, const work_view
 
 /// Running job `j` (of base `base`) keeps its extra workers if they all still have their GPUs
 /// in `view`, which then holds them; false if some lost theirs.
+/// (`kept`, which then holds its extras, is left in any state when false.)
 bool keep_extras(const job_entry& j, const allocation& base, work_view& view, allocation& kept) {
   bool intact = true;
-  for_each_extra(j.alloc, base, [&](int sid, int w) { intact = intact && view.at(sid) >= w; });
-  if (!intact) return false;
   kept.clear();
-  for_each_extra(j.alloc, base, [&](int sid, int w) { kept.emplace_back(sid, w); });
+  for_each_extra(j.alloc, base, [&](int sid, int w) {
+    intact = intact && view.at(sid) >= w;
+    kept.emplace_back(sid, w);
+  });
+  if (!intact) return false;
   view.take(kept);
   return true;
 }
@@ -199,9 +203,11 @@ void value_sizes(const cluster_ledger& l, const policy_spec& p, const planner_op
     auto& e = plans[i];
     auto& j = l.jobs[e.job];
     if (!p.elastic || j.max_workers <= j.min_workers || e.frozen) continue;
-    mckp_class c;
-    if (!class_of(l, o, kv, share_falls, e, z, c)) continue;
-    in.classes.push_back(std::move(c));
+    // Built in place; one left out has taken no item list yet.
+    if (!class_of(l, o, kv, share_falls, e, z, in.classes.emplace_back())) {
+      in.classes.pop_back();
+      continue;
+    }
     z.class_plan.push_back(i);
   }
 }
@@ -209,9 +215,9 @@ void value_sizes(const cluster_ledger& l, const policy_spec& p, const planner_op
 void choose_sizes(const cluster_ledger& l, std::vector<elastic_plan>& plans, sizing_state& z) {
   // The knapsack takes an item only if it raises the total: with no item worth more than
   // nothing (most rounds), every class keeps its empty choice.
-  bool worth_solving = false;
-  for (auto& c : z.in.classes)
-    for (auto& it : c.items) worth_solving = worth_solving || it.value > 0;
+  const bool worth_solving = std::any_of(z.in.classes.begin(), z.in.classes.end(), [](const mckp_class& c) {
+    return std::any_of(c.items.begin(), c.items.end(), [](const mckp_item& it) { return it.value > 0; });
+  });
   if (worth_solving) {
     solve_mckp(z.in, z.sol);
     price_trades(l, plans, z);

@@ -27,7 +27,9 @@ inline void merge_into(allocation& a, const allocation& b) {
     if (it == a.end()) a.emplace_back(sid, w);
     else it->second += w;
   }
-  std::sort(a.begin(), a.end());
+  // Mostly already in order (a job's extras on its own servers): a sort would not change it.
+  // (The sort is out of line, so that this stays small enough to inline.)
+  if (!std::is_sorted(a.begin(), a.end())) aryl::detail::sort_allocation(a);
 }
 
 /// Free GPUs per server as a round plans them. A view starts as the ledger has it (really

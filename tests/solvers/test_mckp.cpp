@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <stdexcept>
 
@@ -291,4 +292,53 @@ TEST_CASE("mckp: a 300-job instance stays within capacity") {
   auto r = solve_mckp(in);
   check_feasible(in, r);
   CHECK(r.value > 0);
+}
+
+TEST_CASE("mckp: the shortcut for knapsacks that hold every best item equals the full solver on 20,000 random instances") {
+  // Capacities drawn both tight and ample, so that both the shortcut and the full solver
+  // answer; items with ties in value and weight, and out of weight order.
+  std::mt19937_64 rng(31337);
+  std::uniform_int_distribution<int> roomy(0, 2), extra_cap(0, 40);
+  int shortcut = 0, full = 0;
+  for (int i = 0; i < 20000; ++i) {
+    mckp_input in = random_instance(rng, i % 3 == 0);
+    if (roomy(rng) > 0)
+      for (auto& c : in.capacity) c += extra_cap(rng);
+    mckp_result fast{7.0, {5, 5}}, slow{-3.0, {1}};
+    solve_mckp(in, fast);
+    detail::solve_mckp_unshortened(in, slow);
+    REQUIRE(fast.choice == slow.choice);
+    REQUIRE(fast.value == slow.value);
+    // Which path answered: the shortcut whenever each type holds every best item.
+    std::vector<long> need(in.capacity.size(), 0);
+    for (size_t k = 0; k < in.classes.size(); ++k) {
+      double v = 0;
+      int w = 0;
+      for (auto& it : in.classes[k].items)
+        if (it.value > 0 && it.weight <= in.capacity[in.classes[k].gpu_type] &&
+            (it.value > v || (it.value == v && it.weight < w))) {
+          v = it.value;
+          w = it.weight;
+        }
+      need[in.classes[k].gpu_type] += w;
+    }
+    bool fits = true;
+    for (size_t t = 0; t < need.size(); ++t) fits = fits && need[t] <= in.capacity[t];
+    (fits ? shortcut : full)++;
+  }
+  CHECK(shortcut > 2000);
+  CHECK(full > 1000);
+}
+
+TEST_CASE("mckp: the shortcut rejects malformed input with the full solver's message") {
+  // The first error in class order, whichever path would have answered.
+  mckp_input in{{4}, {{{{1, 1.0}}, 0}, {{{1, 2.0}, {0, 1.0}}, 0}, {{{1, 1.0}}, 3}}};
+  CHECK_THROWS_WITH_AS(solve_mckp(in), "mckp: class 1 item 1 has weight < 1", std::invalid_argument);
+  mckp_result r;
+  CHECK_THROWS_WITH_AS(detail::solve_mckp_unshortened(in, r), "mckp: class 1 item 1 has weight < 1",
+                       std::invalid_argument);
+  in.classes[1].items[1].weight = 2;
+  CHECK_THROWS_WITH_AS(solve_mckp(in), "mckp: class 2 has gpu_type 3 without a capacity", std::invalid_argument);
+  in.classes[0].items[0].value = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH_AS(solve_mckp(in), "mckp: class 0 item 0 has a non-finite value", std::invalid_argument);
 }
