@@ -21,8 +21,8 @@ inline constexpr std::array<const char*, 7> round_cause_names{"first", "arrival"
 /// What a round plans (solvers/round_planner.hpp), and what asked for it.
 enum class round_scope;
 struct round_kind {
-  round_scope scope;
-  round_cause cause;
+  round_scope scope{};
+  round_cause cause{};
 };
 
 /// One decision: virtual time, the actor that made it, what, and why.

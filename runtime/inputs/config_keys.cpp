@@ -172,7 +172,6 @@ std::vector<config_key> workload_keys() {
              {"x", "an elastic job's maximum: ceil(n x this) of its n requested workers"}),
       share("jobs.mispredict_fraction", F(mispredict_fraction),
             "share of jobs whose predicted work is off (seeded); the scheduler sees predictions only"),
-      // Below 1: a factor of 1 - 1 would predict no work at all.
       number("jobs.mispredict_error", F(mispredict_error), 0, 0.99,
              {"", "... off by a uniform factor within +-this"}),
       share("jobs.unestimated_fraction", F(unestimated_fraction),

@@ -49,7 +49,8 @@ void assign_job_attributes(std::vector<job_spec>& jobs, const job_attribute_opti
         o.max_workers_factor, "[1, inf)");
   check(o.mispredict_fraction >= 0 && o.mispredict_fraction <= 1, "mispredict_fraction", o.mispredict_fraction,
         "[0, 1]");
-  check(o.mispredict_error >= 0 && o.mispredict_error < 1, "mispredict_error", o.mispredict_error, "[0, 1)");
+  // At most 0.99, as the config table takes it: a factor of 1 - 1 would predict no work at all.
+  check(o.mispredict_error >= 0 && o.mispredict_error <= 0.99, "mispredict_error", o.mispredict_error, "[0, 0.99]");
   check(o.unestimated_fraction >= 0 && o.unestimated_fraction <= 1, "unestimated_fraction", o.unestimated_fraction,
         "[0, 1]");
   if (explicit_elastic && explicit_elastic->size() != jobs.size())

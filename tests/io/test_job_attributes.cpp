@@ -153,7 +153,7 @@ TEST_CASE("job attributes: out-of-range options are input errors") {
   o.max_workers_factor = 0.5;
   CHECK_THROWS_AS(assign_job_attributes(jobs, o), input_error);
   o = {};
-  o.mispredict_error = 1;
+  o.mispredict_error = 0.995;  // past 0.99, the end of its config range
   CHECK_THROWS_AS(assign_job_attributes(jobs, o), input_error);
 }
 
