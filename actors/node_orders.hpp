@@ -19,11 +19,6 @@ inline constexpr std::array<std::string_view, 3> node_action_names{"cordon", "dr
 
 constexpr std::string_view to_string(node_action a) { return node_action_names[static_cast<size_t>(a)]; }
 
-/// The action named `name`; nothing for a word that is none of them.
-constexpr std::optional<node_action> node_action_named(std::string_view name) {
-  return enum_named<node_action>(node_action_names, name);
-}
-
 /// What holds a training server out of placement. cordon: no new work there, its jobs run on.
 /// drain: the same, and the server counts as drained once its last job has left; with `now`
 /// its jobs are stopped at once (they checkpoint) and queued again, each stop a preemption.

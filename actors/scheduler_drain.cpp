@@ -103,7 +103,7 @@ node_answer on_node_order(self_ptr self, const node_order& o) {
                                "(inference servers are lent and taken back as demand says)",
                                s.name)};
   const std::string why = o.reason.empty() ? "asked by an operator" : o.reason;
-  const auto action = node_action_named(o.action);
+  const auto action = enum_named<node_action>(node_action_names, o.action);
   if (!action) return {false, fmt::format("{}: unknown order '{}' (cordon, drain or resume)", s.name, o.action)};
   if (*action == node_action::resume) return resume(self, sid, now, why);
   if (o.now && action != node_action::drain) return {false, fmt::format("{}: --now is for drain only", s.name)};

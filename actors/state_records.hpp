@@ -31,11 +31,6 @@ inline constexpr std::array<std::string_view, 3> saved_status_names{"queued", "r
 
 constexpr std::string_view to_string(saved_status s) { return saved_status_names[static_cast<size_t>(s)]; }
 
-/// The status named `name`; nothing for a name that is none of them.
-constexpr std::optional<saved_status> saved_status_named(std::string_view name) {
-  return enum_named<saved_status>(saved_status_names, name);
-}
-
 /// One job as last journaled.
 struct saved_job {
   job_spec spec;                 ///< spec.submit: when the scheduler took it (simulated time)

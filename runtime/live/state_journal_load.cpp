@@ -106,7 +106,7 @@ void read_jobs(sqlite3* db, const failer& fail, std::vector<saved_job>& out) {
     } catch (const std::exception& e) {
       fail(fmt::format("job {}: unreadable record: {}", s.integer(0), e.what()));
     }
-    auto status = saved_status_named(s.text(1));
+    auto status = enum_named<saved_status>(saved_status_names, s.text(1));
     if (!status) fail(fmt::format("job {}: unknown status '{}'", s.integer(0), s.text(1)));
     j.status = *status;
     if (j.spec.index != static_cast<uint64_t>(s.integer(0))) fail(fmt::format("job {}: its spec says job {}", s.integer(0), j.spec.index));

@@ -39,8 +39,8 @@ TEST_CASE("orders and holds are read from the words clients and the journal use,
   CHECK(!job_action_named("requeue"));
   CHECK(done_word(job_action::release) == "released");
   for (auto a : {node_action::cordon, node_action::drain, node_action::resume})
-    CHECK(node_action_named(to_string(a)) == a);
-  CHECK(!node_action_named("Drain"));
+    CHECK(enum_named<node_action>(node_action_names, to_string(a)) == a);
+  CHECK(!enum_named<node_action>(node_action_names, "Drain"));
   CHECK(hold_named("drain") == hold_kind::drain);
   CHECK(hold_named("cordon") == hold_kind::cordon);
   CHECK(!hold_named("up"));  // no hold: the journal keeps no row

@@ -14,7 +14,7 @@ namespace {
 saved_job job(uint32_t index, const std::string& status, const std::string& alloc, int workers) {
   saved_job j;
   j.spec.index = index;
-  j.status = *saved_status_named(status);
+  j.status = *enum_named<saved_status>(saved_status_names, status);
   j.alloc = alloc;
   j.workers = workers;
   return j;
