@@ -224,11 +224,16 @@ std::vector<std::string> run_writer::carry_on(const char* name) {
 }
 
 run_writer::~run_writer() {
-  for (auto [f, pending] : {std::pair{events_file_, &events_out_}, std::pair{timeline_file_, &timeline_out_}}) {
-    if (!f) continue;
-    std::fwrite(pending->data(), 1, pending->size(), f);
-    std::fclose(f);
-  }
+  write_pending();
+  if (events_file_) std::fclose(events_file_);
+  if (timeline_file_) std::fclose(timeline_file_);
+}
+
+void run_writer::write_pending() {
+  if (events_file_) std::fwrite(events_out_.data(), 1, events_out_.size(), events_file_);
+  if (timeline_file_) std::fwrite(timeline_out_.data(), 1, timeline_out_.size(), timeline_file_);
+  events_out_.clear();
+  timeline_out_.clear();
 }
 
 void run_writer::emit(std::FILE* f, std::string& pending) {
@@ -239,10 +244,7 @@ void run_writer::emit(std::FILE* f, std::string& pending) {
 }
 
 void run_writer::close_line_files() {
-  if (events_file_) std::fwrite(events_out_.data(), 1, events_out_.size(), events_file_);
-  if (timeline_file_) std::fwrite(timeline_out_.data(), 1, timeline_out_.size(), timeline_file_);
-  events_out_.clear();
-  timeline_out_.clear();
+  write_pending();
   close(events_file_, "events.log");
   close(timeline_file_, "timeline.csv");
 }

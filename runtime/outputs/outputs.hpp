@@ -90,10 +90,11 @@ private:
   std::FILE* events_file_ = nullptr;
   std::FILE* timeline_file_ = nullptr;
   /// Lines of events.log and timeline.csv not yet handed to their file: emit() writes them in
-  /// blocks of 64 KiB, or each at once with `flush_lines`; close_line_files() writes the rest
-  /// and closes both files.
+  /// blocks of 64 KiB, or each at once with `flush_lines`; write_pending() hands over the rest,
+  /// as close_line_files() and the destructor do before closing both files.
   std::string events_out_, timeline_out_;
   void emit(std::FILE* f, std::string& pending);
+  void write_pending();
   void close_line_files();
   std::vector<job_record> jobs_;
   std::function<void(const event_record&)> on_event_;

@@ -39,6 +39,16 @@ std::string expected_line(const event_record& e) {
   return escape_control(line) + "\n";
 }
 
+/// Writes events 0..n-1 to `w`; returns the lines they make.
+std::string write_events(run_writer& w, int n) {
+  std::string expected;
+  for (int i = 0; i < n; ++i) {
+    w.event(nth_event(i));
+    expected += expected_line(nth_event(i));
+  }
+  return expected;
+}
+
 } // namespace
 
 TEST_CASE("output lines: a simulation's events.log is every line, in order and escaped, across many 64 KiB blocks") {
@@ -46,10 +56,7 @@ TEST_CASE("output lines: a simulation's events.log is every line, in order and e
   std::string expected;
   {
     run_writer w(dir);
-    for (int i = 0; i < 5000; ++i) {
-      w.event(nth_event(i));
-      expected += expected_line(nth_event(i));
-    }
+    expected = write_events(w, 5000);
     run_summary s;
     w.commit(w.finish(s));
   }
@@ -103,10 +110,7 @@ TEST_CASE("output lines: a writer destroyed without finishing still leaves every
   std::string expected;
   {
     run_writer w(dir);
-    for (int i = 0; i < 200; ++i) {
-      w.event(nth_event(i));
-      expected += expected_line(nth_event(i));
-    }
+    expected = write_events(w, 200);
   }
   CHECK(read_file(dir + "/events.log.partial") == expected);
   std::filesystem::remove_all(dir);
