@@ -267,6 +267,13 @@ void on_submit(self_ptr self, job_spec& spec) {
 }
 
 int on_restore(self_ptr self, std::vector<saved_job>& rows) {
+  // Ended tasks are in their arrays before any job is taken: a job restored first that
+  // depends on an array waits for them too.
+  for (auto& row : rows)
+    if (row.status == saved_status::ended && row.spec.array_job >= 0) {
+      make_room(self->state, row.spec.index);
+      rejoin_array(self->state, row.spec);
+    }
   for (auto& row : rows) restore_job(self, row);
   for (auto& row : rows) settle_never(self, row.spec.index);
   return static_cast<int>(rows.size());

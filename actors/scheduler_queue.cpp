@@ -302,6 +302,17 @@ void take_rules(self_ptr self, const job_spec& spec, const saved_job* restored) 
   settle(self, job);
 }
 
+void rejoin_array(scheduler_state& st, const job_spec& spec) {
+  if (spec.array_job < 0) return;
+  auto& r = rules_of(st, spec.index);
+  r.array_job = spec.array_job;
+  r.array_task = spec.array_task;
+  auto& a = st.jobs.arrays[static_cast<uint32_t>(spec.array_job)];
+  a.tasks.push_back(spec.index);
+  a.ids.push_back(spec.array_task);
+  a.limit = spec.array_limit;
+}
+
 void settle_never(self_ptr self, uint32_t job) {
   auto& st = self->state;
   if (job >= st.jobs.rules.size() || !st.jobs.actors[job]) return;

@@ -122,23 +122,26 @@ job_record record_from(const json& j) {
   return r;
 }
 
-json compact_json(const job_record& r) {
+json compact_json(const job_record& r, const job_spec& s) {
   json a = json::array();
   for (auto& f : record_fields) std::visit([&](auto member) { a.push_back(field_json(r.*member)); }, f.member);
+  if (s.array_job >= 0)
+    for (json v : {json(s.array_job), json(s.array_task), json(s.array_count), json(s.array_limit)})
+      a.push_back(std::move(v));
   return a;
 }
 
-job_record record_from_compact(const json& a) {
+saved_job ended_from_compact(const json& a) {
   // 19 fields before the work-efficiency ones (read as 0), 26 since, 27 with `predicted`, 29
-  // with `estimated` and `tenant`, 30 with `attempts`.
-  if (!a.is_array() || (a.size() != 19 && a.size() != 26 && a.size() != 27 && a.size() != 29 && a.size() != 30))
-    throw std::runtime_error("an ended job's record is not an array of 19, 26, 27, 29 or 30 fields");
+  // with `estimated` and `tenant`, 30 with `attempts`; 34: an array task's four after them.
+  constexpr size_t fields = std::size(record_fields), task = fields + 4;
+  static_assert(fields == 30, "a new record field needs its compact size here");
+  if (!a.is_array() || (a.size() != 19 && a.size() != 26 && a.size() != 27 && a.size() != 29 && a.size() != fields &&
+                        a.size() != task))
+    throw std::runtime_error("an ended job's record is not an array of 19, 26, 27, 29, 30 or 34 fields");
   job_record r;
-  for (size_t i = 0; i < a.size(); ++i) read_field(r, record_fields[i], a[i], fmt::format("field {}", i));
-  return r;
-}
-
-saved_job ended_job(job_record r) {
+  for (size_t i = 0; i < std::min(a.size(), fields); ++i)
+    read_field(r, record_fields[i], a[i], fmt::format("field {}", i));
   saved_job j;
   j.spec.index = r.index;
   j.spec.name = r.name;
@@ -148,6 +151,12 @@ saved_job ended_job(job_record r) {
   j.spec.duration_s = r.duration_s;
   j.spec.tenant = r.tenant;
   j.spec.estimated = r.estimated;
+  if (a.size() == task) {
+    j.spec.array_job = whole<uint32_t>(a[fields], "array_job");  // an array is named by a job id
+    j.spec.array_task = whole<uint32_t>(a[fields + 1], "array_task");
+    j.spec.array_count = whole<uint32_t>(a[fields + 2], "array_count");
+    j.spec.array_limit = whole<uint32_t>(a[fields + 3], "array_limit");
+  }
   j.status = saved_status::ended;
   j.workers = r.last_workers;
   j.record = std::move(r);

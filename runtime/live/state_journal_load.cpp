@@ -131,7 +131,7 @@ void read_ended(sqlite3* db, const failer& fail, std::vector<saved_job>& out) {
   int rc;
   while ((rc = e.step()) == SQLITE_ROW) {
     try {
-      for (auto& r : json::parse(e.text(1))) out.push_back(ended_job(record_from_compact(r)));
+      for (auto& r : json::parse(e.text(1))) out.push_back(ended_from_compact(r));
     } catch (const std::exception& x) {
       fail(fmt::format("ended jobs (row {}): unreadable records: {}", e.integer(0), x.what()));
     }

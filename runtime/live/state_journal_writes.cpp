@@ -170,12 +170,12 @@ size_t state_journal::compact() {
   in_transaction(db_, [&] {
     std::vector<json> records;
     {
-      statement s(db_, "SELECT idx, record FROM jobs WHERE status = 'ended' ORDER BY idx");
+      statement s(db_, "SELECT idx, spec, record FROM jobs WHERE status = 'ended' ORDER BY idx");
       if (!s.ok()) fail(sqlite3_errmsg(db_));
       int rc;
       while ((rc = s.step()) == SQLITE_ROW) {
         try {
-          records.push_back(compact_json(record_from(json::parse(s.text(1)))));
+          records.push_back(compact_json(record_from(json::parse(s.text(2))), spec_from(json::parse(s.text(1)))));
         } catch (const input_error&) {
           throw;
         } catch (const std::exception& e) {

@@ -313,3 +313,39 @@ TEST_CASE_FIXTURE(queue_fixture, "a task is named by its array and id, and cance
   REQUIRE(record(later));
   CHECK(record(later)->outcome == job_outcome::dependency_never_met);
 }
+
+TEST_CASE_FIXTURE(queue_fixture, "a restarted scheduler keeps ended tasks in their array: a dependency on it waits for them") {
+  auto s = spawn_scheduler(1);
+  // Array 0 of tasks 0 and 1, both ended before the restart (task 1 failed); job 2 waits for
+  // the array (afterok: every task done), so it can never run.
+  std::vector<saved_job> rows;
+  for (uint32_t t = 0; t < 2; ++t) {
+    saved_job row;
+    row.spec = spec(8, 100);
+    row.spec.index = row.record.index = t;
+    row.spec.array_job = 0;
+    row.spec.array_task = t;
+    row.spec.array_count = 2;
+    row.status = saved_status::ended;
+    row.record.outcome = t == 0 ? job_outcome::done : job_outcome::failed;
+    rows.push_back(row);
+  }
+  saved_job waiter;
+  waiter.spec = spec(8, 100, "0");
+  waiter.spec.index = waiter.record.index = 2;
+  waiter.status = saved_status::queued;
+  // Taken first: the array's ended tasks must be known before it.
+  rows.insert(rows.begin(), waiter);
+  auto restored = ask<int>(s, restore_atom::value, rows);
+  REQUIRE(restored);
+  CHECK(*restored == 3);
+  run_out();
+  CHECK(starts().empty());
+  REQUIRE(record(2));
+  CHECK(record(2)->outcome == job_outcome::dependency_never_met);
+  CHECK(record(2)->attempts.back().why == "its dependency afterok:1 can never be met: job 1 ended failed");
+  // The array's id still names the array.
+  auto why = ask<std::string>(s, cancel_atom::value, uint32_t{0});
+  REQUIRE(why);
+  CHECK(*why == "array 0 (j) has already ended");
+}

@@ -18,8 +18,9 @@ task sees ARYL_ARRAY_TASK_ID, ARYL_ARRAY_JOB_ID and ARYL_ARRAY_TASK_COUNT; `canc
 cancels task 5 only, and `cancel JOB` of another array cancels its every task. Serve runs
 with --state: killed (SIGKILL) with a job held, one waiting for it and an array whose limit
 keeps 3 of its 4 tasks waiting, the serve restarted on the state file still has the job held,
-the other waiting for it and the array's tasks beyond its limit waiting; released, the held
-job runs and the one after it follows. --help of hold, release, update and submit lists their
+the other waiting for it and the array's tasks beyond its limit waiting, and the ended tasks,
+folded into final records, still in their arrays (afterok of an array with a cancelled task
+is refused); released, the held job runs and the one after it follows. --help of hold, release, update and submit lists their
 flags. Serve is stopped with SIGTERM; no process is left, no port bound.
 """
 
@@ -39,6 +40,12 @@ DEADLINE_S = 150
 def all_jobs(bed):
     r = bed.client("status", "--all", "--json")
     return json.loads(r.stdout)["jobs"] if r.returncode == 0 else []
+
+
+def ended_tasks(bed):
+    """Ended array tasks: job id -> (array id, task id, outcome)."""
+    return {j["job_id"]: (j["array_job"], j.get("array_task"), j["outcome"])
+            for j in all_jobs(bed) if "outcome" in j and "array_job" in j}
 
 
 def ended(bed, job_id):
@@ -167,12 +174,24 @@ def restart(bed, serve, args):
         return None
     wait_for(lambda: any(j.get("array_job") == w and j["state"] == "running" for j in bed.status()["jobs"]), 10,
              "W's first task to run")
+    tasks_before = ended_tasks(bed)
     serve.kill()
     serve.wait()
     serve = bed.serve(args, log="serve-2.log", port=bed.port)
     if not serve or not check(wait_for(lambda: bed.status() is not None and job(bed.status(), h), 40,
                                        "the restarted serve to answer"), "the restarted serve answers"):
         return serve
+    # Their rows were folded into final records (live.state_compact_every=1): the ended
+    # tasks are still their arrays' tasks, and afterok of an array whose first task ended done
+    # and another cancelled can never be met.
+    check(tasks_before and ended_tasks(bed) == tasks_before,
+          f"ended array tasks keep their arrays after the restart ({tasks_before}, {ended_tasks(bed)})")
+    mixed = [a for a in {a for a, _, _ in tasks_before.values()}
+             if tasks_before.get(a, (0, 0, ""))[2] == "done"
+             and any(t[0] == a and t[2] == "cancelled" for t in tasks_before.values())]
+    if check(mixed, f"an array with a done first task and a cancelled one ({tasks_before})"):
+        r = bed.submit("--name", "late", "--gpus", "1", "--after", str(mixed[0]), "--", "sh", "-c", "true")
+        check("can never be met" in str(r), f"afterok of that array is refused after the restart ({r})")
     s = bed.status()
     check(job(s, h).get("held") is True, f"H is still held after the restart ({job(s, h)})")
     check(job(s, x).get("reason") == f"dependency (afterok:{h})", f"X still waits for H ({job(s, x)})")
@@ -192,7 +211,8 @@ def run(a, work, procs):
     args = ["--no-workload", "--servers", "1", "--set", "cluster.training.gpus_per_server=4",
             "--set", "cluster.inference.servers=0", "--speedup", "1", "--policy", "fifo",
             "--set", "scheduler.backfill=false", "--set", "jobs.restart_overhead_s=0",
-            "--set", "jobs.scale_overhead_s=0", "--state", os.path.join(bed.dir, "state.db")]
+            "--set", "jobs.scale_overhead_s=0", "--set", "live.state_compact_every=1",
+            "--state", os.path.join(bed.dir, "state.db")]
     serve = bed.serve(args)
     if not serve:
         return None

@@ -245,6 +245,12 @@ saved_job job_at(uint32_t index, saved_status status) {
   j.status = status;
   j.record.training_gpu_s = index * 0.5;
   j.record.loaned_needed_gpu_s = 1.0 / (index + 3);  // must read back exactly
+  if (index % 3 == 0) {  // an array task
+    j.spec.array_job = index / 30 * 30;
+    j.spec.array_task = index % 30;
+    j.spec.array_count = 30;
+    j.spec.array_limit = index % 4;
+  }
   if (status == saved_status::ended) {
     j.record.tenant = index % 2 == 0 ? "prod" : "";
     j.record.estimated = index % 5 != 0;
@@ -378,7 +384,36 @@ TEST_CASE("state journal: compaction keeps the file's rows bounded over many end
     CHECK(got.record.tenant == want.record.tenant);
     CHECK(got.spec.tenant == want.record.tenant);
     CHECK(got.record.estimated == want.record.estimated);
+    // An array task stays one after the fold: a restart keeps it in its array.
+    CHECK(got.spec.array_job == want.spec.array_job);
+    CHECK(got.spec.array_task == want.spec.array_task);
+    CHECK(got.spec.array_count == want.spec.array_count);
+    CHECK(got.spec.array_limit == want.spec.array_limit);
   }
+}
+
+TEST_CASE("state journal: a folded array task whose array id is not a job id is refused naming the file and row") {
+  scratch s;
+  auto path = s.file("state.db");
+  {
+    state_journal j(path);
+    j.put_job(job_at(3, saved_status::ended));  // index 3: an array task
+    REQUIRE(j.compact() == 1);
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  // The array id is the fourth field from the end: made -4.
+  REQUIRE(sqlite3_exec(db, "UPDATE ended SET records = json_replace(records, '$[0][#-4]', -4)", nullptr, nullptr,
+                       nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  state_journal j(path);
+  std::string why;
+  try {
+    j.load();
+  } catch (const input_error& e) {
+    why = e.what();
+  }
+  CHECK(why.find(path + ": ended jobs (row 0): unreadable records: 'array_job' -4 is not a whole number") == 0);
 }
 
 TEST_CASE("state journal: a job's progress after it was folded changes nothing") {
