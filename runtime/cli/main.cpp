@@ -313,12 +313,12 @@ int main(int argc, char** argv) {
                          "only the job table, in these columns (comma list): " + aryl::live::column_names());
   double status_watch = 0;
   status_cmd->add_option("--watch", status_watch, "print again every N seconds (fractions allowed) until SIGINT or SIGTERM");
-  uint64_t logs_job = 0;
+  std::string logs_job;
   uint32_t logs_rank = 0;
   bool logs_follow = false;
   auto* logs_cmd = app.add_subcommand("logs", "live mode: a job's worker output, fetched from its agent");
   client_flags(logs_cmd);
-  logs_cmd->add_option("job", logs_job, "job id")->required();
+  logs_cmd->add_option("job", logs_job, "job id (JOB_TASK: a task of an array)")->required();
   logs_cmd->add_option("--rank", logs_rank, "which worker (default 0)");
   logs_cmd->add_flag("--follow,-f", logs_follow, "keep printing what it writes while the job runs");
   std::vector<std::string> show_what;
@@ -580,8 +580,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*logs_cmd) {
+      auto ref = aryl::cli::parse_job_ref("logs", logs_job);
       connect_to(logs_cmd);
-      aryl::live::logs(co, logs_job, logs_rank, logs_follow, std::cout);
+      aryl::live::logs(co, ref.job, ref.task, logs_rank, logs_follow, std::cout);
       return 0;
     }
     if (*show_cmd && show_what.front() == "node") {

@@ -183,12 +183,13 @@ std::string cancel(const client_options& o, uint64_t job) {
   return what + ": it was queued";
 }
 
-void logs(const client_options& o, uint64_t job, uint32_t rank, bool follow, std::ostream& out, double poll_s) {
+void logs(const client_options& o, uint64_t job, std::optional<uint32_t> task, uint32_t rank, bool follow,
+          std::ostream& out, double poll_s) {
   connection c(o);
   greet(c, o);
   uint64_t offset = 0;
   for (;;) {
-    c.send(wire::logs_request{job, rank, offset});
+    c.send(wire::logs_request{job, rank, offset, task});
     auto m = c.receive();
     auto* r = std::get_if<wire::logs_reply>(&m);
     if (!r) throw input_error(fmt::format("logs: the scheduler answered '{}'", wire::type_of(m)));

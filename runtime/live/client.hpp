@@ -64,7 +64,8 @@ std::string cancel(const client_options& o, uint64_t job);
 /// `aryl logs`: writes the output of (job, rank) to `out` from its start; with `follow`, goes
 /// on asking every `poll_s` seconds while the job is active (as `tail -f`). Throws
 /// aryl::input_error with the scheduler's reason (no such worker, its agent away).
-void logs(const client_options& o, uint64_t job, uint32_t rank, bool follow, std::ostream& out, double poll_s = 1);
+void logs(const client_options& o, uint64_t job, std::optional<uint32_t> task, uint32_t rank, bool follow,
+          std::ostream& out, double poll_s = 1);
 
 /// squeue/sinfo-like tables of a status reply: active jobs with their size, GPU type, run
 /// time, servers and why each queued one waits; then ended ones (if listed) with their

@@ -303,8 +303,9 @@ void session::on_client(const wire::message& msg) {
     return g_->history_for(shared_from_this(), *q);
   }
   if (auto* q = std::get_if<wire::logs_request>(&msg)) {
-    if (!allowed_on_job(action::logs, q->job_id)) return;
-    return ask_log(*q);
+    auto job = task_index(q->job_id, q->array_task);
+    if (!job || !allowed_on_job(action::logs, *job)) return;
+    return ask_log({*job, q->rank, q->offset});
   }
   if (auto* q = std::get_if<wire::node_request>(&msg)) {
     if (!allowed(action::node_order, q->server)) return;

@@ -249,6 +249,7 @@ void fields(A& a, T& m) {
   a("job_id", m.job_id);
   a("rank", m.rank);
   a("offset", m.offset);
+  a("array_task", m.array_task);
 }
 
 template <class A, is<log_fetch> T>

@@ -445,6 +445,8 @@ struct logs_request {
   uint64_t job_id = 0;
   uint32_t rank = 0;
   uint64_t offset = 0;
+  /// A task of the array `job_id` (`aryl logs 42_7`); absent: the job itself.
+  std::optional<uint32_t> array_task{};
   bool operator==(const logs_request&) const = default;
 };
 

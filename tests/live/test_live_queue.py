@@ -14,7 +14,8 @@ it ends done; an update of a running job is refused. A chain A -> B (afterok, B 
 (afternotok B) runs C after B, D (afterok B) ends dependency_never_met naming job B, and
 --after of an unknown job is refused. An array --array 0-5%2 never has more than 2 tasks
 running, its table row is folded (JOB_[0-5]) unless --array, `show JOB_3` shows task 3, each
-task sees ARYL_ARRAY_TASK_ID, ARYL_ARRAY_JOB_ID and ARYL_ARRAY_TASK_COUNT; `cancel JOB_5`
+task sees ARYL_ARRAY_TASK_ID, ARYL_ARRAY_JOB_ID and ARYL_ARRAY_TASK_COUNT, `logs JOB_3` prints
+task 3's output (JOB_9: no such task); `cancel JOB_5`
 cancels task 5 only, and `cancel JOB` of another array cancels its every task. Serve runs
 with --state: killed (SIGKILL) with a job held, one waiting for it and an array whose limit
 keeps 3 of its 4 tasks waiting, the serve restarted on the state file still has the job held,
@@ -126,7 +127,8 @@ def dependencies(bed):
 def arrays(bed):
     out = os.path.join(bed.dir, "array-out")
     os.makedirs(out)
-    cmd = (f"echo $ARYL_ARRAY_JOB_ID $ARYL_ARRAY_TASK_ID $ARYL_ARRAY_TASK_COUNT >> {out}/tasks; sleep 2")
+    cmd = (f"echo task $ARYL_ARRAY_TASK_ID; echo $ARYL_ARRAY_JOB_ID $ARYL_ARRAY_TASK_ID $ARYL_ARRAY_TASK_COUNT "
+           f">> {out}/tasks; sleep 2")
     arr = bed.submit("--name", "sweep", "--gpus", "1", "--array", "0-5%2", "--", "sh", "-c", cmd)
     if not check(isinstance(arr, int), f"an array is submitted ({arr})"):
         return False
@@ -153,6 +155,10 @@ def arrays(bed):
     outs = {j["array_task"]: j.get("outcome") for j in all_jobs(bed) if j.get("array_job") == arr}
     check(outs == {0: "done", 1: "done", 2: "done", 3: "done", 4: "done", 5: "cancelled"},
           f"tasks 0-4 done, task 5 cancelled ({outs})")
+    r = bed.client("logs", f"{arr}_3")
+    check(r.returncode == 0 and r.stdout == "task 3\n", f"logs JOB_3 prints task 3's output ({r.stdout}{r.stderr})")
+    r = bed.client("logs", f"{arr}_9")
+    check(r.returncode != 0 and f"job {arr}_9: no such array task" in r.stderr, f"logs JOB_9 names no task ({r.stderr})")
     other = bed.submit("--name", "long", "--gpus", "1", "--array", "0-3", "--", "sh", "-c", "sleep 60")
     wait_for(lambda: any(j.get("array_job") == other and j["state"] == "running" for j in bed.status()["jobs"]), 10,
              "the second array to run")

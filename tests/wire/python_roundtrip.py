@@ -72,7 +72,7 @@ EXPECTED = [
                  {"t_s": 13.0, "event": "start", "detail": "workers=2 a100 [node-01:2]",
                   "why": "fits its base demand"}]},
     {"type": "shutdown", "reason": "the run is over"},
-    {"type": "logs_request", "job_id": 5, "rank": 1, "offset": 4096},
+    {"type": "logs_request", "job_id": 5, "rank": 1, "offset": 4096, "array_task": 2},
     {"type": "log_fetch", "request": 77, "job_id": 5, "rank": 1, "offset": 4096, "max_bytes": 60000},
     {"type": "log_chunk", "request": 77, "text": "step=10 loss=0.5\n", "size": 4113},
     {"type": "logs_reply", "job_id": 5, "rank": 1, "server": "node-01", "offset": 4096,

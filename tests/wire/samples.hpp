@@ -108,7 +108,7 @@ inline std::vector<message> sample_messages() {
       show_request{.job_id = 5, .array_task = 3},
       show,
       shutdown{.reason = "the run is over"},
-      logs_request{.job_id = 5, .rank = 1, .offset = 4096},
+      logs_request{.job_id = 5, .rank = 1, .offset = 4096, .array_task = 2},
       log_fetch{.request = 77, .job_id = 5, .rank = 1, .offset = 4096, .max_bytes = 60000},
       log_chunk{.request = 77, .text = "step=10 loss=0.5\n", .size = 4113, .error = std::nullopt},
       logs_reply{.job_id = 5, .rank = 1, .server = "node-01", .offset = 4096, .text = "step=10 loss=0.5\n",
