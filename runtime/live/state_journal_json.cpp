@@ -126,19 +126,21 @@ json compact_json(const job_record& r, const job_spec& s) {
   json a = json::array();
   for (auto& f : record_fields) std::visit([&](auto member) { a.push_back(field_json(r.*member)); }, f.member);
   if (s.array_job >= 0)
-    for (json v : {json(s.array_job), json(s.array_task), json(s.array_count), json(s.array_limit)})
-      a.push_back(std::move(v));
+    a.push_back({{"array_job", s.array_job}, {"array_task", s.array_task}, {"array_count", s.array_count},
+                 {"array_limit", s.array_limit}});
   return a;
 }
 
 saved_job ended_from_compact(const json& a) {
   // 19 fields before the work-efficiency ones (read as 0), 26 since, 27 with `predicted`, 29
-  // with `estimated` and `tenant`, 30 with `attempts`; 34: an array task's four after them.
-  constexpr size_t fields = std::size(record_fields), task = fields + 4;
+  // with `estimated` and `tenant`, 30 with `attempts`; then, for an array task, an object of
+  // its spec's array fields.
+  constexpr size_t fields = std::size(record_fields);
   static_assert(fields == 30, "a new record field needs its compact size here");
-  if (!a.is_array() || (a.size() != 19 && a.size() != 26 && a.size() != 27 && a.size() != 29 && a.size() != fields &&
-                        a.size() != task))
-    throw std::runtime_error("an ended job's record is not an array of 19, 26, 27, 29, 30 or 34 fields");
+  const bool task = a.is_array() && a.size() == fields + 1;
+  if (!a.is_array() ||
+      (a.size() != 19 && a.size() != 26 && a.size() != 27 && a.size() != 29 && a.size() != fields && !task))
+    throw std::runtime_error("an ended job's record is not an array of 19, 26, 27, 29, 30 or 31 fields");
   job_record r;
   for (size_t i = 0; i < std::min(a.size(), fields); ++i)
     read_field(r, record_fields[i], a[i], fmt::format("field {}", i));
@@ -151,11 +153,13 @@ saved_job ended_from_compact(const json& a) {
   j.spec.duration_s = r.duration_s;
   j.spec.tenant = r.tenant;
   j.spec.estimated = r.estimated;
-  if (a.size() == task) {
-    j.spec.array_job = whole<uint32_t>(a[fields], "array_job");  // an array is named by a job id
-    j.spec.array_task = whole<uint32_t>(a[fields + 1], "array_task");
-    j.spec.array_count = whole<uint32_t>(a[fields + 2], "array_count");
-    j.spec.array_limit = whole<uint32_t>(a[fields + 3], "array_limit");
+  if (task) {
+    auto& x = a[fields];
+    if (!x.is_object()) throw std::runtime_error("field 30 is not an object of an array task's fields");
+    j.spec.array_job = whole_at<uint32_t>(x, "array_job");  // an array is named by a job id
+    j.spec.array_task = whole_at<uint32_t>(x, "array_task");
+    j.spec.array_count = whole_at<uint32_t>(x, "array_count");
+    j.spec.array_limit = whole_at<uint32_t>(x, "array_limit");
   }
   j.status = saved_status::ended;
   j.workers = r.last_workers;
