@@ -17,7 +17,9 @@ constexpr int64_t answer_of(admit_refusal r) { return static_cast<int64_t>(r); }
 constexpr std::string_view to_string(admit_refusal r) {
   switch (r) {
     case admit_refusal::stopping: return "the run is stopping";
-    case admit_refusal::no_answer: return "the scheduler did not answer";
+    case admit_refusal::no_answer:
+      return "the scheduler did not answer in 2 s; the job may have been taken (a submit with --key can be "
+             "repeated safely)";
     case admit_refusal::not_journaled:
       return "the state file cannot be written (see serve's log); submits are refused until it can, running jobs go "
              "on";

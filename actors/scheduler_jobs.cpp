@@ -158,10 +158,30 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
                                         : replan::none);
 }
 
+namespace {
+
+/// A submit with the key of job (or array) `id`'s: answered `id`, once `id` is journaled.
+caf::result<int64_t> repeated_submit(self_ptr self, const job_spec& spec, uint32_t id) {
+  auto& st = self->state;
+  log(self, st.jenv->tb.now(self), "resubmit", fmt::format("{} key={}", job_name(id), spec.key),
+      "a submit with the same key took it");
+  auto w = st.jobs.key_waits.find(id);
+  if (w == st.jobs.key_waits.end()) return static_cast<int64_t>(id);
+  auto repeat = self->make_response_promise<int64_t>();
+  w->second.push_back(repeat);
+  return repeat;
+}
+
+} // namespace
+
 /// A client's job (see admit in scheduler_protocol.hpp): numbered, taken, journaled; the
 /// answer is its index once the journal has it.
 caf::result<int64_t> admit_job(self_ptr self, job_spec& spec) {
   auto& st = self->state;
+  if (!spec.key.empty()) {
+    auto first = st.jobs.keyed.find({spec.user, spec.key});
+    if (first != st.jobs.keyed.end()) return repeated_submit(self, spec, first->second);
+  }
   if (!spec.array.empty()) return admit_array(self, spec);
   auto index = spec.index = st.jobs.next_index++;
   // A client's job arrives now: whatever time the sender put on it is not the scheduler's.
@@ -169,6 +189,7 @@ caf::result<int64_t> admit_job(self_ptr self, job_spec& spec) {
   spec.submit = now;
   // Before anything else about the job reaches the recorder: the run now waits for it.
   self->send(st.jenv->recorder, expect_atom::value);
+  note_key(self, spec, index);  // before accept_job, which takes the spec
   accept_job(self, spec, now);
   if (!st.setup.journal) {
     settle_never(self, index);
@@ -181,6 +202,13 @@ caf::result<int64_t> admit_job(self_ptr self, job_spec& spec) {
                                self->request(st.setup.journal, caf::infinite, jadmit_atom::value,
                                              journal_row(self, index, st.jenv->tb.now(self)), st.jobs.next_index),
                                index, {index});
+}
+
+void note_key(self_ptr self, const job_spec& spec, uint32_t id) {
+  auto& st = self->state;
+  if (spec.key.empty()) return;
+  st.jobs.keyed[{spec.user, spec.key}] = id;
+  if (st.setup.journal) st.jobs.key_waits[id];  // journaled yet: not until answer_when_journaled hears
 }
 
 /// After a restart: starts a restored (queued) job on the workers found still running, in
@@ -269,11 +297,16 @@ void on_submit(self_ptr self, job_spec& spec) {
 int on_restore(self_ptr self, std::vector<saved_job>& rows) {
   // Ended tasks are in their arrays before any job is taken: a job restored first that
   // depends on an array waits for them too.
-  for (auto& row : rows)
-    if (row.status == saved_status::ended && row.spec.array_job >= 0) {
-      make_room(self->state, row.spec.index);
-      rejoin_array(self->state, row.spec);
+  for (auto& row : rows) {
+    auto& s = row.spec;
+    if (row.status == saved_status::ended && s.array_job >= 0) {
+      make_room(self->state, s.index);
+      rejoin_array(self->state, s);
     }
+    // A repeat of a submit the journal has, ended or not, is answered its id.
+    if (!s.key.empty())
+      self->state.jobs.keyed[{s.user, s.key}] = s.array_job >= 0 ? static_cast<uint32_t>(s.array_job) : s.index;
+  }
   for (auto& row : rows) restore_job(self, row);
   for (auto& row : rows) settle_never(self, row.spec.index);
   return static_cast<int>(rows.size());

@@ -116,6 +116,9 @@ std::string cancel_job(self_ptr self, uint32_t job);
 /// index in task order and journaled at once; answers the array's id (its first task's) as
 /// admit does, -4 for an array that does not parse.
 caf::result<int64_t> admit_array(self_ptr self, const job_spec& spec);
+/// A keyed submit (job_spec::key) just admitted as `id` (a job's index, an array's id): a
+/// repeat is answered `id`, once the first is journaled.
+void note_key(self_ptr self, const job_spec& spec, uint32_t id);
 /// A client's hold, release, update or task cancel (see job_order).
 node_answer on_job_order(self_ptr self, const job_order& o);
 
@@ -188,9 +191,19 @@ void on_ckfault(self_ptr self, uint32_t job, const checkpoint_fault& f);
 template <class Handle>
 caf::result<int64_t> answer_when_journaled(self_ptr self, Handle written, uint32_t id, std::vector<uint32_t> indices) {
   auto answer = self->make_response_promise<int64_t>();
+  // Repeats of a keyed submit that came meanwhile hear what the first hears.
+  auto repeats = [self, id] {
+    auto& waits = self->state.jobs.key_waits;
+    auto it = waits.find(id);
+    if (it == waits.end()) return std::vector<caf::typed_response_promise<int64_t>>{};
+    auto out = std::move(it->second);
+    waits.erase(it);
+    return out;
+  };
   std::move(written).then(
       [=](uint32_t) mutable {
         answer.deliver(static_cast<int64_t>(id));
+        for (auto& r : repeats()) r.deliver(static_cast<int64_t>(id));
         for (auto i : indices) settle_never(self, i);
       },
       [=](caf::error&) mutable {
@@ -198,6 +211,9 @@ caf::result<int64_t> answer_when_journaled(self_ptr self, Handle written, uint32
           if (i < self->state.jobs.actors.size() && self->state.jobs.actors[i])
             end_job(self, i, job_outcome::cancelled, "its submit could not be journaled");
         answer.deliver(answer_of(admit_refusal::not_journaled));
+        for (auto& r : repeats()) r.deliver(answer_of(admit_refusal::not_journaled));
+        // Not taken: the key is free for a submit that can be.
+        std::erase_if(self->state.jobs.keyed, [&](auto& k) { return k.second == id; });
       });
   return answer;
 }

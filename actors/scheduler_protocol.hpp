@@ -94,7 +94,7 @@ typename Inspector::result_type inspect(Inspector& f, job_spec& x) {
   return f(caf::meta::type_name("job_spec"), x.index, x.name, x.submit, x.gpus, x.duration_s,
            x.gpu_type, x.elastic, x.min_workers, x.max_workers, x.predict_factor, x.estimated, x.estimate_s, x.user, x.tenant,
            x.command, x.predicted, x.time_limit_s, x.max_retries, x.held, x.after, x.array, x.array_job,
-           x.array_task, x.array_count, x.array_limit);
+           x.array_task, x.array_count, x.array_limit, x.key);
 }
 
 /// submit(job), submit(jobs): a job arrives, or every job the trace feeder has due at one

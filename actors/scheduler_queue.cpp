@@ -421,6 +421,7 @@ caf::result<int64_t> admit_array(self_ptr self, const job_spec& spec) {
     self->send(st.jenv->recorder, expect_atom::value);
     accept_job(self, t, now);
   }
+  note_key(self, spec, first);
   if (!st.setup.journal) {
     for (auto i : indices) settle_never(self, i);
     return static_cast<int64_t>(first);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "actors/actor_env.hpp"
@@ -72,6 +73,10 @@ struct job_table {
     uint32_t active = 0;          ///< tasks counted now
   };
   std::map<uint32_t, array_entry> arrays;  ///< by array id
+  /// Submit keys (job_spec::key) by (user, key): the job's index or the array's id.
+  std::map<std::pair<std::string, std::string>, uint32_t> keyed;
+  /// Repeats of a keyed submit whose first is not journaled yet, by its id: answered with it.
+  std::map<uint32_t, std::vector<caf::typed_response_promise<int64_t>>> key_waits;
   /// The jobs whose dependencies wait for a job's end, by that job.
   std::map<uint32_t, std::vector<uint32_t>> dependents;
   std::vector<ended_as> ended;  ///< what dependencies read; sized as jobs end

@@ -64,6 +64,9 @@ struct job_spec {
   uint32_t array_limit = 0;
   /// Live mode: argv of each worker (submitted with the job); empty = live.worker_command.
   std::vector<std::string> command;
+  /// `aryl submit --key`: a submit of the same user with the same key is answered the first
+  /// one's job id and takes no second job (a retry is safe); empty: none.
+  std::string key;
 };
 
 } // namespace aryl

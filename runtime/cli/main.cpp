@@ -380,6 +380,11 @@ int main(int argc, char** argv) {
       "each task gets ARYL_ARRAY_TASK_ID; prints the array's id");
   bool job_hold = false;
   submit_cmd->add_flag("--hold", job_hold, "held from the start: not started until `aryl release`");
+  std::string job_key;
+  auto* key_opt = submit_cmd->add_option(
+      "--key", job_key,
+      "a key of yours (1-256 bytes): a submit of yours with the same key prints the first one's id and takes no "
+      "second job, so a submit whose answer was lost can be repeated safely");
   std::vector<std::string> job_command;
   submit_cmd->add_option("command", job_command, "worker argv after -- (default: the configured worker)");
   std::string cancel_job;
@@ -529,6 +534,11 @@ int main(int argc, char** argv) {
       if (*array_opt) check_name("submit: --array", job_array);
       if (*array_opt) job.array = job_array;
       if (job_hold) job.hold = true;
+      if (*key_opt) {
+        check_name("submit: --key", job_key);
+        if (job_key.empty() || job_key.size() > 256) throw aryl::input_error("submit: --key: give 1-256 bytes");
+        job.key = job_key;
+      }
       if (!job_command.empty()) job.command = job_command;
       if ((*min_opt && from_flags.min_workers == 0) || (*max_opt && from_flags.max_workers == 0))
         throw aryl::input_error("submit: --min-workers and --max-workers must be at least 1");

@@ -138,6 +138,7 @@ job_spec spec_of(const wire::submit& j, double default_estimate_s) {
   out.after = j.after.value_or("");
   out.array = j.array.value_or("");
   out.held = j.hold.value_or(false);
+  out.key = j.key.value_or("");
   return out;
 }
 

@@ -332,6 +332,11 @@ void session::on_client(const wire::message& msg) {
       g_->log(fmt::format("{}: submit refused: {}", peer_, why));
       return close(why);
     }
+    if (j->key && (j->key->empty() || j->key->size() > 256 || find_control(*j->key) != std::string::npos)) {
+      auto why = "submit: key '" + escape_control(*j->key) + "' is not 1-256 bytes without control characters";
+      g_->log(fmt::format("{}: submit refused: {}", peer_, why));
+      return close(why);
+    }
     if (!allowed(action::submit, j->name)) return;
     auto choice = choose_tenant(g_->opts.tenants, who_, j->tenant, j->priority.value_or(0));
     if (choice.refusal.empty() && !who_.cluster_token && who_.name == "root" && !g_->opts.allow_root_jobs)

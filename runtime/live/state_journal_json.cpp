@@ -69,7 +69,7 @@ json to_json(const job_spec& s) {
           {"max_retries", s.max_retries}, {"held", s.held},
           {"after", s.after},         {"array_job", s.array_job},
           {"array_task", s.array_task}, {"array_count", s.array_count},
-          {"array_limit", s.array_limit}};
+          {"array_limit", s.array_limit}, {"key", s.key}};
 }
 
 job_spec spec_from(const json& j) {
@@ -102,6 +102,7 @@ job_spec spec_from(const json& j) {
   if (j.contains("array_task")) s.array_task = whole_at<uint32_t>(j, "array_task");
   if (j.contains("array_count")) s.array_count = whole_at<uint32_t>(j, "array_count");
   if (j.contains("array_limit")) s.array_limit = whole_at<uint32_t>(j, "array_limit");
+  if (j.contains("key")) s.key = j.at("key").get<std::string>();  // absent before submit keys
   return s;
 }
 
@@ -125,21 +126,30 @@ job_record record_from(const json& j) {
 json compact_json(const job_record& r, const job_spec& s) {
   json a = json::array();
   for (auto& f : record_fields) std::visit([&](auto member) { a.push_back(field_json(r.*member)); }, f.member);
-  if (s.array_job >= 0)
-    a.push_back({{"array_job", s.array_job}, {"array_task", s.array_task}, {"array_count", s.array_count},
-                 {"array_limit", s.array_limit}});
+  json extra = json::object();
+  if (s.array_job >= 0) {
+    extra["array_job"] = s.array_job;
+    extra["array_task"] = s.array_task;
+    extra["array_count"] = s.array_count;
+    extra["array_limit"] = s.array_limit;
+  }
+  if (!s.key.empty()) {  // a repeat of its submit is matched by user and key
+    extra["key"] = s.key;
+    extra["user"] = s.user;
+  }
+  if (!extra.empty()) a.push_back(std::move(extra));
   return a;
 }
 
 saved_job ended_from_compact(const json& a) {
   // 19 fields before the work-efficiency ones (read as 0), 26 since, 27 with `predicted`, 29
-  // with `estimated` and `tenant`, 30 with `attempts`; then, for an array task, an object of
-  // its spec's array fields.
+  // with `estimated` and `tenant`, 30 with `attempts`; then, for an array task or a keyed
+  // submit, an object of those spec fields.
   constexpr size_t fields = std::size(record_fields);
   static_assert(fields == 30, "a new record field needs its compact size here");
-  const bool task = a.is_array() && a.size() == fields + 1;
+  const bool extra = a.is_array() && a.size() == fields + 1;
   if (!a.is_array() ||
-      (a.size() != 19 && a.size() != 26 && a.size() != 27 && a.size() != 29 && a.size() != fields && !task))
+      (a.size() != 19 && a.size() != 26 && a.size() != 27 && a.size() != 29 && a.size() != fields && !extra))
     throw std::runtime_error("an ended job's record is not an array of 19, 26, 27, 29, 30 or 31 fields");
   job_record r;
   for (size_t i = 0; i < std::min(a.size(), fields); ++i)
@@ -153,13 +163,19 @@ saved_job ended_from_compact(const json& a) {
   j.spec.duration_s = r.duration_s;
   j.spec.tenant = r.tenant;
   j.spec.estimated = r.estimated;
-  if (task) {
+  if (extra) {
     auto& x = a[fields];
-    if (!x.is_object()) throw std::runtime_error("field 30 is not an object of an array task's fields");
-    j.spec.array_job = whole_at<uint32_t>(x, "array_job");  // an array is named by a job id
-    j.spec.array_task = whole_at<uint32_t>(x, "array_task");
-    j.spec.array_count = whole_at<uint32_t>(x, "array_count");
-    j.spec.array_limit = whole_at<uint32_t>(x, "array_limit");
+    if (!x.is_object()) throw std::runtime_error("field 30 is not an object of spec fields");
+    if (x.contains("array_job")) {
+      j.spec.array_job = whole_at<uint32_t>(x, "array_job");  // an array is named by a job id
+      j.spec.array_task = whole_at<uint32_t>(x, "array_task");
+      j.spec.array_count = whole_at<uint32_t>(x, "array_count");
+      j.spec.array_limit = whole_at<uint32_t>(x, "array_limit");
+    }
+    if (x.contains("key")) {
+      j.spec.key = x.at("key").get<std::string>();
+      j.spec.user = x.at("user").get<std::string>();
+    }
   }
   j.status = saved_status::ended;
   j.workers = r.last_workers;

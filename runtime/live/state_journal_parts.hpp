@@ -108,7 +108,8 @@ json to_json(const job_record& r);
 job_record record_from(const json& j);
 /// An ended job in the compact store: its final record's fields in record_fields' order,
 /// without their names (a folded job costs a third of its row in `jobs`), then, for an array
-/// task, an object of its spec's array fields (a restart keeps the task in its array).
+/// task or a keyed submit, an object of its spec's array fields (a restart keeps the task in
+/// its array) and its key and user (a repeat of the submit is still matched).
 json compact_json(const job_record& r, const job_spec& s);
 /// A folded job as load() returns it: ended, with what a restart reads of its spec.
 saved_job ended_from_compact(const json& a);

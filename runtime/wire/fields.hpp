@@ -111,6 +111,7 @@ void fields(A& a, T& m) {
   a("after", m.after);
   a("array", m.array);
   a("hold", m.hold);
+  a("key", m.key);
 }
 
 template <class A, is<submit_ok> T>

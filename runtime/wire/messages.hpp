@@ -219,6 +219,10 @@ struct submit {
   std::optional<std::string> array{};
   /// Held from the start (Slurm's --hold): not started until released. Absent: false.
   std::optional<bool> hold{};
+  /// A key of the submitter's choosing (1-256 bytes, no control characters): a submit of the
+  /// same user with the same key is answered the first one's job id and takes no second job,
+  /// so a submit whose answer was lost can be repeated. Absent: every submit is a new job.
+  std::optional<std::string> key{};
   bool operator==(const submit&) const = default;
 };
 

@@ -349,3 +349,41 @@ TEST_CASE_FIXTURE(queue_fixture, "a restarted scheduler keeps ended tasks in the
   REQUIRE(why);
   CHECK(*why == "array 0 (j) has already ended");
 }
+
+TEST_CASE_FIXTURE(queue_fixture, "a submit repeated with its key gets the first one's id and no second job, "
+                                 "also after a restart, and another user's key is their own") {
+  auto s = spawn_scheduler(1);
+  auto keyed = [](const std::string& user, const std::string& key, const std::string& array = "") {
+    auto j = spec(8, 100);
+    j.user = user;
+    j.key = key;
+    j.array = array;
+    return j;
+  };
+  auto a = admit(s, keyed("alice", "k1"));
+  auto b = admit(s, spec(8, 100));
+  CHECK(admit(s, keyed("alice", "k1")) == a);
+  auto other = admit(s, keyed("bob", "k1"));
+  CHECK(other != a);
+  auto arr = admit(s, keyed("alice", "sweep", "0-2"));
+  CHECK(admit(s, keyed("alice", "sweep", "0-2")) == arr);
+  run_out();
+  // a, b, bob's job and the array's 3 tasks: 6 jobs, each run once.
+  CHECK(rec->jobs.size() == 6);
+  size_t resubmits = 0;
+  for (auto& e : rec->events) resubmits += e.event == "resubmit";
+  CHECK(resubmits == 2);
+  (void)b;
+
+  // A restarted scheduler knows the keys its journal has, of ended jobs too.
+  auto t = spawn_scheduler(1);
+  saved_job row;
+  row.spec = keyed("alice", "k1");
+  row.spec.index = row.record.index = 5;
+  row.status = saved_status::ended;
+  row.record.outcome = job_outcome::done;
+  auto restored = ask<int>(t, restore_atom::value, std::vector<saved_job>{row});
+  REQUIRE(restored);
+  CHECK(admit(t, keyed("alice", "k1")) == 5);
+  CHECK(admit(t, keyed("alice", "k2")) != 5);
+}

@@ -16,7 +16,8 @@ it ends done; an update of a running job is refused. A chain A -> B (afterok, B 
 running, its table row is folded (JOB_[0-5]) unless --array, `show JOB_3` shows task 3, each
 task sees ARYL_ARRAY_TASK_ID, ARYL_ARRAY_JOB_ID and ARYL_ARRAY_TASK_COUNT, `logs JOB_3` prints
 task 3's output (JOB_9: no such task); `cancel JOB_5`
-cancels task 5 only, and `cancel JOB` of another array cancels its every task. Serve runs
+cancels task 5 only, and `cancel JOB` of another array cancels its every task. A submit
+repeated with its --key prints the first one's id and one job runs; an empty key is refused. Serve runs
 with --state: killed (SIGKILL) with a job held, one waiting for it and an array whose limit
 keeps 3 of its 4 tasks waiting, the serve restarted on the state file still has the job held,
 the other waiting for it and the array's tasks beyond its limit waiting, and the ended tasks,
@@ -170,6 +171,18 @@ def arrays(bed):
     return True
 
 
+def keys(bed):
+    a = bed.submit("--name", "keyed", "--gpus", "1", "--key", "nightly-1", "--", "sh", "-c", "sleep 1")
+    b = bed.submit("--name", "keyed", "--gpus", "1", "--key", "nightly-1", "--", "sh", "-c", "sleep 1")
+    check(isinstance(a, int) and a == b, f"a submit repeated with its --key prints the first one's id ({a}, {b})")
+    check(wait_for(lambda: ended(bed, a) == "done", 20, "the keyed job to end"), "the keyed job runs and ends done")
+    named = [j for j in all_jobs(bed) if j["name"] == "keyed"]
+    check(len(named) == 1, f"one job was taken for the two submits ({named})")
+    r = bed.client("submit", "--gpus", "1", "--key", "", "--", "true")
+    check(r.returncode == 2 and "--key" in r.stderr, f"an empty --key is refused ({r.returncode} {r.stderr})")
+    return True
+
+
 def restart(bed, serve, args):
     """Kills serve with a job held, one after it and a limited array, and checks what the serve
     restarted on the state file keeps; the new serve, or None."""
@@ -228,11 +241,11 @@ def run(a, work, procs):
     for cmd, flags in (("hold", ["--port"]), ("release", ["--port"]),
                        ("update", ["--priority", "--time-limit", "--min-workers", "--max-workers", "--duration",
                                    "--after"]),
-                       ("submit", ["--after", "--array", "--hold"]), ("status", ["--array"])):
+                       ("submit", ["--after", "--array", "--hold", "--key"]), ("status", ["--array"])):
         text = bed.client(cmd, "--help").stdout
         missing = [f for f in flags if f not in text]
         check(not missing, f"{cmd} --help lists its flags (missing {missing})")
-    if holds(bed) and dependencies(bed) and arrays(bed):
+    if holds(bed) and dependencies(bed) and arrays(bed) and keys(bed):
         serve = restart(bed, serve, args) or serve
     bed.stop(serve)
     return [bed.port]

@@ -251,6 +251,10 @@ saved_job job_at(uint32_t index, saved_status status) {
     j.spec.array_count = 30;
     j.spec.array_limit = index % 4;
   }
+  if (index % 4 == 1) {  // a keyed submit
+    j.spec.key = "key-" + std::to_string(index);
+    j.spec.user = "user" + std::to_string(index % 3);
+  }
   if (status == saved_status::ended) {
     j.record.tenant = index % 2 == 0 ? "prod" : "";
     j.record.estimated = index % 5 != 0;
@@ -389,6 +393,9 @@ TEST_CASE("state journal: compaction keeps the file's rows bounded over many end
     CHECK(got.spec.array_task == want.spec.array_task);
     CHECK(got.spec.array_count == want.spec.array_count);
     CHECK(got.spec.array_limit == want.spec.array_limit);
+    // So does a keyed submit's key, with its user: a repeat of it is still answered its id.
+    CHECK(got.spec.key == want.spec.key);
+    if (!want.spec.key.empty()) CHECK(got.spec.user == want.spec.user);
   }
 }
 

@@ -43,7 +43,7 @@ EXPECTED = [
     {"type": "submit", "name": "r\u00e9sum\u00e9-\u03bb", "gpus": 8, "min_workers": 2,
      "max_workers": 16, "command": ["bash", "-c", "echo hi"], "expected_duration_s": 7200.25,
      "gpu_type": "v100", "tenant": "vision", "priority": -3, "after": "3:ok,4:any", "array": "0-99%10",
-     "hold": True},
+     "hold": True, "key": "nightly-2026-12-06"},
     {"type": "submit_ok", "job_id": 123, "note": "runs on at least 4 workers"},
     {"type": "cancel", "job_id": 124},
     {"type": "status_request", "all": True},

@@ -39,7 +39,8 @@ inline std::vector<message> sample_messages() {
              .max_retries = std::nullopt,
              .after = "3:ok,4:any",
              .array = "0-99%10",
-             .hold = true};
+             .hold = true,
+             .key = "nightly-2026-12-06"};
   // Jobs are built field by field: most of job_info's fields are optional.
   auto job_of = [](uint64_t id, const char* name, job_state state, uint32_t workers) {
     job_info j;
