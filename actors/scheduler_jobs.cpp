@@ -208,7 +208,7 @@ void note_key(self_ptr self, const job_spec& spec, uint32_t id) {
   auto& st = self->state;
   if (spec.key.empty()) return;
   st.jobs.keyed[{spec.user, spec.key}] = id;
-  if (st.setup.journal) st.jobs.key_waits[id];  // journaled yet: not until answer_when_journaled hears
+  if (st.setup.journal) st.jobs.key_waits[id];  // repeats wait until answer_when_journaled hears
 }
 
 /// After a restart: starts a restored (queued) job on the workers found still running, in

@@ -83,8 +83,9 @@ struct journal_fixture : sim_fixture {
     std::vector<server_actor> servers{sys->spawn(server_behavior, e.name, 8, static_cast<int>(e.mode), recorder, nullptr)};
     return sys->spawn(scheduler_behavior, s, servers, recorder, tb, throughput_model{});
   }
-  std::shared_ptr<answer> submit(const scheduler_actor& s) {
+  std::shared_ptr<answer> submit(const scheduler_actor& s, const std::string& key = "") {
     job_spec j;
+    j.key = key;
     j.name = "late";
     j.gpus = j.min_workers = j.max_workers = 4;
     j.duration_s = 100;
@@ -289,4 +290,20 @@ TEST_CASE_FIXTURE(journal_fixture, "audit lines are journaled in order, and whil
   CHECK(flaky->calls[2] == "audit line 2");
   CHECK(flaky->calls.back() == "audit line " + std::to_string(journal_state::max_unwritten_audit + 1));
   CHECK(flaky->recoveries == 1);
+}
+
+TEST_CASE_FIXTURE(journal_fixture, "a keyed submit repeated before the first is journaled hears the first's id once the "
+                                   "journal holds it") {
+  auto s = spawn_scheduler(spawn_journal(0), 5);
+  // Both asked before the scheduler or the journal handles anything.
+  auto first = submit(s, "k");
+  auto repeat = submit(s, "k");
+  drain();
+  CHECK(first->id == 5);
+  CHECK(repeat->id == 5);
+  CHECK(repeat->row_journaled);
+  CHECK(sink->rows.size() == 1);
+  size_t resubmits = 0;
+  for (auto& e : rec->events) resubmits += e.event == "resubmit";
+  CHECK(resubmits == 1);
 }
