@@ -72,6 +72,21 @@ std::string refusal(const std::string& path) {
   return "(no error)";
 }
 
+/// What loading the file at `path` throws once `sql` has damaged it.
+std::string load_refusal_after(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  state_journal j(path);
+  try {
+    j.load();
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 } // namespace
 
 TEST_CASE("state journal: jobs, progress, loans and the run read back as written, across a reopen") {
@@ -210,18 +225,7 @@ TEST_CASE("state journal: a damaged job row is refused naming the file and the j
     state_journal j(path);
     j.put_job(running_job());
   }
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  REQUIRE(sqlite3_exec(db, "UPDATE jobs SET spec = '{\"index\": 3' WHERE idx = 3", nullptr, nullptr, nullptr) ==
-          SQLITE_OK);
-  sqlite3_close(db);
-  state_journal j(path);
-  std::string why;
-  try {
-    j.load();
-  } catch (const input_error& e) {
-    why = e.what();
-  }
+  auto why = load_refusal_after(path, "UPDATE jobs SET spec = '{\"index\": 3' WHERE idx = 3");
   CHECK(why.find(path + ": job 3: unreadable record") == 0);
 }
 
@@ -407,18 +411,7 @@ TEST_CASE("state journal: a folded array task whose array id is not a job id is 
     j.put_job(job_at(3, saved_status::ended));  // index 3: an array task
     REQUIRE(j.compact() == 1);
   }
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  REQUIRE(sqlite3_exec(db, "UPDATE ended SET records = json_replace(records, '$[0][30].array_job', -4)", nullptr,
-                       nullptr, nullptr) == SQLITE_OK);
-  sqlite3_close(db);
-  state_journal j(path);
-  std::string why;
-  try {
-    j.load();
-  } catch (const input_error& e) {
-    why = e.what();
-  }
+  auto why = load_refusal_after(path, "UPDATE ended SET records = json_replace(records, '$[0][30].array_job', -4)");
   CHECK(why.find(path + ": ended jobs (row 0): unreadable records: 'array_job' -4 is not a whole number") == 0);
 }
 
