@@ -79,9 +79,23 @@ void read_job_file(const std::string& path, wire::submit& job) {
         if (!a.IsScalar()) throw input_error(fmt::format("{}: command must be a list of strings (argv)", at));
         job.command.push_back(a.Scalar());
       }
+    } else if (key == "after") {
+      job.after = shown();
+    } else if (key == "array") {
+      job.array = shown();
+    } else if (key == "hold") {
+      bool b = false;
+      if (!v.IsScalar() || !YAML::convert<bool>::decode(v, b))
+        throw input_error(fmt::format("{}: hold must be true or false", at));
+      job.hold = b;
+    } else if (key == "key") {
+      auto k = shown();
+      if (k.empty() || k.size() > 256) throw input_error(fmt::format("{}: key must be 1-256 bytes", at));
+      job.key = k;
     } else {
       throw input_error(fmt::format("{}: unknown key '{}' (name, gpus, min_workers, max_workers, command, "
-                                    "expected_duration_s, gpu_type, tenant, priority, time_limit, max_retries)",
+                                    "expected_duration_s, gpu_type, tenant, priority, time_limit, max_retries, "
+                                    "after, array, hold, key)",
                                     at, key));
     }
   }

@@ -253,3 +253,42 @@ TEST_CASE("tls contexts: a file that is missing or not PEM is an error naming th
   msg = error_of([&] { net::tls_server_context(garbage, "/nonexistent/key.pem"); });
   CHECK_MESSAGE(msg.find(garbage + ": --tls-cert") != std::string::npos, msg);
 }
+
+TEST_CASE("job files: every key a submit flag sets is read, and a bad one is an error naming the file, line and key") {
+  temp_folder dir;
+  fs::permissions(dir.path, fs::perms(0755));
+  auto path = dir.write("job.yaml",
+                        "name: sweep\ngpus: 2\nmin_workers: 1\nmax_workers: 4\ncommand: [sh, -c, 'true']\n"
+                        "expected_duration_s: 60\ngpu_type: V100\ntenant: prod\npriority: 3\ntime_limit: 1:00:00\n"
+                        "max_retries: 2\nafter: '3:any'\narray: 0-9%2\nhold: true\nkey: nightly-7\n");
+  wire::submit job;
+  live::read_job_file(path, job);
+  CHECK(job.name == "sweep");
+  CHECK(job.gpus == 2);
+  CHECK(job.min_workers == 1);
+  CHECK(job.max_workers == 4);
+  CHECK(job.command == std::vector<std::string>{"sh", "-c", "true"});
+  CHECK(job.expected_duration_s == 60);
+  CHECK(job.gpu_type == "V100");
+  CHECK(job.tenant == "prod");
+  CHECK(job.priority == 3);
+  CHECK(job.time_limit_s == 3600);
+  CHECK(job.max_retries == 2u);
+  CHECK(job.after == "3:any");
+  CHECK(job.array == "0-9%2");
+  CHECK(job.hold == true);
+  CHECK(job.key == "nightly-7");
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"hold: maybe\n", ":1: hold must be true or false"},
+      {"key: ''\n", ":1: key must be 1-256 bytes"},
+      {"key: \"a\\tb\"\n", ":1: key holds a control character"},
+      {"colour: red\n", ":1: unknown key 'colour'"}};
+  for (const auto& [text, why] : bad) {
+    auto file = dir.write("bad.yaml", text);
+    auto msg = error_within([file = file] {
+      wire::submit j;
+      live::read_job_file(file, j);
+    });
+    CHECK_MESSAGE(msg.find(file + why) == 0, msg);
+  }
+}
