@@ -295,17 +295,20 @@ void on_submit(self_ptr self, job_spec& spec) {
 }
 
 int on_restore(self_ptr self, std::vector<saved_job>& rows) {
-  // Ended tasks are in their arrays before any job is taken: a job restored first that
-  // depends on an array waits for them too.
+  auto& st = self->state;
+  // Every array task is in its array, in task order, before any job is taken: a job restored
+  // first that depends on an array waits for all its tasks.
+  std::vector<const job_spec*> tasks;
   for (auto& row : rows) {
     auto& s = row.spec;
-    if (row.status == saved_status::ended && s.array_job >= 0) {
-      make_room(self->state, s.index);
-      rejoin_array(self->state, s);
-    }
+    if (s.array_job >= 0) tasks.push_back(&s);
     // A repeat of a submit the journal has, ended or not, is answered its id.
-    if (!s.key.empty())
-      self->state.jobs.keyed[{s.user, s.key}] = s.array_job >= 0 ? static_cast<uint32_t>(s.array_job) : s.index;
+    if (!s.key.empty()) st.jobs.keyed[{s.user, s.key}] = s.array_job >= 0 ? static_cast<uint32_t>(s.array_job) : s.index;
+  }
+  std::sort(tasks.begin(), tasks.end(), [](auto* a, auto* b) { return a->index < b->index; });
+  for (auto* s : tasks) {
+    make_room(st, s->index);
+    join_array(st, *s);
   }
   for (auto& row : rows) restore_job(self, row);
   for (auto& row : rows) settle_never(self, row.spec.index);

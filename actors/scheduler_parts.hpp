@@ -100,9 +100,10 @@ std::string vet_spec(const scheduler_state& st, const job_spec& spec);
 /// A job just taken (accept_job): its hold, dependencies and array place, parking it if any
 /// keeps it; nothing for a job without them. `restored`: as accept_job's.
 void take_rules(self_ptr self, const job_spec& spec, const saved_job* restored);
-/// A restarted scheduler's array task that had ended: its place in its array, so that the
-/// array still names it (status, cancel) and a dependency on the array waits for it too.
-void rejoin_array(scheduler_state& st, const job_spec& spec);
+/// An array task's place in its array (appended: tasks join in task order). A restarted
+/// scheduler puts every task back, ended ones too, before it takes any job: the array still
+/// names them (status, cancel) and a dependency on the array waits for all of them.
+void join_array(scheduler_state& st, const job_spec& spec);
 /// A dependency of `job` that ended before it was taken and can never be met ends it now.
 void settle_never(self_ptr self, uint32_t job);
 /// `job` ended so: the dependencies on it are settled (met, or never: those jobs end), and its

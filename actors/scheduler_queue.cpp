@@ -258,6 +258,8 @@ std::string vet_after(const scheduler_state& st, uint32_t job, const std::string
 }
 
 std::string vet_spec(const scheduler_state& st, const job_spec& spec) {
+  // A repeat of a keyed submit is answered its first's id, whatever its rules would say now.
+  if (!spec.key.empty() && st.jobs.keyed.count({spec.user, spec.key})) return {};
   if (!spec.array.empty()) {
     try {
       parse_array(spec.array, "--array");
@@ -284,12 +286,9 @@ void take_rules(self_ptr self, const job_spec& spec, const saved_job* restored) 
     log(self, st.jenv->tb.now(self), "refuse", fmt::format("job-{} after={}", job, spec.after), e.what());
   }
   if (task) {
-    r.array_job = spec.array_job;
-    r.array_task = spec.array_task;
+    // A restored task is in its array already (on_restore), with every task of it in order.
+    if (!restored) join_array(st, spec);
     auto& a = st.jobs.arrays[static_cast<uint32_t>(spec.array_job)];
-    a.tasks.push_back(job);
-    a.ids.push_back(spec.array_task);
-    a.limit = spec.array_limit;
     if (running) {
       r.counted = true;
       ++a.active;
@@ -302,7 +301,7 @@ void take_rules(self_ptr self, const job_spec& spec, const saved_job* restored) 
   settle(self, job);
 }
 
-void rejoin_array(scheduler_state& st, const job_spec& spec) {
+void join_array(scheduler_state& st, const job_spec& spec) {
   if (spec.array_job < 0) return;
   auto& r = rules_of(st, spec.index);
   r.array_job = spec.array_job;

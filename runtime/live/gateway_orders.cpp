@@ -24,7 +24,9 @@ std::shared_ptr<const std::vector<uint8_t>> frame_of(const wire::message& m) {
 
 void gateway::impl::submit_for(const std::shared_ptr<session>& who, job_spec spec) {
   auto ended = [book = opts.book](uint32_t job) { return book && book->has_ended(job); };
-  if (auto why = limits.admit(address_of(*who), spec, std::chrono::steady_clock::now(), ended); !why.empty()) {
+  // A repeat of a keyed submit takes no job: of the limits, only the rate applies to it.
+  const bool repeat = !spec.key.empty() && opts.book && opts.book->keyed(spec.user, spec.key);
+  if (auto why = limits.admit(address_of(*who), spec, std::chrono::steady_clock::now(), ended, repeat); !why.empty()) {
     why = fmt::format("job '{}': {}", escape_control(spec.name), why);
     log(fmt::format("{}: submit refused: {}", peer_of(*who), why));
     return answer_request(*who, nullptr, why);
@@ -46,6 +48,16 @@ void gateway::impl::submit_for(const std::shared_ptr<session>& who, job_spec spe
         if (result.job < 0) {
           g->log(fmt::format("{}: submit refused: {}", peer, result.error));
           answer_request(*asker, nullptr, result.error);
+          return;
+        }
+        // The id of a job booked before: the scheduler answered a keyed repeat with its first
+        // submit's job, which keeps its own spec and owner.
+        if (!spec.key.empty() && g->opts.book && g->opts.book->has_spec(static_cast<uint32_t>(result.job))) {
+          g->log(fmt::format("{}: submit repeated job {} (key {})", peer, result.job, escape_control(spec.key)));
+          submitted(*asker, static_cast<uint64_t>(result.job));
+          wire::submit_ok ok{static_cast<uint64_t>(result.job), std::nullopt};
+          ok.note = "a submit with this key took it before";
+          answer_request(*asker, frame_of(ok), {});
           return;
         }
         g->log(fmt::format("{}: submitted job {} ({})", peer, result.job, spec.name));

@@ -43,12 +43,10 @@ wire::job_state outcome_state(job_outcome outcome) {
 
 void job_book::spec(const job_spec& s) {
   std::lock_guard lock(m_);
+  if (!s.key.empty()) keys_.emplace(std::pair{s.user, s.key}, s.array_job >= 0 ? static_cast<uint32_t>(s.array_job) : s.index);
   if (s.array.empty() || s.array_job >= 0) {
     jobs_[s.index].spec = s;
-    if (s.array_job >= 0) {
-      auto& ids = arrays_[static_cast<uint32_t>(s.array_job)];
-      if (std::find(ids.begin(), ids.end(), s.array_task) == ids.end()) ids.push_back(s.array_task);
-    }
+    if (s.array_job >= 0) arrays_[static_cast<uint32_t>(s.array_job)][s.array_task] = s.index;
     return;
   }
   array_tasks tasks;
@@ -57,8 +55,9 @@ void job_book::spec(const job_spec& s) {
   } catch (const input_error&) {
     return;  // the scheduler took it, so it parsed there: nothing to book otherwise
   }
-  arrays_[s.index] = tasks.ids;
+  auto& booked = arrays_[s.index];
   for (size_t i = 0; i < tasks.ids.size(); ++i) {
+    booked[tasks.ids[i]] = s.index + static_cast<uint32_t>(i);
     auto t = s;
     t.index = s.index + static_cast<uint32_t>(i);
     t.array.clear();
@@ -74,9 +73,9 @@ std::optional<uint32_t> job_book::task_index(uint32_t job, uint32_t task) const 
   std::lock_guard lock(m_);
   auto it = arrays_.find(job);
   if (it == arrays_.end()) return std::nullopt;
-  auto at = std::find(it->second.begin(), it->second.end(), task);
+  auto at = it->second.find(task);
   if (at == it->second.end()) return std::nullopt;
-  return job + static_cast<uint32_t>(at - it->second.begin());
+  return at->second;
 }
 
 void job_book::updated(uint32_t job, std::optional<uint32_t> task, const wire::job_request& q) {
@@ -84,8 +83,8 @@ void job_book::updated(uint32_t job, std::optional<uint32_t> task, const wire::j
   std::vector<uint32_t> targets{job};
   if (auto it = arrays_.find(job); it != arrays_.end()) {
     targets.clear();
-    for (size_t i = 0; i < it->second.size(); ++i)
-      if (!task || it->second[i] == *task) targets.push_back(job + static_cast<uint32_t>(i));
+    for (auto [id, index] : it->second)
+      if (!task || id == *task) targets.push_back(index);
   }
   for (auto t : targets) {
     auto e = jobs_.find(t);
@@ -235,6 +234,17 @@ std::optional<std::string> job_book::owner(uint32_t job) const {
   auto it = jobs_.find(job);
   if (it == jobs_.end() || !it->second.spec) return std::nullopt;
   return it->second.spec->user;
+}
+
+bool job_book::has_spec(uint32_t job) const {
+  std::lock_guard lock(m_);
+  auto it = jobs_.find(job);
+  return it != jobs_.end() && it->second.spec.has_value();
+}
+
+bool job_book::keyed(const std::string& user, const std::string& key) const {
+  std::lock_guard lock(m_);
+  return keys_.count({user, key}) > 0;
 }
 
 bool job_book::has_ended(uint32_t job) const {

@@ -7,6 +7,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "solvers/job_spec.hpp"
@@ -44,6 +46,10 @@ class job_book {
   std::optional<std::string> owner(uint32_t job) const;
   /// Whether `job` has ended.
   bool has_ended(uint32_t job) const;
+  /// Whether the book has `job`'s spec: a keyed submit answered an id it has is a repeat.
+  bool has_spec(uint32_t job) const;
+  /// Whether a submit of `user` with `key` was booked (job_spec::key).
+  bool keyed(const std::string& user, const std::string& key) const;
   /// Ended jobs, the latest end first, at most `max`.
   std::vector<wire::job_info> ended_jobs(size_t max) const;
 
@@ -55,8 +61,10 @@ class job_book {
   };
   mutable std::mutex m_;
   std::map<uint32_t, entry> jobs_;
-  /// Arrays by id: their task ids, in task order (task i is job id + i).
-  std::map<uint32_t, std::vector<uint32_t>> arrays_;
+  /// Submit keys by (user, key).
+  std::map<std::pair<std::string, std::string>, uint32_t> keys_;
+  /// Arrays by id: their tasks' job indices by task id.
+  std::map<uint32_t, std::map<uint32_t, uint32_t>> arrays_;
   /// Ended jobs in the order they ended.
   std::vector<uint32_t> ended_order_;
 };

@@ -98,7 +98,9 @@ job_spec spec_from(const json& j) {
   // Absent before holds, dependencies and arrays: none.
   s.held = j.value("held", false);
   if (j.contains("after")) s.after = j.at("after").get<std::string>();
-  if (j.contains("array_job")) s.array_job = whole_at<int64_t>(j, "array_job");
+  // -1: not a task; else an array is named by a job id.
+  if (j.contains("array_job") && !(j.at("array_job").is_number_integer() && j.at("array_job").get<int64_t>() == -1))
+    s.array_job = whole_at<uint32_t>(j, "array_job");
   if (j.contains("array_task")) s.array_task = whole_at<uint32_t>(j, "array_task");
   if (j.contains("array_count")) s.array_count = whole_at<uint32_t>(j, "array_count");
   if (j.contains("array_limit")) s.array_limit = whole_at<uint32_t>(j, "array_limit");

@@ -179,7 +179,7 @@ size_t state_journal::compact() {
         } catch (const input_error&) {
           throw;
         } catch (const std::exception& e) {
-          fail(fmt::format("job {}: unreadable record: {}", s.integer(0), e.what()));
+          fail(fmt::format("job {}: unreadable row: {}", s.integer(0), e.what()));
         }
       }
       if (rc != SQLITE_DONE) fail(sqlite3_errmsg(db_));

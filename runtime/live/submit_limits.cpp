@@ -22,7 +22,7 @@ void submit_limits::forget_ended(const std::function<bool(uint32_t)>& ended) {
 
 std::string submit_limits::admit(const std::string& address, const job_spec& spec,
                                  std::chrono::steady_clock::time_point now,
-                                 const std::function<bool(uint32_t)>& ended) {
+                                 const std::function<bool(uint32_t)>& ended, bool repeat) {
   size_t bytes = spec.name.size() + spec.tenant.size() + spec.gpu_type.size();
   for (auto& a : spec.command) bytes += a.size();
   if (bytes > o_.max_submit_bytes)
@@ -37,6 +37,10 @@ std::string submit_limits::admit(const std::string& address, const job_spec& spe
   if (b.tokens < 1)
     return fmt::format("more than {:g} submits a second from {} (live.submits_per_s): try again shortly",
                        o_.submits_per_s, address);
+  if (repeat) {  // takes no job: only the rate applies
+    b.tokens -= 1;
+    return {};
+  }
   forget_ended(ended);
   // An array counts as its tasks (one that does not parse is the scheduler's to refuse).
   size_t jobs = 1;

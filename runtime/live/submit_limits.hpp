@@ -27,9 +27,10 @@ class submit_limits {
 
   /// Empty if a submit of `spec` from `address` may go on now; else why not, naming the limit
   /// (its config key). `ended(job)` says whether a job counted before has ended since.
-  /// Takes one submit from the address's budget when it may.
+  /// Takes one submit from the address's budget when it may. `repeat`: a repeat of a keyed
+  /// submit, which takes no job, so only the rate applies.
   std::string admit(const std::string& address, const job_spec& spec, std::chrono::steady_clock::time_point now,
-                    const std::function<bool(uint32_t)>& ended);
+                    const std::function<bool(uint32_t)>& ended, bool repeat = false);
   /// A submit from `address` was taken as job `job`: it counts until it ends.
   void taken(const std::string& address, uint32_t job);
 

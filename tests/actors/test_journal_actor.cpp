@@ -68,6 +68,25 @@ struct journal_fixture : sim_fixture {
   journal_actor spawn_journal(uint32_t compact_every) {
     return sys->spawn(journal_behavior, sink, recorder, std::chrono::milliseconds(2000), compact_every);
   }
+  /// A journal that takes every write and never answers an admit. (The unused int: CAF 0.17
+  /// binds a null reference for a function actor spawned without arguments.)
+  journal_actor spawn_silent_journal() {
+    return sys->spawn([](journal_actor::pointer, int) -> journal_actor::behavior_type {
+      return {
+          [](jjob_atom, const saved_job&) {},
+          [](jadmit_atom, const saved_job&, uint32_t) -> caf::result<uint32_t> { return caf::skip; },
+          [](jprogress_atom, uint32_t, double) {},
+          [](jserver_atom, const std::string&, const std::string&) {},
+          [](jmeasures_atom, const run_measures&) {},
+          [](jtenants_atom, const std::vector<saved_tenant>&) {},
+          [](jflush_atom) {},
+          [](jretry_atom) {},
+          [](jjoined_atom, const saved_machine&) {},
+          [](jaudit_atom, const std::string&) {},
+          [](jadmits_atom, const std::vector<saved_job>&, uint32_t) -> uint32_t { return 0; },
+      };
+    }, 0);
+  }
   /// One 8-GPU training server; trace jobs 0..first_free-1, clients' jobs numbered after.
   scheduler_actor spawn_scheduler(journal_actor journal, uint32_t first_free) {
     scheduler_setup s;
@@ -119,23 +138,8 @@ TEST_CASE_FIXTURE(journal_fixture, "a client's submit is answered only once the 
 }
 
 TEST_CASE_FIXTURE(journal_fixture, "a submitted job is scheduled while its journal write is pending") {
-  // A journal that never answers: the client waits, the scheduler does not. (The unused int:
-  // CAF 0.17 binds a null reference for a function actor spawned without arguments.)
-  auto silent = sys->spawn([](journal_actor::pointer, int) -> journal_actor::behavior_type {
-    return {
-        [](jjob_atom, const saved_job&) {},
-        [](jadmit_atom, const saved_job&, uint32_t) -> caf::result<uint32_t> { return caf::skip; },
-        [](jprogress_atom, uint32_t, double) {},
-        [](jserver_atom, const std::string&, const std::string&) {},
-        [](jmeasures_atom, const run_measures&) {},
-        [](jtenants_atom, const std::vector<saved_tenant>&) {},
-        [](jflush_atom) {},
-        [](jretry_atom) {},
-        [](jjoined_atom, const saved_machine&) {},
-        [](jaudit_atom, const std::string&) {},
-        [](jadmits_atom, const std::vector<saved_job>&, uint32_t) -> uint32_t { return 0; },
-    };
-  }, 0);
+  // A journal that never answers: the client waits, the scheduler does not.
+  auto silent = spawn_silent_journal();
   auto s = spawn_scheduler(silent, 0);
   auto got = submit(s);
   drain();
@@ -306,4 +310,29 @@ TEST_CASE_FIXTURE(journal_fixture, "a keyed submit repeated before the first is 
   size_t resubmits = 0;
   for (auto& e : rec->events) resubmits += e.event == "resubmit";
   CHECK(resubmits == 1);
+}
+
+TEST_CASE_FIXTURE(journal_fixture, "a keyed submit the journal never took is refused to its repeats too, and its key "
+                                   "is free again") {
+  auto silent = spawn_silent_journal();
+  auto s = spawn_scheduler(silent, 0);
+  auto first = submit(s, "k");
+  drain();
+  auto repeat = submit(s, "k");
+  drain();
+  CHECK(first->id == -2);  // both wait for the journal
+  CHECK(repeat->id == -2);
+  caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
+  drain();
+  CHECK(first->id == -3);
+  CHECK(repeat->id == -3);
+  // Freed: a later submit with the key is a new job (job 1, refused too: the journal is gone),
+  // not a repeat of job 0.
+  auto again = submit(s, "k");
+  drain();
+  CHECK(again->id == -3);
+  size_t resubmits = 0;
+  for (auto& e : rec->events) resubmits += e.event == "resubmit";
+  CHECK(resubmits == 1);
+  CHECK(std::any_of(rec->jobs.begin(), rec->jobs.end(), [](auto& r) { return r.index == 1; }));
 }

@@ -17,7 +17,8 @@ running, its table row is folded (JOB_[0-5]) unless --array, `show JOB_3` shows 
 task sees ARYL_ARRAY_TASK_ID, ARYL_ARRAY_JOB_ID and ARYL_ARRAY_TASK_COUNT, `logs JOB_3` prints
 task 3's output (JOB_9: no such task); `cancel JOB_5`
 cancels task 5 only, and `cancel JOB` of another array cancels its every task. A submit
-repeated with its --key prints the first one's id and one job runs; an empty key is refused. Serve runs
+repeated with its --key (also as an array) prints the first one's id and one job runs; an
+empty key is refused. Serve runs
 with --state: killed (SIGKILL) with a job held, one waiting for it and an array whose limit
 keeps 3 of its 4 tasks waiting, the serve restarted on the state file still has the job held,
 the other waiting for it and the array's tasks beyond its limit waiting, and the ended tasks,
@@ -178,6 +179,10 @@ def keys(bed):
     check(wait_for(lambda: ended(bed, a) == "done", 20, "the keyed job to end"), "the keyed job runs and ends done")
     named = [j for j in all_jobs(bed) if j["name"] == "keyed"]
     check(len(named) == 1, f"one job was taken for the two submits ({named})")
+    # A repeat with other flags is still the first job, and changes nothing of it or of others.
+    c = bed.submit("--name", "keyed", "--gpus", "1", "--key", "nightly-1", "--array", "0-3", "--", "true")
+    tasks = [j for j in all_jobs(bed) if j.get("array_job") == a]
+    check(c == a and not tasks, f"a repeat as an array prints the first id and books no tasks ({c}, {tasks})")
     r = bed.client("submit", "--gpus", "1", "--key", "", "--", "true")
     check(r.returncode == 2 and "--key" in r.stderr, f"an empty --key is refused ({r.returncode} {r.stderr})")
     return True
