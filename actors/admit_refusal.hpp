@@ -1,7 +1,8 @@
 #pragma once
 /// Why the scheduler's admit answers no job index. The answer crosses as an int64_t: an index
-/// (0 or more) or one of these (below 0).
+/// (0 or more), one of these (-1 to -4), or a repeat of a keyed submit (repeat_answer).
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace aryl {
@@ -12,6 +13,15 @@ namespace aryl {
 enum class admit_refusal : int64_t { stopping = -1, no_answer = -2, not_journaled = -3, bad_array = -4 };
 
 constexpr int64_t answer_of(admit_refusal r) { return static_cast<int64_t>(r); }
+
+/// A repeat of a keyed submit (job_spec::key) took no job: it is answered the first's id `job`
+/// so, below every refusal, for the asker to tell it from a new job.
+constexpr int64_t repeat_answer(uint32_t job) { return -1000 - static_cast<int64_t>(job); }
+/// The first's id, if `answer` answers a repeat.
+constexpr std::optional<uint32_t> repeated_job(int64_t answer) {
+  if (answer > -1000) return std::nullopt;
+  return static_cast<uint32_t>(-1000 - answer);
+}
 
 /// The refusal in words, for the submitter.
 constexpr std::string_view to_string(admit_refusal r) {
@@ -29,7 +39,7 @@ constexpr std::string_view to_string(admit_refusal r) {
 }
 
 /// The refusal an answer below 0 stands for; an unknown one counts as no answer.
-constexpr admit_refusal refusal_of(int64_t answer) {
+constexpr admit_refusal refusal_of(int64_t answer) {  // (answer < 0, not a repeat)
   return answer >= answer_of(admit_refusal::bad_array) && answer <= answer_of(admit_refusal::stopping)
              ? static_cast<admit_refusal>(answer)
              : admit_refusal::no_answer;

@@ -160,13 +160,14 @@ void accept_job(self_ptr self, job_spec& spec, sim_time now, const saved_job* re
 
 namespace {
 
-/// A submit with the key of job (or array) `id`'s: answered `id`, once `id` is journaled.
+/// A submit with the key of job (or array) `id`'s: answered repeat_answer(id), once `id` is
+/// journaled.
 caf::result<int64_t> repeated_submit(self_ptr self, const job_spec& spec, uint32_t id) {
   auto& st = self->state;
   log(self, st.jenv->tb.now(self), "resubmit", fmt::format("{} key={}", job_name(id), spec.key),
       "a submit with the same key took it");
   auto w = st.jobs.key_waits.find(id);
-  if (w == st.jobs.key_waits.end()) return static_cast<int64_t>(id);
+  if (w == st.jobs.key_waits.end()) return repeat_answer(id);
   auto repeat = self->make_response_promise<int64_t>();
   w->second.push_back(repeat);
   return repeat;

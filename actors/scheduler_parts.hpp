@@ -204,7 +204,7 @@ caf::result<int64_t> answer_when_journaled(self_ptr self, Handle written, uint32
   std::move(written).then(
       [=](uint32_t) mutable {
         answer.deliver(static_cast<int64_t>(id));
-        for (auto& r : repeats()) r.deliver(static_cast<int64_t>(id));
+        for (auto& r : repeats()) r.deliver(repeat_answer(id));
         for (auto i : indices) settle_never(self, i);
       },
       [=](caf::error&) mutable {

@@ -50,9 +50,9 @@ void gateway::impl::submit_for(const std::shared_ptr<session>& who, job_spec spe
           answer_request(*asker, nullptr, result.error);
           return;
         }
-        // The id of a job booked before: the scheduler answered a keyed repeat with its first
-        // submit's job, which keeps its own spec and owner.
-        if (!spec.key.empty() && g->opts.book && g->opts.book->has_spec(static_cast<uint32_t>(result.job))) {
+        // A keyed repeat: its first submit's job, which keeps its own spec and owner (booked
+        // from the first's answer, whichever answer comes first here).
+        if (result.repeat) {
           g->log(fmt::format("{}: submit repeated job {} (key {})", peer, result.job, escape_control(spec.key)));
           submitted(*asker, static_cast<uint64_t>(result.job));
           wire::submit_ok ok{static_cast<uint64_t>(result.job), std::nullopt};

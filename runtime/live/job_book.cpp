@@ -236,12 +236,6 @@ std::optional<std::string> job_book::owner(uint32_t job) const {
   return it->second.spec->user;
 }
 
-bool job_book::has_spec(uint32_t job) const {
-  std::lock_guard lock(m_);
-  auto it = jobs_.find(job);
-  return it != jobs_.end() && it->second.spec.has_value();
-}
-
 bool job_book::keyed(const std::string& user, const std::string& key) const {
   std::lock_guard lock(m_);
   return keys_.count({user, key}) > 0;

@@ -46,8 +46,6 @@ class job_book {
   std::optional<std::string> owner(uint32_t job) const;
   /// Whether `job` has ended.
   bool has_ended(uint32_t job) const;
-  /// Whether the book has `job`'s spec: a keyed submit answered an id it has is a repeat.
-  bool has_spec(uint32_t job) const;
   /// Whether a submit of `user` with `key` was booked (job_spec::key).
   bool keyed(const std::string& user, const std::string& key) const;
   /// Ended jobs, the latest end first, at most `max`.

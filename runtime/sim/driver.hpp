@@ -44,6 +44,8 @@ struct submit_result {
   int64_t job = -1;    ///< the submitted job's index, -1 if refused
   std::string error;   ///< why it was refused, naming the job
   std::string note;    ///< taken, but the config overrides part of it: what and why (else empty)
+  /// A repeat of a keyed submit: `job` is the first one's, which it took no job beside.
+  bool repeat = false;
 };
 
 /// Routes what a machine's workers report to the actor of that server; callable from any

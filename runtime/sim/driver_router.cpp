@@ -90,6 +90,7 @@ void submit_from_client(const run_frame& f, const run_actors& a, job_spec job, s
                        floor_workers(job.min_workers, job.gpus, job.max_workers, plan.setup.planner), job.min_workers);
   auto outcome = [name = job.name, note](int64_t index) {
     if (index >= 0) return submit_result{index, {}, note};
+    if (auto first = repeated_job(index)) return submit_result{*first, {}, {}, true};
     return submit_result{-1, fmt::format("job '{}': {}", name, to_string(refusal_of(index))), {}};
   };
   auto scheduler = a.scheduler;

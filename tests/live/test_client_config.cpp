@@ -258,14 +258,14 @@ TEST_CASE("job files: every key a submit flag sets is read, and a bad one is an 
   temp_folder dir;
   fs::permissions(dir.path, fs::perms(0755));
   auto path = dir.write("job.yaml",
-                        "name: sweep\ngpus: 2\nmin_workers: 1\nmax_workers: 4\ncommand: [sh, -c, 'true']\n"
+                        "name: sweep\ngpus: 2\nmin_workers: 2\nmax_workers: 4\ncommand: [sh, -c, 'true']\n"
                         "expected_duration_s: 60\ngpu_type: V100\ntenant: prod\npriority: 3\ntime_limit: 1:00:00\n"
                         "max_retries: 2\nafter: '3:any'\narray: 0-9%2\nhold: true\nkey: nightly-7\n");
   wire::submit job;
   live::read_job_file(path, job);
   CHECK(job.name == "sweep");
   CHECK(job.gpus == 2);
-  CHECK(job.min_workers == 1);
+  CHECK(job.min_workers == 2);
   CHECK(job.max_workers == 4);
   CHECK(job.command == std::vector<std::string>{"sh", "-c", "true"});
   CHECK(job.expected_duration_s == 60);
