@@ -43,7 +43,7 @@ wire::job_state outcome_state(job_outcome outcome) {
 
 void job_book::spec(const job_spec& s) {
   std::lock_guard lock(m_);
-  if (!s.key.empty()) keys_.emplace(std::pair{s.user, s.key}, s.array_job >= 0 ? static_cast<uint32_t>(s.array_job) : s.index);
+  if (!s.key.empty()) keys_.emplace(s.user, s.key);
   if (s.array.empty() || s.array_job >= 0) {
     jobs_[s.index].spec = s;
     if (s.array_job >= 0) arrays_[static_cast<uint32_t>(s.array_job)][s.array_task] = s.index;

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,7 +61,7 @@ class job_book {
   mutable std::mutex m_;
   std::map<uint32_t, entry> jobs_;
   /// Submit keys by (user, key).
-  std::map<std::pair<std::string, std::string>, uint32_t> keys_;
+  std::set<std::pair<std::string, std::string>> keys_;
   /// Arrays by id: their tasks' job indices by task id.
   std::map<uint32_t, std::map<uint32_t, uint32_t>> arrays_;
   /// Ended jobs in the order they ended.
