@@ -21,6 +21,7 @@
 #include "runtime/outputs/config_reference.hpp"
 #include "runtime/outputs/effective_config.hpp"
 #include "solvers/input_error.hpp"
+#include "runtime/inputs/job_checks.hpp"
 #include "runtime/inputs/load_inputs.hpp"
 #include "runtime/outputs/outputs.hpp"
 #include "runtime/live/client_tokens.hpp"
@@ -535,8 +536,7 @@ int main(int argc, char** argv) {
       if (*array_opt) job.array = job_array;
       if (job_hold) job.hold = true;
       if (*key_opt) {
-        check_name("submit: --key", job_key);
-        if (job_key.empty() || job_key.size() > 256) throw aryl::input_error("submit: --key: give 1-256 bytes");
+        if (auto why = aryl::submit_key_problem(job_key); !why.empty()) throw aryl::input_error("submit: --key: " + why);
         job.key = job_key;
       }
       if (!job_command.empty()) job.command = job_command;

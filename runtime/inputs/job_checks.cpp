@@ -10,6 +10,13 @@
 
 namespace aryl {
 
+std::string submit_key_problem(const std::string& key) {
+  if (key.empty() || key.size() > max_submit_key_bytes)
+    return fmt::format("{} bytes, where 1 to {} are required", key.size(), max_submit_key_bytes);
+  if (find_control(key) != std::string::npos) return "holds " + describe_control(key);
+  return {};
+}
+
 std::string job_spec_problem(const job_spec& j) {
   if (j.name.empty() || j.name.size() > max_job_name_bytes)
     return fmt::format("name: {} bytes, where 1 to {} are required", j.name.size(), max_job_name_bytes);

@@ -13,6 +13,13 @@ namespace aryl {
 inline constexpr size_t max_job_name_bytes = 256;
 /// Most retries a job may ask for.
 inline constexpr int max_job_retries = 1000;
+/// Longest submit key (job_spec::key).
+inline constexpr size_t max_submit_key_bytes = 256;
+
+/// "" if `key` may be a submit's key (job_spec::key: 1..max_submit_key_bytes without control
+/// characters), else why not. Checked where a key is given (flag, job file, wire), since an
+/// empty key there is a mistake, not "no key".
+std::string submit_key_problem(const std::string& key);
 
 /// "" if `j` is a job any run could take, else its first problem, naming the field
 /// ("gpus 0 is not in 1..1000000"): a name of 1..max_job_name_bytes without control

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "solvers/control_chars.hpp"
+#include "runtime/inputs/job_checks.hpp"
 #include "runtime/live/client_replies.hpp"
 #include "runtime/live/gateway_access.hpp"
 #include "runtime/live/registration_checks.hpp"
@@ -332,8 +333,8 @@ void session::on_client(const wire::message& msg) {
       g_->log(fmt::format("{}: submit refused: {}", peer_, why));
       return close(why);
     }
-    if (j->key && (j->key->empty() || j->key->size() > 256 || find_control(*j->key) != std::string::npos)) {
-      auto why = "submit: key '" + escape_control(*j->key) + "' is not 1-256 bytes without control characters";
+    if (auto bad = j->key ? submit_key_problem(*j->key) : std::string(); !bad.empty()) {
+      auto why = "submit: key: " + bad;
       g_->log(fmt::format("{}: submit refused: {}", peer_, why));
       return close(why);
     }

@@ -89,9 +89,8 @@ void read_job_file(const std::string& path, wire::submit& job) {
         throw input_error(fmt::format("{}: hold must be true or false", at));
       job.hold = b;
     } else if (key == "key") {
-      auto k = shown();
-      if (k.empty() || k.size() > 256) throw input_error(fmt::format("{}: key must be 1-256 bytes", at));
-      job.key = k;
+      if (auto why = submit_key_problem(text()); !why.empty()) throw input_error(fmt::format("{}: key: {}", at, why));
+      job.key = text();
     } else {
       throw input_error(fmt::format("{}: unknown key '{}' (name, gpus, min_workers, max_workers, command, "
                                     "expected_duration_s, gpu_type, tenant, priority, time_limit, max_retries, "

@@ -280,8 +280,8 @@ TEST_CASE("job files: every key a submit flag sets is read, and a bad one is an 
   CHECK(job.key == "nightly-7");
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"hold: maybe\n", ":1: hold must be true or false"},
-      {"key: ''\n", ":1: key must be 1-256 bytes"},
-      {"key: \"a\\tb\"\n", ":1: key holds a control character"},
+      {"key: ''\n", ":1: key: 0 bytes, where 1 to 256 are required"},
+      {"key: \"a\\tb\"\n", ":1: key: holds a control character"},
       {"colour: red\n", ":1: unknown key 'colour'"}};
   for (const auto& [text, why] : bad) {
     auto file = dir.write("bad.yaml", text);
