@@ -89,8 +89,8 @@ void read_job_file(const std::string& path, wire::submit& job) {
         throw input_error(fmt::format("{}: hold must be true or false", at));
       job.hold = b;
     } else if (key == "key") {
-      if (auto why = submit_key_problem(text()); !why.empty()) throw input_error(fmt::format("{}: key: {}", at, why));
       job.key = text();
+      if (auto why = submit_key_problem(*job.key); !why.empty()) throw input_error(fmt::format("{}: key: {}", at, why));
     } else {
       throw input_error(fmt::format("{}: unknown key '{}' (name, gpus, min_workers, max_workers, command, "
                                     "expected_duration_s, gpu_type, tenant, priority, time_limit, max_retries, "
